@@ -1,0 +1,59 @@
+//! The cloud as protokube sees it: narrow traits returning our own types, so commands can run
+//! against AWS or against a stricter test double. The AWS implementation lives in [`aws`].
+
+pub mod aws;
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// An EBS volume as the cloud reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CloudVolume {
+    pub id: String,
+    pub zone: String,
+    /// `creating`, `available`, `in-use`, `deleting`, `deleted`, `error`.
+    pub state: String,
+    pub attachments: Vec<VolumeAttachment>,
+    pub tags: BTreeMap<String, String>,
+}
+
+/// One attachment of a volume to an instance.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VolumeAttachment {
+    pub instance_id: String,
+    /// The device name given at attach time, e.g. `/dev/xvdu`.
+    pub device: String,
+    /// `attaching`, `attached`, `detaching`, `detached`, `busy`.
+    pub state: String,
+}
+
+/// Which volumes to ask for: a cluster's control-plane volumes in one availability zone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VolumeQuery {
+    pub cluster: String,
+    pub zone: String,
+}
+
+/// EBS volume operations.
+#[async_trait]
+pub trait VolumeApi: Send + Sync {
+    /// The cluster's control-plane volumes in the zone: one server-side-filtered, paginated listing.
+    async fn find_volumes(&self, query: &VolumeQuery) -> Result<Vec<CloudVolume>>;
+}
+
+/// EC2 instance facts.
+#[async_trait]
+pub trait InstanceApi: Send + Sync {
+    /// The value of tag `key` on instance `instance_id`, if it has one.
+    async fn instance_tag(&self, instance_id: &str, key: &str) -> Result<Option<String>>;
+}
+
+/// Instance metadata (IMDS): `path` is relative to `/latest/meta-data/`; `Ok(None)` when the
+/// service answers that the item does not exist (e.g. `public-ipv4` on a private instance).
+#[async_trait]
+pub trait InstanceMetadata: Send + Sync {
+    async fn get(&self, path: &str) -> Result<Option<String>>;
+}

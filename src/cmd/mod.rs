@@ -1,0 +1,3 @@
+//! The subcommands, one file each: its clap `Args` and its `run`.
+
+pub mod discover_volumes;

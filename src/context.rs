@@ -1,0 +1,103 @@
+//! What a run knows: the global flags, the cluster spec, and, fetched on first use, the node's
+//! identity, the AWS clients and the cluster name. Each command takes only the parts it needs.
+
+use anyhow::{anyhow, Context as _, Result};
+use tokio::sync::OnceCell;
+
+use crate::cli::GlobalArgs;
+use crate::cloud::aws::{load_sdk_config, Ec2, Imds};
+use crate::cloud::InstanceApi;
+use crate::error::UsageError;
+use crate::fsutil::HostRoot;
+use crate::identity::{self, NodeIdentity, Want};
+use crate::names::check_cluster_name;
+use crate::spec::ClusterDocument;
+use crate::volumes::CLUSTER_TAG;
+
+/// The state of one run, shared by the steps of `sync`.
+pub struct Context {
+    pub global: GlobalArgs,
+    pub root: HostRoot,
+    pub spec: Option<ClusterDocument>,
+    identity: OnceCell<NodeIdentity>,
+    ec2: OnceCell<Ec2>,
+}
+
+impl Context {
+    /// Checks the global flags and loads the cluster spec; no network access.
+    pub fn new(global: GlobalArgs) -> Result<Self> {
+        let spec = match &global.cluster_spec {
+            Some(path) => Some(ClusterDocument::load(path)?),
+            None => None,
+        };
+        if let Some(name) = &global.cluster_id {
+            check_cluster_name(name).map_err(|msg| UsageError(format!("--cluster-id: {msg}")))?;
+        }
+        if let Some(name) = spec.as_ref().and_then(|s| s.name()) {
+            check_cluster_name(name).map_err(|msg| {
+                anyhow!(
+                    "cluster spec `{}`: metadata.name: {msg}",
+                    global
+                        .cluster_spec
+                        .as_deref()
+                        .unwrap_or_else(|| std::path::Path::new("-"))
+                        .display()
+                )
+            })?;
+        }
+        Ok(Self {
+            root: HostRoot::new(&global.root),
+            global,
+            spec,
+            identity: OnceCell::new(),
+            ec2: OnceCell::new(),
+        })
+    }
+
+    /// This node's identity (instance id, zone, region), from flags and the metadata service.
+    pub async fn identity(&self) -> Result<&NodeIdentity> {
+        self.identity
+            .get_or_try_init(|| async {
+                identity::resolve(
+                    &self.global.identity_overrides(),
+                    &Imds::new(),
+                    Want::Placement,
+                )
+                .await
+            })
+            .await
+    }
+
+    /// The EC2 client for this node's region.
+    pub async fn ec2(&self) -> Result<&Ec2> {
+        let region = self.identity().await?.region.clone();
+        self.ec2
+            .get_or_try_init(|| async move { Ok(Ec2::new(&load_sdk_config(&region).await)) })
+            .await
+    }
+
+    /// The cluster name: `--cluster-id`, else the spec's `metadata.name`, else this instance's
+    /// `KubernetesCluster` tag.
+    pub async fn cluster_name(&self, instances: &dyn InstanceApi) -> Result<String> {
+        if let Some(name) = &self.global.cluster_id {
+            return Ok(name.clone());
+        }
+        if let Some(name) = self.spec.as_ref().and_then(|s| s.name()) {
+            return Ok(name.to_owned());
+        }
+        let instance_id = &self.identity().await?.instance_id;
+        let tag = instances
+            .instance_tag(instance_id, CLUSTER_TAG)
+            .await
+            .context("finding the cluster name")?;
+        let name = tag.ok_or_else(|| {
+            anyhow!(
+                "no cluster name: pass --cluster-id or --cluster-spec (instance `{instance_id}` has \
+                 no `{CLUSTER_TAG}` tag)"
+            )
+        })?;
+        check_cluster_name(&name)
+            .map_err(|msg| anyhow!("tag `{CLUSTER_TAG}` of instance `{instance_id}`: {msg}"))?;
+        Ok(name)
+    }
+}

@@ -1,0 +1,81 @@
+//! Error kinds that carry their own exit code, and the mapping from a run's outcome to the code.
+
+use std::fmt;
+
+/// Exit codes of the contract (DESIGN §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitCode {
+    /// Done: nothing left to do.
+    Done = 0,
+    /// Failed, including unreadable or invalid input files.
+    Failed = 1,
+    /// Something was changed (or would be, with `--dry-run`); only with `--detailed-exitcode`.
+    Changed = 2,
+    /// Usage error: bad flags or flag values.
+    Usage = 64,
+    /// Not ready yet, retry later: a wait timed out, the lock is held, a device has not appeared.
+    NotReady = 75,
+}
+
+impl ExitCode {
+    /// The code to exit the process with.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The exit code for a failed run: the first typed cause in the chain decides, else 1.
+    pub fn for_error(err: &anyhow::Error) -> Self {
+        for cause in err.chain() {
+            if cause.is::<NotReady>() {
+                return Self::NotReady;
+            }
+            if cause.is::<UsageError>() {
+                return Self::Usage;
+            }
+        }
+        Self::Failed
+    }
+}
+
+/// Something this run waited for did not happen in time; a later run may succeed (exit 75).
+#[derive(Debug)]
+pub struct NotReady(pub String);
+
+impl fmt::Display for NotReady {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotReady {}
+
+/// A flag or flag value is wrong in a way clap could not see (exit 64).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context as _;
+
+    #[test]
+    fn typed_causes_map_to_their_codes_through_context() {
+        let err = anyhow::Error::new(NotReady("waited for `vol-1`".into())).context("mounting");
+        assert_eq!(ExitCode::for_error(&err), ExitCode::NotReady);
+        let err: anyhow::Result<()> = Err(UsageError("bad --zone".into()).into());
+        let err = err.context("choosing zone").unwrap_err();
+        assert_eq!(ExitCode::for_error(&err), ExitCode::Usage);
+        assert_eq!(
+            ExitCode::for_error(&anyhow::anyhow!("boom")),
+            ExitCode::Failed
+        );
+    }
+}

@@ -1,0 +1,294 @@
+//! This node's identity: instance id, zone, region and addresses from IMDSv2, each overridable by
+//! its flag. Only what a command needs is fetched, and nothing when every flag is given.
+
+use std::net::Ipv4Addr;
+
+use anyhow::{anyhow, Context as _, Result};
+
+use crate::cloud::InstanceMetadata;
+
+/// Identity values given on the command line (or their `PROTOKUBE_*` variables).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IdentityOverrides {
+    pub instance_id: Option<String>,
+    pub availability_zone: Option<String>,
+    pub region: Option<String>,
+    pub internal_ip: Option<Ipv4Addr>,
+    pub external_ip: Option<Ipv4Addr>,
+}
+
+/// Who and where this node is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeIdentity {
+    pub instance_id: String,
+    pub availability_zone: String,
+    pub region: String,
+    /// Resolved only when asked for with [`Want::Addresses`].
+    pub internal_ip: Option<Ipv4Addr>,
+    /// Absent on instances without a public address.
+    pub external_ip: Option<Ipv4Addr>,
+}
+
+/// What a command needs beyond instance id, zone and region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Want {
+    Placement,
+    Addresses,
+}
+
+/// One identity item: its flag and its metadata path.
+struct Item {
+    flag: &'static str,
+    path: &'static str,
+}
+
+const INSTANCE_ID: Item = Item {
+    flag: "--instance-id",
+    path: "instance-id",
+};
+const ZONE: Item = Item {
+    flag: "--availability-zone",
+    path: "placement/availability-zone",
+};
+const REGION: Item = Item {
+    flag: "--region",
+    path: "placement/region",
+};
+const INTERNAL_IP: Item = Item {
+    flag: "--internal-ip",
+    path: "local-ipv4",
+};
+const EXTERNAL_IP: Item = Item {
+    flag: "--external-ip",
+    path: "public-ipv4",
+};
+
+/// Resolves the node identity: flags first, then the metadata service for what is missing.
+///
+/// When the metadata service cannot be reached the error names every flag still needed.
+pub async fn resolve(
+    overrides: &IdentityOverrides,
+    metadata: &dyn InstanceMetadata,
+    want: Want,
+) -> Result<NodeIdentity> {
+    let mut missing: Vec<&'static str> = Vec::new();
+    if overrides.instance_id.is_none() {
+        missing.push(INSTANCE_ID.flag);
+    }
+    if overrides.availability_zone.is_none() {
+        missing.push(ZONE.flag);
+    }
+    if overrides.region.is_none() {
+        missing.push(REGION.flag);
+    }
+    if want == Want::Addresses && overrides.internal_ip.is_none() {
+        missing.push(INTERNAL_IP.flag);
+    }
+    let fetch = |item: &'static Item| {
+        let missing = missing.clone();
+        async move {
+            metadata.get(item.path).await.with_context(|| {
+                format!(
+                    "cannot read `{}` from the EC2 instance metadata service; on a machine \
+                     without it pass {}",
+                    item.path,
+                    missing.join(", ")
+                )
+            })
+        }
+    };
+    let required = |value: Option<String>, item: &'static Item| {
+        value
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| {
+                anyhow!(
+                    "the EC2 instance metadata service has no `{}`; pass {}",
+                    item.path,
+                    item.flag
+                )
+            })
+    };
+    let instance_id = match &overrides.instance_id {
+        Some(id) => id.clone(),
+        None => required(fetch(&INSTANCE_ID).await?, &INSTANCE_ID)?,
+    };
+    let availability_zone = match &overrides.availability_zone {
+        Some(zone) => zone.clone(),
+        None => required(fetch(&ZONE).await?, &ZONE)?,
+    };
+    let region = match &overrides.region {
+        Some(region) => region.clone(),
+        None => required(fetch(&REGION).await?, &REGION)?,
+    };
+    let (internal_ip, external_ip) = if want == Want::Addresses {
+        let internal = match overrides.internal_ip {
+            Some(ip) => ip,
+            None => parse_ip(
+                &required(fetch(&INTERNAL_IP).await?, &INTERNAL_IP)?,
+                &INTERNAL_IP,
+            )?,
+        };
+        let external = match overrides.external_ip {
+            Some(ip) => Some(ip),
+            None => match fetch(&EXTERNAL_IP).await? {
+                Some(value) => Some(parse_ip(&value, &EXTERNAL_IP)?),
+                None => None,
+            },
+        };
+        (Some(internal), external)
+    } else {
+        (None, overrides.external_ip)
+    };
+    check_identity_value("instance id", &instance_id, INSTANCE_ID.flag)?;
+    check_identity_value("availability zone", &availability_zone, ZONE.flag)?;
+    check_identity_value("region", &region, REGION.flag)?;
+    Ok(NodeIdentity {
+        instance_id,
+        availability_zone,
+        region,
+        internal_ip: internal_ip.or(overrides.internal_ip),
+        external_ip,
+    })
+}
+
+fn parse_ip(value: &str, item: &Item) -> Result<Ipv4Addr> {
+    value.trim().parse().map_err(|_| {
+        anyhow!(
+            "the EC2 instance metadata service gave `{}` for `{}`, not an IPv4 address; pass {}",
+            value.escape_debug(),
+            item.path,
+            item.flag
+        )
+    })
+}
+
+/// Identity values go into API filters and log lines: plain `[a-z0-9-]` only.
+fn check_identity_value(what: &str, value: &str, flag: &str) -> Result<()> {
+    let ok = !value.is_empty()
+        && value.len() <= 64
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(anyhow!(
+            "{what} `{}` is not valid (lowercase letters, digits and `-`); check {flag}",
+            value.escape_debug()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use async_trait::async_trait;
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    /// Metadata double: fixed answers, records which paths were asked.
+    #[derive(Default)]
+    struct FakeMetadata {
+        items: BTreeMap<&'static str, &'static str>,
+        unreachable: bool,
+        asked: Mutex<Vec<String>>,
+    }
+
+    #[async_trait]
+    impl InstanceMetadata for FakeMetadata {
+        async fn get(&self, path: &str) -> Result<Option<String>> {
+            self.asked.lock().unwrap().push(path.to_owned());
+            if self.unreachable {
+                return Err(anyhow!("connection refused"));
+            }
+            Ok(self.items.get(path).map(|v| v.to_string()))
+        }
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    fn ec2_metadata() -> FakeMetadata {
+        FakeMetadata {
+            items: BTreeMap::from([
+                ("instance-id", "i-0123"),
+                ("placement/availability-zone", "us-test-1a"),
+                ("placement/region", "us-test-1"),
+                ("local-ipv4", "10.0.0.5"),
+            ]),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn reads_metadata_and_treats_missing_public_ip_as_none() {
+        let metadata = ec2_metadata();
+        let id = block_on(resolve(
+            &IdentityOverrides::default(),
+            &metadata,
+            Want::Addresses,
+        ))
+        .unwrap();
+        assert_eq!(id.instance_id, "i-0123");
+        assert_eq!(id.availability_zone, "us-test-1a");
+        assert_eq!(id.region, "us-test-1");
+        assert_eq!(id.internal_ip, Some(Ipv4Addr::new(10, 0, 0, 5)));
+        assert_eq!(id.external_ip, None);
+    }
+
+    #[test]
+    fn flags_win_and_a_fully_overridden_identity_asks_nothing() {
+        let metadata = FakeMetadata {
+            unreachable: true,
+            ..Default::default()
+        };
+        let overrides = IdentityOverrides {
+            instance_id: Some("i-flag".into()),
+            availability_zone: Some("eu-west-1b".into()),
+            region: Some("eu-west-1".into()),
+            ..Default::default()
+        };
+        let id = block_on(resolve(&overrides, &metadata, Want::Placement)).unwrap();
+        assert_eq!(id.instance_id, "i-flag");
+        assert!(metadata.asked.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn unreachable_metadata_names_the_flags_to_pass() {
+        let metadata = FakeMetadata {
+            unreachable: true,
+            ..Default::default()
+        };
+        let overrides = IdentityOverrides {
+            region: Some("us-test-1".into()),
+            ..Default::default()
+        };
+        let err = block_on(resolve(&overrides, &metadata, Want::Placement)).unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.contains("pass --instance-id, --availability-zone"),
+            "{text}"
+        );
+        assert!(!text.contains("--region"), "{text}");
+    }
+
+    #[test]
+    fn hostile_metadata_values_are_refused() {
+        let mut metadata = ec2_metadata();
+        metadata
+            .items
+            .insert("placement/availability-zone", "us-test-1a\nx: y");
+        let err = block_on(resolve(
+            &IdentityOverrides::default(),
+            &metadata,
+            Want::Placement,
+        ))
+        .unwrap_err();
+        assert!(format!("{err:#}").contains("availability zone"), "{err:#}");
+    }
+}

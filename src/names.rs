@@ -1,0 +1,68 @@
+//! Validation of names that end up in DNS names, file names and manifests (DNS-1123 rules).
+
+/// True when `name` is a DNS-1123 label: 1–63 of `[a-z0-9-]`, starting and ending alphanumeric.
+pub fn is_dns1123_label(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 63
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes[0] != b'-'
+        && bytes[bytes.len() - 1] != b'-'
+}
+
+/// True when `name` is a DNS-1123 subdomain: dot-separated labels, 253 characters at most.
+pub fn is_dns1123_subdomain(name: &str) -> bool {
+    name.len() <= 253 && name.split('.').all(is_dns1123_label)
+}
+
+/// Checks a cluster name (it becomes part of DNS names and tag filters).
+pub fn check_cluster_name(name: &str) -> Result<(), String> {
+    if is_dns1123_subdomain(name) {
+        Ok(())
+    } else {
+        Err(format!(
+            "cluster name `{}` is not a valid DNS name (lowercase letters, digits, `-` and `.`, \
+             each label starting and ending with a letter or digit)",
+            name.escape_debug()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels() {
+        for good in ["a", "us-test-1a", "etcd-events", "0", &"a".repeat(63)] {
+            assert!(is_dns1123_label(good), "{good}");
+        }
+        for bad in [
+            "",
+            "-a",
+            "a-",
+            "A",
+            "a.b",
+            "a b",
+            "a\nb",
+            "é",
+            "a_b",
+            &"a".repeat(64),
+        ] {
+            assert!(!is_dns1123_label(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn subdomains_and_cluster_names() {
+        assert!(is_dns1123_subdomain("minimal.k8s.local"));
+        assert!(is_dns1123_subdomain("ha.example.com"));
+        assert!(!is_dns1123_subdomain("ha..example.com"));
+        assert!(!is_dns1123_subdomain("ha.example.com."));
+        assert!(check_cluster_name("c.example.com").is_ok());
+        let err = check_cluster_name("c.example.com\ninjected: 1").unwrap_err();
+        assert!(err.contains(r"c.example.com\ninjected: 1"), "{err}");
+    }
+}

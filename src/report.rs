@@ -1,0 +1,234 @@
+//! The run report (DESIGN §2): one shape for every command, printed as text, JSON or YAML on stdout.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::volumes::EtcdMembership;
+
+/// The `-o` formats.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    #[default]
+    Text,
+    Json,
+    Yaml,
+}
+
+/// What a change is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    Volume,
+    Device,
+    Filesystem,
+    Mount,
+    File,
+    Dns,
+    Hosts,
+}
+
+/// What happened (or, with `--dry-run`, would happen) to a target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Attach,
+    Format,
+    Mount,
+    Create,
+    Update,
+    Delete,
+    Unchanged,
+}
+
+/// One entry of `changes`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Change {
+    pub kind: ChangeKind,
+    pub target: String,
+    pub action: Action,
+    pub detail: String,
+}
+
+/// One entry of `volumes` (filled by `discover-volumes`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct VolumeReport {
+    pub id: String,
+    pub zone: String,
+    pub state: String,
+    pub attached_to: Option<String>,
+    pub device: Option<String>,
+    pub mountpoint: Option<String>,
+    pub etcd: Vec<EtcdMembership>,
+}
+
+/// The report of one run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Report {
+    pub command: String,
+    pub dry_run: bool,
+    /// True when any change is not `unchanged`; kept in step by [`Report::push`].
+    pub changed: bool,
+    pub changes: Vec<Change>,
+    pub volumes: Vec<VolumeReport>,
+    pub warnings: Vec<String>,
+}
+
+impl Report {
+    pub fn new(command: &str, dry_run: bool) -> Self {
+        Self {
+            command: command.to_owned(),
+            dry_run,
+            changed: false,
+            changes: Vec::new(),
+            volumes: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Records a change; anything but `unchanged` marks the report as changed.
+    pub fn push(&mut self, change: Change) {
+        self.changed |= change.action != Action::Unchanged;
+        self.changes.push(change);
+    }
+
+    /// Records a warning; it is also logged at once (stderr) so it shows up in the text form too.
+    pub fn warn(&mut self, warning: String) {
+        tracing::warn!("{warning}");
+        self.warnings.push(warning);
+    }
+
+    /// The report in the chosen format, ending with a newline (empty text when there is nothing
+    /// to say in text form).
+    pub fn render(&self, format: OutputFormat) -> Result<String> {
+        Ok(match format {
+            OutputFormat::Json => {
+                let mut out = serde_json::to_string_pretty(self)?;
+                out.push('\n');
+                out
+            }
+            OutputFormat::Yaml => serde_yaml::to_string(self)?,
+            OutputFormat::Text => self.render_text(),
+        })
+    }
+
+    fn render_text(&self) -> String {
+        let mut out = String::new();
+        if self.command == "discover-volumes" {
+            out.push_str(&volume_table(&self.volumes));
+            return out;
+        }
+        let verb = if self.dry_run { "would " } else { "" };
+        for change in &self.changes {
+            let action = serde_plain(&change.action);
+            let kind = serde_plain(&change.kind);
+            let _ = write!(out, "{verb}{action:<9} {kind:<10} {}", change.target);
+            if !change.detail.is_empty() {
+                let _ = write!(out, "  ({})", change.detail);
+            }
+            out.push('\n');
+        }
+        if !self.changed {
+            out.push_str("nothing to do\n");
+        }
+        out
+    }
+}
+
+fn serde_plain<T: Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn volume_table(volumes: &[VolumeReport]) -> String {
+    if volumes.is_empty() {
+        return "no etcd volumes found\n".to_owned();
+    }
+    let header = [
+        "VOLUME",
+        "ZONE",
+        "STATE",
+        "ATTACHED TO",
+        "DEVICE",
+        "MOUNTPOINT",
+        "ETCD",
+    ];
+    let dash = || "-".to_owned();
+    let rows: Vec<[String; 7]> = volumes
+        .iter()
+        .map(|v| {
+            [
+                v.id.clone(),
+                v.zone.clone(),
+                v.state.clone(),
+                v.attached_to.clone().unwrap_or_else(dash),
+                v.device.clone().unwrap_or_else(dash),
+                v.mountpoint.clone().unwrap_or_else(dash),
+                v.etcd
+                    .iter()
+                    .map(|m| format!("{}:{}/{}", m.cluster, m.member, m.members.join(",")))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut text = String::new();
+        for (i, cell) in cells.enumerate() {
+            let _ = write!(text, "{cell:<width$}  ", width = widths[i]);
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(&mut header.iter().copied());
+    for row in &rows {
+        line(&mut row.iter().map(String::as_str));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changed_follows_the_changes() {
+        let mut report = Report::new("mount", false);
+        report.push(Change {
+            kind: ChangeKind::Mount,
+            target: "/mnt/master-vol-1".into(),
+            action: Action::Unchanged,
+            detail: String::new(),
+        });
+        assert!(!report.changed);
+        assert_eq!(
+            report.render(OutputFormat::Text).unwrap().lines().last(),
+            Some("nothing to do")
+        );
+        report.push(Change {
+            kind: ChangeKind::Volume,
+            target: "vol-1".into(),
+            action: Action::Attach,
+            detail: "as /dev/xvdu".into(),
+        });
+        assert!(report.changed);
+        let json: serde_json::Value =
+            serde_json::from_str(&report.render(OutputFormat::Json).unwrap()).unwrap();
+        assert_eq!(json["changed"], true);
+        assert_eq!(json["changes"][1]["action"], "attach");
+        assert_eq!(json["changes"][1]["kind"], "volume");
+        let yaml: serde_yaml::Value =
+            serde_yaml::from_str(&report.render(OutputFormat::Yaml).unwrap()).unwrap();
+        assert_eq!(yaml["command"], serde_yaml::Value::from("mount"));
+    }
+}

@@ -1,0 +1,141 @@
+//! The kOps `Cluster` document: a typed model of the parts protokube uses, and its loading.
+//!
+//! The componentconfig sections (`kubeAPIServer`, …) stay YAML mappings: the flag builder reads
+//! them field by field through the flag table, so fields kOps adds later need no code here.
+
+use std::path::Path;
+
+use anyhow::{bail, Context as _, Result};
+use serde::Deserialize;
+use serde_yaml::Mapping;
+
+/// `apiVersion` of the documents kOps writes to its state store.
+pub const API_VERSION: &str = "kops.k8s.io/v1alpha2";
+/// `kind` of a cluster document.
+pub const KIND: &str = "Cluster";
+
+/// A kOps `Cluster` document.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterDocument {
+    pub api_version: String,
+    pub kind: String,
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: ClusterSpec,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct ObjectMeta {
+    pub name: Option<String>,
+}
+
+/// `spec` of a cluster: only the fields protokube reads; everything else is ignored.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterSpec {
+    #[serde(default)]
+    pub etcd_clusters: Vec<EtcdClusterSpec>,
+    #[serde(rename = "kubeAPIServer")]
+    pub kube_api_server: Option<Mapping>,
+    pub kube_controller_manager: Option<Mapping>,
+    pub kube_scheduler: Option<Mapping>,
+    pub kube_proxy: Option<Mapping>,
+    pub master_public_name: Option<String>,
+    pub dns_zone: Option<String>,
+}
+
+/// One entry of `spec.etcdClusters`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct EtcdClusterSpec {
+    pub name: String,
+    #[serde(default)]
+    pub etcd_members: Vec<EtcdMemberSpec>,
+    pub image: Option<String>,
+    pub version: Option<String>,
+    pub cpu_request: Option<String>,
+    pub memory_request: Option<String>,
+    pub leader_election_timeout: Option<String>,
+    pub heartbeat_interval: Option<String>,
+}
+
+/// One entry of `etcdMembers`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct EtcdMemberSpec {
+    pub name: String,
+    pub instance_group: Option<String>,
+}
+
+impl ClusterDocument {
+    /// Parses and checks a cluster document; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Self> {
+        // serde_yaml's message ends with the position (`at line L column C`).
+        let doc: ClusterDocument = serde_yaml::from_str(text).map_err(|err| {
+            anyhow::anyhow!("cluster spec `{origin}` is not a valid kOps Cluster document: {err}")
+        })?;
+        if doc.api_version != API_VERSION || doc.kind != KIND {
+            bail!(
+                "cluster spec `{origin}` has apiVersion `{}` and kind `{}`; expected apiVersion \
+                 `{API_VERSION}` and kind `{KIND}` (the completed spec kOps writes to its state store)",
+                doc.api_version.escape_debug(),
+                doc.kind.escape_debug()
+            );
+        }
+        Ok(doc)
+    }
+
+    /// Reads and parses a cluster document from a file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = fs_err::read_to_string(path).context("reading the cluster spec")?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// The cluster name from `metadata.name`, if set.
+    pub fn name(&self) -> Option<&str> {
+        self.metadata.name.as_deref().filter(|n| !n.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_parts_we_use_and_ignores_the_rest() {
+        let doc = ClusterDocument::parse(
+            "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata:\n  name: c.example.com\n\
+             spec:\n  unknownField: {a: 1}\n  dnsZone: Z1\n  masterPublicName: api.c.example.com\n\
+             \x20 etcdClusters:\n  - name: main\n    version: 3.5.13\n    etcdMembers:\n\
+             \x20   - name: a\n      instanceGroup: master-a\n  kubeAPIServer:\n    logLevel: 2\n",
+            "test",
+        )
+        .unwrap();
+        assert_eq!(doc.name(), Some("c.example.com"));
+        assert_eq!(doc.spec.dns_zone.as_deref(), Some("Z1"));
+        assert_eq!(doc.spec.etcd_clusters[0].etcd_members[0].name, "a");
+        assert_eq!(
+            doc.spec.kube_api_server.unwrap()["logLevel"],
+            serde_yaml::Value::from(2)
+        );
+    }
+
+    #[test]
+    fn errors_name_the_file_and_position() {
+        let err = ClusterDocument::parse("kind: Cluster\nspec: {a: [1,\n  b: }\n", "/x/spec.yaml")
+            .unwrap_err();
+        let text = format!("{err:#}");
+        assert!(text.contains("`/x/spec.yaml`"), "{text}");
+        assert!(text.contains("line 3 column"), "{text}");
+        let err = ClusterDocument::parse(
+            "apiVersion: kops.k8s.io/v1alpha2\nkind: InstanceGroup\n",
+            "ig.yaml",
+        )
+        .unwrap_err();
+        assert!(format!("{err}").contains("kind `InstanceGroup`"), "{err}");
+        let err = ClusterDocument::parse("apiVersion: v1\nkind: Cluster\n", "x").unwrap_err();
+        assert!(format!("{err}").contains("apiVersion `v1`"), "{err}");
+    }
+}

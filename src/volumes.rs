@@ -1,0 +1,444 @@
+//! etcd volume logic without I/O: the membership tag parser, which volumes are this cluster's etcd
+//! volumes (and why others are skipped), and the order in which `mount` claims them.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::cloud::{CloudVolume, VolumeAttachment};
+use crate::names::is_dns1123_label;
+
+/// Tag every kOps version puts on a cluster's resources: `KubernetesCluster=<cluster>`.
+pub const CLUSTER_TAG: &str = "KubernetesCluster";
+/// Tag key every kOps version puts on control-plane volumes.
+pub const MASTER_ROLE_TAG: &str = "k8s.io/role/master";
+/// Prefix of the membership tags: `k8s.io/etcd/<cluster key>=<me>/<m1,m2,...>`.
+pub const ETCD_TAG_PREFIX: &str = "k8s.io/etcd/";
+
+/// Device names under which a volume is the instance's root device; never touched (kops#3167).
+const ROOT_DEVICE_NAMES: &[&str] = &["/dev/sda", "/dev/sda1", "/dev/xvda", "/dev/xvda1"];
+
+/// One etcd membership of a volume, from one `k8s.io/etcd/<key>` tag.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct EtcdMembership {
+    /// The etcd cluster key: `main`, `events`, …
+    pub cluster: String,
+    /// The member this volume holds.
+    pub member: String,
+    /// All members of that etcd cluster, in tag order.
+    pub members: Vec<String>,
+}
+
+/// Why a membership tag was rejected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TagError {
+    /// The value does not have exactly one `/`.
+    NotTwoParts,
+    /// The member list has an empty entry or is empty.
+    EmptyMember,
+    /// A member appears twice in the list.
+    DuplicateMember(String),
+    /// The volume's own member is not among the members.
+    MemberNotListed(String),
+    /// A name is not a DNS-1123 label (it becomes part of DNS names and pod names).
+    InvalidName(String),
+}
+
+impl fmt::Display for TagError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TagError::NotTwoParts => {
+                f.write_str("expected `<member>/<member1>,<member2>,...` with exactly one `/`")
+            }
+            TagError::EmptyMember => f.write_str("the member list has an empty name"),
+            TagError::DuplicateMember(m) => {
+                write!(f, "member `{}` is listed twice", m.escape_debug())
+            }
+            TagError::MemberNotListed(m) => {
+                write!(f, "member `{}` is not in the member list", m.escape_debug())
+            }
+            TagError::InvalidName(n) => write!(
+                f,
+                "`{}` is not a DNS-1123 label (lowercase letters, digits and `-`, at most 63)",
+                n.escape_debug()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TagError {}
+
+/// Parses a membership tag: `cluster_key` is the part of the tag key after `k8s.io/etcd/`, `value`
+/// the tag value, e.g. `("main", "a/a,b,c")`. Surrounding space in the value is trimmed.
+pub fn parse_etcd_tag(cluster_key: &str, value: &str) -> Result<EtcdMembership, TagError> {
+    if !is_dns1123_label(cluster_key) {
+        return Err(TagError::InvalidName(cluster_key.to_owned()));
+    }
+    let value = value.trim();
+    let mut parts = value.split('/');
+    let (Some(me), Some(list), None) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(TagError::NotTwoParts);
+    };
+    let members: Vec<String> = list.split(',').map(str::to_owned).collect();
+    for (i, member) in members.iter().enumerate() {
+        if member.is_empty() {
+            return Err(TagError::EmptyMember);
+        }
+        if !is_dns1123_label(member) {
+            return Err(TagError::InvalidName(member.clone()));
+        }
+        if members[..i].contains(member) {
+            return Err(TagError::DuplicateMember(member.clone()));
+        }
+    }
+    if !members.iter().any(|m| m == me) {
+        return Err(TagError::MemberNotListed(me.to_owned()));
+    }
+    Ok(EtcdMembership {
+        cluster: cluster_key.to_owned(),
+        member: me.to_owned(),
+        members,
+    })
+}
+
+/// A volume of this cluster that holds at least one etcd member.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtcdVolume {
+    pub id: String,
+    pub zone: String,
+    /// EC2 volume state: `available`, `in-use`, …
+    pub state: String,
+    /// Where it is attached, if anywhere.
+    pub attachment: Option<VolumeAttachment>,
+    /// Its memberships, sorted by cluster key.
+    pub etcd: Vec<EtcdMembership>,
+}
+
+/// A volume that matched the filters but is not used, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedVolume {
+    pub id: String,
+    pub reason: String,
+}
+
+impl fmt::Display for SkippedVolume {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "skipped volume `{}`: {}", self.id, self.reason)
+    }
+}
+
+/// The outcome of discovery: usable etcd volumes (sorted by id) and skipped ones.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Discovery {
+    pub volumes: Vec<EtcdVolume>,
+    pub skipped: Vec<SkippedVolume>,
+}
+
+/// Sorts the volumes the cloud returned for `cluster` in `zone` into etcd volumes and skipped ones.
+///
+/// The cloud query already filters by cluster tag, role tag and zone; they are checked again here
+/// so that a lenient or misbehaving API can never hand us another cluster's volume.
+pub fn classify(cluster: &str, zone: &str, cloud_volumes: Vec<CloudVolume>) -> Discovery {
+    let mut discovery = Discovery::default();
+    for volume in cloud_volumes {
+        match classify_one(cluster, zone, &volume) {
+            Ok(etcd) => discovery.volumes.push(EtcdVolume {
+                attachment: volume.attachments.into_iter().next(),
+                id: volume.id,
+                zone: volume.zone,
+                state: volume.state,
+                etcd,
+            }),
+            Err(reason) => discovery.skipped.push(SkippedVolume {
+                id: volume.id,
+                reason,
+            }),
+        }
+    }
+    discovery.volumes.sort_by(|a, b| a.id.cmp(&b.id));
+    discovery.skipped.sort_by(|a, b| a.id.cmp(&b.id));
+    discovery
+}
+
+fn classify_one(
+    cluster: &str,
+    zone: &str,
+    volume: &CloudVolume,
+) -> Result<Vec<EtcdMembership>, String> {
+    if volume.tags.get(CLUSTER_TAG).map(String::as_str) != Some(cluster) {
+        return Err(format!("its `{CLUSTER_TAG}` tag is not `{cluster}`"));
+    }
+    if !volume.tags.contains_key(MASTER_ROLE_TAG) {
+        return Err(format!("it has no `{MASTER_ROLE_TAG}` tag"));
+    }
+    if volume.zone != zone {
+        return Err(format!(
+            "it is in zone `{}`, not `{zone}`",
+            volume.zone.escape_debug()
+        ));
+    }
+    if let Some(root) = volume
+        .attachments
+        .iter()
+        .find(|a| ROOT_DEVICE_NAMES.contains(&a.device.as_str()))
+    {
+        return Err(format!(
+            "it is attached as root device `{}` of `{}`",
+            root.device, root.instance_id
+        ));
+    }
+    if volume.attachments.len() > 1 {
+        return Err(format!(
+            "it is attached to {} instances at once (multi-attach)",
+            volume.attachments.len()
+        ));
+    }
+    let mut etcd = Vec::new();
+    for (key, value) in &volume.tags {
+        let Some(cluster_key) = key.strip_prefix(ETCD_TAG_PREFIX) else {
+            continue;
+        };
+        let membership = parse_etcd_tag(cluster_key, value).map_err(|err| {
+            format!(
+                "malformed tag `{}` = `{}`: {err}",
+                key.escape_debug(),
+                value.escape_debug()
+            )
+        })?;
+        etcd.push(membership);
+    }
+    if etcd.is_empty() {
+        return Err(format!("it has no `{ETCD_TAG_PREFIX}<cluster>` tag"));
+    }
+    etcd.sort_by(|a, b| a.cluster.cmp(&b.cluster));
+    Ok(etcd)
+}
+
+/// Claim rank of a set of memberships: `main` first, then `events`, then the others.
+fn claim_rank(etcd: &[EtcdMembership]) -> u8 {
+    etcd.iter()
+        .map(|m| match m.cluster.as_str() {
+            "main" => 0,
+            "events" => 1,
+            _ => 2,
+        })
+        .min()
+        .unwrap_or(3)
+}
+
+/// Orders claim candidates as kOps does: volumes holding `main` before `events` before others;
+/// the sort is stable, so equal volumes keep their order.
+pub fn sort_for_claiming(volumes: &mut [EtcdVolume]) {
+    volumes.sort_by_key(|v| claim_rank(&v.etcd));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn membership(cluster: &str, member: &str, members: &[&str]) -> EtcdMembership {
+        EtcdMembership {
+            cluster: cluster.into(),
+            member: member.into(),
+            members: members.iter().map(|m| m.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn parses_kops_tag_values() {
+        assert_eq!(
+            parse_etcd_tag("main", "a/a,b,c"),
+            Ok(membership("main", "a", &["a", "b", "c"]))
+        );
+        assert_eq!(
+            parse_etcd_tag("main", "us-test-1a/us-test-1a"),
+            Ok(membership("main", "us-test-1a", &["us-test-1a"]))
+        );
+        assert_eq!(
+            parse_etcd_tag("events", "  b/a,b,c \n"),
+            Ok(membership("events", "b", &["a", "b", "c"]))
+        );
+    }
+
+    #[test]
+    fn rejects_malformed_tag_values() {
+        assert_eq!(parse_etcd_tag("main", "a"), Err(TagError::NotTwoParts));
+        assert_eq!(parse_etcd_tag("main", "a/b/c"), Err(TagError::NotTwoParts));
+        assert_eq!(
+            parse_etcd_tag("main", "d/a,b,c"),
+            Err(TagError::MemberNotListed("d".into()))
+        );
+        assert_eq!(parse_etcd_tag("main", "a/a,,b"), Err(TagError::EmptyMember));
+        assert_eq!(parse_etcd_tag("main", "a/"), Err(TagError::EmptyMember));
+        assert_eq!(
+            parse_etcd_tag("main", "a/a,a"),
+            Err(TagError::DuplicateMember("a".into()))
+        );
+    }
+
+    #[test]
+    fn rejects_names_that_are_not_dns_labels() {
+        for value in [
+            "A/A",
+            "a b/a b",
+            "x\ny: z/x\ny: z",
+            "a/a,b c",
+            "../x/../x",
+            "a/a,-b",
+        ] {
+            assert!(
+                matches!(
+                    parse_etcd_tag("main", value),
+                    Err(TagError::InvalidName(_) | TagError::NotTwoParts)
+                ),
+                "{value:?}: {:?}",
+                parse_etcd_tag("main", value)
+            );
+        }
+        assert_eq!(
+            parse_etcd_tag("Main", "a/a"),
+            Err(TagError::InvalidName("Main".into()))
+        );
+        assert_eq!(
+            parse_etcd_tag("main\n", "a/a"),
+            Err(TagError::InvalidName("main\n".into()))
+        );
+    }
+
+    fn cloud_volume(id: &str, tags: &[(&str, &str)]) -> CloudVolume {
+        CloudVolume {
+            id: id.into(),
+            zone: "us-test-1a".into(),
+            state: "available".into(),
+            attachments: vec![],
+            tags: tags
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    const CLUSTER: &str = "c.example.com";
+
+    fn base_tags<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+        let mut tags = vec![(CLUSTER_TAG, CLUSTER), (MASTER_ROLE_TAG, "1")];
+        tags.extend_from_slice(extra);
+        tags
+    }
+
+    #[test]
+    fn classify_keeps_well_tagged_volumes_and_explains_every_skip() {
+        let mut root = cloud_volume("vol-root", &base_tags(&[("k8s.io/etcd/main", "a/a")]));
+        root.attachments.push(VolumeAttachment {
+            instance_id: "i-1".into(),
+            device: "/dev/xvda".into(),
+            state: "attached".into(),
+        });
+        let mut elsewhere = cloud_volume("vol-zone", &base_tags(&[("k8s.io/etcd/main", "b/a,b")]));
+        elsewhere.zone = "us-test-1b".into();
+        let volumes = vec![
+            cloud_volume(
+                "vol-2",
+                &base_tags(&[
+                    ("k8s.io/etcd/main", "a/a,b,c"),
+                    ("k8s.io/etcd/events", "a/a,b,c"),
+                ]),
+            ),
+            cloud_volume("vol-1", &base_tags(&[("k8s.io/etcd/events", "b/a,b,c")])),
+            cloud_volume("vol-bad", &base_tags(&[("k8s.io/etcd/main", "a/b/c")])),
+            cloud_volume(
+                "vol-half",
+                &base_tags(&[("k8s.io/etcd/main", "a/a"), ("k8s.io/etcd/events", "z/a")]),
+            ),
+            cloud_volume("vol-none", &base_tags(&[("Name", "x")])),
+            cloud_volume(
+                "vol-other",
+                &[
+                    (CLUSTER_TAG, "other.example.com"),
+                    (MASTER_ROLE_TAG, "1"),
+                    ("k8s.io/etcd/main", "a/a"),
+                ],
+            ),
+            root,
+            elsewhere,
+        ];
+        let discovery = classify(CLUSTER, "us-test-1a", volumes);
+        let ids: Vec<_> = discovery.volumes.iter().map(|v| v.id.as_str()).collect();
+        assert_eq!(ids, ["vol-1", "vol-2"]);
+        assert_eq!(
+            discovery.volumes[1].etcd,
+            [
+                membership("events", "a", &["a", "b", "c"]),
+                membership("main", "a", &["a", "b", "c"])
+            ]
+        );
+        let skipped: Vec<_> = discovery
+            .skipped
+            .iter()
+            .map(|s| (s.id.as_str(), s.reason.as_str()))
+            .collect();
+        assert_eq!(skipped.len(), 6, "{skipped:#?}");
+        let reason = |id: &str| skipped.iter().find(|s| s.0 == id).unwrap().1;
+        assert!(reason("vol-bad").contains("malformed tag `k8s.io/etcd/main` = `a/b/c`"));
+        assert!(reason("vol-half").contains("k8s.io/etcd/events"));
+        assert!(reason("vol-none").contains("no `k8s.io/etcd/<cluster>` tag"));
+        assert!(reason("vol-other").contains("KubernetesCluster"));
+        assert!(reason("vol-root").contains("root device `/dev/xvda`"));
+        assert!(reason("vol-zone").contains("us-test-1b"));
+    }
+
+    fn etcd_volume(id: &str, clusters: &[&str]) -> EtcdVolume {
+        EtcdVolume {
+            id: id.into(),
+            zone: "z".into(),
+            state: "available".into(),
+            attachment: None,
+            etcd: clusters
+                .iter()
+                .map(|c| membership(c, "a", &["a"]))
+                .collect(),
+        }
+    }
+
+    fn ids(volumes: &[EtcdVolume]) -> Vec<&str> {
+        volumes.iter().map(|v| v.id.as_str()).collect()
+    }
+
+    #[test]
+    fn claim_order_follows_kops_cases() {
+        // kOps: volumes 1,2,3 without a cluster keep their order; 2 gets `events` -> 2,1,3;
+        // then 3 gets `main` -> 3,2,1.
+        let mut volumes = vec![
+            etcd_volume("1", &[]),
+            etcd_volume("2", &[]),
+            etcd_volume("3", &[]),
+        ];
+        sort_for_claiming(&mut volumes);
+        assert_eq!(ids(&volumes), ["1", "2", "3"]);
+        let mut volumes = vec![
+            etcd_volume("1", &[]),
+            etcd_volume("2", &["events"]),
+            etcd_volume("3", &[]),
+        ];
+        sort_for_claiming(&mut volumes);
+        assert_eq!(ids(&volumes), ["2", "1", "3"]);
+        let mut volumes = vec![
+            etcd_volume("1", &[]),
+            etcd_volume("2", &["events"]),
+            etcd_volume("3", &["main"]),
+        ];
+        sort_for_claiming(&mut volumes);
+        assert_eq!(ids(&volumes), ["3", "2", "1"]);
+    }
+
+    #[test]
+    fn claim_order_puts_other_keys_after_events() {
+        let mut volumes = vec![
+            etcd_volume("cilium", &["cilium"]),
+            etcd_volume("both", &["events", "main"]),
+            etcd_volume("events", &["events"]),
+        ];
+        sort_for_claiming(&mut volumes);
+        assert_eq!(ids(&volumes), ["both", "events", "cilium"]);
+    }
+}

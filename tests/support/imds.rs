@@ -1,0 +1,143 @@
+//! An in-test IMDSv2 server: `PUT /latest/api/token` first (with the TTL header the SDK checks),
+//! then `GET /latest/meta-data/...` with the token; anything else is refused as EC2 would.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+const TOKEN: &str = "in-test-imds-token";
+
+pub struct ImdsServer {
+    port: u16,
+    stop: Arc<AtomicBool>,
+    requests: Arc<Mutex<Vec<String>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ImdsServer {
+    /// Serves `items`: paths under `/latest/meta-data/` → values; other paths answer 404.
+    pub fn start(items: &[(&str, &str)]) -> Self {
+        let items: BTreeMap<String, String> = items
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let thread = {
+            let stop = stop.clone();
+            let requests = requests.clone();
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    if let Ok(stream) = stream {
+                        let _ = serve(stream, &items, &requests);
+                    }
+                }
+            })
+        };
+        Self {
+            port,
+            stop,
+            requests,
+            thread: Some(thread),
+        }
+    }
+
+    /// A metadata service for an instance.
+    pub fn for_instance(instance_id: &str, zone: &str, region: &str, private_ip: &str) -> Self {
+        Self::start(&[
+            ("instance-id", instance_id),
+            ("placement/availability-zone", zone),
+            ("placement/region", region),
+            ("local-ipv4", private_ip),
+        ])
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}/", self.port)
+    }
+
+    /// `METHOD path` of every request served so far.
+    pub fn requests(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl Drop for ImdsServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn serve(
+    stream: TcpStream,
+    items: &BTreeMap<String, String>,
+    requests: &Mutex<Vec<String>>,
+) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut request_line = String::new();
+    reader.read_line(&mut request_line)?;
+    let mut headers = BTreeMap::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
+        }
+    }
+    if let Some(length) = headers
+        .get("content-length")
+        .and_then(|l| l.parse::<usize>().ok())
+    {
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body)?;
+    }
+    let mut parts = request_line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_owned();
+    let path = parts.next().unwrap_or_default().to_owned();
+    requests.lock().unwrap().push(format!("{method} {path}"));
+    let (status, extra, body) = if method == "PUT" && path == "/latest/api/token" {
+        match headers.get("x-aws-ec2-metadata-token-ttl-seconds") {
+            Some(ttl) => (
+                "200 OK",
+                format!("x-aws-ec2-metadata-token-ttl-seconds: {ttl}\r\n"),
+                TOKEN.to_owned(),
+            ),
+            None => ("400 Bad Request", String::new(), String::new()),
+        }
+    } else if method == "GET" {
+        if headers.get("x-aws-ec2-metadata-token").map(String::as_str) != Some(TOKEN) {
+            ("401 Unauthorized", String::new(), String::new())
+        } else {
+            match path
+                .strip_prefix("/latest/meta-data/")
+                .and_then(|p| items.get(p))
+            {
+                Some(value) => ("200 OK", String::new(), value.clone()),
+                None => ("404 Not Found", String::new(), String::new()),
+            }
+        }
+    } else {
+        ("405 Method Not Allowed", String::new(), String::new())
+    };
+    let mut stream = stream;
+    write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    stream.flush()
+}

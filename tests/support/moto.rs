@@ -1,0 +1,108 @@
+//! The local AWS emulator: `moto` (from the virtualenv `scripts/test` sets up) started on a free
+//! 127.0.0.1 port per test, with the request log of `tests/support/moto_server.py`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use aws_config::{BehaviorVersion, Region};
+
+/// A running emulator; killed when dropped.
+pub struct Moto {
+    child: Child,
+    port: u16,
+}
+
+fn python() -> PathBuf {
+    if let Some(server) = std::env::var_os("PROTOKUBE_MOTO_SERVER") {
+        // .../.venv/bin/moto_server -> .../.venv/bin/python
+        return Path::new(&server).with_file_name("python");
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    assert!(
+        venv.exists(),
+        "no moto virtualenv at {}: run the tests through scripts/test",
+        venv.display()
+    );
+    venv
+}
+
+impl Moto {
+    pub fn start() -> Self {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/moto_server.py");
+        let mut child = Command::new(python())
+            .arg(script)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting moto");
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .expect("reading moto's port");
+        let port = line
+            .trim()
+            .strip_prefix("PORT ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("moto did not report its port: {line:?}"));
+        Self { child, port }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn http(&self, method: &str, path: &str) -> String {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+            .split_once("\r\n\r\n")
+            .map(|(_, body)| body.to_owned())
+            .unwrap_or_default()
+    }
+
+    /// The AWS operations the emulator has served since the last reset, e.g. `DescribeVolumes`.
+    pub fn operations(&self) -> Vec<String> {
+        let body = self.http("GET", "/_protokube/requests");
+        let list: Vec<serde_json::Value> = serde_json::from_str(&body).unwrap();
+        list.iter()
+            .map(|r| r["operation"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    /// Forgets the recorded requests.
+    pub fn reset_operations(&self) {
+        self.http("POST", "/_protokube/requests/reset");
+    }
+
+    /// An SDK configuration pointing at the emulator, for seeding.
+    pub async fn sdk_config(&self, region: &str) -> aws_config::SdkConfig {
+        aws_config::defaults(BehaviorVersion::latest())
+            .region(Region::new(region.to_owned()))
+            .endpoint_url(self.endpoint())
+            .credentials_provider(aws_sdk_ec2::config::Credentials::new(
+                "testing", "testing", None, None, "test",
+            ))
+            .load()
+            .await
+    }
+
+    pub async fn ec2(&self, region: &str) -> aws_sdk_ec2::Client {
+        aws_sdk_ec2::Client::new(&self.sdk_config(region).await)
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

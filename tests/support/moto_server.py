@@ -1,0 +1,83 @@
+"""The local AWS emulator for the tests: moto's own server application, unchanged, behind a thin
+WSGI layer that records every AWS request (service and operation) so tests and benchmarks can count
+API calls. It binds 127.0.0.1 on a free port and prints `PORT <n>` once it is listening.
+
+Extra endpoints (not AWS):
+  GET  /_protokube/requests         -> JSON list of {"service": ..., "operation": ...}
+  POST /_protokube/requests/reset   -> forget the recorded requests
+moto's own `POST /moto-api/reset` still resets all emulated state.
+"""
+
+import io
+import json
+import sys
+import threading
+import urllib.parse
+
+from moto.moto_server.werkzeug_app import (
+    DomainDispatcherApplication,
+    MotoRequestHandler,
+    create_backend_app,
+)
+from werkzeug.serving import make_server
+
+
+class RecordingApp:
+    def __init__(self, inner):
+        self.inner = inner
+        self.lock = threading.Lock()
+        self.requests = []
+
+    def __call__(self, environ, start_response):
+        path = environ.get("PATH_INFO", "")
+        if path == "/_protokube/requests":
+            with self.lock:
+                body = json.dumps(self.requests).encode()
+            start_response(
+                "200 OK",
+                [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
+            )
+            return [body]
+        if path == "/_protokube/requests/reset":
+            with self.lock:
+                self.requests.clear()
+            start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
+            return [b"ok"]
+        if not path.startswith("/moto-api"):
+            self.record(environ)
+        return self.inner(environ, start_response)
+
+    def record(self, environ):
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        environ["wsgi.input"] = io.BytesIO(body)
+        auth = environ.get("HTTP_AUTHORIZATION", "")
+        service = "unknown"
+        if "Credential=" in auth:
+            # Credential=AKID/20240101/us-east-1/ec2/aws4_request
+            parts = auth.split("Credential=", 1)[1].split(",", 1)[0].split("/")
+            if len(parts) >= 4:
+                service = parts[3]
+        operation = None
+        ctype = environ.get("CONTENT_TYPE", "")
+        if "x-www-form-urlencoded" in ctype:
+            form = urllib.parse.parse_qs(body.decode("utf-8", "replace"))
+            operation = (form.get("Action") or [None])[0]
+        if operation is None:
+            query = urllib.parse.parse_qs(environ.get("QUERY_STRING", ""))
+            operation = (query.get("Action") or [None])[0]
+        if operation is None:
+            operation = "%s %s" % (environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
+        with self.lock:
+            self.requests.append({"service": service, "operation": operation})
+
+
+def main():
+    app = RecordingApp(DomainDispatcherApplication(create_backend_app))
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
+    print("PORT %d" % server.server_port, flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
