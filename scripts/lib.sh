@@ -19,3 +19,29 @@ ensure_moto() {
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$MOTO_VERSION"
 }
+
+# start_moto DIR: start the emulator in the background (log and pid under DIR); sets MOTO_URL
+# and MOTO_PID. The caller stops it with `stop_moto`.
+start_moto() {
+  local dir=$1
+  .venv/bin/python scripts/moto_server.py >"$dir/moto.out" 2>"$dir/moto.log" &
+  MOTO_PID=$!
+  local i
+  for i in $(seq 1 200); do
+    if grep -q '^PORT ' "$dir/moto.out" 2>/dev/null; then
+      MOTO_URL="http://127.0.0.1:$(awk '/^PORT /{print $2}' "$dir/moto.out")"
+      return 0
+    fi
+    sleep 0.05
+  done
+  echo "the local AWS emulator did not start; see $dir/moto.log" >&2
+  return 1
+}
+
+stop_moto() {
+  if [ -n "${MOTO_PID:-}" ]; then
+    kill "$MOTO_PID" 2>/dev/null || true
+    wait "$MOTO_PID" 2>/dev/null || true
+    MOTO_PID=
+  fi
+}

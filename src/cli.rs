@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::builder::BoolishValueParser;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use crate::cmd;
 use crate::identity::IdentityOverrides;
@@ -198,6 +198,39 @@ impl GlobalArgs {
     }
 }
 
+/// A clap usage error as one line: the message, clap's tips, and where to find help.
+pub fn usage_error_line(err: &clap::Error) -> String {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand
+    ) {
+        let names: Vec<String> = Cli::command()
+            .get_subcommands()
+            .map(|c| c.get_name().to_owned())
+            .collect();
+        return format!(
+            "protokube: error: a subcommand is required ({}); see `protokube --help`",
+            names.join(", ")
+        );
+    }
+    let rendered = err.render().to_string();
+    let mut parts: Vec<&str> = Vec::new();
+    for line in rendered.lines().map(str::trim) {
+        if line.is_empty() {
+            continue;
+        }
+        if line.starts_with("Usage:") || line.starts_with("For more information") {
+            break;
+        }
+        parts.push(line.strip_prefix("error: ").unwrap_or(line));
+    }
+    format!(
+        "protokube: error: {}; see `protokube --help`",
+        parts.join("; ")
+    )
+}
+
 /// Parses a Go-style or humantime duration: `90s`, `5m`, `1h30m`, `1m0s`.
 fn parse_duration(value: &str) -> Result<Duration, String> {
     humantime::parse_duration(value)
@@ -207,7 +240,6 @@ fn parse_duration(value: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn clap_definition_is_consistent() {
@@ -242,6 +274,19 @@ mod tests {
             let cli = Cli::try_parse_from(&args).unwrap();
             assert_eq!(cli.global.master, expected, "{args:?}");
         }
+    }
+
+    #[test]
+    fn usage_errors_are_one_line_with_the_tip() {
+        let err =
+            Cli::try_parse_from(["protokube", "--clusterid", "x", "discover-volumes"]).unwrap_err();
+        let line = usage_error_line(&err);
+        assert!(!line.contains('\n'), "{line}");
+        assert!(
+            line.starts_with("protokube: error: unexpected argument '--clusterid'"),
+            "{line}"
+        );
+        assert!(line.contains("--cluster-id"), "{line}");
     }
 
     #[test]

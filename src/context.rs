@@ -58,12 +58,14 @@ impl Context {
     pub async fn identity(&self) -> Result<&NodeIdentity> {
         self.identity
             .get_or_try_init(|| async {
-                identity::resolve(
-                    &self.global.identity_overrides(),
-                    &Imds::new(),
-                    Want::Placement,
-                )
-                .await
+                let mut overrides = self.global.identity_overrides();
+                // The SDK's own region variables count as a region given by the user.
+                overrides.region = overrides.region.or_else(|| {
+                    ["AWS_REGION", "AWS_DEFAULT_REGION"]
+                        .iter()
+                        .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
+                });
+                identity::resolve(&overrides, &Imds::new(), Want::Placement).await
             })
             .await
     }

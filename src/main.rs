@@ -10,15 +10,15 @@ use protokube::error::ExitCode as Code;
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(err) => {
+        Err(err) if err.use_stderr() => {
             // clap exits 2 on usage errors; 2 means "changed" here, so usage errors are 64.
-            let code = if err.use_stderr() {
-                Code::Usage
-            } else {
-                Code::Done
-            };
+            eprintln!("{}", protokube::cli::usage_error_line(&err));
+            return ExitCode::from(Code::Usage.code());
+        }
+        Err(err) => {
+            // --help and --version.
             let _ = err.print();
-            return ExitCode::from(code.code());
+            return ExitCode::from(Code::Done.code());
         }
     };
     protokube::logging::init(&cli.global);

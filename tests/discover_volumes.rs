@@ -212,7 +212,8 @@ fn cluster_name_comes_from_the_spec_and_flags_override_identity() {
     let out = Protokube::new()
         .moto(&moto)
         .env("PROTOKUBE_AVAILABILITY_ZONE", "us-east-1b")
-        .env("PROTOKUBE_REGION", REGION)
+        // The SDK's standard region variable stands in for --region.
+        .env("AWS_REGION", REGION)
         .args([
             "discover-volumes",
             "--instance-id",

@@ -9,8 +9,8 @@ use aws_config::imds::client::error::ImdsError;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_ec2::types::Filter;
-use aws_smithy_types::error::display::DisplayErrorContext;
 
 use super::{CloudVolume, InstanceApi, InstanceMetadata, VolumeApi, VolumeAttachment, VolumeQuery};
 use crate::volumes::{CLUSTER_TAG, MASTER_ROLE_TAG};
@@ -42,12 +42,33 @@ pub async fn load_sdk_config(region: &str) -> SdkConfig {
         .await
 }
 
-/// Turns an SDK error into one line with the service's code and message.
-pub(crate) fn sdk_error<E>(err: E) -> anyhow::Error
+/// Turns an SDK error into one readable line: the service's error code and message when the
+/// service answered, else the chain of causes (connection refused, timeout, …).
+pub(crate) fn sdk_error<E, R>(err: SdkError<E, R>) -> anyhow::Error
 where
-    E: std::error::Error + Send + Sync + 'static,
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
 {
-    anyhow!("{}", DisplayErrorContext(err))
+    if let Some(code) = err.code() {
+        let message = err.message().unwrap_or("no message");
+        return anyhow!("{code}: {message}");
+    }
+    anyhow!("{}", cause_chain(&err))
+}
+
+/// The `Display` of an error and its sources, joined with `: `, leaving out a cause whose text
+/// the previous one already contains.
+pub(crate) fn cause_chain(err: &dyn std::error::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut current: Option<&dyn std::error::Error> = Some(err);
+    while let Some(e) = current {
+        let text = e.to_string();
+        if !text.is_empty() && !parts.last().is_some_and(|last| last.contains(&text)) {
+            parts.push(text);
+        }
+        current = e.source();
+    }
+    parts.join(": ")
 }
 
 /// EC2 through the AWS SDK.
@@ -183,7 +204,7 @@ impl InstanceMetadata for Imds {
             {
                 Ok(None)
             }
-            Err(err) => Err(sdk_error(err)),
+            Err(err) => Err(anyhow!("{}", cause_chain(&err))),
         }
     }
 }

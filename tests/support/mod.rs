@@ -67,11 +67,8 @@ impl Protokube {
         command
             .env("AWS_ACCESS_KEY_ID", "testing")
             .env("AWS_SECRET_ACCESS_KEY", "testing")
-            .env("AWS_CONFIG_FILE", "/nonexistent/aws-config")
-            .env(
-                "AWS_SHARED_CREDENTIALS_FILE",
-                "/nonexistent/aws-credentials",
-            )
+            .env("AWS_CONFIG_FILE", "/dev/null")
+            .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
             // Nothing listens here: a run that forgets to use the in-test IMDS fails fast.
             .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:9/")
             .stdin(Stdio::null());

@@ -1,5 +1,5 @@
 //! The local AWS emulator: `moto` (from the virtualenv `scripts/test` sets up) started on a free
-//! 127.0.0.1 port per test, with the request log of `tests/support/moto_server.py`.
+//! 127.0.0.1 port per test, with the request log of `scripts/moto_server.py`.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -30,7 +30,7 @@ fn python() -> PathBuf {
 
 impl Moto {
     pub fn start() -> Self {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/moto_server.py");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/moto_server.py");
         let mut child = Command::new(python())
             .arg(script)
             .stdin(Stdio::null())

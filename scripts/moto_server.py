@@ -1,6 +1,7 @@
-"""The local AWS emulator for the tests: moto's own server application, unchanged, behind a thin
-WSGI layer that records every AWS request (service and operation) so tests and benchmarks can count
-API calls. It binds 127.0.0.1 on a free port and prints `PORT <n>` once it is listening.
+"""The local AWS emulator for the tests, the demo and the benchmark: moto's own server
+application, unchanged, behind a thin WSGI layer that records every AWS request (service and
+operation) so tests and benchmarks can count API calls. It binds 127.0.0.1 on a free port and
+prints `PORT <n>` once it is listening.
 
 Extra endpoints (not AWS):
   GET  /_protokube/requests         -> JSON list of {"service": ..., "operation": ...}
