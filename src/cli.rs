@@ -33,6 +33,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     DiscoverVolumes(cmd::discover_volumes::Args),
+    Mount(cmd::mount::Args),
 }
 
 impl Command {
@@ -40,6 +41,7 @@ impl Command {
     pub fn name(&self) -> &'static str {
         match self {
             Command::DiscoverVolumes(_) => "discover-volumes",
+            Command::Mount(_) => "mount",
         }
     }
 }

@@ -13,7 +13,9 @@ pub mod logging;
 pub mod names;
 pub mod report;
 pub mod spec;
+pub mod state;
 pub mod volumes;
+pub mod wait;
 
 use anyhow::Result;
 
@@ -27,6 +29,7 @@ pub async fn run(cli: &Cli) -> Result<Report> {
     let ctx = Context::new(cli.global.clone())?;
     match &cli.command {
         Command::DiscoverVolumes(args) => cmd::discover_volumes::run(&ctx, args).await,
+        Command::Mount(args) => cmd::mount::run(&ctx, args).await,
     }
 }
 

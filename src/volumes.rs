@@ -232,6 +232,87 @@ pub fn sort_for_claiming(volumes: &mut [EtcdVolume]) {
     volumes.sort_by_key(|v| claim_rank(&v.etcd));
 }
 
+/// Device names `mount` requests for etcd volumes, in order (kOps listed `xvdx` twice and skipped
+/// `xvdw`; all six are used here).
+pub const DEVICE_NAMES: &[&str] = &[
+    "/dev/xvdu",
+    "/dev/xvdv",
+    "/dev/xvdw",
+    "/dev/xvdx",
+    "/dev/xvdy",
+    "/dev/xvdz",
+];
+
+/// The first device name from [`DEVICE_NAMES`] that is not in use on the instance. `in_use` holds
+/// names as EC2 reports them; `/dev/sdX` and `/dev/xvdX` name the same slot.
+pub fn free_device_name<'a>(in_use: impl IntoIterator<Item = &'a str>) -> Option<&'static str> {
+    let used: Vec<String> = in_use.into_iter().map(device_slot).collect();
+    DEVICE_NAMES
+        .iter()
+        .copied()
+        .find(|name| !used.contains(&device_slot(name)))
+}
+
+/// `/dev/xvdu`, `/dev/sdu` and `xvdu` all name slot `u`.
+fn device_slot(name: &str) -> String {
+    let base = name.strip_prefix("/dev/").unwrap_or(name);
+    let base = base
+        .strip_prefix("xvd")
+        .or_else(|| base.strip_prefix("sd"))
+        .unwrap_or(base);
+    base.to_owned()
+}
+
+/// What `mount` does with the discovered volumes on this instance.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClaimPlan {
+    /// Volumes attached (or attaching) here already: kept.
+    pub kept: Vec<EtcdVolume>,
+    /// Volumes to try to attach, in claim order. A candidate is attached only if none of its
+    /// cluster keys is held by the time its turn comes (see [`ClaimPlan::still_wanted`]).
+    pub candidates: Vec<EtcdVolume>,
+    /// Cluster keys held through the kept volumes.
+    pub held_keys: Vec<String>,
+}
+
+impl ClaimPlan {
+    /// Whether `volume` should still be claimed when `held_keys` are held: at most one volume
+    /// per etcd cluster key per node (kops#5185).
+    pub fn still_wanted(volume: &EtcdVolume, held_keys: &[String]) -> bool {
+        !volume
+            .etcd
+            .iter()
+            .any(|m| held_keys.iter().any(|k| *k == m.cluster))
+    }
+}
+
+/// Splits discovered volumes into those this instance keeps and those it may claim.
+///
+/// A volume attached to another instance is never a candidate (the emulator would silently move
+/// an attachment; AWS answers `VolumeInUse`). Volumes that are not `available` are not
+/// candidates either.
+pub fn plan_claims(volumes: &[EtcdVolume], instance_id: &str) -> ClaimPlan {
+    let mut plan = ClaimPlan::default();
+    for volume in volumes {
+        match &volume.attachment {
+            Some(a) if a.instance_id == instance_id => plan.kept.push(volume.clone()),
+            Some(_) => {}
+            None if volume.state == "available" => plan.candidates.push(volume.clone()),
+            None => {}
+        }
+    }
+    sort_for_claiming(&mut plan.kept);
+    sort_for_claiming(&mut plan.candidates);
+    for volume in &plan.kept {
+        for membership in &volume.etcd {
+            if !plan.held_keys.contains(&membership.cluster) {
+                plan.held_keys.push(membership.cluster.clone());
+            }
+        }
+    }
+    plan
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -429,6 +510,57 @@ mod tests {
         ];
         sort_for_claiming(&mut volumes);
         assert_eq!(ids(&volumes), ["3", "2", "1"]);
+    }
+
+    #[test]
+    fn device_names_skip_slots_in_use() {
+        assert_eq!(free_device_name([]), Some("/dev/xvdu"));
+        assert_eq!(
+            free_device_name(["/dev/sda1", "/dev/xvdu"]),
+            Some("/dev/xvdv")
+        );
+        assert_eq!(
+            free_device_name(["/dev/sdu", "/dev/xvdv"]),
+            Some("/dev/xvdw")
+        );
+        assert_eq!(free_device_name(DEVICE_NAMES.iter().copied()), None);
+        assert_eq!(DEVICE_NAMES.len(), 6);
+    }
+
+    #[test]
+    fn plan_keeps_attached_here_and_never_takes_anothers() {
+        let attached = |id: &str, clusters: &[&str], instance: &str| {
+            let mut v = etcd_volume(id, clusters);
+            v.state = "in-use".into();
+            v.attachment = Some(VolumeAttachment {
+                instance_id: instance.into(),
+                device: "/dev/xvdu".into(),
+                state: "attached".into(),
+            });
+            v
+        };
+        let volumes = vec![
+            etcd_volume("events-free", &["events"]),
+            attached("main-mine", &["main"], "i-me"),
+            attached("main-other", &["main"], "i-other"),
+            etcd_volume("main-free", &["main"]),
+            etcd_volume("cilium-free", &["cilium"]),
+        ];
+        let plan = plan_claims(&volumes, "i-me");
+        assert_eq!(ids(&plan.kept), ["main-mine"]);
+        assert_eq!(
+            ids(&plan.candidates),
+            ["main-free", "events-free", "cilium-free"]
+        );
+        assert_eq!(plan.held_keys, ["main"]);
+        assert!(!ClaimPlan::still_wanted(
+            &plan.candidates[0],
+            &plan.held_keys
+        ));
+        assert!(ClaimPlan::still_wanted(
+            &plan.candidates[1],
+            &plan.held_keys
+        ));
     }
 
     #[test]

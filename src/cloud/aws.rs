@@ -12,7 +12,10 @@ use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_ec2::types::Filter;
 
-use super::{CloudVolume, InstanceApi, InstanceMetadata, VolumeApi, VolumeAttachment, VolumeQuery};
+use super::{
+    AttachOutcome, CloudVolume, InstanceApi, InstanceMetadata, VolumeApi, VolumeAttachment,
+    VolumeQuery,
+};
 use crate::volumes::{CLUSTER_TAG, MASTER_ROLE_TAG};
 
 /// Attempts per AWS call (the first try included); throttling and 5xx are retried with backoff.
@@ -142,6 +145,81 @@ impl VolumeApi for Ec2 {
             volumes.extend(page.volumes().iter().map(volume_from_sdk));
         }
         Ok(volumes)
+    }
+
+    async fn volumes_by_id(&self, volume_ids: &[String]) -> Result<Vec<CloudVolume>> {
+        let output = self
+            .client
+            .describe_volumes()
+            .set_volume_ids(Some(volume_ids.to_vec()))
+            .send()
+            .await
+            .map_err(sdk_error)
+            .with_context(|| {
+                format!(
+                    "reading the state of `{}` (ec2:DescribeVolumes)",
+                    volume_ids.join("`, `")
+                )
+            })?;
+        Ok(output.volumes().iter().map(volume_from_sdk).collect())
+    }
+
+    async fn attach_volume(
+        &self,
+        volume_id: &str,
+        instance_id: &str,
+        device: &str,
+        dry_run: bool,
+    ) -> Result<AttachOutcome> {
+        let result = self
+            .client
+            .attach_volume()
+            .volume_id(volume_id)
+            .instance_id(instance_id)
+            .device(device)
+            .dry_run(dry_run)
+            .send()
+            .await;
+        let err = match result {
+            Ok(_) => return Ok(AttachOutcome::Requested),
+            Err(err) => err,
+        };
+        let code = err.code().unwrap_or_default().to_owned();
+        let message = err.message().unwrap_or_default().to_owned();
+        Ok(match code.as_str() {
+            "DryRunOperation" => AttachOutcome::WouldSucceed,
+            "VolumeInUse" | "IncorrectState" => {
+                AttachOutcome::VolumeTaken(format!("{code}: {message}"))
+            }
+            "InvalidParameterValue" if message.contains("already in use") => {
+                AttachOutcome::DeviceNameTaken(format!("{code}: {message}"))
+            }
+            _ => return Err(sdk_error(err)).with_context(|| {
+                format!(
+                    "attaching `{volume_id}` to `{instance_id}` as `{device}` (ec2:AttachVolume)"
+                )
+            }),
+        })
+    }
+
+    async fn instance_device_names(&self, instance_id: &str) -> Result<Vec<String>> {
+        let output = self
+            .client
+            .describe_instances()
+            .instance_ids(instance_id)
+            .send()
+            .await
+            .map_err(sdk_error)
+            .with_context(|| {
+                format!("reading the block devices of `{instance_id}` (ec2:DescribeInstances)")
+            })?;
+        Ok(output
+            .reservations()
+            .iter()
+            .flat_map(|r| r.instances())
+            .flat_map(|i| i.block_device_mappings())
+            .filter_map(|m| m.device_name().map(str::to_owned))
+            .collect())
     }
 }
 

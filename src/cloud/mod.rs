@@ -37,11 +37,40 @@ pub struct VolumeQuery {
     pub zone: String,
 }
 
+/// The answer to an attach request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AttachOutcome {
+    /// The cloud accepted the request; the attachment is on its way.
+    Requested,
+    /// With dry run: the request would have been accepted.
+    WouldSucceed,
+    /// The volume is attached elsewhere or not available: another node won the race.
+    VolumeTaken(String),
+    /// The device name is already used on the instance: try the next name.
+    DeviceNameTaken(String),
+}
+
 /// EBS volume operations.
 #[async_trait]
 pub trait VolumeApi: Send + Sync {
     /// The cluster's control-plane volumes in the zone: one server-side-filtered, paginated listing.
     async fn find_volumes(&self, query: &VolumeQuery) -> Result<Vec<CloudVolume>>;
+
+    /// The current state of the given volumes (for waiting on attachments).
+    async fn volumes_by_id(&self, volume_ids: &[String]) -> Result<Vec<CloudVolume>>;
+
+    /// Asks to attach `volume_id` to `instance_id` as `device`. This is the lock between nodes:
+    /// only one attach of a volume can succeed.
+    async fn attach_volume(
+        &self,
+        volume_id: &str,
+        instance_id: &str,
+        device: &str,
+        dry_run: bool,
+    ) -> Result<AttachOutcome>;
+
+    /// The device names already used on the instance (its block device mappings).
+    async fn instance_device_names(&self, instance_id: &str) -> Result<Vec<String>>;
 }
 
 /// EC2 instance facts.

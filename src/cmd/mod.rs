@@ -1,3 +1,4 @@
 //! The subcommands, one file each: its clap `Args` and its `run`.
 
 pub mod discover_volumes;
+pub mod mount;

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod block;
 pub mod imds;
 pub mod moto;
 pub mod seed;

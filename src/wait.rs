@@ -1,0 +1,179 @@
+//! Bounded waits: poll with exponential backoff and jitter until a condition holds or `--timeout`
+//! passes (then exit 75), with a progress spinner on a terminal and log lines otherwise.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::error::NotReady;
+
+/// Exponential backoff with "equal jitter": each delay is half the exponential step plus a random
+/// part of the other half, so nodes that started together spread out.
+#[derive(Clone, Debug)]
+pub struct Backoff {
+    initial: Duration,
+    max: Duration,
+    attempt: u32,
+}
+
+impl Backoff {
+    pub fn new(initial: Duration, max: Duration) -> Self {
+        Self {
+            initial,
+            max,
+            attempt: 0,
+        }
+    }
+
+    /// The next delay; `jitter` in `[0, 1)` picks the random part (pure, for tests).
+    pub fn next_delay_with(&mut self, jitter: f64) -> Duration {
+        let factor = 2u32.saturating_pow(self.attempt.min(20));
+        let step = self.initial.saturating_mul(factor).min(self.max);
+        self.attempt = self.attempt.saturating_add(1);
+        let half = step / 2;
+        half + half.mul_f64(jitter.clamp(0.0, 1.0))
+    }
+
+    pub fn next_delay(&mut self) -> Duration {
+        self.next_delay_with(fastrand::f64())
+    }
+}
+
+/// How to show a wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// A spinner on stderr (a terminal, progress not turned off).
+    Spinner,
+    /// Log lines only.
+    Log,
+}
+
+impl Progress {
+    /// A spinner when stderr is a terminal and `--no-progress` was not given.
+    pub fn detect(no_progress: bool) -> Self {
+        if !no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            Progress::Spinner
+        } else {
+            Progress::Log
+        }
+    }
+}
+
+/// Calls `check` until it returns `Some`, sleeping with backoff in between, for at most
+/// `timeout`. `what` completes "waiting for …" in messages. Errors from `check` end the wait.
+pub async fn poll_until<T, F, Fut>(
+    what: &str,
+    timeout: Duration,
+    progress: Progress,
+    mut backoff: Backoff,
+    mut check: F,
+) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Option<T>>>,
+{
+    let started = Instant::now();
+    let deadline = started + timeout;
+    let bar = match progress {
+        Progress::Spinner => {
+            let bar = ProgressBar::new_spinner();
+            if let Ok(style) =
+                ProgressStyle::with_template("{spinner} waiting for {msg} ({elapsed})")
+            {
+                bar.set_style(style);
+            }
+            bar.set_message(what.to_owned());
+            bar.enable_steady_tick(Duration::from_millis(120));
+            Some(bar)
+        }
+        Progress::Log => None,
+    };
+    let mut announced = false;
+    let result = loop {
+        match check().await {
+            Ok(Some(value)) => break Ok(value),
+            Ok(None) => {}
+            Err(err) => break Err(err),
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            break Err(NotReady(format!(
+                "timed out after {} waiting for {what}; retry later",
+                humantime::format_duration(Duration::from_secs(timeout.as_secs().max(1)))
+            ))
+            .into());
+        }
+        if bar.is_none() && !announced {
+            tracing::info!(
+                "waiting for {what} (up to {})",
+                humantime::format_duration(timeout)
+            );
+            announced = true;
+        }
+        tokio::time::sleep(backoff.next_delay().min(deadline - now)).await;
+    };
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    if result.is_ok() && announced {
+        tracing::info!("{what}: done after {:.1}s", started.elapsed().as_secs_f64());
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap_with_bounded_jitter() {
+        let mut b = Backoff::new(Duration::from_millis(100), Duration::from_millis(800));
+        let low: Vec<u128> = (0..6).map(|_| b.next_delay_with(0.0).as_millis()).collect();
+        assert_eq!(low, [50, 100, 200, 400, 400, 400]);
+        let mut b = Backoff::new(Duration::from_millis(100), Duration::from_millis(800));
+        let high: Vec<u128> = (0..5)
+            .map(|_| b.next_delay_with(0.999_999).as_millis())
+            .collect();
+        assert_eq!(high, [99, 199, 399, 799, 799]);
+    }
+
+    #[test]
+    fn poll_times_out_as_not_ready_and_returns_values() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let fast = || Backoff::new(Duration::from_millis(1), Duration::from_millis(5));
+        let err = rt
+            .block_on(poll_until(
+                "`vol-1` to attach",
+                Duration::from_millis(50),
+                Progress::Log,
+                fast(),
+                || async { Ok(None::<()>) },
+            ))
+            .unwrap_err();
+        assert!(err.is::<NotReady>());
+        assert!(
+            err.to_string().contains("waiting for `vol-1` to attach"),
+            "{err}"
+        );
+        let mut calls = 0;
+        let value = rt
+            .block_on(poll_until(
+                "x",
+                Duration::from_secs(5),
+                Progress::Log,
+                fast(),
+                || {
+                    calls += 1;
+                    let done = calls >= 3;
+                    async move { Ok(done.then_some(7)) }
+                },
+            ))
+            .unwrap();
+        assert_eq!((value, calls), (7, 3));
+    }
+}

@@ -1,0 +1,471 @@
+//! `mount` end to end: the real binary against the local AWS emulator, with real loop devices,
+//! real blkid/mkfs.ext4/fsck/mount, under a temporary `--root`.
+
+mod support;
+
+use support::block::{LoopDevice, TestRoot};
+use support::{seed, ImdsServer, Moto, Protokube, RunOutput};
+
+const REGION: &str = "us-east-1";
+const ZONE: &str = "us-east-1a";
+
+/// One emulator, one node (instance + metadata service), one temporary root.
+struct Node {
+    moto: Moto,
+    imds: ImdsServer,
+    instance_id: String,
+    root: TestRoot,
+}
+
+impl Node {
+    fn start() -> Self {
+        let moto = Moto::start();
+        let instance_id = support::runtime().block_on(async {
+            let ec2 = moto.ec2(REGION).await;
+            seed::instance(&ec2, ZONE, &[]).await
+        });
+        let imds = ImdsServer::for_instance(&instance_id, ZONE, REGION, "10.0.0.10");
+        Self {
+            moto,
+            imds,
+            instance_id,
+            root: TestRoot::new(),
+        }
+    }
+
+    fn etcd_volume(&self, cluster: &str, etcd: &[(&str, &str)]) -> String {
+        support::runtime().block_on(async {
+            let ec2 = self.moto.ec2(REGION).await;
+            seed::etcd_volume(&ec2, cluster, ZONE, etcd).await
+        })
+    }
+
+    fn mount(&self, cluster: &str, extra: &[&str]) -> RunOutput {
+        Protokube::new()
+            .moto(&self.moto)
+            .imds(&self.imds)
+            .args(["mount", "--master", "--cluster-id", cluster, "-o", "json"])
+            .arg_path("--root", self.root.path())
+            .args(["--timeout", "20s"])
+            .args(extra)
+            .run()
+    }
+
+    fn detach(&self, volume_id: &str) {
+        support::runtime().block_on(async {
+            let ec2 = self.moto.ec2(REGION).await;
+            // moto needs the instance id (AWS does not).
+            ec2.detach_volume()
+                .volume_id(volume_id)
+                .instance_id(&self.instance_id)
+                .send()
+                .await
+                .unwrap();
+        });
+    }
+
+    /// (instance, device) of each attachment of the volume, as the emulator has it.
+    fn attachments(&self, volume_id: &str) -> Vec<(String, String)> {
+        support::runtime().block_on(async {
+            let ec2 = self.moto.ec2(REGION).await;
+            let out = ec2
+                .describe_volumes()
+                .volume_ids(volume_id)
+                .send()
+                .await
+                .unwrap();
+            out.volumes()[0]
+                .attachments()
+                .iter()
+                .map(|a| {
+                    (
+                        a.instance_id().unwrap().to_owned(),
+                        a.device().unwrap().to_owned(),
+                    )
+                })
+                .collect()
+        })
+    }
+}
+
+fn actions(report: &serde_json::Value) -> Vec<(String, String)> {
+    report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["kind"].as_str().unwrap().to_owned(),
+                c["action"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+const CLUSTER: &str = "c.example.com";
+
+#[test]
+fn blank_volume_is_formatted_and_mounted_and_a_rerun_changes_nothing() {
+    let disk = LoopDevice::blank(64);
+    let node = Node::start();
+    let volume = node.etcd_volume(CLUSTER, &[("main", "a/a,b,c")]);
+    node.root.link_by_id(&volume, &disk.path);
+
+    let out = node.mount(CLUSTER, &["--detailed-exitcode"]);
+    assert_eq!(out.code, 2, "{out:#?}");
+    let report = out.json();
+    assert_eq!(
+        actions(&report),
+        pairs(&[
+            ("volume", "attach"),
+            ("filesystem", "format"),
+            ("mount", "mount"),
+            ("file", "create")
+        ])
+    );
+    assert_eq!(
+        node.attachments(&volume),
+        [(node.instance_id.clone(), "/dev/xvdu".to_owned())]
+    );
+    assert_eq!(disk.fs_type().as_deref(), Some("ext4"));
+    let mountpoint = node.root.mountpoint(&volume);
+    assert_eq!(disk.mounted_at(), [mountpoint.display().to_string()]);
+    // The mount point directory itself (hidden under the mount) is 0750: look at it through a
+    // non-recursive bind mount of its parent.
+    let peek = tempfile::tempdir().unwrap();
+    let bind = std::process::Command::new("mount")
+        .args(["--bind", node.root.join("/mnt").to_str().unwrap()])
+        .arg(peek.path())
+        .status()
+        .unwrap();
+    assert!(bind.success());
+    let mode = std::fs::metadata(peek.path().join(format!("master-{volume}")))
+        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777);
+    support::block::unmount_below(peek.path());
+    assert_eq!(mode.unwrap(), 0o750);
+    let state: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(node.root.join("/var/lib/protokube/state.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(state["version"], 1);
+    assert_eq!(state["volumes"][0]["volume_id"], volume.as_str());
+    assert_eq!(
+        state["volumes"][0]["mountpoint"],
+        format!("/mnt/master-{volume}")
+    );
+    assert_eq!(state["volumes"][0]["etcd"][0]["member"], "a");
+    let state_mtime = std::fs::metadata(node.root.join("/var/lib/protokube/state.json"))
+        .unwrap()
+        .modified()
+        .unwrap();
+
+    // Converged: nothing changes, one DescribeVolumes, no write.
+    node.moto.reset_operations();
+    let out = node.mount(CLUSTER, &["--detailed-exitcode"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let report = out.json();
+    assert_eq!(report["changed"], false);
+    assert_eq!(
+        actions(&report),
+        pairs(&[("mount", "unchanged"), ("file", "unchanged")])
+    );
+    assert_eq!(node.moto.operations(), ["DescribeVolumes"]);
+    assert_eq!(
+        std::fs::metadata(node.root.join("/var/lib/protokube/state.json"))
+            .unwrap()
+            .modified()
+            .unwrap(),
+        state_mtime
+    );
+    assert_eq!(disk.mounted_at().len(), 1);
+}
+
+#[test]
+fn existing_ext4_is_checked_and_mounted_with_its_files() {
+    let disk = LoopDevice::blank(64);
+    disk.make_ext4_with(&[("var/etcd/data/member/snap/db", "etcd data")]);
+    let node = Node::start();
+    let volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
+    // Found under the requested device name this time (no NVMe link).
+    node.root.link_device("/dev/xvdu", &disk.path);
+
+    let out = node.mount(CLUSTER, &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(
+        actions(&out.json()),
+        pairs(&[("volume", "attach"), ("mount", "mount"), ("file", "create")])
+    );
+    let data = node
+        .root
+        .mountpoint(&volume)
+        .join("var/etcd/data/member/snap/db");
+    assert_eq!(std::fs::read_to_string(data).unwrap(), "etcd data");
+}
+
+#[test]
+fn devices_holding_anything_else_are_refused_and_left_byte_for_byte() {
+    type Prepare = fn(&LoopDevice);
+    // (name, size in MiB, how to fill the device, what the refusal must name)
+    let cases: [(&str, u64, Prepare, &str); 5] = [
+        (
+            "partition table",
+            64,
+            |d| {
+                let mut child = std::process::Command::new("sfdisk")
+                    .args(["--quiet", d.path_str()])
+                    .stdin(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("sfdisk (fdisk package)");
+                use std::io::Write as _;
+                child
+                    .stdin
+                    .take()
+                    .unwrap()
+                    .write_all(b"label: dos\n,16M\n")
+                    .unwrap();
+                assert!(child.wait().unwrap().success());
+            },
+            "`dos` partition table",
+        ),
+        (
+            "swap",
+            64,
+            |d| {
+                assert!(std::process::Command::new("mkswap")
+                    .arg(d.path_str())
+                    .output()
+                    .unwrap()
+                    .status
+                    .success());
+            },
+            "`swap`",
+        ),
+        (
+            "xfs",
+            // mkfs.xfs wants at least 300 MB; the file is sparse.
+            320,
+            |d| {
+                let out = std::process::Command::new("mkfs.xfs")
+                    .args(["-q", d.path_str()])
+                    .output()
+                    .expect("mkfs.xfs (xfsprogs package; .ci/run installs it)");
+                assert!(out.status.success(), "{out:?}");
+            },
+            "`xfs`",
+        ),
+        (
+            "random bytes",
+            64,
+            |d| {
+                let mut bytes = vec![0u8; 1 << 20];
+                for (i, b) in bytes.iter_mut().enumerate() {
+                    *b = (i.wrapping_mul(2_654_435_761) >> 13) as u8 | 1;
+                }
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&d.path)
+                    .and_then(|mut f| std::io::Write::write_all(&mut f, &bytes))
+                    .unwrap();
+            },
+            "non-zero data",
+        ),
+        (
+            "ext3",
+            64,
+            |d| {
+                assert!(std::process::Command::new("mkfs.ext3")
+                    .args(["-q", d.path_str()])
+                    .output()
+                    .unwrap()
+                    .status
+                    .success());
+            },
+            "`ext3`",
+        ),
+    ];
+    let node = Node::start();
+    for (i, (name, size_mib, prepare, found)) in cases.into_iter().enumerate() {
+        let disk = LoopDevice::blank(size_mib);
+        prepare(&disk);
+        let before = disk.digest();
+        let cluster = format!("c{i}.example.com");
+        let volume = node.etcd_volume(&cluster, &[("main", "a/a")]);
+        node.root.link_by_id(&volume, &disk.path);
+        let out = node.mount(&cluster, &[]);
+        assert_eq!(out.code, 1, "{name}: {out:#?}");
+        let errors = out.error_lines();
+        assert_eq!(errors.len(), 1, "{name}: {out:#?}");
+        for needle in [volume.as_str(), "refusing", found, "by-id"] {
+            assert!(
+                errors[0].contains(needle),
+                "{name}: `{needle}` not in {errors:?}"
+            );
+        }
+        assert!(disk.mounted_at().is_empty(), "{name}");
+        assert!(disk.digest() == before, "{name}: the device was modified");
+        assert!(
+            !node.root.join("/var/lib/protokube/state.json").exists(),
+            "{name}: a state file was written"
+        );
+        // Detach so the next case's volume gets /dev/xvdu again.
+        node.detach(&volume);
+    }
+}
+
+#[test]
+fn unreadable_devices_are_refused() {
+    // No device-mapper `error` target in this kernel: a loop device with nothing bound to it
+    // (reads nothing) and a device node with no driver behind it (cannot be opened) stand in for
+    // a failing disk. Minor 1048575 is far above what `losetup --find` hands out to other tests.
+    let node = Node::start();
+    let volume = node.etcd_volume("u1.example.com", &[("main", "a/a")]);
+    let unbound = make_block_device_node(&node.root, "/dev/unbound-loop", 7, 1_048_575);
+    node.root.link_by_id(&volume, &unbound);
+    let out = node.mount("u1.example.com", &[]);
+    assert_eq!(out.code, 1, "{out:#?}");
+    let errors = out.error_lines();
+    assert!(errors[0].contains(&volume), "{out:#?}");
+    assert!(errors[0].contains("size of 0 bytes"), "{out:#?}");
+    assert!(!node.root.join("/var/lib/protokube/state.json").exists());
+
+    node.detach(&volume);
+    let volume = node.etcd_volume("u2.example.com", &[("main", "a/a")]);
+    // Block device 240:0: a major reserved for local use, with no driver here (ENXIO on open).
+    let driverless = make_block_device_node(&node.root, "/dev/driverless", 240, 0);
+    node.root.link_by_id(&volume, &driverless);
+    let out = node.mount("u2.example.com", &[]);
+    assert_eq!(out.code, 1, "{out:#?}");
+    let errors = out.error_lines();
+    assert!(errors[0].contains(&volume), "{out:#?}");
+    assert!(errors[0].contains("opening the device"), "{out:#?}");
+}
+
+fn make_block_device_node(
+    root: &TestRoot,
+    host_path: &str,
+    major: u32,
+    minor: u32,
+) -> std::path::PathBuf {
+    let path = root.join(host_path);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    let dev = libc::makedev(major, minor);
+    // SAFETY: mknod with a valid C string.
+    assert_eq!(
+        unsafe { libc::mknod(c_path.as_ptr(), libc::S_IFBLK | 0o600, dev) },
+        0
+    );
+    path
+}
+
+#[test]
+fn of_two_main_volumes_exactly_one_is_claimed() {
+    let disks = [LoopDevice::blank(64), LoopDevice::blank(64)];
+    let node = Node::start();
+    let volumes = [
+        node.etcd_volume(CLUSTER, &[("main", "a/a,b")]),
+        node.etcd_volume(CLUSTER, &[("main", "b/a,b")]),
+    ];
+    for (volume, disk) in volumes.iter().zip(&disks) {
+        node.root.link_by_id(volume, &disk.path);
+    }
+    let out = node.mount(CLUSTER, &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let attached: Vec<usize> = (0..2)
+        .filter(|i| !node.attachments(&volumes[*i]).is_empty())
+        .collect();
+    assert_eq!(attached.len(), 1, "{out:#?}");
+    let mounted: Vec<usize> = (0..2)
+        .filter(|i| !disks[*i].mounted_at().is_empty())
+        .collect();
+    assert_eq!(mounted, attached);
+    // A rerun keeps the one it has and claims nothing more.
+    let out = node.mount(CLUSTER, &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(out.json()["changed"], false, "{out:#?}");
+}
+
+#[test]
+fn dry_run_changes_nothing_and_says_what_it_would_do() {
+    let disk = LoopDevice::blank(64);
+    let node = Node::start();
+    let volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
+    node.root.link_by_id(&volume, &disk.path);
+    let out = node.mount(CLUSTER, &["--dry-run", "--detailed-exitcode"]);
+    assert_eq!(out.code, 2, "{out:#?}");
+    let report = out.json();
+    assert_eq!(report["dry_run"], true);
+    assert_eq!(
+        actions(&report),
+        pairs(&[("volume", "attach"), ("mount", "mount"), ("file", "create")])
+    );
+    assert!(node.attachments(&volume).is_empty());
+    assert!(disk.fs_type().is_none());
+    assert!(disk.mounted_at().is_empty());
+    assert!(!node.root.join("/var/lib/protokube/state.json").exists());
+    assert!(!node.root.join("/run/protokube.lock").exists());
+
+    // Text form: one line per change, "would ...".
+    let out = Protokube::new()
+        .moto(&node.moto)
+        .imds(&node.imds)
+        .args(["mount", "--master", "--cluster-id", CLUSTER, "--dry-run"])
+        .arg_path("--root", node.root.path())
+        .run();
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert!(out.stdout.starts_with("would attach"), "{}", out.stdout);
+}
+
+#[test]
+fn a_held_lock_gives_75_after_the_timeout() {
+    let node = Node::start();
+    node.etcd_volume(CLUSTER, &[("main", "a/a")]);
+    let lock_path = node.root.join("/run/protokube.lock");
+    std::fs::create_dir_all(lock_path.parent().unwrap()).unwrap();
+    let file = std::fs::File::create(&lock_path).unwrap();
+    assert_eq!(
+        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) },
+        0
+    );
+    let out = Protokube::new()
+        .moto(&node.moto)
+        .imds(&node.imds)
+        .args([
+            "mount",
+            "--master",
+            "--cluster-id",
+            CLUSTER,
+            "--timeout",
+            "1s",
+        ])
+        .arg_path("--root", node.root.path())
+        .run();
+    assert_eq!(out.code, 75, "{out:#?}");
+    assert!(out.error_lines()[0].contains("protokube.lock"), "{out:#?}");
+    drop(file);
+}
+
+#[test]
+fn without_master_nothing_is_mounted() {
+    let node = Node::start();
+    let volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
+    let out = Protokube::new()
+        .moto(&node.moto)
+        .imds(&node.imds)
+        .args(["mount", "--cluster-id", CLUSTER, "-o", "json"])
+        .arg_path("--root", node.root.path())
+        .run();
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(out.json()["changed"], false);
+    assert!(out.json()["warnings"][0]
+        .as_str()
+        .unwrap()
+        .contains("--master"));
+    assert!(node.attachments(&volume).is_empty());
+}

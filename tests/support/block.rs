@@ -1,0 +1,197 @@
+//! Real block devices for tests: loop devices over files in a temporary directory, and a
+//! temporary `--root`. Both clean up in `Drop` (so also when a test fails): mounts are undone
+//! before loop devices are detached.
+
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn run(program: &str, args: &[&str]) -> String {
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running {program}: {e}"));
+    assert!(
+        output.status.success(),
+        "{program} {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Unmounts everything mounted at or below `dir`, deepest first.
+pub fn unmount_below(dir: &Path) {
+    let prefix = dir.to_string_lossy().into_owned();
+    let mut targets: Vec<String> = mount_points()
+        .into_iter()
+        .filter(|(_, mp)| mp == &prefix || mp.starts_with(&format!("{prefix}/")))
+        .map(|(_, mp)| mp)
+        .collect();
+    targets.sort_by_key(|t| std::cmp::Reverse(t.len()));
+    for target in targets {
+        let _ = Command::new("umount").arg(&target).status();
+    }
+}
+
+/// (major:minor, mount point) of every mount.
+pub fn mount_points() -> Vec<(String, String)> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let fields: Vec<&str> = l.split(' ').collect();
+            Some((
+                fields.get(2)?.to_string(),
+                fields.get(4)?.replace("\\040", " "),
+            ))
+        })
+        .collect()
+}
+
+/// A loop device over a file of `size_mib` MiB.
+pub struct LoopDevice {
+    pub path: PathBuf,
+    pub backing: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl LoopDevice {
+    /// A blank (all zeros, sparse) device.
+    pub fn blank(size_mib: u64) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let backing = dir.path().join("disk.img");
+        let file = std::fs::File::create(&backing).unwrap();
+        file.set_len(size_mib << 20).unwrap();
+        drop(file);
+        let path =
+            PathBuf::from(run("losetup", &["--find", "--show", backing.to_str().unwrap()]).trim());
+        Self {
+            path,
+            backing,
+            _dir: dir,
+        }
+    }
+
+    /// `major:minor` as in mountinfo.
+    pub fn devno(&self) -> String {
+        let rdev = std::fs::metadata(&self.path).unwrap().rdev();
+        let major = ((rdev >> 8) & 0xfff) | ((rdev >> 32) & !0xfff);
+        let minor = (rdev & 0xff) | ((rdev >> 12) & !0xff);
+        format!("{major}:{minor}")
+    }
+
+    /// Where this device is mounted now.
+    pub fn mounted_at(&self) -> Vec<String> {
+        let devno = self.devno();
+        mount_points()
+            .into_iter()
+            .filter(|(d, _)| *d == devno)
+            .map(|(_, mp)| mp)
+            .collect()
+    }
+
+    /// A digest of every byte of the device (to prove it was left untouched).
+    pub fn digest(&self) -> u64 {
+        use std::hash::Hasher as _;
+        use std::io::Read as _;
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        let mut file = std::fs::File::open(&self.path).unwrap();
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = file.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            hasher.write(&buf[..n]);
+        }
+        hasher.finish()
+    }
+
+    /// `blkid -p` TYPE of the device, if any.
+    pub fn fs_type(&self) -> Option<String> {
+        let output = Command::new("blkid")
+            .args(["-p", "-o", "value", "-s", "TYPE"])
+            .arg(&self.path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        (!text.is_empty()).then_some(text)
+    }
+
+    /// Formats it ext4 and writes `files` (relative path → content) into it.
+    pub fn make_ext4_with(&self, files: &[(&str, &str)]) {
+        run("mkfs.ext4", &["-q", self.path.to_str().unwrap()]);
+        let mnt = tempfile::tempdir().unwrap();
+        run(
+            "mount",
+            &[self.path.to_str().unwrap(), mnt.path().to_str().unwrap()],
+        );
+        for (name, content) in files {
+            let path = mnt.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
+        run("umount", &[mnt.path().to_str().unwrap()]);
+    }
+
+    pub fn path_str(&self) -> &str {
+        self.path.to_str().unwrap()
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        for mountpoint in self.mounted_at() {
+            let _ = Command::new("umount").arg(&mountpoint).status();
+        }
+        let _ = Command::new("losetup").arg("-d").arg(&self.path).status();
+    }
+}
+
+/// A temporary `--root`; unmounts whatever is mounted below it when dropped.
+pub struct TestRoot {
+    dir: tempfile::TempDir,
+}
+
+impl TestRoot {
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn join(&self, host_path: &str) -> PathBuf {
+        self.dir.path().join(host_path.trim_start_matches('/'))
+    }
+
+    /// The udev `by-id` link of a Nitro (NVMe) EBS volume, pointing at `device`.
+    pub fn link_by_id(&self, volume_id: &str, device: &Path) {
+        let link = self.join(&format!(
+            "/dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_{}",
+            volume_id.replace('-', "")
+        ));
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(device, link).unwrap();
+    }
+
+    /// A device name such as `/dev/xvdu` under the root, pointing at `device`.
+    pub fn link_device(&self, name: &str, device: &Path) {
+        let link = self.join(name);
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(device, link).unwrap();
+    }
+
+    pub fn mountpoint(&self, volume_id: &str) -> PathBuf {
+        self.join(&format!("/mnt/master-{volume_id}"))
+    }
+}
+
+impl Drop for TestRoot {
+    fn drop(&mut self) {
+        unmount_below(self.dir.path());
+    }
+}
