@@ -279,10 +279,7 @@ impl ClaimPlan {
     /// Whether `volume` should still be claimed when `held_keys` are held: at most one volume
     /// per etcd cluster key per node (kops#5185).
     pub fn still_wanted(volume: &EtcdVolume, held_keys: &[String]) -> bool {
-        !volume
-            .etcd
-            .iter()
-            .any(|m| held_keys.iter().any(|k| *k == m.cluster))
+        !volume.etcd.iter().any(|m| held_keys.contains(&m.cluster))
     }
 }
 

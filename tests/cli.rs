@@ -26,9 +26,11 @@ fn help_texts() {
     let out = Protokube::new().args(["--help"]).run();
     assert_eq!(out.code, 0);
     insta::assert_snapshot!("help", out.stdout);
-    let out = Protokube::new().args(["discover-volumes", "--help"]).run();
-    assert_eq!(out.code, 0);
-    insta::assert_snapshot!("help_discover_volumes", out.stdout);
+    for command in ["discover-volumes", "mount"] {
+        let out = Protokube::new().args([command, "--help"]).run();
+        assert_eq!(out.code, 0);
+        insta::assert_snapshot!(format!("help_{}", command.replace('-', "_")), out.stdout);
+    }
 }
 
 #[test]

@@ -194,11 +194,13 @@ impl VolumeApi for Ec2 {
             "InvalidParameterValue" if message.contains("already in use") => {
                 AttachOutcome::DeviceNameTaken(format!("{code}: {message}"))
             }
-            _ => return Err(sdk_error(err)).with_context(|| {
-                format!(
+            _ => {
+                return Err(sdk_error(err)).with_context(|| {
+                    format!(
                     "attaching `{volume_id}` to `{instance_id}` as `{device}` (ec2:AttachVolume)"
                 )
-            }),
+                })
+            }
         })
     }
 
