@@ -6,6 +6,7 @@ usage: bench.py PROTOKUBE_BINARY EMULATOR_URL
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -45,13 +46,73 @@ def add_unrelated(url, count):
                                               "Tags": [{"Key": "Name", "Value": "more-%d" % i}]}])
 
 
+def child_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def timed_runs(argv, env, runs):
-    times = []
+    """Wall time and protokube's own CPU time (user + system) of each run."""
+    times, cpu = [], []
     for _ in range(runs):
+        cpu_before = child_cpu()
         start = time.perf_counter()
         subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         times.append(time.perf_counter() - start)
-    return times
+        cpu.append(child_cpu() - cpu_before)
+    return times, cpu
+
+
+def sh(*argv):
+    return subprocess.run(argv, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def bench_mount(binary, url, env):
+    """Cold `mount` of a blank 256 MiB loop device (the emulator attaches at once, so the whole
+    time is protokube's: attach call, waits, probe, mkfs.ext4, mount), then a converged rerun:
+    its API calls and whether it wrote anything."""
+    import tempfile
+
+    work = tempfile.mkdtemp(prefix="protokube-bench-")
+    image = os.path.join(work, "disk.img")
+    with open(image, "wb") as f:
+        f.truncate(256 << 20)
+    loop = sh("losetup", "--find", "--show", image)
+    root = os.path.join(work, "root")
+    try:
+        import boto3
+
+        ec2 = boto3.client("ec2", endpoint_url=url, region_name=REGION,
+                           aws_access_key_id="bench", aws_secret_access_key="bench")
+        cluster = "mount.example.com"
+        volume = ec2.create_volume(AvailabilityZone=REGION + "a", Size=20, TagSpecifications=[{
+            "ResourceType": "volume", "Tags": [
+                {"Key": "KubernetesCluster", "Value": cluster},
+                {"Key": "k8s.io/role/master", "Value": "1"},
+                {"Key": "k8s.io/etcd/main", "Value": "a/a"}]}])["VolumeId"]
+        link = os.path.join(root, "dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_" + volume.replace("-", ""))
+        os.makedirs(os.path.dirname(link))
+        os.symlink(loop, link)
+        argv = [binary, "mount", "--master", "--cluster-id", cluster, "--root", root, "-o", "json"]
+        reset_requests(url)
+        start = time.perf_counter()
+        subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
+        cold = time.perf_counter() - start
+        cold_calls = [r["operation"] for r in requests(url)]
+        state = os.path.join(root, "var/lib/protokube/state.json")
+        mtime = os.stat(state).st_mtime_ns
+        reset_requests(url)
+        start = time.perf_counter()
+        out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True).stdout
+        warm = time.perf_counter() - start
+        warm_calls = [r["operation"] for r in requests(url)]
+        changed = json.loads(out)["changed"]
+        writes = 0 if os.stat(state).st_mtime_ns == mtime and not changed else 1
+        return cold, cold_calls, warm, warm_calls, writes
+    finally:
+        subprocess.run(["umount", os.path.join(root, "mnt", "master-" + volume)], capture_output=True)
+        subprocess.run(["losetup", "-d", loop], capture_output=True)
+        subprocess.run(["rm", "-rf", work])
 
 
 def main():
@@ -70,32 +131,44 @@ def main():
     reset_requests(url)
     subprocess.run(discover, env=env, check=True, stdout=subprocess.DEVNULL)
     calls_small = len(requests(url))
-    small = timed_runs(discover, env, 20)
+    small, small_cpu = timed_runs(discover, env, 20)
+
+    # mount before the account fills up, so the emulator's own filtering cost stays small.
+    cold, cold_calls, warm, warm_calls, writes = bench_mount(binary, url, env)
 
     add_unrelated(url, 4990)
     reset_requests(url)
     subprocess.run(discover, env=env, check=True, stdout=subprocess.DEVNULL)
     calls_large = len(requests(url))
-    large = timed_runs(discover, env, 20)
+    large, large_cpu = timed_runs(discover, env, 5)
 
-    version = timed_runs([binary, "--version"], {"PATH": os.environ["PATH"]}, 200)
+    version, _ = timed_runs([binary, "--version"], {"PATH": os.environ["PATH"]}, 200)
     size = os.path.getsize(binary)
 
     small_ms = statistics.median(small) * 1000
     large_ms = statistics.median(large) * 1000
+    small_cpu_ms = statistics.median(small_cpu) * 1000
+    large_cpu_ms = statistics.median(large_cpu) * 1000
     rows = [
         ("discover-volumes, 10 unrelated volumes: API calls", "1 DescribeVolumes", "%d" % calls_small),
         ("discover-volumes, 5000 unrelated volumes: API calls", "1 DescribeVolumes", "%d" % calls_large),
+        ("discover-volumes, 10 unrelated: median protokube CPU", "-", "%.1f ms" % small_cpu_ms),
+        ("discover-volumes, 5000 unrelated: median protokube CPU", "-", "%.1f ms" % large_cpu_ms),
+        ("discover-volumes CPU ratio 5000/10", "<= 1.2", "%.2f" % (large_cpu_ms / small_cpu_ms)),
         ("discover-volumes, 10 unrelated: median wall", "-", "%.1f ms" % small_ms),
-        ("discover-volumes, 5000 unrelated: median wall", "-", "%.1f ms" % large_ms),
-        ("discover-volumes time ratio 5000/10", "<= 1.2", "%.2f" % (large_ms / small_ms)),
+        ("discover-volumes, 5000 unrelated: median wall (emulator filters in Python)", "-", "%.1f ms" % large_ms),
+        ("mount, cold (blank 256 MiB device, instant attach): wall", "<= 1 s beyond attach", "%.0f ms" % (cold * 1000)),
+        ("mount, cold: AWS calls", "-", "%d (%s)" % (len(cold_calls), ", ".join(cold_calls))),
+        ("mount, converged rerun: AWS calls", "1 DescribeVolumes", "%d (%s)" % (len(warm_calls), ", ".join(warm_calls))),
+        ("mount, converged rerun: file writes", "0", "%d" % writes),
+        ("mount, converged rerun: wall", "-", "%.0f ms" % (warm * 1000)),
         ("protokube --version: median wall", "<= 5 ms", "%.2f ms" % (statistics.median(version) * 1000)),
         ("release binary size (stripped)", "<= 15 MB", "%.1f MB" % (size / 1e6)),
     ]
     width = max(len(r[0]) for r in rows)
-    print("%-*s  %-18s  %s" % (width, "figure", "budget", "measured"))
+    print("%-*s  %-22s  %s" % (width, "figure", "budget", "measured"))
     for name, budget, measured in rows:
-        print("%-*s  %-18s  %s" % (width, name, budget, measured))
+        print("%-*s  %-22s  %s" % (width, name, budget, measured))
 
 
 if __name__ == "__main__":

@@ -469,3 +469,55 @@ fn without_master_nothing_is_mounted() {
         .contains("--master"));
     assert!(node.attachments(&volume).is_empty());
 }
+
+#[test]
+fn ext4_that_fsck_cannot_repair_is_refused() {
+    let disk = LoopDevice::blank(64);
+    disk.make_ext4_with(&[("data", "x")]);
+    // Clear the root directory's inode and mark the filesystem as having errors (else preen
+    // mode skips a clean-marked filesystem): `fsck -a` refuses to repair that (exit 4).
+    for request in ["clri <2>", "ssv state 2"] {
+        let out = std::process::Command::new("debugfs")
+            .args(["-w", "-R", request, disk.path_str()])
+            .output()
+            .expect("debugfs (e2fsprogs)");
+        assert!(out.status.success(), "{out:?}");
+    }
+    let node = Node::start();
+    let volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
+    node.root.link_by_id(&volume, &disk.path);
+    let out = node.mount(CLUSTER, &[]);
+    assert_eq!(out.code, 1, "{out:#?}");
+    let errors = out.error_lines();
+    assert!(errors[0].contains("fsck -a"), "{out:#?}");
+    assert!(errors[0].contains(&volume), "{out:#?}");
+    assert!(disk.mounted_at().is_empty());
+    assert_eq!(disk.fs_type().as_deref(), Some("ext4"), "never reformatted");
+}
+
+#[test]
+fn a_mount_point_holding_another_device_is_an_error() {
+    let ours = LoopDevice::blank(64);
+    ours.make_ext4_with(&[("ours", "1")]);
+    let squatter = LoopDevice::blank(64);
+    squatter.make_ext4_with(&[("squatter", "1")]);
+    let node = Node::start();
+    let volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
+    node.root.link_by_id(&volume, &ours.path);
+    let mountpoint = node.root.mountpoint(&volume);
+    std::fs::create_dir_all(&mountpoint).unwrap();
+    let status = std::process::Command::new("mount")
+        .arg(&squatter.path)
+        .arg(&mountpoint)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = node.mount(CLUSTER, &[]);
+    assert_eq!(out.code, 1, "{out:#?}");
+    assert!(
+        out.error_lines()[0].contains("is already mounted from"),
+        "{out:#?}"
+    );
+    assert!(ours.mounted_at().is_empty());
+    assert_eq!(squatter.mounted_at(), [mountpoint.display().to_string()]);
+}

@@ -275,3 +275,26 @@ fn a_device_that_never_appears_ends_in_not_ready() {
     assert!(text.contains("/dev/xvdu"), "{text}");
     assert!(!root.join("/var/lib/protokube/state.json").exists());
 }
+
+#[test]
+fn an_nvme_serial_naming_another_volume_is_refused() {
+    let disk = LoopDevice::blank(32);
+    let root = TestRoot::new();
+    let cloud = StrictVolumes::new(&[("vol-a", "a/a")], Rules::default());
+    root.link_by_id("vol-a", &disk.path);
+    // sysfs under the root says the controller behind the link is another volume.
+    let name = disk.path.file_name().unwrap().to_str().unwrap();
+    let serial = root.join(&format!("/sys/block/{name}/device/serial"));
+    std::fs::create_dir_all(serial.parent().unwrap()).unwrap();
+    std::fs::write(&serial, "vol0fffffffffffffff\n").unwrap();
+    let (result, _) = support::runtime().block_on(run(&cloud, &root));
+    let text = format!("{:#}", result.unwrap_err());
+    assert!(text.contains("NVMe serial `vol0fffffffffffffff`"), "{text}");
+    assert!(disk.fs_type().is_none(), "never formatted");
+    assert!(disk.mounted_at().is_empty());
+
+    // With the right serial the same device is used.
+    std::fs::write(&serial, "vola\n").unwrap();
+    let (result, _) = support::runtime().block_on(run(&cloud, &root));
+    assert_eq!(result.unwrap(), ["vol-a"]);
+}

@@ -48,8 +48,10 @@ impl MountSettings {
             timeout,
             dry_run,
             progress: Progress::Log,
-            attach_backoff: Backoff::new(Duration::from_millis(500), Duration::from_secs(10)),
-            device_backoff: Backoff::new(Duration::from_millis(100), Duration::from_secs(2)),
+            // Capped at 1 s so a run ends at most about a second after the cloud attaches
+            // (DESIGN §8: cold sync ≤ 1 s beyond the cloud's own attach time).
+            attach_backoff: Backoff::new(Duration::from_millis(250), Duration::from_secs(1)),
+            device_backoff: Backoff::new(Duration::from_millis(50), Duration::from_millis(500)),
         }
     }
 }
