@@ -34,6 +34,7 @@ pub struct Cli {
 pub enum Command {
     DiscoverVolumes(cmd::discover_volumes::Args),
     Mount(cmd::mount::Args),
+    RenderManifests(cmd::render_manifests::Args),
 }
 
 impl Command {
@@ -42,6 +43,7 @@ impl Command {
         match self {
             Command::DiscoverVolumes(_) => "discover-volumes",
             Command::Mount(_) => "mount",
+            Command::RenderManifests(_) => "render-manifests",
         }
     }
 }

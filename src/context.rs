@@ -78,6 +78,34 @@ impl Context {
             .await
     }
 
+    /// The cluster name without asking the cloud: `--cluster-id`, else the spec's `metadata.name`.
+    pub fn offline_cluster_name(&self) -> Result<String> {
+        self.global
+            .cluster_id
+            .clone()
+            .or_else(|| self.spec.as_ref().and_then(|s| s.name()).map(str::to_owned))
+            .ok_or_else(|| {
+                anyhow!("no cluster name: pass --cluster-id or a spec with metadata.name")
+            })
+    }
+
+    /// The suffix of internal names, with its leading dot: `--dns-internal-suffix`, else
+    /// `.internal.<cluster>`.
+    pub fn internal_suffix(&self, cluster_name: &str) -> Result<String> {
+        let suffix = match &self.global.dns_internal_suffix {
+            Some(suffix) => format!(".{}", suffix.trim_start_matches('.')),
+            None => format!(".internal.{cluster_name}"),
+        };
+        if !crate::names::is_dns1123_subdomain(&suffix[1..]) {
+            return Err(UsageError(format!(
+                "--dns-internal-suffix: `{}` is not a valid DNS suffix",
+                suffix.escape_debug()
+            ))
+            .into());
+        }
+        Ok(suffix)
+    }
+
     /// The cluster name: `--cluster-id`, else the spec's `metadata.name`, else this instance's
     /// `KubernetesCluster` tag.
     pub async fn cluster_name(&self, instances: &dyn InstanceApi) -> Result<String> {

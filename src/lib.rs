@@ -10,6 +10,7 @@ pub mod error;
 pub mod fsutil;
 pub mod identity;
 pub mod logging;
+pub mod manifests;
 pub mod names;
 pub mod report;
 pub mod spec;
@@ -30,6 +31,7 @@ pub async fn run(cli: &Cli) -> Result<Report> {
     match &cli.command {
         Command::DiscoverVolumes(args) => cmd::discover_volumes::run(&ctx, args).await,
         Command::Mount(args) => cmd::mount::run(&ctx, args).await,
+        Command::RenderManifests(args) => cmd::render_manifests::run(&ctx, args).await,
     }
 }
 

@@ -124,6 +124,14 @@ impl Report {
             let action = serde_plain(&change.action);
             let kind = serde_plain(&change.kind);
             let _ = write!(out, "{verb}{action:<9} {kind:<10} {}", change.target);
+            if change.detail.contains('\n') {
+                // A diff: on its own lines, indented.
+                out.push('\n');
+                for line in change.detail.lines() {
+                    let _ = writeln!(out, "    {line}");
+                }
+                continue;
+            }
             if !change.detail.is_empty() {
                 let _ = write!(out, "  ({})", change.detail);
             }

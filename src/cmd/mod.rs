@@ -2,3 +2,4 @@
 
 pub mod discover_volumes;
 pub mod mount;
+pub mod render_manifests;

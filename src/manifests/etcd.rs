@@ -1,0 +1,574 @@
+//! The etcd member pod (kOps' legacy protokube layout): names, ports, environment order, TLS
+//! directories, computed from the mounted volume's membership and the spec. Pure.
+
+use std::collections::BTreeSet;
+
+use anyhow::{anyhow, bail, Result};
+use serde::Serialize;
+
+use crate::manifests::flags::parse_go_duration;
+use crate::spec::EtcdClusterSpec;
+use crate::volumes::EtcdMembership;
+
+/// Legacy protokube flags for etcd; they override the spec.
+#[derive(Clone, Debug, Default, PartialEq, Eq, clap::Args)]
+pub struct EtcdOptions {
+    /// etcd image for every etcd pod [default: spec.etcdClusters[].image, else
+    /// registry.k8s.io/etcd:<version>-0].
+    #[arg(long, value_name = "IMAGE", env = "PROTOKUBE_ETCD_IMAGE")]
+    pub etcd_image: Option<String>,
+
+    /// etcd election timeout in milliseconds [default: spec leaderElectionTimeout].
+    #[arg(long, value_name = "MS", env = "PROTOKUBE_ETCD_ELECTION_TIMEOUT")]
+    pub etcd_election_timeout: Option<u32>,
+
+    /// etcd heartbeat interval in milliseconds [default: spec heartbeatInterval].
+    #[arg(long, value_name = "MS", env = "PROTOKUBE_ETCD_HEARTBEAT_INTERVAL")]
+    pub etcd_heartbeat_interval: Option<u32>,
+
+    /// CA file for etcd clients (ETCD_TRUSTED_CA_FILE).
+    #[arg(long, value_name = "FILE", env = "PROTOKUBE_TLS_CA")]
+    pub tls_ca: Option<String>,
+
+    /// Server certificate (ETCD_CERT_FILE); with --tls-key, etcd serves https.
+    #[arg(long, value_name = "FILE", env = "PROTOKUBE_TLS_CERT")]
+    pub tls_cert: Option<String>,
+
+    /// Server key (ETCD_KEY_FILE).
+    #[arg(long, value_name = "FILE", env = "PROTOKUBE_TLS_KEY")]
+    pub tls_key: Option<String>,
+
+    /// CA file for peers (ETCD_PEER_TRUSTED_CA_FILE).
+    #[arg(long, value_name = "FILE", env = "PROTOKUBE_PEER_CA")]
+    pub peer_ca: Option<String>,
+
+    /// Peer certificate (ETCD_PEER_CERT_FILE).
+    #[arg(long, value_name = "FILE", env = "PROTOKUBE_PEER_CERT")]
+    pub peer_cert: Option<String>,
+
+    /// Peer key (ETCD_PEER_KEY_FILE).
+    #[arg(long, value_name = "FILE", env = "PROTOKUBE_PEER_KEY")]
+    pub peer_key: Option<String>,
+
+    /// Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH).
+    #[arg(long, env = "PROTOKUBE_TLS_AUTH")]
+    pub tls_auth: bool,
+}
+
+/// One etcd peer: its name and the DNS name others reach it at.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EtcdNode {
+    pub name: String,
+    pub internal_name: String,
+}
+
+/// Certificates and keys (paths inside the pod, which are also host paths).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EtcdTls {
+    pub ca: Option<String>,
+    pub cert: Option<String>,
+    pub key: Option<String>,
+    pub peer_ca: Option<String>,
+    pub peer_cert: Option<String>,
+    pub peer_key: Option<String>,
+    pub client_auth: bool,
+}
+
+/// Everything the etcd template needs for one member.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtcdPodParams {
+    pub pod_name: String,
+    /// `etcd`, `etcd-events`: names the manifest, the log file, the token.
+    pub cluster_name: String,
+    pub data_dir_name: String,
+    pub client_port: u16,
+    pub peer_port: u16,
+    pub cpu_request: String,
+    pub memory_request: Option<String>,
+    pub image: String,
+    /// Host path of the log file.
+    pub log_file: String,
+    /// Host path the volume is mounted at.
+    pub volume_mount_path: String,
+    pub token: String,
+    /// Milliseconds.
+    pub election_timeout: Option<String>,
+    /// Milliseconds.
+    pub heartbeat_interval: Option<String>,
+    pub me: EtcdNode,
+    pub nodes: Vec<EtcdNode>,
+    pub tls: EtcdTls,
+}
+
+#[derive(Serialize)]
+struct EnvVar {
+    name: &'static str,
+    value: String,
+}
+
+#[derive(Serialize)]
+struct TlsDir {
+    path: String,
+    name: String,
+}
+
+impl EtcdPodParams {
+    /// `https` when the server has both a certificate and a key, else `http`.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls.cert.is_some() && self.tls.key.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
+    /// The environment, in kOps' order.
+    fn env(&self) -> Vec<EnvVar> {
+        let s = self.scheme();
+        let me = &self.me.internal_name;
+        let mut env = vec![
+            EnvVar {
+                name: "ETCD_NAME",
+                value: self.me.name.clone(),
+            },
+            EnvVar {
+                name: "ETCD_DATA_DIR",
+                value: format!("/var/etcd/{}", self.data_dir_name),
+            },
+            EnvVar {
+                name: "ETCD_LISTEN_PEER_URLS",
+                value: format!("{s}://0.0.0.0:{}", self.peer_port),
+            },
+            EnvVar {
+                name: "ETCD_LISTEN_CLIENT_URLS",
+                value: format!("{s}://0.0.0.0:{}", self.client_port),
+            },
+            EnvVar {
+                name: "ETCD_ADVERTISE_CLIENT_URLS",
+                value: format!("{s}://{me}:{}", self.client_port),
+            },
+            EnvVar {
+                name: "ETCD_INITIAL_ADVERTISE_PEER_URLS",
+                value: format!("{s}://{me}:{}", self.peer_port),
+            },
+            EnvVar {
+                name: "ETCD_INITIAL_CLUSTER_STATE",
+                value: "new".into(),
+            },
+            EnvVar {
+                name: "ETCD_INITIAL_CLUSTER_TOKEN",
+                value: self.token.clone(),
+            },
+        ];
+        let optional = [
+            ("ETCD_ELECTION_TIMEOUT", &self.election_timeout),
+            ("ETCD_HEARTBEAT_INTERVAL", &self.heartbeat_interval),
+            ("ETCD_PEER_TRUSTED_CA_FILE", &self.tls.peer_ca),
+            ("ETCD_PEER_CERT_FILE", &self.tls.peer_cert),
+            ("ETCD_PEER_KEY_FILE", &self.tls.peer_key),
+            ("ETCD_TRUSTED_CA_FILE", &self.tls.ca),
+            ("ETCD_CERT_FILE", &self.tls.cert),
+            ("ETCD_KEY_FILE", &self.tls.key),
+        ];
+        for (name, value) in optional {
+            if let Some(value) = value {
+                env.push(EnvVar {
+                    name,
+                    value: value.clone(),
+                });
+            }
+        }
+        if self.tls.client_auth {
+            for name in ["ETCD_CLIENT_CERT_AUTH", "ETCD_PEER_CLIENT_CERT_AUTH"] {
+                env.push(EnvVar {
+                    name,
+                    value: "true".into(),
+                });
+            }
+        }
+        env.push(EnvVar {
+            name: "ETCD_INITIAL_CLUSTER",
+            value: self.initial_cluster(),
+        });
+        env
+    }
+
+    /// `name=scheme://dns-name:peer-port,…` in member order.
+    pub fn initial_cluster(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| {
+                format!(
+                    "{}={}://{}:{}",
+                    n.name,
+                    self.scheme(),
+                    n.internal_name,
+                    self.peer_port
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// One read-only mount per distinct certificate directory, sorted (kOps forgot the peer
+    /// certificate's directory and emitted them in random order).
+    fn tls_dirs(&self) -> Vec<TlsDir> {
+        let t = &self.tls;
+        let dirs: BTreeSet<String> = [
+            &t.ca,
+            &t.cert,
+            &t.key,
+            &t.peer_ca,
+            &t.peer_cert,
+            &t.peer_key,
+        ]
+        .into_iter()
+        .flatten()
+        .filter_map(|file| {
+            std::path::Path::new(file)
+                .parent()
+                .map(|p| p.display().to_string())
+        })
+        .filter(|dir| !dir.is_empty() && dir != "/")
+        .collect();
+        dirs.into_iter()
+            .map(|path| TlsDir {
+                name: volume_name_for(&path),
+                path,
+            })
+            .collect()
+    }
+
+    /// The template context.
+    pub fn context(&self) -> tera::Context {
+        let mut ctx = tera::Context::new();
+        ctx.insert("pod_name", &self.pod_name);
+        ctx.insert("image", &self.image);
+        ctx.insert("env", &self.env());
+        ctx.insert("tls", &(self.scheme() == "https"));
+        ctx.insert("client_port", &self.client_port);
+        ctx.insert("peer_port", &self.peer_port);
+        ctx.insert("cpu_request", &self.cpu_request);
+        ctx.insert("memory_request", &self.memory_request);
+        ctx.insert("cpu_limit", &None::<String>);
+        ctx.insert("memory_limit", &None::<String>);
+        ctx.insert("data_dir", &format!("/var/etcd/{}", self.data_dir_name));
+        ctx.insert(
+            "data_host_path",
+            &format!(
+                "{}/var/etcd/{}",
+                self.volume_mount_path.trim_end_matches('/'),
+                self.data_dir_name
+            ),
+        );
+        ctx.insert("log_file", &self.log_file);
+        ctx.insert("tls_dirs", &self.tls_dirs());
+        ctx
+    }
+}
+
+/// A volume name from a path: the path without `/`, made a DNS-1123 label.
+fn volume_name_for(path: &str) -> String {
+    let name: String = path
+        .chars()
+        .filter(|c| *c != '/')
+        .map(|c| {
+            let c = c.to_ascii_lowercase();
+            if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let name = name.trim_matches('-');
+    let name = &name[..name.len().min(63)];
+    name.trim_end_matches('-').to_owned()
+}
+
+/// Fixed facts of an etcd cluster key (kOps v1.10).
+struct KeyFacts {
+    pod_name: String,
+    cluster_name: String,
+    data_dir_name: String,
+    peer_port: u16,
+    client_port: u16,
+    cpu_request: &'static str,
+}
+
+fn key_facts(key: &str) -> Result<KeyFacts> {
+    Ok(match key {
+        "main" => KeyFacts {
+            pod_name: "etcd-server".into(),
+            cluster_name: "etcd".into(),
+            data_dir_name: "data".into(),
+            peer_port: 2380,
+            client_port: 4001,
+            cpu_request: "200m",
+        },
+        "events" => KeyFacts {
+            pod_name: "etcd-server-events".into(),
+            cluster_name: "etcd-events".into(),
+            data_dir_name: "data-events".into(),
+            peer_port: 2381,
+            client_port: 4002,
+            cpu_request: "100m",
+        },
+        other => bail!(
+            "etcd cluster `{other}` is not supported by the legacy etcd layout (only `main` and \
+             `events` have their own ports); it is not rendered"
+        ),
+    })
+}
+
+/// The image: `--etcd-image`, else the spec's image, else `registry.k8s.io/etcd:<version>-0`.
+fn etcd_image(options: &EtcdOptions, spec: Option<&EtcdClusterSpec>, key: &str) -> Result<String> {
+    if let Some(image) = &options.etcd_image {
+        return Ok(image.clone());
+    }
+    if let Some(image) = spec.and_then(|s| s.image.clone()) {
+        return Ok(image);
+    }
+    let version = spec.and_then(|s| s.version.clone()).ok_or_else(|| {
+        anyhow!(
+            "no image for etcd cluster `{key}`: set spec.etcdClusters[].image or .version, or \
+             pass --etcd-image"
+        )
+    })?;
+    let version = version.trim_start_matches('v');
+    Ok(if version.contains('-') {
+        format!("registry.k8s.io/etcd:{version}")
+    } else {
+        format!("registry.k8s.io/etcd:{version}-0")
+    })
+}
+
+/// A duration from the spec (`1s`, `100ms`) in whole milliseconds, or a flag's milliseconds.
+fn milliseconds(flag: Option<u32>, spec: Option<&String>, field: &str) -> Result<Option<String>> {
+    if let Some(ms) = flag {
+        return Ok(Some(ms.to_string()));
+    }
+    let Some(text) = spec else {
+        return Ok(None);
+    };
+    let nanos = parse_go_duration(text).map_err(|e| {
+        anyhow!(
+            "spec.etcdClusters[].{field}: `{}` is not a duration: {e}",
+            text.escape_debug()
+        )
+    })?;
+    Ok(Some((nanos / 1_000_000).to_string()))
+}
+
+/// The pod parameters for `membership`, held by a volume mounted at `mount_host_path`.
+/// `internal_suffix` starts with a dot (`.internal.c.example.com`).
+pub fn pod_params(
+    membership: &EtcdMembership,
+    mount_host_path: &str,
+    spec: Option<&EtcdClusterSpec>,
+    options: &EtcdOptions,
+    internal_suffix: &str,
+) -> Result<EtcdPodParams> {
+    // The state file is on disk and could have been edited: names go into DNS names, pod
+    // names and paths, so they are checked again here.
+    for name in std::iter::once(&membership.cluster)
+        .chain(std::iter::once(&membership.member))
+        .chain(&membership.members)
+    {
+        if !crate::names::is_dns1123_label(name) {
+            bail!(
+                "etcd name `{}` is not a DNS-1123 label; check the volume's k8s.io/etcd tag",
+                name.escape_debug()
+            );
+        }
+    }
+    if !membership.members.contains(&membership.member) {
+        bail!(
+            "etcd member `{}` is not among its members",
+            membership.member
+        );
+    }
+    let facts = key_facts(&membership.cluster)?;
+    let node = |member: &str| {
+        let name = format!("{}-{member}", facts.cluster_name);
+        EtcdNode {
+            internal_name: format!("{name}{internal_suffix}"),
+            name,
+        }
+    };
+    Ok(EtcdPodParams {
+        image: etcd_image(options, spec, &membership.cluster)?,
+        cpu_request: spec
+            .and_then(|s| s.cpu_request.clone())
+            .unwrap_or_else(|| facts.cpu_request.to_owned()),
+        memory_request: spec.and_then(|s| s.memory_request.clone()),
+        log_file: format!("/var/log/{}.log", facts.cluster_name),
+        volume_mount_path: mount_host_path.to_owned(),
+        token: format!("etcd-cluster-token-{}", facts.cluster_name),
+        election_timeout: milliseconds(
+            options.etcd_election_timeout,
+            spec.and_then(|s| s.leader_election_timeout.as_ref()),
+            "leaderElectionTimeout",
+        )?,
+        heartbeat_interval: milliseconds(
+            options.etcd_heartbeat_interval,
+            spec.and_then(|s| s.heartbeat_interval.as_ref()),
+            "heartbeatInterval",
+        )?,
+        me: node(&membership.member),
+        nodes: membership.members.iter().map(|m| node(m)).collect(),
+        tls: EtcdTls {
+            ca: options.tls_ca.clone(),
+            cert: options.tls_cert.clone(),
+            key: options.tls_key.clone(),
+            peer_ca: options.peer_ca.clone(),
+            peer_cert: options.peer_cert.clone(),
+            peer_key: options.peer_key.clone(),
+            client_auth: options.tls_auth,
+        },
+        pod_name: facts.pod_name,
+        cluster_name: facts.cluster_name,
+        data_dir_name: facts.data_dir_name,
+        peer_port: facts.peer_port,
+        client_port: facts.client_port,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn membership(cluster: &str, member: &str, members: &[&str]) -> EtcdMembership {
+        EtcdMembership {
+            cluster: cluster.into(),
+            member: member.into(),
+            members: members.iter().map(|m| m.to_string()).collect(),
+        }
+    }
+
+    fn spec(version: &str) -> EtcdClusterSpec {
+        EtcdClusterSpec {
+            name: "main".into(),
+            version: Some(version.into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn kops_ha_tags_give_names_initial_cluster_and_dns_names() {
+        let suffix = ".internal.ha.example.com";
+        let params = pod_params(
+            &membership("main", "b", &["a", "b", "c"]),
+            "/mnt/master-vol-1",
+            Some(&spec("3.5.13")),
+            &EtcdOptions::default(),
+            suffix,
+        )
+        .unwrap();
+        assert_eq!(params.pod_name, "etcd-server");
+        assert_eq!(params.me.name, "etcd-b");
+        assert_eq!(params.me.internal_name, "etcd-b.internal.ha.example.com");
+        assert_eq!(
+            params.initial_cluster(),
+            "etcd-a=http://etcd-a.internal.ha.example.com:2380,\
+             etcd-b=http://etcd-b.internal.ha.example.com:2380,\
+             etcd-c=http://etcd-c.internal.ha.example.com:2380"
+        );
+        assert_eq!(params.image, "registry.k8s.io/etcd:3.5.13-0");
+        assert_eq!(params.token, "etcd-cluster-token-etcd");
+
+        let events = pod_params(
+            &membership("events", "a", &["a", "b", "c"]),
+            "/mnt/master-vol-2",
+            None,
+            &EtcdOptions {
+                etcd_image: Some("img".into()),
+                ..Default::default()
+            },
+            suffix,
+        )
+        .unwrap();
+        assert_eq!(events.pod_name, "etcd-server-events");
+        assert_eq!(
+            events.me.internal_name,
+            "etcd-events-a.internal.ha.example.com"
+        );
+        assert_eq!((events.peer_port, events.client_port), (2381, 4002));
+        assert_eq!(events.log_file, "/var/log/etcd-events.log");
+        assert_eq!(events.cpu_request, "100m");
+    }
+
+    #[test]
+    fn single_master_tag_value() {
+        let params = pod_params(
+            &membership("main", "us-test-1a", &["us-test-1a"]),
+            "/mnt/master-vol-1",
+            Some(&spec("3.5.13")),
+            &EtcdOptions::default(),
+            ".internal.minimal.example.com",
+        )
+        .unwrap();
+        assert_eq!(
+            params.initial_cluster(),
+            "etcd-us-test-1a=http://etcd-us-test-1a.internal.minimal.example.com:2380"
+        );
+    }
+
+    #[test]
+    fn flags_override_the_spec_and_durations_become_milliseconds() {
+        let mut s = spec("3.5.13");
+        s.image = Some("spec-image".into());
+        s.leader_election_timeout = Some("1s".into());
+        s.heartbeat_interval = Some("100ms".into());
+        let params = pod_params(
+            &membership("main", "a", &["a"]),
+            "/mnt/x",
+            Some(&s),
+            &EtcdOptions {
+                etcd_election_timeout: Some(2500),
+                ..Default::default()
+            },
+            ".i",
+        )
+        .unwrap();
+        assert_eq!(params.image, "spec-image");
+        assert_eq!(params.election_timeout.as_deref(), Some("2500"));
+        assert_eq!(params.heartbeat_interval.as_deref(), Some("100"));
+    }
+
+    #[test]
+    fn other_keys_are_refused() {
+        let err = pod_params(
+            &membership("cilium", "a", &["a"]),
+            "/mnt/x",
+            None,
+            &EtcdOptions::default(),
+            ".i",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("`cilium`"), "{err}");
+    }
+
+    #[test]
+    fn hostile_names_from_an_edited_state_file_are_refused() {
+        for m in [
+            membership("main", "a\nb", &["a\nb"]),
+            membership("main", "a", &["a", "../x"]),
+            membership("main", "z", &["a"]),
+        ] {
+            assert!(
+                pod_params(&m, "/mnt/x", None, &EtcdOptions::default(), ".i").is_err(),
+                "{m:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn volume_names_from_paths() {
+        assert_eq!(volume_name_for("/srv/kubernetes"), "srvkubernetes");
+        assert_eq!(
+            volume_name_for("/etc/Kubernetes/pki_x"),
+            "etckubernetespki-x"
+        );
+    }
+}

@@ -1,0 +1,246 @@
+//! Static-pod manifests: flags from componentconfig (`flags`), the etcd member pod (`etcd`), the
+//! template engine and Pod validation (`render`), and here the plan of which manifests a node
+//! gets and their template contexts.
+
+pub mod etcd;
+pub mod flags;
+pub mod render;
+
+use anyhow::{anyhow, bail, Context as _, Result};
+use serde_yaml::Mapping;
+
+use crate::manifests::etcd::{pod_params, EtcdOptions};
+use crate::manifests::flags::FlagTable;
+use crate::spec::ClusterSpec;
+use crate::state::MountedVolume;
+
+/// Where a manifest goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// `/etc/kubernetes/manifests/<name>.manifest`.
+    Static,
+    /// On the etcd volume mounted at this host path (`<mount>/k8s.io/manifests/<name>.manifest`),
+    /// with `/etc/kubernetes/manifests/<name>.manifest` a symlink to it.
+    OnVolume {
+        volume_id: String,
+        mountpoint: String,
+    },
+}
+
+/// A rendered, validated manifest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Manifest {
+    /// File stem: `etcd`, `etcd-events`, `kube-apiserver`, …
+    pub name: String,
+    pub template: String,
+    pub contents: String,
+    pub placement: Placement,
+    /// Host path of a log file the pod mounts (created if missing, never truncated) and its mode.
+    pub log_file: (String, u32),
+}
+
+/// What a node renders from.
+#[derive(Clone, Debug)]
+pub struct RenderInputs<'a> {
+    pub cluster_name: &'a str,
+    /// Starts with a dot: `.internal.<cluster>`.
+    pub internal_suffix: &'a str,
+    pub master: bool,
+    pub spec: &'a ClusterSpec,
+    pub mounted: &'a [MountedVolume],
+    pub etcd: &'a EtcdOptions,
+}
+
+/// A control-plane or node component and its spec section.
+struct Component {
+    name: &'static str,
+    section: &'static str,
+    spec_path: &'static str,
+    default_cpu: &'static str,
+    log_mode: u32,
+}
+
+const API_SERVER: Component = Component {
+    name: "kube-apiserver",
+    section: "KubeAPIServerConfig",
+    spec_path: "spec.kubeAPIServer",
+    default_cpu: "150m",
+    log_mode: 0o400,
+};
+const CONTROLLER_MANAGER: Component = Component {
+    name: "kube-controller-manager",
+    section: "KubeControllerManagerConfig",
+    spec_path: "spec.kubeControllerManager",
+    default_cpu: "100m",
+    log_mode: 0o400,
+};
+const SCHEDULER: Component = Component {
+    name: "kube-scheduler",
+    section: "KubeSchedulerConfig",
+    spec_path: "spec.kubeScheduler",
+    default_cpu: "100m",
+    log_mode: 0o400,
+};
+const PROXY: Component = Component {
+    name: "kube-proxy",
+    section: "KubeProxyConfig",
+    spec_path: "spec.kubeProxy",
+    default_cpu: "100m",
+    log_mode: 0o400,
+};
+
+/// A quantity field (`cpuRequest: 100m`, `memoryLimit: 1Gi`, or a number) as text.
+fn quantity(section: &Mapping, key: &str, path: &str) -> Result<Option<String>> {
+    match section.get(key) {
+        None | Some(serde_yaml::Value::Null) => Ok(None),
+        Some(serde_yaml::Value::String(s)) => Ok(Some(s.clone())),
+        Some(serde_yaml::Value::Number(n)) => Ok(Some(n.to_string())),
+        Some(_) => Err(anyhow!("`{path}.{key}` must be a quantity such as `100m`")),
+    }
+}
+
+fn component_context(
+    component: &Component,
+    section: &Mapping,
+    inputs: &RenderInputs<'_>,
+) -> Result<tera::Context> {
+    let path = component.spec_path;
+    let image = section
+        .get("image")
+        .and_then(|v| v.as_str())
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| anyhow!("`{path}.image` is not set; use the completed cluster spec"))?;
+    let mut ctx = tera::Context::new();
+    ctx.insert("image", image);
+    ctx.insert(
+        "spec_flags",
+        &FlagTable::builtin().build(component.section, section, path)?,
+    );
+    ctx.insert(
+        "cpu_request",
+        &quantity(section, "cpuRequest", path)?.unwrap_or_else(|| component.default_cpu.to_owned()),
+    );
+    ctx.insert("cpu_limit", &quantity(section, "cpuLimit", path)?);
+    ctx.insert("memory_request", &quantity(section, "memoryRequest", path)?);
+    ctx.insert("memory_limit", &quantity(section, "memoryLimit", path)?);
+    ctx.insert("cluster_name", inputs.cluster_name);
+    ctx.insert("master_public_name", &inputs.spec.master_public_name);
+    let internal_api_name = format!("api.internal.{}", inputs.cluster_name);
+    ctx.insert("internal_api_name", &internal_api_name);
+    let secure_port = match section.get("securePort") {
+        None | Some(serde_yaml::Value::Null) => 443,
+        Some(v) => v
+            .as_u64()
+            .filter(|p| (1..=65535).contains(p))
+            .ok_or_else(|| anyhow!("`{path}.securePort` must be a port number"))?,
+    };
+    ctx.insert("secure_port", &secure_port);
+    let api_server_url = if inputs.master {
+        "https://127.0.0.1".to_owned()
+    } else {
+        format!("https://{internal_api_name}")
+    };
+    ctx.insert("api_server_url", &api_server_url);
+    Ok(ctx)
+}
+
+/// Renders and validates every manifest this node gets; nothing is written here. Problems that
+/// do not stop the others (an etcd cluster key the legacy layout cannot run) are pushed to
+/// `warnings`.
+pub fn render_all(
+    tera: &tera::Tera,
+    inputs: &RenderInputs<'_>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Manifest>> {
+    let mut manifests = Vec::new();
+    if inputs.master {
+        let mut seen_keys: Vec<&str> = Vec::new();
+        for volume in inputs.mounted {
+            for membership in &volume.etcd {
+                if seen_keys.contains(&membership.cluster.as_str()) {
+                    bail!(
+                        "two mounted volumes hold etcd cluster `{}`; unmount one of them",
+                        membership.cluster
+                    );
+                }
+                seen_keys.push(&membership.cluster);
+                let spec = inputs
+                    .spec
+                    .etcd_clusters
+                    .iter()
+                    .find(|c| c.name == membership.cluster);
+                let mountpoint = volume.mountpoint.display().to_string();
+                let params = match pod_params(
+                    membership,
+                    &mountpoint,
+                    spec,
+                    inputs.etcd,
+                    inputs.internal_suffix,
+                ) {
+                    Ok(params) => params,
+                    Err(err) => {
+                        warnings.push(format!("volume `{}`: {err:#}", volume.volume_id));
+                        continue;
+                    }
+                };
+                let contents = render::render(tera, "etcd.yaml", &params.context())?;
+                render::validate_pod(&contents, "etcd.yaml")?;
+                manifests.push(Manifest {
+                    log_file: (params.log_file.clone(), 0o644),
+                    name: params.cluster_name.clone(),
+                    template: "etcd.yaml".into(),
+                    contents,
+                    placement: Placement::OnVolume {
+                        volume_id: volume.volume_id.clone(),
+                        mountpoint,
+                    },
+                });
+            }
+        }
+        for component in [&API_SERVER, &CONTROLLER_MANAGER, &SCHEDULER] {
+            let section = match component.section {
+                "KubeAPIServerConfig" => &inputs.spec.kube_api_server,
+                "KubeControllerManagerConfig" => &inputs.spec.kube_controller_manager,
+                _ => &inputs.spec.kube_scheduler,
+            };
+            let section = section.as_ref().ok_or_else(|| {
+                anyhow!(
+                    "`{}` is missing; use the completed cluster spec",
+                    component.spec_path
+                )
+            })?;
+            manifests.push(render_component(tera, component, section, inputs)?);
+        }
+    }
+    match &inputs.spec.kube_proxy {
+        Some(section) if section.get("enabled").and_then(|v| v.as_bool()) == Some(false) => {
+            tracing::info!("kube-proxy is disabled in the spec (spec.kubeProxy.enabled: false)");
+        }
+        Some(section) => manifests.push(render_component(tera, &PROXY, section, inputs)?),
+        None => bail!("`spec.kubeProxy` is missing; use the completed cluster spec"),
+    }
+    Ok(manifests)
+}
+
+fn render_component(
+    tera: &tera::Tera,
+    component: &Component,
+    section: &Mapping,
+    inputs: &RenderInputs<'_>,
+) -> Result<Manifest> {
+    let template = format!("{}.yaml", component.name);
+    let ctx = component_context(component, section, inputs)
+        .with_context(|| format!("building the {} manifest", component.name))?;
+    let contents = render::render(tera, &template, &ctx)?;
+    render::validate_pod(&contents, &template)?;
+    Ok(Manifest {
+        name: component.name.to_owned(),
+        template,
+        contents,
+        placement: Placement::Static,
+        log_file: (
+            format!("/var/log/{}.log", component.name),
+            component.log_mode,
+        ),
+    })
+}

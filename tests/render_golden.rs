@@ -1,0 +1,337 @@
+//! Rendered manifests against kOps' golden files: the three legacy etcd manifests, nodeup's
+//! static pods for the minimal cluster, flags for every completed spec, and snapshots.
+
+mod support;
+
+use protokube::manifests::etcd::{EtcdNode, EtcdOptions, EtcdPodParams, EtcdTls};
+use protokube::manifests::flags::FlagTable;
+use protokube::manifests::render::{load_templates, render, validate_pod};
+use protokube::manifests::{render_all, Manifest, RenderInputs};
+use protokube::spec::ClusterDocument;
+use protokube::state::MountedVolume;
+use protokube::volumes::EtcdMembership;
+use serde_yaml::Value;
+use support::fixture;
+
+fn documents(path: &std::path::Path) -> Vec<Value> {
+    use serde::Deserialize as _;
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|d| Value::deserialize(d).unwrap())
+        .collect()
+}
+
+fn string(doc: &Value, key: &str) -> Option<String> {
+    doc.get(key).and_then(|v| v.as_str()).map(str::to_owned)
+}
+
+fn node(doc: &Value) -> EtcdNode {
+    EtcdNode {
+        name: string(doc, "name").unwrap(),
+        internal_name: string(doc, "internalName").unwrap(),
+    }
+}
+
+/// kOps' `EtcdCluster` test input as our template parameters.
+fn params_from_kops_input(input: &Value) -> EtcdPodParams {
+    EtcdPodParams {
+        pod_name: string(input, "podName").unwrap(),
+        cluster_name: string(input, "clusterName").unwrap(),
+        data_dir_name: string(input, "dataDirName").unwrap(),
+        client_port: input["clientPort"].as_u64().unwrap() as u16,
+        peer_port: input["peerPort"].as_u64().unwrap() as u16,
+        cpu_request: string(input, "cpuRequest").unwrap(),
+        memory_request: None,
+        image: string(input, "imageSource").unwrap(),
+        log_file: string(input, "logFile").unwrap(),
+        volume_mount_path: string(input, "volumeMountPath").unwrap(),
+        token: string(input, "clusterToken").unwrap(),
+        election_timeout: string(input, "electionTimeout"),
+        heartbeat_interval: string(input, "heartbeatInterval"),
+        me: node(&input["me"]),
+        nodes: input["nodes"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(node)
+            .collect(),
+        tls: EtcdTls {
+            ca: string(input, "tlsCA"),
+            cert: string(input, "tlsCert"),
+            key: string(input, "tlsKey"),
+            peer_ca: string(input, "peerCA"),
+            peer_cert: string(input, "peerCert"),
+            peer_key: string(input, "peerKey"),
+            client_auth: false,
+        },
+    }
+}
+
+#[test]
+fn etcd_manifests_match_the_kops_goldens() {
+    let tera = load_templates(None).unwrap();
+    for name in ["non_tls", "tls", "etcd_env_vars"] {
+        let docs = documents(&fixture(&format!("etcd-manifest/{name}.yaml")));
+        let params = params_from_kops_input(&docs[0]);
+        let rendered = render(&tera, "etcd.yaml", &params.context()).unwrap();
+        validate_pod(&rendered, "etcd.yaml").unwrap();
+        let rendered: Value = serde_yaml::from_str(&rendered).unwrap();
+        assert_eq!(
+            rendered,
+            docs[1],
+            "{name}: rendered\n{}",
+            serde_yaml::to_string(&rendered).unwrap()
+        );
+    }
+}
+
+/// The Pod inside a nodeup golden task file.
+fn golden_pod(component: &str) -> Value {
+    let docs = documents(&fixture(&format!(
+        "nodeup-golden-minimal/tasks-{component}.yaml"
+    )));
+    let manifest = docs
+        .iter()
+        .find(|d| {
+            d["path"].as_str() == Some(&format!("/etc/kubernetes/manifests/{component}.manifest"))
+        })
+        .unwrap();
+    serde_yaml::from_str(manifest["contents"].as_str().unwrap()).unwrap()
+}
+
+fn render_spec(
+    name: &str,
+    master: bool,
+    mounted: &[MountedVolume],
+) -> (Vec<Manifest>, ClusterDocument) {
+    let doc = ClusterDocument::load(&fixture(&format!("cluster-completed/{name}.yaml"))).unwrap();
+    let tera = load_templates(None).unwrap();
+    let cluster = doc.name().unwrap().to_owned();
+    let suffix = format!(".internal.{cluster}");
+    let mut warnings = Vec::new();
+    let manifests = render_all(
+        &tera,
+        &RenderInputs {
+            cluster_name: &cluster,
+            internal_suffix: &suffix,
+            master,
+            spec: &doc.spec,
+            mounted,
+            etcd: &EtcdOptions::default(),
+        },
+        &mut warnings,
+    )
+    .unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    (manifests, doc)
+}
+
+fn pod_of(manifests: &[Manifest], name: &str) -> Value {
+    let manifest = manifests.iter().find(|m| m.name == name).unwrap();
+    serde_yaml::from_str(&manifest.contents).unwrap()
+}
+
+fn replace_arg(pod: &mut Value, from: &str, to: &str) {
+    let args = pod["spec"]["containers"][0]["args"]
+        .as_sequence_mut()
+        .unwrap();
+    let slot = args
+        .iter_mut()
+        .find(|a| a.as_str() == Some(from))
+        .unwrap_or_else(|| panic!("{from} not in the golden"));
+    *slot = Value::from(to);
+}
+
+#[test]
+fn control_plane_pods_match_nodeup_goldens_for_minimal_1_28() {
+    let (manifests, _) = render_spec("minimal-1.28", true, &[]);
+    // The golden's cluster differs from completed/minimal-1.28 in two spec fields:
+    // authorizationMode (AlwaysAllow there, Node,RBAC here) and configureCloudRoutes (kubenet
+    // there: true; false here). Everything else must be equal.
+    let mut apiserver = golden_pod("kube-apiserver");
+    replace_arg(
+        &mut apiserver,
+        "--authorization-mode=AlwaysAllow",
+        "--authorization-mode=Node,RBAC",
+    );
+    let mut kcm = golden_pod("kube-controller-manager");
+    replace_arg(
+        &mut kcm,
+        "--configure-cloud-routes=true",
+        "--configure-cloud-routes=false",
+    );
+    for (name, expected) in [
+        ("kube-apiserver", apiserver),
+        ("kube-controller-manager", kcm),
+        ("kube-scheduler", golden_pod("kube-scheduler")),
+        ("kube-proxy", golden_pod("kube-proxy")),
+    ] {
+        let rendered = pod_of(&manifests, name);
+        assert_eq!(
+            rendered,
+            expected,
+            "{name}:\n{}",
+            serde_yaml::to_string(&rendered).unwrap()
+        );
+    }
+}
+
+/// The spec-given flags of a rendered pod: its args after the binary, less the fixed ones.
+fn spec_flags_of(pod: &Value, fixed_prefixes: &[&str]) -> Vec<String> {
+    pod["spec"]["containers"][0]["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .skip(3)
+        .map(|a| a.as_str().unwrap().to_owned())
+        .filter(|a| !fixed_prefixes.iter().any(|p| a.starts_with(p)))
+        .collect()
+}
+
+#[test]
+fn every_completed_spec_renders_its_flags_by_the_kops_rules() {
+    let table = FlagTable::builtin();
+    for name in [
+        "complex",
+        "ha",
+        "minimal-1.28",
+        "minimal-etcd",
+        "minimal_gossip",
+    ] {
+        let (manifests, doc) = render_spec(name, true, &[]);
+        for (component, section, section_name, fixed) in [
+            (
+                "kube-apiserver",
+                doc.spec.kube_api_server.as_ref(),
+                "KubeAPIServerConfig",
+                &[
+                    "--client-ca-file=",
+                    "--cloud-config=",
+                    "--etcd-cafile=",
+                    "--etcd-certfile=",
+                    "--etcd-keyfile=",
+                    "--kubelet-client-certificate=",
+                    "--kubelet-client-key=",
+                    "--proxy-client-cert-file=",
+                    "--proxy-client-key-file=",
+                    "--requestheader-client-ca-file=",
+                    "--service-account-key-file=",
+                    "--service-account-signing-key-file=",
+                    "--tls-cert-file=",
+                    "--tls-private-key-file=",
+                ][..],
+            ),
+            (
+                "kube-controller-manager",
+                doc.spec.kube_controller_manager.as_ref(),
+                "KubeControllerManagerConfig",
+                &[
+                    "--authentication-kubeconfig=",
+                    "--authorization-kubeconfig=",
+                    "--cloud-config=",
+                    "--cluster-signing-cert-file=",
+                    "--cluster-signing-key-file=",
+                    "--flex-volume-plugin-dir=",
+                    "--kubeconfig=",
+                    "--root-ca-file=",
+                    "--service-account-private-key-file=",
+                    "--tls-cert-file=",
+                    "--tls-private-key-file=",
+                ][..],
+            ),
+            (
+                "kube-scheduler",
+                doc.spec.kube_scheduler.as_ref(),
+                "KubeSchedulerConfig",
+                &[
+                    "--authentication-kubeconfig=",
+                    "--authorization-kubeconfig=",
+                    "--config=",
+                    "--tls-cert-file=",
+                    "--tls-private-key-file=",
+                ][..],
+            ),
+        ] {
+            let pod = pod_of(&manifests, component);
+            let expected = table
+                .build(section_name, section.unwrap(), "spec")
+                .unwrap()
+                .into_iter()
+                .filter(|f| !fixed.iter().any(|p| f.starts_with(p)))
+                .collect::<Vec<_>>();
+            assert_eq!(spec_flags_of(&pod, fixed), expected, "{name} {component}");
+            // Sorted, as kOps sorts them.
+            let args = spec_flags_of(&pod, &[]);
+            let mut sorted = args.clone();
+            sorted.sort();
+            assert_eq!(args, sorted, "{name} {component}");
+        }
+    }
+}
+
+#[test]
+fn spot_checks_of_flag_values() {
+    let (manifests, _) = render_spec("ha", true, &[]);
+    let args = spec_flags_of(&pod_of(&manifests, "kube-apiserver"), &[]);
+    for flag in [
+        "--apiserver-count=3",
+        "--feature-gates=CSIMigrationAWS=true,InTreePluginAWSUnregister=true",
+        "--etcd-servers-overrides=/events#https://127.0.0.1:4002",
+        "--v=2",
+    ] {
+        assert!(args.contains(&flag.to_owned()), "{flag} not in {args:#?}");
+    }
+    let kcm = spec_flags_of(&pod_of(&manifests, "kube-controller-manager"), &[]);
+    assert!(kcm.contains(&"--attach-detach-reconcile-sync-period=1m0s".to_owned()));
+    assert!(kcm.contains(&"--leader-elect=true".to_owned()));
+}
+
+fn mounted(volume: &str, cluster: &str, member: &str, members: &[&str]) -> MountedVolume {
+    MountedVolume {
+        volume_id: volume.into(),
+        device: "/dev/xvdu".into(),
+        mountpoint: format!("/mnt/master-{volume}").into(),
+        etcd: vec![EtcdMembership {
+            cluster: cluster.into(),
+            member: member.into(),
+            members: members.iter().map(|m| m.to_string()).collect(),
+        }],
+    }
+}
+
+#[test]
+fn snapshots_of_every_rendered_pod() {
+    for name in [
+        "complex",
+        "ha",
+        "minimal-1.28",
+        "minimal-etcd",
+        "minimal_gossip",
+    ] {
+        let volumes = [
+            mounted("vol-main", "main", "a", &["a", "b", "c"]),
+            mounted("vol-events", "events", "a", &["a", "b", "c"]),
+        ];
+        let (manifests, _) = render_spec(name, true, &volumes);
+        for manifest in &manifests {
+            insta::assert_snapshot!(format!("{name}__{}", manifest.name), manifest.contents);
+        }
+        // A worker gets kube-proxy only, pointed at the internal API name.
+        let (worker, doc) = render_spec(name, false, &[]);
+        assert_eq!(worker.len(), 1);
+        let proxy = pod_of(&worker, "kube-proxy");
+        let master_flag = format!("--master=https://api.internal.{}", doc.name().unwrap());
+        assert!(
+            spec_flags_of(&proxy, &[]).contains(&master_flag),
+            "{name}: {proxy:?}"
+        );
+    }
+}
+
+#[test]
+fn rendering_is_deterministic() {
+    let volumes = [mounted("vol-main", "main", "a", &["a"])];
+    let (first, _) = render_spec("complex", true, &volumes);
+    let (second, _) = render_spec("complex", true, &volumes);
+    assert_eq!(first, second);
+}
