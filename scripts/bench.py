@@ -115,6 +115,27 @@ def bench_mount(binary, url, env):
         subprocess.run(["rm", "-rf", work])
 
 
+def bench_render(binary):
+    """render-manifests for the largest reference spec (master: control plane and kube-proxy),
+    cold and converged; counts files whose mtime changed on the rerun."""
+    import glob
+    import tempfile
+
+    spec = os.path.join(HERE, "..", "tests", "fixtures", "kops", "cluster-completed", "complex.yaml")
+    root = tempfile.mkdtemp(prefix="protokube-render-")
+    try:
+        argv = [binary, "render-manifests", "--master", "--cluster-spec", spec, "--root", root, "-o", "json"]
+        env = {"PATH": os.environ["PATH"]}
+        cold, _ = timed_runs(argv, env, 1)
+        files = glob.glob(os.path.join(root, "etc/kubernetes/manifests/*"))
+        before = {f: os.stat(f).st_mtime_ns for f in files}
+        warm, warm_cpu = timed_runs(argv, env, 20)
+        writes = sum(1 for f in files if os.stat(f).st_mtime_ns != before[f])
+        return cold[0], statistics.median(warm), statistics.median(warm_cpu), len(files), writes
+    finally:
+        subprocess.run(["rm", "-rf", root])
+
+
 def main():
     binary, url = sys.argv[1], sys.argv[2]
     ids = seed(url, 10)
@@ -142,6 +163,8 @@ def main():
     calls_large = len(requests(url))
     large, large_cpu = timed_runs(discover, env, 5)
 
+    render_cold, render_warm, render_warm_cpu, render_files, render_writes = bench_render(binary)
+
     version, _ = timed_runs([binary, "--version"], {"PATH": os.environ["PATH"]}, 200)
     size = os.path.getsize(binary)
 
@@ -162,6 +185,9 @@ def main():
         ("mount, converged rerun: AWS calls", "1 DescribeVolumes", "%d (%s)" % (len(warm_calls), ", ".join(warm_calls))),
         ("mount, converged rerun: file writes", "0", "%d" % writes),
         ("mount, converged rerun: wall", "-", "%.0f ms" % (warm * 1000)),
+        ("render-manifests, complex.yaml, cold: wall (%d manifests)" % render_files, "-", "%.1f ms" % (render_cold * 1000)),
+        ("render-manifests, converged rerun: median wall / CPU", "-", "%.1f ms / %.1f ms" % (render_warm * 1000, render_warm_cpu * 1000)),
+        ("render-manifests, converged rerun: file writes", "0", "%d" % render_writes),
         ("protokube --version: median wall", "<= 5 ms", "%.2f ms" % (statistics.median(version) * 1000)),
         ("release binary size (stripped)", "<= 15 MB", "%.1f MB" % (size / 1e6)),
     ]

@@ -253,11 +253,12 @@ mod tests {
     #[test]
     fn every_flag_reads_its_protokube_variable() {
         let command = Cli::command();
-        for arg in command.get_arguments() {
+        let subcommand_args = command.get_subcommands().flat_map(|c| c.get_arguments());
+        for arg in command.get_arguments().chain(subcommand_args) {
             if arg.is_positional() || ["help", "version"].contains(&arg.get_id().as_str()) {
                 continue;
             }
-            let long = arg.get_long().expect("global flags are long flags");
+            let long = arg.get_long().expect("every flag is a long flag");
             let expected = format!("PROTOKUBE_{}", long.to_uppercase().replace('-', "_"));
             let env = arg.get_env().map(|e| e.to_string_lossy().into_owned());
             assert_eq!(env.as_deref(), Some(expected.as_str()), "--{long}");

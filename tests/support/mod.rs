@@ -7,6 +7,7 @@
 pub mod block;
 pub mod imds;
 pub mod moto;
+pub mod node;
 pub mod seed;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,475 @@
+//! `render-manifests` end to end: the real binary, a volume mounted by `protokube mount` on a real
+//! loop device, files under a temporary `--root`, and a real etcd running the rendered pod.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+
+use support::block::{LoopDevice, TestRoot};
+use support::node::Node;
+use support::{fixture, Protokube, RunOutput};
+
+const HA: &str = "ha.example.com";
+
+fn render(root: &Path, spec: &Path, extra: &[&str]) -> RunOutput {
+    Protokube::new()
+        .args(["render-manifests", "-o", "json"])
+        .arg_path("--root", root)
+        .arg_path("--cluster-spec", spec)
+        .args(extra)
+        .run()
+}
+
+fn pod(path: &Path) -> serde_yaml::Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    let docs: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    assert_eq!(docs.len(), 1, "{}", path.display());
+    docs.into_iter().next().unwrap()
+}
+
+fn manifest_path(root: &TestRoot, name: &str) -> PathBuf {
+    root.join(&format!("/etc/kubernetes/manifests/{name}.manifest"))
+}
+
+fn mtime(path: &Path) -> std::time::SystemTime {
+    std::fs::metadata(path).unwrap().modified().unwrap()
+}
+
+/// A master with `main` member `a` of an HA cluster mounted from a real loop device.
+fn mounted_master(disk: &LoopDevice) -> (Node, String) {
+    let node = Node::start();
+    let volume = node.etcd_volume(HA, &[("main", "a/a,b,c")]);
+    node.root.link_by_id(&volume, &disk.path);
+    let out = node.mount(HA, &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    (node, volume)
+}
+
+#[test]
+fn a_master_gets_etcd_on_its_volume_and_the_control_plane() {
+    let disk = LoopDevice::blank(64);
+    let (node, volume) = mounted_master(&disk);
+    let root = &node.root;
+    let spec = fixture("cluster-completed/ha.yaml");
+    let out = render(root.path(), &spec, &["--master", "--detailed-exitcode"]);
+    assert_eq!(out.code, 2, "{out:#?}");
+
+    // etcd: the file is on the volume, the manifest directory holds a relative symlink to it.
+    let link = manifest_path(root, "etcd");
+    let target = std::fs::read_link(&link).unwrap();
+    assert_eq!(
+        target,
+        Path::new(&format!(
+            "../../../mnt/master-{volume}/k8s.io/manifests/etcd.manifest"
+        ))
+    );
+    let on_volume = root
+        .mountpoint(&volume)
+        .join("k8s.io/manifests/etcd.manifest");
+    assert_eq!(
+        std::fs::canonicalize(&link).unwrap(),
+        on_volume.canonicalize().unwrap()
+    );
+    let etcd = pod(&link);
+    assert_eq!(etcd["metadata"]["name"], "etcd-server");
+    let env = etcd["spec"]["containers"][0]["env"].as_sequence().unwrap();
+    let value = |name: &str| {
+        env.iter()
+            .find(|e| e["name"] == name)
+            .and_then(|e| e["value"].as_str())
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(value("ETCD_NAME"), "etcd-a");
+    assert_eq!(
+        value("ETCD_INITIAL_CLUSTER"),
+        "etcd-a=http://etcd-a.internal.ha.example.com:2380,\
+         etcd-b=http://etcd-b.internal.ha.example.com:2380,\
+         etcd-c=http://etcd-c.internal.ha.example.com:2380"
+    );
+    // Host paths never carry the --root prefix.
+    assert_eq!(
+        etcd["spec"]["volumes"][0]["hostPath"]["path"],
+        format!("/mnt/master-{volume}/var/etcd/data").as_str()
+    );
+    assert_eq!(
+        etcd["spec"]["containers"][0]["image"],
+        "registry.k8s.io/etcd:3.5.13-0"
+    );
+
+    for name in [
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kube-proxy",
+    ] {
+        let path = manifest_path(root, name);
+        assert_eq!(pod(&path)["metadata"]["name"], name);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o644, "{name}");
+        assert!(
+            root.join(&format!("/var/log/{name}.log")).exists(),
+            "{name} log"
+        );
+    }
+    // No stray temporary files next to the manifests.
+    let names: Vec<String> = std::fs::read_dir(root.join("/etc/kubernetes/manifests"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
+
+    // The log file is never truncated; a rerun changes nothing and writes nothing.
+    let etcd_log = root.join("/var/log/etcd.log");
+    std::fs::write(&etcd_log, "earlier log lines\n").unwrap();
+    let before: Vec<_> = ["kube-apiserver", "kube-proxy"]
+        .iter()
+        .map(|n| mtime(&manifest_path(root, n)))
+        .collect();
+    let etcd_mtime = mtime(&on_volume);
+    let out = render(root.path(), &spec, &["--master", "--detailed-exitcode"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(out.json()["changed"], false);
+    let after: Vec<_> = ["kube-apiserver", "kube-proxy"]
+        .iter()
+        .map(|n| mtime(&manifest_path(root, n)))
+        .collect();
+    assert_eq!(before, after);
+    assert_eq!(mtime(&on_volume), etcd_mtime);
+    assert_eq!(
+        std::fs::read_to_string(&etcd_log).unwrap(),
+        "earlier log lines\n"
+    );
+}
+
+#[test]
+fn a_worker_gets_kube_proxy_only() {
+    let root = TestRoot::new();
+    let out = render(
+        root.path(),
+        &fixture("cluster-completed/minimal-1.28.yaml"),
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:#?}");
+    let files: Vec<String> = std::fs::read_dir(root.join("/etc/kubernetes/manifests"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files, ["kube-proxy.manifest"]);
+    let proxy = pod(&manifest_path(&root, "kube-proxy"));
+    let args: Vec<&str> = proxy["spec"]["containers"][0]["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(
+        args.contains(&"--master=https://api.internal.minimal.example.com"),
+        "{args:?}"
+    );
+}
+
+#[test]
+fn dry_run_writes_nothing_and_shows_a_diff() {
+    let root = TestRoot::new();
+    let spec = fixture("cluster-completed/minimal-1.28.yaml");
+    let out = render(
+        root.path(),
+        &spec,
+        &["--master", "--dry-run", "--detailed-exitcode"],
+    );
+    assert_eq!(out.code, 2, "{out:#?}");
+    assert!(!root.join("/etc/kubernetes").exists());
+    assert!(!root.join("/var/log").exists());
+
+    let out = render(root.path(), &spec, &["--master"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let apiserver = manifest_path(&root, "kube-apiserver");
+    let before = std::fs::read(&apiserver).unwrap();
+
+    let changed_spec = root.join("/changed.yaml");
+    let text = std::fs::read_to_string(&spec).unwrap().replace(
+        "    logLevel: 2\n    requestheaderAllowedNames",
+        "    logLevel: 4\n    requestheaderAllowedNames",
+    );
+    std::fs::write(&changed_spec, text).unwrap();
+    let out = Protokube::new()
+        .args(["render-manifests", "--master", "--dry-run"])
+        .arg_path("--root", root.path())
+        .arg_path("--cluster-spec", &changed_spec)
+        .run();
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert!(out.stdout.contains("would update"), "{}", out.stdout);
+    assert!(out.stdout.contains("-    - \"--v=2\""), "{}", out.stdout);
+    assert!(out.stdout.contains("+    - \"--v=4\""), "{}", out.stdout);
+    assert_eq!(std::fs::read(&apiserver).unwrap(), before);
+}
+
+#[test]
+fn hostile_spec_strings_stay_inside_their_scalars() {
+    let root = TestRoot::new();
+    let hostile_image = "registry.example/kube-apiserver:v1\n---\napiVersion: v1\nkind: Secret";
+    let hostile_name = "api.example.com # not: a comment";
+    let hostile_gate = "Gate: x\n  - injected";
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(fixture("cluster-completed/minimal-1.28.yaml")).unwrap(),
+    )
+    .unwrap();
+    doc["spec"]["kubeAPIServer"]["image"] = hostile_image.into();
+    doc["spec"]["masterPublicName"] = hostile_name.into();
+    doc["spec"]["kubeScheduler"]["featureGates"] =
+        serde_yaml::from_str(&format!("{{{:?}: \"true\"}}", hostile_gate)).unwrap();
+    doc["spec"]["kubeProxy"]["clusterCIDR"] = "10.0.0.0/8\"\n    hostNetwork: false".into();
+    let spec = root.join("/hostile.yaml");
+    std::fs::write(&spec, serde_yaml::to_string(&doc).unwrap()).unwrap();
+    let out = render(root.path(), &spec, &["--master"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+
+    let apiserver = pod(&manifest_path(&root, "kube-apiserver"));
+    assert_eq!(apiserver["spec"]["containers"][0]["image"], hostile_image);
+    assert_eq!(
+        apiserver["metadata"]["annotations"]["dns.alpha.kubernetes.io/external"],
+        hostile_name
+    );
+    let scheduler = pod(&manifest_path(&root, "kube-scheduler"));
+    let gate = format!("--feature-gates={hostile_gate}=true");
+    assert!(scheduler["spec"]["containers"][0]["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .any(|a| a.as_str() == Some(gate.as_str())));
+    let proxy = pod(&manifest_path(&root, "kube-proxy"));
+    assert_eq!(proxy["spec"]["hostNetwork"], true);
+}
+
+#[test]
+fn a_failing_render_writes_nothing_and_names_template_and_field() {
+    let root = TestRoot::new();
+    let templates = root.join("/templates");
+    std::fs::create_dir_all(&templates).unwrap();
+    let broken = protokube::manifests::render::BUILTIN_TEMPLATES
+        .iter()
+        .find(|(name, _)| *name == "kube-scheduler.yaml")
+        .unwrap()
+        .1
+        .replace(
+            "    name: kube-scheduler\n",
+            "    name: kube-scheduler\n    imagePullPolicee: Always\n",
+        );
+    std::fs::write(templates.join("kube-scheduler.yaml"), broken).unwrap();
+    let out = Protokube::new()
+        .args(["render-manifests", "--master"])
+        .arg_path("--root", root.path())
+        .arg_path(
+            "--cluster-spec",
+            &fixture("cluster-completed/minimal-1.28.yaml"),
+        )
+        .arg_path("--templates", &templates)
+        .run();
+    assert_eq!(out.code, 1, "{out:#?}");
+    let errors = out.error_lines();
+    assert!(errors[0].contains("kube-scheduler.yaml"), "{errors:?}");
+    assert!(errors[0].contains("imagePullPolicee"), "{errors:?}");
+    assert!(
+        !root.join("/etc/kubernetes").exists(),
+        "something was written"
+    );
+}
+
+#[test]
+fn an_unmounted_volume_refuses_to_render_and_writes_nothing() {
+    let root = TestRoot::new();
+    let state = root.join("/var/lib/protokube/state.json");
+    std::fs::create_dir_all(state.parent().unwrap()).unwrap();
+    std::fs::write(
+        &state,
+        r#"{"version": 1, "volumes": [{"volume_id": "vol-1", "device": "/dev/xvdu",
+            "mountpoint": "/mnt/master-vol-1",
+            "etcd": [{"cluster": "main", "member": "a", "members": ["a"]}]}]}"#,
+    )
+    .unwrap();
+    let out = render(
+        root.path(),
+        &fixture("cluster-completed/ha.yaml"),
+        &["--master"],
+    );
+    assert_eq!(out.code, 1, "{out:#?}");
+    assert!(out.error_lines()[0].contains("not mounted"), "{out:#?}");
+    assert!(!root.join("/etc/kubernetes").exists());
+    assert!(!root.join("/mnt/master-vol-1/k8s.io").exists());
+}
+
+#[test]
+fn without_a_spec_it_says_what_to_pass() {
+    let root = TestRoot::new();
+    let out = Protokube::new()
+        .args(["render-manifests", "--cluster-id", HA])
+        .arg_path("--root", root.path())
+        .run();
+    assert_eq!(out.code, 1, "{out:#?}");
+    assert!(out.error_lines()[0].contains("--cluster-spec"), "{out:#?}");
+}
+
+/// Runs the rendered etcd pod's command and environment with Debian's etcd, the pod's volumes
+/// bind-mounted in a private mount namespace, and asks its liveness endpoint.
+#[test]
+fn the_rendered_etcd_pod_runs_a_healthy_etcd() {
+    // etcd preallocates a 64 MiB WAL: give it room (the file is sparse).
+    let disk = LoopDevice::blank(512);
+    let node = Node::start();
+    let cluster = "one.example.com";
+    let volume = node.etcd_volume(cluster, &[("main", "a/a")]);
+    node.root.link_by_id(&volume, &disk.path);
+    assert_eq!(node.mount(cluster, &[]).code, 0);
+    // The completed HA spec, renamed, with the etcd version Debian ships.
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(fixture("cluster-completed/ha.yaml")).unwrap(),
+    )
+    .unwrap();
+    doc["metadata"]["name"] = cluster.into();
+    doc["spec"]["etcdClusters"][0]["version"] = "3.4.23".into();
+    let spec = node.root.join("/spec.yaml");
+    std::fs::write(&spec, serde_yaml::to_string(&doc).unwrap()).unwrap();
+    let out = render(node.root.path(), &spec, &["--master"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let etcd = pod(&manifest_path(&node.root, "etcd"));
+    let container = &etcd["spec"]["containers"][0];
+    let mut env: Vec<(String, String)> = container["env"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_owned(),
+                e["value"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    // etcd 3.4 wants to be told it runs on this platform; nothing else is changed.
+    env.push((
+        "ETCD_UNSUPPORTED_ARCH".into(),
+        std::env::consts::ARCH.replace("x86_64", "amd64"),
+    ));
+    let command: Vec<String> = container["command"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_owned())
+        .collect();
+    // Volumes of the pod: host path (under --root) -> path in the "container".
+    let host = |p: &str| node.root.join(p);
+    let data_host = host(
+        etcd["spec"]["volumes"][0]["hostPath"]["path"]
+            .as_str()
+            .unwrap(),
+    );
+    let log_host = host(
+        etcd["spec"]["volumes"][1]["hostPath"]["path"]
+            .as_str()
+            .unwrap(),
+    );
+    let hosts = node.root.join("/etc-hosts-for-etcd");
+    std::fs::write(
+        &hosts,
+        "127.0.0.1 localhost etcd-a.internal.one.example.com\n",
+    )
+    .unwrap();
+    let script = format!(
+        "set -e\n\
+         mount --make-rprivate /\n\
+         mount --bind {hosts} /etc/hosts\n\
+         mount -t tmpfs tmpfs /var\n\
+         mkdir -p /var/etcd/data /var/log\n\
+         touch /var/log/etcd.log\n\
+         mount --bind {data} /var/etcd/data\n\
+         mount --bind {log} /var/log/etcd.log\n\
+         mount -t tmpfs tmpfs /usr/local/bin\n\
+         ln -s /usr/bin/etcd /usr/local/bin/etcd\n\
+         mount -t tmpfs tmpfs /tmp\n\
+         exec \"$@\"\n",
+        hosts = hosts.display(),
+        data = data_host.display(),
+        log = log_host.display(),
+    );
+    std::fs::create_dir_all(&data_host).unwrap();
+    let mut child = std::process::Command::new("unshare")
+        .args([
+            "--mount",
+            "--fork",
+            "--kill-child",
+            "sh",
+            "-c",
+            &script,
+            "sh",
+        ])
+        .args(&command)
+        .env_clear()
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .envs(env)
+        .stdout(std::fs::File::create(node.root.join("/etcd-wrapper.err")).unwrap())
+        .stderr(std::fs::File::create(node.root.join("/etcd-wrapper.err")).unwrap())
+        .spawn()
+        .expect("unshare (util-linux)");
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+            // etcd is the grandchild; it dies with its namespace's init (the forked shell).
+            let _ = std::process::Command::new("pkill")
+                .args(["-f", "/usr/local/bin/etcd"])
+                .status();
+        }
+    }
+    let _guard = Kill(child_take(&mut child));
+    let port = etcd["spec"]["containers"][0]["livenessProbe"]["httpGet"]["port"]
+        .as_u64()
+        .unwrap();
+    let path = etcd["spec"]["containers"][0]["livenessProbe"]["httpGet"]["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let body = loop {
+        if let Some(body) = http_get(port as u16, &path) {
+            break body;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "etcd never answered its liveness probe; wrapper: {}; log: {}",
+            std::fs::read_to_string(node.root.join("/etcd-wrapper.err")).unwrap_or_default(),
+            std::fs::read_to_string(&log_host).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert!(body.contains("\"health\":\"true\""), "{body}");
+    // etcd wrote its data on the mounted volume, and its log through the pod's wrapper.
+    assert!(data_host.join("member").exists());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while std::fs::metadata(&log_host).map(|m| m.len()).unwrap_or(0) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing in the etcd log"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+fn child_take(child: &mut std::process::Child) -> std::process::Child {
+    std::mem::replace(child, std::process::Command::new("true").spawn().unwrap())
+}
+
+fn http_get(port: u16, path: &str) -> Option<String> {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(2)))
+        .ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned())
+}

@@ -1,0 +1,87 @@
+//! A test node: one emulator, one instance with its metadata service, one temporary root, and
+//! helpers to seed volumes and run `protokube mount` there.
+
+use super::block::TestRoot;
+use super::{seed, ImdsServer, Moto, Protokube, RunOutput};
+
+pub const REGION: &str = "us-east-1";
+pub const ZONE: &str = "us-east-1a";
+
+/// One emulator, one node (instance + metadata service), one temporary root.
+pub struct Node {
+    pub moto: Moto,
+    pub imds: ImdsServer,
+    pub instance_id: String,
+    pub root: TestRoot,
+}
+
+impl Node {
+    pub fn start() -> Self {
+        let moto = Moto::start();
+        let instance_id = super::runtime().block_on(async {
+            let ec2 = moto.ec2(REGION).await;
+            seed::instance(&ec2, ZONE, &[]).await
+        });
+        let imds = ImdsServer::for_instance(&instance_id, ZONE, REGION, "10.0.0.10");
+        Self {
+            moto,
+            imds,
+            instance_id,
+            root: TestRoot::new(),
+        }
+    }
+
+    pub fn etcd_volume(&self, cluster: &str, etcd: &[(&str, &str)]) -> String {
+        super::runtime().block_on(async {
+            let ec2 = self.moto.ec2(REGION).await;
+            seed::etcd_volume(&ec2, cluster, ZONE, etcd).await
+        })
+    }
+
+    pub fn mount(&self, cluster: &str, extra: &[&str]) -> RunOutput {
+        Protokube::new()
+            .moto(&self.moto)
+            .imds(&self.imds)
+            .args(["mount", "--master", "--cluster-id", cluster, "-o", "json"])
+            .arg_path("--root", self.root.path())
+            .args(["--timeout", "20s"])
+            .args(extra)
+            .run()
+    }
+
+    pub fn detach(&self, volume_id: &str) {
+        super::runtime().block_on(async {
+            let ec2 = self.moto.ec2(REGION).await;
+            // moto needs the instance id (AWS does not).
+            ec2.detach_volume()
+                .volume_id(volume_id)
+                .instance_id(&self.instance_id)
+                .send()
+                .await
+                .unwrap();
+        });
+    }
+
+    /// (instance, device) of each attachment of the volume, as the emulator has it.
+    pub fn attachments(&self, volume_id: &str) -> Vec<(String, String)> {
+        super::runtime().block_on(async {
+            let ec2 = self.moto.ec2(REGION).await;
+            let out = ec2
+                .describe_volumes()
+                .volume_ids(volume_id)
+                .send()
+                .await
+                .unwrap();
+            out.volumes()[0]
+                .attachments()
+                .iter()
+                .map(|a| {
+                    (
+                        a.instance_id().unwrap().to_owned(),
+                        a.device().unwrap().to_owned(),
+                    )
+                })
+                .collect()
+        })
+    }
+}
