@@ -35,6 +35,7 @@ pub enum Command {
     DiscoverVolumes(cmd::discover_volumes::Args),
     Mount(cmd::mount::Args),
     RenderManifests(cmd::render_manifests::Args),
+    PublishDns(cmd::publish_dns::Args),
 }
 
 impl Command {
@@ -44,6 +45,7 @@ impl Command {
             Command::DiscoverVolumes(_) => "discover-volumes",
             Command::Mount(_) => "mount",
             Command::RenderManifests(_) => "render-manifests",
+            Command::PublishDns(_) => "publish-dns",
         }
     }
 }

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod cloud;
 pub mod cmd;
 pub mod context;
+pub mod dns;
 pub mod error;
 pub mod fsutil;
 pub mod identity;
@@ -32,6 +33,7 @@ pub async fn run(cli: &Cli) -> Result<Report> {
         Command::DiscoverVolumes(args) => cmd::discover_volumes::run(&ctx, args).await,
         Command::Mount(args) => cmd::mount::run(&ctx, args).await,
         Command::RenderManifests(args) => cmd::render_manifests::run(&ctx, args).await,
+        Command::PublishDns(args) => cmd::publish_dns::run(&ctx, args).await,
     }
 }
 

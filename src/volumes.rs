@@ -12,6 +12,8 @@ use crate::names::is_dns1123_label;
 pub const CLUSTER_TAG: &str = "KubernetesCluster";
 /// Tag key every kOps version puts on control-plane volumes.
 pub const MASTER_ROLE_TAG: &str = "k8s.io/role/master";
+/// Tag key newer kOps versions put on control-plane instances and volumes.
+pub const CONTROL_PLANE_ROLE_TAG: &str = "k8s.io/role/control-plane";
 /// Prefix of the membership tags: `k8s.io/etcd/<cluster key>=<me>/<m1,m2,...>`.
 pub const ETCD_TAG_PREFIX: &str = "k8s.io/etcd/";
 
@@ -134,11 +136,12 @@ pub struct Discovery {
     pub skipped: Vec<SkippedVolume>,
 }
 
-/// Sorts the volumes the cloud returned for `cluster` in `zone` into etcd volumes and skipped ones.
+/// Sorts the volumes the cloud returned for `cluster` (in `zone`, or in any zone for `None`) into
+/// etcd volumes and skipped ones.
 ///
 /// The cloud query already filters by cluster tag, role tag and zone; they are checked again here
 /// so that a lenient or misbehaving API can never hand us another cluster's volume.
-pub fn classify(cluster: &str, zone: &str, cloud_volumes: Vec<CloudVolume>) -> Discovery {
+pub fn classify(cluster: &str, zone: Option<&str>, cloud_volumes: Vec<CloudVolume>) -> Discovery {
     let mut discovery = Discovery::default();
     for volume in cloud_volumes {
         match classify_one(cluster, zone, &volume) {
@@ -162,7 +165,7 @@ pub fn classify(cluster: &str, zone: &str, cloud_volumes: Vec<CloudVolume>) -> D
 
 fn classify_one(
     cluster: &str,
-    zone: &str,
+    zone: Option<&str>,
     volume: &CloudVolume,
 ) -> Result<Vec<EtcdMembership>, String> {
     if volume.tags.get(CLUSTER_TAG).map(String::as_str) != Some(cluster) {
@@ -171,7 +174,7 @@ fn classify_one(
     if !volume.tags.contains_key(MASTER_ROLE_TAG) {
         return Err(format!("it has no `{MASTER_ROLE_TAG}` tag"));
     }
-    if volume.zone != zone {
+    if let Some(zone) = zone.filter(|z| *z != volume.zone) {
         return Err(format!(
             "it is in zone `{}`, not `{zone}`",
             volume.zone.escape_debug()
@@ -440,7 +443,7 @@ mod tests {
             root,
             elsewhere,
         ];
-        let discovery = classify(CLUSTER, "us-test-1a", volumes);
+        let discovery = classify(CLUSTER, Some("us-test-1a"), volumes);
         let ids: Vec<_> = discovery.volumes.iter().map(|v| v.id.as_str()).collect();
         assert_eq!(ids, ["vol-1", "vol-2"]);
         assert_eq!(

@@ -162,11 +162,11 @@ async fn run(cloud: &StrictVolumes, root: &TestRoot) -> (Result<Vec<String>>, Re
     let found = cloud
         .find_volumes(&VolumeQuery {
             cluster: CLUSTER.into(),
-            zone: ZONE.into(),
+            zone: Some(ZONE.into()),
         })
         .await
         .unwrap();
-    let discovery = classify(CLUSTER, ZONE, found);
+    let discovery = classify(CLUSTER, Some(ZONE), found);
     let mut report = Report::new("mount", false);
     let result = mount_volumes(cloud, &settings(root), &discovery.volumes, &mut report)
         .await

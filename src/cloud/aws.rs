@@ -13,10 +13,11 @@ use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_ec2::types::Filter;
 
 use super::{
-    AttachOutcome, CloudVolume, InstanceApi, InstanceMetadata, VolumeApi, VolumeAttachment,
+    AttachOutcome, ChangeResult, CloudVolume, DnsApi, HostedZone, InstanceApi, InstanceInfo,
+    InstanceMetadata, RecordAction, RecordChange, RecordSet, VolumeApi, VolumeAttachment,
     VolumeQuery,
 };
-use crate::volumes::{CLUSTER_TAG, MASTER_ROLE_TAG};
+use crate::volumes::{CLUSTER_TAG, CONTROL_PLANE_ROLE_TAG, MASTER_ROLE_TAG};
 
 /// Attempts per AWS call (the first try included); throttling and 5xx are retried with backoff.
 const MAX_ATTEMPTS: u32 = 6;
@@ -125,21 +126,23 @@ fn volume_from_sdk(volume: &aws_sdk_ec2::types::Volume) -> CloudVolume {
 #[async_trait]
 impl VolumeApi for Ec2 {
     async fn find_volumes(&self, query: &VolumeQuery) -> Result<Vec<CloudVolume>> {
-        let mut pages = self
+        let mut request = self
             .client
             .describe_volumes()
             .filters(filter(format!("tag:{CLUSTER_TAG}"), &query.cluster))
             .filters(filter("tag-key", MASTER_ROLE_TAG))
-            .filters(filter("availability-zone", &query.zone))
-            .max_results(VOLUME_PAGE_SIZE)
-            .into_paginator()
-            .send();
+            .max_results(VOLUME_PAGE_SIZE);
+        if let Some(zone) = &query.zone {
+            request = request.filters(filter("availability-zone", zone));
+        }
+        let where_ = query.zone.as_deref().unwrap_or("every zone");
+        let mut pages = request.into_paginator().send();
         let mut volumes = Vec::new();
         while let Some(page) = pages.next().await {
             let page = page.map_err(sdk_error).with_context(|| {
                 format!(
-                    "listing the volumes of cluster `{}` in zone `{}` (ec2:DescribeVolumes)",
-                    query.cluster, query.zone
+                    "listing the volumes of cluster `{}` in `{where_}` (ec2:DescribeVolumes)",
+                    query.cluster
                 )
             })?;
             volumes.extend(page.volumes().iter().map(volume_from_sdk));
@@ -244,6 +247,249 @@ impl InstanceApi for Ec2 {
             .iter()
             .find(|t| t.key() == Some(key))
             .and_then(|t| t.value().map(str::to_owned)))
+    }
+
+    async fn running_masters(&self, cluster: &str) -> Result<Vec<InstanceInfo>> {
+        let mut pages = self
+            .client
+            .describe_instances()
+            .filters(filter(format!("tag:{CLUSTER_TAG}"), cluster))
+            .filters(
+                Filter::builder()
+                    .name("tag-key")
+                    .values(MASTER_ROLE_TAG)
+                    .values(CONTROL_PLANE_ROLE_TAG)
+                    .build(),
+            )
+            .filters(filter("instance-state-name", "running"))
+            .max_results(1000)
+            .into_paginator()
+            .send();
+        let mut masters = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(sdk_error).with_context(|| {
+                format!("listing the masters of cluster `{cluster}` (ec2:DescribeInstances)")
+            })?;
+            for instance in page.reservations().iter().flat_map(|r| r.instances()) {
+                let ip = |s: Option<&str>| s.and_then(|s| s.parse().ok());
+                masters.push(InstanceInfo {
+                    id: instance.instance_id().unwrap_or_default().to_owned(),
+                    private_ip: ip(instance.private_ip_address()),
+                    public_ip: ip(instance.public_ip_address()),
+                });
+            }
+        }
+        masters.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(masters)
+    }
+}
+
+/// Route53 through the AWS SDK.
+#[derive(Clone, Debug)]
+pub struct Route53 {
+    client: aws_sdk_route53::Client,
+}
+
+impl Route53 {
+    pub fn new(config: &SdkConfig) -> Self {
+        Self {
+            client: aws_sdk_route53::Client::new(config),
+        }
+    }
+}
+
+/// A DNS name as protokube compares them: lowercase, no trailing dot, `\052` for `*` undone.
+pub fn normalize_name(name: &str) -> String {
+    name.trim_end_matches('.')
+        .replace("\\052", "*")
+        .to_ascii_lowercase()
+}
+
+fn zone_from_sdk(zone: &aws_sdk_route53::types::HostedZone) -> HostedZone {
+    HostedZone {
+        id: zone.id().trim_start_matches("/hostedzone/").to_owned(),
+        name: normalize_name(zone.name()),
+        private: zone.config().is_some_and(|c| c.private_zone()),
+    }
+}
+
+/// True when `name` is `apex` or below it.
+pub fn is_within(name: &str, apex: &str) -> bool {
+    name == apex || name.ends_with(&format!(".{apex}"))
+}
+
+#[async_trait]
+impl DnsApi for Route53 {
+    async fn zone_by_id(&self, id: &str) -> Result<Option<HostedZone>> {
+        match self.client.get_hosted_zone().id(id).send().await {
+            Ok(output) => Ok(output.hosted_zone().map(zone_from_sdk)),
+            Err(err) if err.code() == Some("NoSuchHostedZone") => Ok(None),
+            Err(err) => Err(sdk_error(err))
+                .with_context(|| format!("reading hosted zone `{id}` (route53:GetHostedZone)")),
+        }
+    }
+
+    async fn zones_named(&self, name: &str) -> Result<Vec<HostedZone>> {
+        let output = self
+            .client
+            .list_hosted_zones_by_name()
+            .dns_name(name)
+            .max_items(10)
+            .send()
+            .await
+            .map_err(sdk_error)
+            .with_context(|| {
+                format!("finding hosted zone `{name}` (route53:ListHostedZonesByName)")
+            })?;
+        Ok(output
+            .hosted_zones()
+            .iter()
+            .map(zone_from_sdk)
+            .filter(|z| z.name == normalize_name(name))
+            .collect())
+    }
+
+    async fn all_zones(&self) -> Result<Vec<HostedZone>> {
+        let mut zones = Vec::new();
+        let mut marker: Option<String> = None;
+        loop {
+            let output = self
+                .client
+                .list_hosted_zones()
+                .set_marker(marker.clone())
+                .send()
+                .await
+                .map_err(sdk_error)
+                .context("listing hosted zones (route53:ListHostedZones)")?;
+            zones.extend(output.hosted_zones().iter().map(zone_from_sdk));
+            match output.next_marker() {
+                Some(next) if output.is_truncated() => marker = Some(next.to_owned()),
+                _ => break,
+            }
+        }
+        Ok(zones)
+    }
+
+    async fn records_under(&self, zone_id: &str, apex: &str) -> Result<Vec<RecordSet>> {
+        let mut records = Vec::new();
+        let mut start: Option<(String, aws_sdk_route53::types::RrType)> = None;
+        loop {
+            let mut request = self
+                .client
+                .list_resource_record_sets()
+                .hosted_zone_id(zone_id)
+                .max_items(300);
+            request = match &start {
+                Some((name, record_type)) => request
+                    .start_record_name(name)
+                    .start_record_type(record_type.clone()),
+                None => request.start_record_name(apex),
+            };
+            let output = request.send().await.map_err(sdk_error).with_context(|| {
+                format!(
+                    "reading the records under `{apex}` in zone `{zone_id}` \
+                     (route53:ListResourceRecordSets)"
+                )
+            })?;
+            for set in output.resource_record_sets() {
+                let name = normalize_name(set.name());
+                if !is_within(&name, apex) {
+                    // Sorted by reversed labels: past the subtree, nothing more of ours follows.
+                    return Ok(records);
+                }
+                records.push(RecordSet {
+                    name,
+                    record_type: set.r#type().as_str().to_owned(),
+                    ttl: set.ttl(),
+                    values: set
+                        .resource_records()
+                        .iter()
+                        .map(|r| r.value().to_owned())
+                        .collect(),
+                });
+            }
+            match (
+                output.is_truncated(),
+                output.next_record_name(),
+                output.next_record_type(),
+            ) {
+                (true, Some(name), Some(record_type)) => {
+                    start = Some((name.to_owned(), record_type.clone()))
+                }
+                _ => return Ok(records),
+            }
+        }
+    }
+
+    async fn change_records(
+        &self,
+        zone_id: &str,
+        changes: &[RecordChange],
+    ) -> Result<ChangeResult> {
+        use aws_sdk_route53::types::{
+            Change, ChangeAction, ChangeBatch, ResourceRecord, ResourceRecordSet, RrType,
+        };
+        let mut batch = ChangeBatch::builder().comment("protokube");
+        for change in changes {
+            let mut set = ResourceRecordSet::builder()
+                .name(&change.record.name)
+                .r#type(RrType::from(change.record.record_type.as_str()));
+            if let Some(ttl) = change.record.ttl {
+                set = set.ttl(ttl);
+            }
+            for value in &change.record.values {
+                set = set.resource_records(ResourceRecord::builder().value(value).build()?);
+            }
+            batch = batch.changes(
+                Change::builder()
+                    .action(match change.action {
+                        RecordAction::Create => ChangeAction::Create,
+                        RecordAction::Upsert => ChangeAction::Upsert,
+                    })
+                    .resource_record_set(set.build()?)
+                    .build()?,
+            );
+        }
+        let result = self
+            .client
+            .change_resource_record_sets()
+            .hosted_zone_id(zone_id)
+            .change_batch(batch.build()?)
+            .send()
+            .await;
+        match result {
+            Ok(output) => Ok(ChangeResult::Submitted {
+                change_id: output
+                    .change_info()
+                    .map(|c| c.id().trim_start_matches("/change/").to_owned())
+                    .unwrap_or_default(),
+            }),
+            Err(err)
+                if err.code() == Some("InvalidChangeBatch")
+                    && err.message().is_some_and(|m| m.contains("already exists")) =>
+            {
+                Ok(ChangeResult::Conflict(
+                    err.message().unwrap_or_default().to_owned(),
+                ))
+            }
+            Err(err) => Err(sdk_error(err)).with_context(|| {
+                format!("changing records in zone `{zone_id}` (route53:ChangeResourceRecordSets)")
+            }),
+        }
+    }
+
+    async fn change_in_sync(&self, change_id: &str) -> Result<bool> {
+        let output = self
+            .client
+            .get_change()
+            .id(change_id)
+            .send()
+            .await
+            .map_err(sdk_error)
+            .with_context(|| format!("reading change `{change_id}` (route53:GetChange)"))?;
+        Ok(output
+            .change_info()
+            .is_some_and(|c| c.status() == &aws_sdk_route53::types::ChangeStatus::Insync))
     }
 }
 

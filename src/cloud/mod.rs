@@ -30,11 +30,20 @@ pub struct VolumeAttachment {
     pub state: String,
 }
 
-/// Which volumes to ask for: a cluster's control-plane volumes in one availability zone.
+/// Which volumes to ask for: a cluster's control-plane volumes in one availability zone, or in
+/// every zone of the region when `zone` is `None`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VolumeQuery {
     pub cluster: String,
-    pub zone: String,
+    pub zone: Option<String>,
+}
+
+/// A running instance's addresses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstanceInfo {
+    pub id: String,
+    pub private_ip: Option<std::net::Ipv4Addr>,
+    pub public_ip: Option<std::net::Ipv4Addr>,
 }
 
 /// The answer to an attach request.
@@ -78,6 +87,67 @@ pub trait VolumeApi: Send + Sync {
 pub trait InstanceApi: Send + Sync {
     /// The value of tag `key` on instance `instance_id`, if it has one.
     async fn instance_tag(&self, instance_id: &str, key: &str) -> Result<Option<String>>;
+
+    /// The cluster's running control-plane instances (tagged `KubernetesCluster=<cluster>` and
+    /// `k8s.io/role/master` or `k8s.io/role/control-plane`): one filtered listing.
+    async fn running_masters(&self, cluster: &str) -> Result<Vec<InstanceInfo>>;
+}
+
+/// A Route53 hosted zone. Names are lowercase, without the trailing dot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostedZone {
+    /// Without the `/hostedzone/` prefix.
+    pub id: String,
+    pub name: String,
+    pub private: bool,
+}
+
+/// A record set. Names are lowercase, without the trailing dot; TXT values keep their quotes.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RecordSet {
+    pub name: String,
+    pub record_type: String,
+    pub ttl: Option<i64>,
+    pub values: Vec<String>,
+}
+
+/// `CREATE` (fails if the record exists) or `UPSERT`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordAction {
+    Create,
+    Upsert,
+}
+
+/// One change of a change batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordChange {
+    pub action: RecordAction,
+    pub record: RecordSet,
+}
+
+/// The answer to a change batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChangeResult {
+    /// Accepted; poll its id to see it `INSYNC`.
+    Submitted { change_id: String },
+    /// Rejected because a record to CREATE exists already (another writer was first).
+    Conflict(String),
+}
+
+/// Route53 operations.
+#[async_trait]
+pub trait DnsApi: Send + Sync {
+    async fn zone_by_id(&self, id: &str) -> Result<Option<HostedZone>>;
+    /// Zones whose name is exactly `name` (public and private may share a name).
+    async fn zones_named(&self, name: &str) -> Result<Vec<HostedZone>>;
+    async fn all_zones(&self) -> Result<Vec<HostedZone>>;
+    /// The record sets at or below `apex` in the zone, read from `apex` on (Route53 lists by
+    /// reversed labels, so a subtree is contiguous): cost does not grow with the rest of the zone.
+    async fn records_under(&self, zone_id: &str, apex: &str) -> Result<Vec<RecordSet>>;
+    async fn change_records(&self, zone_id: &str, changes: &[RecordChange])
+        -> Result<ChangeResult>;
+    /// Whether the change is `INSYNC`.
+    async fn change_in_sync(&self, change_id: &str) -> Result<bool>;
 }
 
 /// Instance metadata (IMDS): `path` is relative to `/latest/meta-data/`; `Ok(None)` when the

@@ -22,7 +22,7 @@ pub async fn run(ctx: &Context, _args: &Args) -> Result<Report> {
     let ec2 = ctx.ec2().await?;
     let cluster = ctx.cluster_name(ec2).await?;
     let identity = ctx.identity().await?;
-    let discovery = discover(ec2, &cluster, &identity.availability_zone).await?;
+    let discovery = discover(ec2, &cluster, Some(&identity.availability_zone)).await?;
     let mounts = blockdev::mount_table()?;
     fill_report(
         &mut report,
@@ -34,16 +34,21 @@ pub async fn run(ctx: &Context, _args: &Args) -> Result<Report> {
     Ok(report)
 }
 
-/// Asks the cloud for the cluster's volumes in `zone` and classifies them.
-pub async fn discover(cloud: &dyn VolumeApi, cluster: &str, zone: &str) -> Result<Discovery> {
+/// Asks the cloud for the cluster's volumes in `zone` (every zone for `None`) and classifies them.
+pub async fn discover(
+    cloud: &dyn VolumeApi,
+    cluster: &str,
+    zone: Option<&str>,
+) -> Result<Discovery> {
     let query = VolumeQuery {
         cluster: cluster.to_owned(),
-        zone: zone.to_owned(),
+        zone: zone.map(str::to_owned),
     };
     let found = cloud.find_volumes(&query).await?;
     tracing::debug!(
-        "{} volume(s) of cluster `{cluster}` in `{zone}`",
-        found.len()
+        "{} volume(s) of cluster `{cluster}` in `{}`",
+        found.len(),
+        zone.unwrap_or("every zone")
     );
     Ok(volumes::classify(cluster, zone, found))
 }

@@ -2,4 +2,5 @@
 
 pub mod discover_volumes;
 pub mod mount;
+pub mod publish_dns;
 pub mod render_manifests;

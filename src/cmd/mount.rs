@@ -72,7 +72,7 @@ pub async fn run(ctx: &Context, _args: &Args) -> Result<Report> {
     let ec2 = ctx.ec2().await?;
     let cluster = ctx.cluster_name(ec2).await?;
     let identity = ctx.identity().await?;
-    let discovery = discover(ec2, &cluster, &identity.availability_zone).await?;
+    let discovery = discover(ec2, &cluster, Some(&identity.availability_zone)).await?;
     for skipped in &discovery.skipped {
         report.warn(skipped.to_string());
     }

@@ -300,7 +300,7 @@ fn key_facts(key: &str) -> Result<KeyFacts> {
     Ok(match key {
         "main" => KeyFacts {
             pod_name: "etcd-server".into(),
-            cluster_name: "etcd".into(),
+            cluster_name: crate::names::etcd_cluster_name("main"),
             data_dir_name: "data".into(),
             peer_port: 2380,
             client_port: 4001,
@@ -308,7 +308,7 @@ fn key_facts(key: &str) -> Result<KeyFacts> {
         },
         "events" => KeyFacts {
             pod_name: "etcd-server-events".into(),
-            cluster_name: "etcd-events".into(),
+            cluster_name: crate::names::etcd_cluster_name("events"),
             data_dir_name: "data-events".into(),
             peer_port: 2381,
             client_port: 4002,
@@ -390,7 +390,7 @@ pub fn pod_params(
     }
     let facts = key_facts(&membership.cluster)?;
     let node = |member: &str| {
-        let name = format!("{}-{member}", facts.cluster_name);
+        let name = crate::names::etcd_member_name(&membership.cluster, member);
         EtcdNode {
             internal_name: format!("{name}{internal_suffix}"),
             name,

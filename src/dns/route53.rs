@@ -1,0 +1,384 @@
+//! Publishing to Route53: a minimal change batch per zone from the records protokube owns (an
+//! external-dns style ownership TXT record beside each name), never touching anyone else's.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+
+use crate::cloud::aws::is_within;
+use crate::cloud::{ChangeResult, DnsApi, HostedZone, RecordAction, RecordChange, RecordSet};
+use crate::dns::records::DesiredRecord;
+use crate::dns::zones::{find_zones, zone_for, ZoneRule};
+use crate::report::{Action, Change, ChangeKind, Report};
+use crate::wait::{poll_until, Backoff, Progress};
+
+/// TTL of every record protokube writes.
+pub const TTL: i64 = 60;
+/// The address kOps puts in records before the cluster is up; protokube replaces it.
+pub const PLACEHOLDER: &str = "203.0.113.123";
+
+/// The ownership TXT value beside each name protokube manages (with its quotes, as Route53
+/// stores TXT values).
+pub fn ownership_value(cluster: &str) -> String {
+    format!("\"heritage=protokube,protokube/cluster={cluster}\"")
+}
+
+/// What happens to one name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NameOutcome {
+    pub name: String,
+    pub action: Action,
+    pub from: Vec<String>,
+    pub to: Vec<String>,
+    /// Set when the name is left alone because someone else owns it.
+    pub warning: Option<String>,
+}
+
+/// Plans the changes for the names of one zone against what the zone holds. Pure.
+pub fn plan_zone(
+    desired: &[&DesiredRecord],
+    existing: &[RecordSet],
+    cluster: &str,
+) -> (Vec<RecordChange>, Vec<NameOutcome>) {
+    let owner = ownership_value(cluster);
+    let mut changes = Vec::new();
+    let mut outcomes = Vec::new();
+    for record in desired {
+        let find = |t: &str| {
+            existing
+                .iter()
+                .find(|r| r.name == record.name && r.record_type == t)
+        };
+        let (a, txt, cname) = (find("A"), find("TXT"), find("CNAME"));
+        let current: Vec<String> = a.map(|a| a.values.clone()).unwrap_or_default();
+        let wanted: Vec<String> = record.addresses.iter().map(|a| a.to_string()).collect();
+        let mut outcome = NameOutcome {
+            name: record.name.clone(),
+            action: Action::Unchanged,
+            from: current.clone(),
+            to: wanted.clone(),
+            warning: None,
+        };
+        let owned = txt.is_some_and(|t| t.values.contains(&owner));
+        let placeholder = current == [PLACEHOLDER];
+        if wanted.is_empty() {
+            // Unknown right now (no master running, volume attached nowhere): keep what is there.
+            outcome.to = current;
+            outcomes.push(outcome);
+            continue;
+        }
+        if cname.is_some() || (txt.is_some() && !owned) || (a.is_some() && !owned && !placeholder) {
+            outcome.to = current;
+            outcome.warning = Some(format!(
+                "DNS record `{}` exists and is not owned by cluster `{cluster}` (no ownership TXT \
+                 record {owner}); left alone",
+                record.name
+            ));
+            outcomes.push(outcome);
+            continue;
+        }
+        let a_record = RecordSet {
+            name: record.name.clone(),
+            record_type: "A".into(),
+            ttl: Some(TTL),
+            values: wanted.clone(),
+        };
+        match a {
+            None => {
+                outcome.action = Action::Create;
+                changes.push(RecordChange {
+                    action: RecordAction::Create,
+                    record: a_record,
+                });
+            }
+            Some(a) if same_values(&a.values, &wanted) && a.ttl == Some(TTL) && owned => {}
+            Some(_) => {
+                outcome.action = Action::Update;
+                changes.push(RecordChange {
+                    action: RecordAction::Upsert,
+                    record: a_record,
+                });
+            }
+        }
+        if !owned {
+            changes.push(RecordChange {
+                action: RecordAction::Create,
+                record: RecordSet {
+                    name: record.name.clone(),
+                    record_type: "TXT".into(),
+                    ttl: Some(TTL),
+                    values: vec![owner.clone()],
+                },
+            });
+        }
+        outcomes.push(outcome);
+    }
+    (changes, outcomes)
+}
+
+/// Record values compared as sets (Route53 keeps them in the order they were written).
+fn same_values(a: &[String], b: &[String]) -> bool {
+    let set = |v: &[String]| v.iter().cloned().collect::<std::collections::BTreeSet<_>>();
+    set(a) == set(b)
+}
+
+/// The subtrees to read in a zone: the cluster's own names under one read from the cluster
+/// name; any other name (a custom public name or suffix) from itself.
+fn apexes(names: &[&str], cluster: &str) -> Vec<String> {
+    let mut apexes: Vec<String> = names
+        .iter()
+        .map(|n| {
+            if is_within(n, cluster) {
+                cluster.to_owned()
+            } else {
+                (*n).to_owned()
+            }
+        })
+        .collect();
+    apexes.sort();
+    apexes.dedup();
+    apexes
+}
+
+/// How publishing behaves.
+#[derive(Clone, Debug)]
+pub struct PublishOptions {
+    pub dry_run: bool,
+    /// Wait for `INSYNC`, bounded by this timeout.
+    pub wait: Option<Duration>,
+    pub progress: Progress,
+    pub wait_backoff: Backoff,
+}
+
+/// Publishes `desired` to the zones the rules allow: per zone, read only the cluster's names,
+/// plan, send one change batch (CREATE new, UPSERT changed), retry the plan once more if another
+/// writer created a name first, and optionally wait for `INSYNC`.
+pub async fn publish(
+    dns: &dyn DnsApi,
+    desired: &[DesiredRecord],
+    rules: &[ZoneRule],
+    cluster: &str,
+    options: &PublishOptions,
+    report: &mut Report,
+) -> Result<()> {
+    let zones = find_zones(dns, rules).await?;
+    let mut by_zone: BTreeMap<String, (HostedZone, Vec<&DesiredRecord>)> = BTreeMap::new();
+    for record in desired {
+        match zone_for(&record.name, &zones)? {
+            Some(zone) => by_zone
+                .entry(zone.id.clone())
+                .or_insert_with(|| (zone.clone(), Vec::new()))
+                .1
+                .push(record),
+            None => bail!(
+                "no hosted zone for `{}`; create one or choose it with --zone (allowed: {})",
+                record.name,
+                if zones.is_empty() {
+                    "none found".to_owned()
+                } else {
+                    zones
+                        .iter()
+                        .map(|z| format!("{}/{}", z.name, z.id))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            ),
+        }
+    }
+    for (zone_id, (zone, records)) in &by_zone {
+        let names: Vec<&str> = records.iter().map(|r| r.name.as_str()).collect();
+        let read = || async {
+            let mut existing = Vec::new();
+            for apex in apexes(&names, cluster) {
+                existing.extend(dns.records_under(zone_id, &apex).await?);
+            }
+            anyhow::Ok(existing)
+        };
+        let mut existing = read().await?;
+        let mut attempt = 0;
+        let outcomes = loop {
+            attempt += 1;
+            let (changes, outcomes) = plan_zone(records, &existing, cluster);
+            if changes.is_empty() || options.dry_run {
+                break outcomes;
+            }
+            match dns.change_records(zone_id, &changes).await? {
+                ChangeResult::Submitted { change_id } => {
+                    tracing::info!(
+                        "sent {} change(s) to zone `{}` ({zone_id})",
+                        changes.len(),
+                        zone.name
+                    );
+                    if let Some(timeout) = options.wait {
+                        wait_in_sync(dns, &change_id, timeout, options).await?;
+                    }
+                    break outcomes;
+                }
+                ChangeResult::Conflict(message) if attempt < 3 => {
+                    tracing::info!(
+                        "another writer changed zone `{}` first ({message}); reading it again",
+                        zone.name
+                    );
+                    existing = read().await?;
+                }
+                ChangeResult::Conflict(message) => {
+                    bail!(
+                        "zone `{}` keeps changing under protokube: {message}; run again",
+                        zone.name
+                    )
+                }
+            }
+        };
+        for outcome in outcomes {
+            if let Some(warning) = outcome.warning {
+                report.warn(warning);
+                continue;
+            }
+            let detail = if outcome.action == Action::Unchanged {
+                format!("A {}", outcome.to.join(","))
+            } else {
+                format!(
+                    "A {} -> {} (zone {})",
+                    if outcome.from.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        outcome.from.join(",")
+                    },
+                    outcome.to.join(","),
+                    zone.name
+                )
+            };
+            report.push(Change {
+                kind: ChangeKind::Dns,
+                target: outcome.name,
+                action: outcome.action,
+                detail,
+            });
+        }
+    }
+    Ok(())
+}
+
+async fn wait_in_sync(
+    dns: &dyn DnsApi,
+    change_id: &str,
+    timeout: Duration,
+    options: &PublishOptions,
+) -> Result<()> {
+    poll_until(
+        &format!("Route53 change `{change_id}` to be INSYNC"),
+        timeout,
+        options.progress,
+        options.wait_backoff.clone(),
+        || async { Ok(dns.change_in_sync(change_id).await?.then_some(())) },
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dns::records::RecordRole;
+
+    fn desired(name: &str, addresses: &[[u8; 4]]) -> DesiredRecord {
+        DesiredRecord {
+            name: name.into(),
+            role: RecordRole::EtcdMember,
+            addresses: addresses.iter().map(|a| (*a).into()).collect(),
+        }
+    }
+
+    fn set(name: &str, t: &str, values: &[&str]) -> RecordSet {
+        RecordSet {
+            name: name.into(),
+            record_type: t.into(),
+            ttl: Some(TTL),
+            values: values.iter().map(|v| v.to_string()).collect(),
+        }
+    }
+
+    const C: &str = "c.example.com";
+
+    #[test]
+    fn create_take_over_placeholder_update_and_leave_foreign_alone() {
+        let owner = ownership_value(C);
+        let records = [
+            desired("new.c.example.com", &[[10, 0, 0, 1]]),
+            desired("placeholder.c.example.com", &[[10, 0, 0, 2]]),
+            desired("ours.c.example.com", &[[10, 0, 0, 3]]),
+            desired("same.c.example.com", &[[10, 0, 0, 4]]),
+            desired("foreign.c.example.com", &[[10, 0, 0, 5]]),
+            desired("unknown.c.example.com", &[]),
+        ];
+        let existing = [
+            set("placeholder.c.example.com", "A", &[PLACEHOLDER]),
+            set("ours.c.example.com", "A", &["10.9.9.9"]),
+            set("ours.c.example.com", "TXT", &[&owner]),
+            set("same.c.example.com", "A", &["10.0.0.4"]),
+            set("same.c.example.com", "TXT", &[&owner]),
+            set("foreign.c.example.com", "A", &["1.2.3.4"]),
+            set("unknown.c.example.com", "A", &["10.7.7.7"]),
+            set("unknown.c.example.com", "TXT", &[&owner]),
+        ];
+        let refs: Vec<&DesiredRecord> = records.iter().collect();
+        let (changes, outcomes) = plan_zone(&refs, &existing, C);
+        let summary: Vec<(RecordAction, &str, &str)> = changes
+            .iter()
+            .map(|c| {
+                (
+                    c.action,
+                    c.record.name.as_str(),
+                    c.record.record_type.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (RecordAction::Create, "new.c.example.com", "A"),
+                (RecordAction::Create, "new.c.example.com", "TXT"),
+                (RecordAction::Upsert, "placeholder.c.example.com", "A"),
+                (RecordAction::Create, "placeholder.c.example.com", "TXT"),
+                (RecordAction::Upsert, "ours.c.example.com", "A"),
+            ]
+        );
+        assert!(changes.iter().all(|c| c.record.ttl == Some(TTL)));
+        let action = |n: &str| outcomes.iter().find(|o| o.name == n).unwrap();
+        assert_eq!(action("same.c.example.com").action, Action::Unchanged);
+        assert!(action("foreign.c.example.com").warning.is_some());
+        assert_eq!(action("unknown.c.example.com").to, ["10.7.7.7"]);
+        assert_eq!(action("ours.c.example.com").from, ["10.9.9.9"]);
+    }
+
+    #[test]
+    fn a_second_plan_after_applying_is_empty() {
+        let owner = ownership_value(C);
+        let records = [desired(
+            "etcd-a.internal.c.example.com",
+            &[[10, 0, 0, 2], [10, 0, 0, 1]],
+        )];
+        let refs: Vec<&DesiredRecord> = records.iter().collect();
+        let (changes, _) = plan_zone(&refs, &[], C);
+        let applied: Vec<RecordSet> = changes.into_iter().map(|c| c.record).collect();
+        assert_eq!(applied[1].values, [owner]);
+        let (changes, outcomes) = plan_zone(&refs, &applied, C);
+        assert!(changes.is_empty(), "{changes:?}");
+        assert_eq!(outcomes[0].action, Action::Unchanged);
+    }
+
+    #[test]
+    fn reads_stay_inside_the_cluster_subtree() {
+        assert_eq!(
+            apexes(
+                &[
+                    "api.c.example.com",
+                    "etcd-a.internal.c.example.com",
+                    "api.other.com"
+                ],
+                C
+            ),
+            ["api.other.com", "c.example.com"]
+        );
+    }
+}

@@ -1,0 +1,221 @@
+//! Route53 zone choice by kOps' `--zone` rules (`*`, `*/*`, `*/ID`, `NAME`, `NAME/ID`),
+//! `spec.dnsZone`, else the longest-suffix hosted zone. Pure, apart from [`find_zones`].
+
+use anyhow::{anyhow, bail, Result};
+
+use crate::cloud::{DnsApi, HostedZone};
+use crate::error::UsageError;
+
+/// One `--zone` rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ZoneRule {
+    /// `*` or `*/*`: any hosted zone.
+    Any,
+    /// `*/ID`.
+    Id(String),
+    /// `NAME`.
+    Name(String),
+    /// `NAME/ID`.
+    NameId(String, String),
+}
+
+impl ZoneRule {
+    /// Parses a `--zone` value.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let bad = || {
+            format!(
+                "--zone `{}` is not `*`, `*/*`, `*/ID`, `NAME` or `NAME/ID`",
+                text.escape_debug()
+            )
+        };
+        let valid_name = |n: &str| crate::names::is_dns1123_subdomain(&n.to_ascii_lowercase());
+        let valid_id = |i: &str| {
+            !i.is_empty() && i.len() <= 32 && i.bytes().all(|b| b.is_ascii_alphanumeric())
+        };
+        let text = text.trim();
+        Ok(match text.split_once('/') {
+            None if text == "*" => ZoneRule::Any,
+            None if valid_name(text.trim_end_matches('.')) => {
+                ZoneRule::Name(text.trim_end_matches('.').to_ascii_lowercase())
+            }
+            Some(("*", "*")) => ZoneRule::Any,
+            Some(("*", id)) if valid_id(id) => ZoneRule::Id(id.to_owned()),
+            Some((name, id)) if valid_name(name.trim_end_matches('.')) && valid_id(id) => {
+                ZoneRule::NameId(
+                    name.trim_end_matches('.').to_ascii_lowercase(),
+                    id.to_owned(),
+                )
+            }
+            _ => return Err(bad()),
+        })
+    }
+
+    /// The rule for `spec.dnsZone`, which kOps lets be a zone id or a zone name.
+    pub fn from_spec(dns_zone: &str) -> Result<Self, String> {
+        let looks_like_id = !dns_zone.contains('.')
+            && dns_zone.starts_with('Z')
+            && dns_zone
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+        if looks_like_id {
+            Ok(ZoneRule::Id(dns_zone.to_owned()))
+        } else {
+            ZoneRule::parse(dns_zone).map_err(|e| format!("spec.dnsZone: {e}"))
+        }
+    }
+
+    fn allows(&self, zone: &HostedZone) -> bool {
+        match self {
+            ZoneRule::Any => true,
+            ZoneRule::Id(id) => zone.id == *id,
+            ZoneRule::Name(name) => zone.name == *name,
+            ZoneRule::NameId(name, id) => zone.name == *name && zone.id == *id,
+        }
+    }
+}
+
+/// The rules in force: `--zone` flags, else `spec.dnsZone`, else any zone.
+pub fn effective_rules(flags: &[String], spec_dns_zone: Option<&str>) -> Result<Vec<ZoneRule>> {
+    if !flags.is_empty() {
+        return flags
+            .iter()
+            .map(|f| ZoneRule::parse(f).map_err(|e| UsageError(e).into()))
+            .collect();
+    }
+    if let Some(zone) = spec_dns_zone.filter(|z| !z.is_empty()) {
+        return Ok(vec![ZoneRule::from_spec(zone).map_err(|e| anyhow!(e))?]);
+    }
+    Ok(vec![ZoneRule::Any])
+}
+
+/// The hosted zones the rules allow, asking Route53 as little as possible: by id, by name, and
+/// only for `*` the whole list.
+pub async fn find_zones(dns: &dyn DnsApi, rules: &[ZoneRule]) -> Result<Vec<HostedZone>> {
+    let mut zones: Vec<HostedZone> = Vec::new();
+    if rules.contains(&ZoneRule::Any) {
+        zones = dns.all_zones().await?;
+    } else {
+        for rule in rules {
+            match rule {
+                ZoneRule::Id(id) | ZoneRule::NameId(_, id) => {
+                    if let Some(zone) = dns.zone_by_id(id).await? {
+                        zones.push(zone);
+                    }
+                }
+                ZoneRule::Name(name) => zones.extend(dns.zones_named(name).await?),
+                ZoneRule::Any => {}
+            }
+        }
+    }
+    zones.retain(|z| rules.iter().any(|r| r.allows(z)));
+    zones.sort_by(|a, b| a.id.cmp(&b.id));
+    zones.dedup_by(|a, b| a.id == b.id);
+    Ok(zones)
+}
+
+/// The zone a name goes to: the allowed zone with the longest name that is a suffix of it.
+/// Two zones of that name (a public and a private one) are ambiguous: the error says how to pick.
+pub fn zone_for<'a>(name: &str, zones: &'a [HostedZone]) -> Result<Option<&'a HostedZone>> {
+    let matching: Vec<&HostedZone> = zones
+        .iter()
+        .filter(|z| name == z.name || name.ends_with(&format!(".{}", z.name)))
+        .collect();
+    let Some(longest) = matching.iter().map(|z| z.name.len()).max() else {
+        return Ok(None);
+    };
+    let best: Vec<&&HostedZone> = matching
+        .iter()
+        .filter(|z| z.name.len() == longest)
+        .collect();
+    if best.len() > 1 {
+        bail!(
+            "`{name}` fits several hosted zones named `{}` ({}); choose one with --zone NAME/ID",
+            best[0].name,
+            best.iter()
+                .map(|z| z.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(Some(best[0]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zone(id: &str, name: &str) -> HostedZone {
+        HostedZone {
+            id: id.into(),
+            name: name.into(),
+            private: false,
+        }
+    }
+
+    #[test]
+    fn kops_zone_rule_syntax() {
+        assert_eq!(ZoneRule::parse("*"), Ok(ZoneRule::Any));
+        assert_eq!(ZoneRule::parse("*/*"), Ok(ZoneRule::Any));
+        assert_eq!(
+            ZoneRule::parse("*/Z1AFAKE1ZON3YO"),
+            Ok(ZoneRule::Id("Z1AFAKE1ZON3YO".into()))
+        );
+        assert_eq!(
+            ZoneRule::parse("Example.com."),
+            Ok(ZoneRule::Name("example.com".into()))
+        );
+        assert_eq!(
+            ZoneRule::parse("example.com/Z1"),
+            Ok(ZoneRule::NameId("example.com".into(), "Z1".into()))
+        );
+        for bad in ["", "a/b/c", "*/", "bad name/Z1", "x\ny", "*/Z-1"] {
+            assert!(ZoneRule::parse(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            ZoneRule::from_spec("Z1AFAKE1ZON3YO"),
+            Ok(ZoneRule::Id("Z1AFAKE1ZON3YO".into()))
+        );
+        assert_eq!(
+            ZoneRule::from_spec("example.com"),
+            Ok(ZoneRule::Name("example.com".into()))
+        );
+    }
+
+    #[test]
+    fn rules_precedence() {
+        assert_eq!(
+            effective_rules(&["*/Z9".into()], Some("example.com")).unwrap(),
+            [ZoneRule::Id("Z9".into())]
+        );
+        assert_eq!(
+            effective_rules(&[], Some("example.com")).unwrap(),
+            [ZoneRule::Name("example.com".into())]
+        );
+        assert_eq!(effective_rules(&[], None).unwrap(), [ZoneRule::Any]);
+        let err = effective_rules(&["a/b/c".into()], None).unwrap_err();
+        assert!(err.is::<UsageError>());
+    }
+
+    #[test]
+    fn longest_suffix_wins_and_twins_are_ambiguous() {
+        let zones = [
+            zone("Z1", "example.com"),
+            zone("Z2", "c.example.com"),
+            zone("Z3", "other.com"),
+        ];
+        assert_eq!(
+            zone_for("api.c.example.com", &zones).unwrap().unwrap().id,
+            "Z2"
+        );
+        assert_eq!(
+            zone_for("api.d.example.com", &zones).unwrap().unwrap().id,
+            "Z1"
+        );
+        assert_eq!(zone_for("c.example.com", &zones).unwrap().unwrap().id, "Z2");
+        assert!(zone_for("api.example.org", &zones).unwrap().is_none());
+        assert!(zone_for("xexample.com", &zones).unwrap().is_none());
+        let twins = [zone("Z1", "example.com"), zone("Z2", "example.com")];
+        let err = zone_for("api.example.com", &twins).unwrap_err();
+        assert!(err.to_string().contains("--zone NAME/ID"), "{err}");
+    }
+}
