@@ -136,6 +136,39 @@ def bench_render(binary):
         subprocess.run(["rm", "-rf", root])
 
 
+def bench_dns(binary, url, env):
+    """publish-dns to Route53: a cold run, then converged reruns with 10 and with 10 000 other
+    records in the zone: Route53 calls and time."""
+    import boto3
+
+    r53 = boto3.client("route53", endpoint_url=url, region_name=REGION,
+                       aws_access_key_id="bench", aws_secret_access_key="bench")
+    zone = r53.create_hosted_zone(Name="example.com", CallerReference="bench")["HostedZone"]["Id"]
+
+    def add(prefix, count):
+        for start in range(0, count, 1000):
+            changes = [{"Action": "UPSERT", "ResourceRecordSet": {
+                "Name": "%s-%d.example.com" % (prefix, i), "Type": "A", "TTL": 300,
+                "ResourceRecords": [{"Value": "192.0.2.1"}]}} for i in range(start, min(count, start + 1000))]
+            r53.change_resource_record_sets(HostedZoneId=zone, ChangeBatch={"Changes": changes})
+
+    add("small", 10)
+    argv = [binary, "publish-dns", "--master", "--zone", "example.com", "-o", "json"]
+    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
+
+    def converged(runs):
+        reset_requests(url)
+        subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
+        route53_calls = [r["operation"] for r in requests(url) if r["service"] == "route53"]
+        times, _ = timed_runs(argv, env, runs)
+        return route53_calls, statistics.median(times)
+
+    small_calls, small_time = converged(20)
+    add("large", 10000)
+    large_calls, large_time = converged(20)
+    return small_calls, small_time, large_calls, large_time
+
+
 def main():
     binary, url = sys.argv[1], sys.argv[2]
     ids = seed(url, 10)
@@ -156,6 +189,7 @@ def main():
 
     # mount before the account fills up, so the emulator's own filtering cost stays small.
     cold, cold_calls, warm, warm_calls, writes = bench_mount(binary, url, env)
+    dns_small_calls, dns_small, dns_large_calls, dns_large = bench_dns(binary, url, env)
 
     add_unrelated(url, 4990)
     reset_requests(url)
@@ -188,6 +222,10 @@ def main():
         ("render-manifests, complex.yaml, cold: wall (%d manifests)" % render_files, "-", "%.1f ms" % (render_cold * 1000)),
         ("render-manifests, converged rerun: median wall / CPU", "-", "%.1f ms / %.1f ms" % (render_warm * 1000, render_warm_cpu * 1000)),
         ("render-manifests, converged rerun: file writes", "0", "%d" % render_writes),
+        ("publish-dns converged, 10-record zone: Route53 calls", "-", "%d (%s)" % (len(dns_small_calls), ", ".join(dns_small_calls))),
+        ("publish-dns converged, 10 000-record zone: Route53 calls", "same", "%d" % len(dns_large_calls)),
+        ("publish-dns converged, 10 / 10 000 records: median wall", "-", "%.1f ms / %.1f ms" % (dns_small * 1000, dns_large * 1000)),
+        ("publish-dns time ratio 10 000/10", "<= 1.2", "%.2f" % (dns_large / dns_small)),
         ("protokube --version: median wall", "<= 5 ms", "%.2f ms" % (statistics.median(version) * 1000)),
         ("release binary size (stripped)", "<= 15 MB", "%.1f MB" % (size / 1e6)),
     ]

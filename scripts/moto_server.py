@@ -6,6 +6,12 @@ prints `PORT <n>` once it is listening.
 Extra endpoints (not AWS):
   GET  /_protokube/requests         -> JSON list of {"service": ..., "operation": ...}
   POST /_protokube/requests/reset   -> forget the recorded requests
+  POST /_protokube/faults           -> body: JSON list of fault rules, replacing the current ones:
+       {"match": "<substring of the operation>", "count": N, "status": 400,
+        "code": "Throttling", "message": "...", "style": "query|rest"}
+       The next N requests whose operation contains `match` get that AWS error instead of an
+       answer (`query` style for EC2, `rest` style for Route53). Faulted requests are recorded
+       too, so tests can count retries.
 moto's own `POST /moto-api/reset` still resets all emulated state.
 """
 
@@ -23,11 +29,31 @@ from moto.moto_server.werkzeug_app import (
 from werkzeug.serving import make_server
 
 
+QUERY_ERROR = (
+    '<?xml version="1.0" encoding="UTF-8"?><Response><Errors><Error><Code>%s</Code>'
+    "<Message>%s</Message></Error></Errors><RequestID>fault</RequestID></Response>"
+)
+REST_ERROR = (
+    '<?xml version="1.0"?><ErrorResponse xmlns="https://route53.amazonaws.com/doc/2013-04-01/">'
+    "<Error><Type>Sender</Type><Code>%s</Code><Message>%s</Message></Error>"
+    "<RequestId>fault</RequestId></ErrorResponse>"
+)
+
+
 class RecordingApp:
     def __init__(self, inner):
         self.inner = inner
         self.lock = threading.Lock()
         self.requests = []
+        self.faults = []
+
+    def fault_for(self, operation):
+        with self.lock:
+            for rule in self.faults:
+                if rule.get("count", 0) > 0 and rule["match"] in operation:
+                    rule["count"] -= 1
+                    return rule
+        return None
 
     def __call__(self, environ, start_response):
         path = environ.get("PATH_INFO", "")
@@ -44,8 +70,25 @@ class RecordingApp:
                 self.requests.clear()
             start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
             return [b"ok"]
+        if path == "/_protokube/faults":
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            rules = json.loads(environ["wsgi.input"].read(length) or b"[]")
+            with self.lock:
+                self.faults = rules
+            start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
+            return [b"ok"]
         if not path.startswith("/moto-api"):
-            self.record(environ)
+            operation = self.record(environ)
+            rule = self.fault_for(operation)
+            if rule is not None:
+                template = REST_ERROR if rule.get("style") == "rest" else QUERY_ERROR
+                body = (template % (rule["code"], rule.get("message", "injected fault"))).encode()
+                status = int(rule.get("status", 400))
+                start_response(
+                    "%d %s" % (status, "Error"),
+                    [("Content-Type", "text/xml"), ("Content-Length", str(len(body)))],
+                )
+                return [body]
         return self.inner(environ, start_response)
 
     def record(self, environ):
@@ -71,6 +114,7 @@ class RecordingApp:
             operation = "%s %s" % (environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
         with self.lock:
             self.requests.append({"service": service, "operation": operation})
+        return operation
 
 
 def main():

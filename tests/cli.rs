@@ -26,7 +26,12 @@ fn help_texts() {
     let out = Protokube::new().args(["--help"]).run();
     assert_eq!(out.code, 0);
     insta::assert_snapshot!("help", out.stdout);
-    for command in ["discover-volumes", "mount", "render-manifests"] {
+    for command in [
+        "discover-volumes",
+        "mount",
+        "render-manifests",
+        "publish-dns",
+    ] {
         let out = Protokube::new().args([command, "--help"]).run();
         assert_eq!(out.code, 0);
         insta::assert_snapshot!(format!("help_{}", command.replace('-', "_")), out.stdout);

@@ -144,12 +144,16 @@ pub fn write_hosts(path: &Path, content: &str) -> Result<WriteOutcome> {
     }
 }
 
+/// Rename onto a mount point fails with EBUSY (or EXDEV): the file is a bind mount.
 fn is_busy(err: &anyhow::Error) -> bool {
+    use std::io::ErrorKind;
     err.chain().any(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .and_then(std::io::Error::raw_os_error)
-            .is_some_and(|code| code == libc::EBUSY || code == libc::EXDEV)
+        cause.downcast_ref::<std::io::Error>().is_some_and(|e| {
+            matches!(
+                e.kind(),
+                ErrorKind::ResourceBusy | ErrorKind::CrossesDevices
+            )
+        })
     })
 }
 

@@ -55,10 +55,15 @@ impl Moto {
     }
 
     fn http(&self, method: &str, path: &str) -> String {
+        self.http_with_body(method, path, "")
+    }
+
+    fn http_with_body(&self, method: &str, path: &str, body: &str) -> String {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         write!(
             stream,
-            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
         )
         .unwrap();
         let mut response = String::new();
@@ -76,6 +81,11 @@ impl Moto {
         list.iter()
             .map(|r| r["operation"].as_str().unwrap_or_default().to_owned())
             .collect()
+    }
+
+    /// Replaces the fault rules (see `scripts/moto_server.py`).
+    pub fn set_faults(&self, rules: serde_json::Value) {
+        self.http_with_body("POST", "/_protokube/faults", &rules.to_string());
     }
 
     /// Forgets the recorded requests.
@@ -97,6 +107,10 @@ impl Moto {
 
     pub async fn ec2(&self, region: &str) -> aws_sdk_ec2::Client {
         aws_sdk_ec2::Client::new(&self.sdk_config(region).await)
+    }
+
+    pub async fn route53(&self) -> aws_sdk_route53::Client {
+        aws_sdk_route53::Client::new(&self.sdk_config("us-east-1").await)
     }
 }
 

@@ -84,3 +84,113 @@ pub async fn attach(ec2: &Client, volume_id: &str, instance_id: &str, device: &s
         .await
         .expect("AttachVolume");
 }
+
+/// Creates a public hosted zone; returns its id (without `/hostedzone/`).
+pub async fn hosted_zone(route53: &aws_sdk_route53::Client, name: &str) -> String {
+    let output = route53
+        .create_hosted_zone()
+        .name(name)
+        .caller_reference(format!("test-{name}-{}", std::process::id()))
+        .send()
+        .await
+        .expect("CreateHostedZone");
+    output
+        .hosted_zone()
+        .unwrap()
+        .id()
+        .trim_start_matches("/hostedzone/")
+        .to_owned()
+}
+
+/// UPSERTs records: (name, type, values) with TTL 300, in batches of 500.
+pub async fn records(
+    route53: &aws_sdk_route53::Client,
+    zone_id: &str,
+    sets: &[(String, &str, Vec<String>)],
+) {
+    use aws_sdk_route53::types::{
+        Change, ChangeAction, ChangeBatch, ResourceRecord, ResourceRecordSet, RrType,
+    };
+    for chunk in sets.chunks(500) {
+        let mut batch = ChangeBatch::builder();
+        for (name, kind, values) in chunk {
+            let mut set = ResourceRecordSet::builder()
+                .name(name)
+                .r#type(RrType::from(*kind))
+                .ttl(300);
+            for value in values {
+                set = set.resource_records(ResourceRecord::builder().value(value).build().unwrap());
+            }
+            batch = batch.changes(
+                Change::builder()
+                    .action(ChangeAction::Upsert)
+                    .resource_record_set(set.build().unwrap())
+                    .build()
+                    .unwrap(),
+            );
+        }
+        route53
+            .change_resource_record_sets()
+            .hosted_zone_id(zone_id)
+            .change_batch(batch.build().unwrap())
+            .send()
+            .await
+            .expect("ChangeResourceRecordSets");
+    }
+}
+
+/// Every record set of the zone as (name without dot, type) -> (ttl, sorted values).
+pub async fn zone_records(
+    route53: &aws_sdk_route53::Client,
+    zone_id: &str,
+) -> std::collections::BTreeMap<(String, String), (Option<i64>, Vec<String>)> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut start: Option<(String, aws_sdk_route53::types::RrType)> = None;
+    loop {
+        let mut request = route53.list_resource_record_sets().hosted_zone_id(zone_id);
+        if let Some((name, kind)) = &start {
+            request = request
+                .start_record_name(name)
+                .start_record_type(kind.clone());
+        }
+        let page = request.send().await.expect("ListResourceRecordSets");
+        for set in page.resource_record_sets() {
+            let mut values: Vec<String> = set
+                .resource_records()
+                .iter()
+                .map(|r| r.value().to_owned())
+                .collect();
+            values.sort();
+            out.insert(
+                (
+                    set.name().trim_end_matches('.').to_owned(),
+                    set.r#type().as_str().to_owned(),
+                ),
+                (set.ttl(), values),
+            );
+        }
+        match (
+            page.is_truncated(),
+            page.next_record_name(),
+            page.next_record_type(),
+        ) {
+            (true, Some(name), Some(kind)) => start = Some((name.to_owned(), kind.clone())),
+            _ => return out,
+        }
+    }
+}
+
+/// (private, public) addresses of an instance.
+pub async fn instance_addresses(ec2: &Client, instance_id: &str) -> (String, Option<String>) {
+    let out = ec2
+        .describe_instances()
+        .instance_ids(instance_id)
+        .send()
+        .await
+        .expect("DescribeInstances");
+    let instance = &out.reservations()[0].instances()[0];
+    (
+        instance.private_ip_address().unwrap().to_owned(),
+        instance.public_ip_address().map(str::to_owned),
+    )
+}

@@ -1,0 +1,401 @@
+//! `publish-dns` end to end against the local AWS emulator: Route53 with placeholders, a foreign
+//! record and thousands of unrelated records; the hosts file, also bind-mounted; throttling
+//! injected in front of the emulator (real SDK retries).
+
+mod support;
+
+use support::block::TestRoot;
+use support::{seed, ImdsServer, Moto, Protokube, RunOutput};
+
+const REGION: &str = "us-east-1";
+const CLUSTER: &str = "c.example.com";
+
+/// Two masters (a in zone a, b in zone b) with their `main` volumes attached; member c's volume
+/// attached nowhere: instance ids, private IPs, public IPs.
+struct Cluster {
+    masters: Vec<String>,
+    private: Vec<String>,
+    public: Vec<String>,
+}
+
+async fn seed_cluster(moto: &Moto, cluster: &str) -> Cluster {
+    let ec2 = moto.ec2(REGION).await;
+    let tags: Vec<(&str, &str)> = vec![("KubernetesCluster", cluster), ("k8s.io/role/master", "1")];
+    let mut out = Cluster {
+        masters: vec![],
+        private: vec![],
+        public: vec![],
+    };
+    for (member, zone) in [("a", "us-east-1a"), ("b", "us-east-1b")] {
+        let instance = seed::instance(&ec2, zone, &tags).await;
+        let volume =
+            seed::etcd_volume(&ec2, cluster, zone, &[("main", &format!("{member}/a,b,c"))]).await;
+        seed::attach(&ec2, &volume, &instance, "/dev/xvdu").await;
+        let (private, public) = seed::instance_addresses(&ec2, &instance).await;
+        out.masters.push(instance);
+        out.private.push(private);
+        out.public.push(public.unwrap());
+    }
+    seed::etcd_volume(&ec2, cluster, "us-east-1c", &[("main", "c/a,b,c")]).await;
+    // A worker of the cluster: not a master, never in the API records.
+    seed::instance(&ec2, "us-east-1a", &[("KubernetesCluster", cluster)]).await;
+    out
+}
+
+fn publish(moto: &Moto, imds: &ImdsServer, root: &TestRoot, extra: &[&str]) -> RunOutput {
+    Protokube::new()
+        .moto(moto)
+        .imds(imds)
+        .args([
+            "publish-dns",
+            "--master",
+            "--cluster-id",
+            CLUSTER,
+            "-o",
+            "json",
+        ])
+        .arg_path("--root", root.path())
+        .args(extra)
+        .run()
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
+}
+
+#[test]
+fn route53_records_are_exact_and_a_rerun_from_either_master_changes_nothing() {
+    let moto = Moto::start();
+    let root = TestRoot::new();
+    let (cluster, zone) = support::runtime().block_on(async {
+        let cluster = seed_cluster(&moto, CLUSTER).await;
+        let route53 = moto.route53().await;
+        let zone = seed::hosted_zone(&route53, "example.com").await;
+        let mut sets = vec![
+            // kOps' placeholders.
+            (
+                "api.c.example.com".to_owned(),
+                "A",
+                vec!["203.0.113.123".to_owned()],
+            ),
+            (
+                "api.internal.c.example.com".to_owned(),
+                "A",
+                vec!["203.0.113.123".to_owned()],
+            ),
+            // Someone else's record at a name protokube would manage: left alone.
+            (
+                "etcd-b.internal.c.example.com".to_owned(),
+                "A",
+                vec!["192.0.2.1".to_owned()],
+            ),
+            // Member c's volume is attached nowhere: its record stays as it is.
+            (
+                "etcd-c.internal.c.example.com".to_owned(),
+                "A",
+                vec!["10.1.1.1".to_owned()],
+            ),
+            (
+                "etcd-c.internal.c.example.com".to_owned(),
+                "TXT",
+                vec![format!(
+                    "\"heritage=protokube,protokube/cluster={CLUSTER}\""
+                )],
+            ),
+        ];
+        for i in 0..300 {
+            sets.push((
+                format!("host-{i}.example.com"),
+                "A",
+                vec!["192.0.2.9".to_owned()],
+            ));
+        }
+        seed::records(&route53, &zone, &sets).await;
+        (cluster, zone)
+    });
+    let imds_a = ImdsServer::for_instance(
+        &cluster.masters[0],
+        "us-east-1a",
+        REGION,
+        &cluster.private[0],
+    );
+    moto.reset_operations();
+    let out = publish(
+        &moto,
+        &imds_a,
+        &root,
+        &["--zone", "example.com", "--detailed-exitcode"],
+    );
+    assert_eq!(out.code, 2, "{out:#?}");
+    let report = out.json();
+    let warnings = report["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{report:#}");
+    assert!(warnings[0]
+        .as_str()
+        .unwrap()
+        .contains("etcd-b.internal.c.example.com"));
+    let changes_sent = moto
+        .operations()
+        .iter()
+        .filter(|o| o.starts_with("POST") && o.ends_with("/rrset"))
+        .count();
+    assert_eq!(changes_sent, 1, "one change batch for the zone");
+
+    let records = support::runtime()
+        .block_on(async { seed::zone_records(&moto.route53().await, &zone).await });
+    let a = |name: &str| records.get(&(name.to_owned(), "A".to_owned())).cloned();
+    let owner = format!("\"heritage=protokube,protokube/cluster={CLUSTER}\"");
+    assert_eq!(
+        a("etcd-a.internal.c.example.com"),
+        Some((Some(60), vec![cluster.private[0].clone()]))
+    );
+    assert_eq!(
+        a("etcd-b.internal.c.example.com"),
+        Some((Some(300), vec!["192.0.2.1".to_owned()]))
+    );
+    assert_eq!(
+        a("etcd-c.internal.c.example.com"),
+        Some((Some(300), vec!["10.1.1.1".to_owned()]))
+    );
+    assert_eq!(
+        a("api.internal.c.example.com"),
+        Some((Some(60), sorted(cluster.private.clone())))
+    );
+    assert_eq!(
+        a("api.c.example.com"),
+        Some((Some(60), sorted(cluster.public.clone())))
+    );
+    for name in [
+        "etcd-a.internal.c.example.com",
+        "api.internal.c.example.com",
+        "api.c.example.com",
+    ] {
+        assert_eq!(
+            records.get(&(name.to_owned(), "TXT".to_owned())),
+            Some(&(Some(60), vec![owner.clone()])),
+            "{name}"
+        );
+    }
+    assert!(!records.contains_key(&("etcd-b.internal.c.example.com".to_owned(), "TXT".to_owned())));
+
+    // A rerun from the other master: the same answer, nothing sent.
+    let imds_b = ImdsServer::for_instance(
+        &cluster.masters[1],
+        "us-east-1b",
+        REGION,
+        &cluster.private[1],
+    );
+    moto.reset_operations();
+    let out = publish(
+        &moto,
+        &imds_b,
+        &root,
+        &["--zone", "example.com", "--detailed-exitcode"],
+    );
+    assert_eq!(out.code, 0, "{out:#?}");
+    let operations = moto.operations();
+    assert!(
+        !operations
+            .iter()
+            .any(|o| o.starts_with("POST") && o.ends_with("/rrset")),
+        "{operations:?}"
+    );
+    let reads_small = operations
+        .iter()
+        .filter(|o| o.starts_with("GET") && o.ends_with("/rrset"))
+        .count();
+
+    // Thousands more unrelated records: the number of reads does not change.
+    support::runtime().block_on(async {
+        let route53 = moto.route53().await;
+        let sets: Vec<(String, &str, Vec<String>)> = (0..3000)
+            .map(|i| {
+                (
+                    format!("other-{i}.example.com"),
+                    "A",
+                    vec!["192.0.2.10".to_owned()],
+                )
+            })
+            .chain((0..500).map(|i| {
+                (
+                    format!("z{i}.example.com"),
+                    "A",
+                    vec!["192.0.2.11".to_owned()],
+                )
+            }))
+            .collect();
+        seed::records(&route53, &zone, &sets).await;
+    });
+    moto.reset_operations();
+    let out = publish(&moto, &imds_b, &root, &["--zone", "example.com"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let operations = moto.operations();
+    let reads_large = operations
+        .iter()
+        .filter(|o| o.starts_with("GET") && o.ends_with("/rrset"))
+        .count();
+    assert_eq!(reads_small, 1, "{operations:?}");
+    assert_eq!(reads_large, reads_small, "{operations:?}");
+}
+
+#[test]
+fn throttling_is_retried_by_the_sdk() {
+    let moto = Moto::start();
+    let root = TestRoot::new();
+    let (cluster, zone) = support::runtime().block_on(async {
+        let cluster = seed_cluster(&moto, CLUSTER).await;
+        let zone = seed::hosted_zone(&moto.route53().await, "example.com").await;
+        (cluster, zone)
+    });
+    let imds = ImdsServer::for_instance(
+        &cluster.masters[0],
+        "us-east-1a",
+        REGION,
+        &cluster.private[0],
+    );
+    moto.set_faults(serde_json::json!([
+        {"match": "DescribeInstances", "count": 2, "status": 503, "code": "RequestLimitExceeded", "style": "query"},
+        {"match": "/rrset", "count": 1, "status": 400, "code": "Throttling", "style": "rest"},
+        {"match": "/rrset", "count": 1, "status": 400, "code": "PriorRequestNotComplete", "style": "rest"},
+    ]));
+    moto.reset_operations();
+    let out = publish(&moto, &imds, &root, &["--zone", "example.com"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let operations = moto.operations();
+    assert_eq!(
+        operations
+            .iter()
+            .filter(|o| *o == "DescribeInstances")
+            .count(),
+        3,
+        "{operations:?}"
+    );
+    let records = support::runtime()
+        .block_on(async { seed::zone_records(&moto.route53().await, &zone).await });
+    assert!(records.contains_key(&("etcd-a.internal.c.example.com".to_owned(), "A".to_owned())));
+}
+
+#[test]
+fn dry_run_sends_nothing_and_reports_old_and_new() {
+    let moto = Moto::start();
+    let root = TestRoot::new();
+    let (cluster, zone) = support::runtime().block_on(async {
+        let cluster = seed_cluster(&moto, CLUSTER).await;
+        let route53 = moto.route53().await;
+        let zone = seed::hosted_zone(&route53, "example.com").await;
+        seed::records(
+            &route53,
+            &zone,
+            &[(
+                "api.internal.c.example.com".to_owned(),
+                "A",
+                vec!["203.0.113.123".to_owned()],
+            )],
+        )
+        .await;
+        (cluster, zone)
+    });
+    let before = support::runtime()
+        .block_on(async { seed::zone_records(&moto.route53().await, &zone).await });
+    let imds = ImdsServer::for_instance(
+        &cluster.masters[0],
+        "us-east-1a",
+        REGION,
+        &cluster.private[0],
+    );
+    let out = publish(
+        &moto,
+        &imds,
+        &root,
+        &["--zone", "example.com", "--dry-run", "--detailed-exitcode"],
+    );
+    assert_eq!(out.code, 2, "{out:#?}");
+    let report = out.json();
+    let change = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["target"] == "api.internal.c.example.com")
+        .unwrap()
+        .clone();
+    assert_eq!(change["action"], "update");
+    assert!(
+        change["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("A 203.0.113.123 -> "),
+        "{change}"
+    );
+    let after = support::runtime()
+        .block_on(async { seed::zone_records(&moto.route53().await, &zone).await });
+    assert_eq!(before, after);
+}
+
+#[test]
+fn gossip_clusters_write_the_hosts_block_and_a_rerun_changes_nothing() {
+    const GOSSIP: &str = "g.k8s.local";
+    let moto = Moto::start();
+    let root = TestRoot::new();
+    let cluster = support::runtime().block_on(seed_cluster(&moto, GOSSIP));
+    let hosts = root.join("/etc/hosts");
+    std::fs::create_dir_all(hosts.parent().unwrap()).unwrap();
+    std::fs::write(&hosts, "127.0.0.1 localhost\r\n10.9.9.9 other").unwrap();
+    let imds = ImdsServer::for_instance(
+        &cluster.masters[0],
+        "us-east-1a",
+        REGION,
+        &cluster.private[0],
+    );
+    // A worker: hosts are published on every node (no --master).
+    let run = |extra: &[&str]| {
+        Protokube::new()
+            .moto(&moto)
+            .imds(&imds)
+            .args(["publish-dns", "--cluster-id", GOSSIP, "-o", "json"])
+            .arg_path("--root", root.path())
+            .args(extra)
+            .run()
+    };
+    let out = run(&["--detailed-exitcode"]);
+    assert_eq!(out.code, 2, "{out:#?}");
+    let text = std::fs::read_to_string(&hosts).unwrap();
+    assert!(
+        text.starts_with(
+            "127.0.0.1 localhost\r\n10.9.9.9 other\n\n# Begin host entries managed by kops"
+        ),
+        "{text:?}"
+    );
+    // One line per address, its names sorted.
+    for (ip, member) in [(&cluster.private[0], "a"), (&cluster.private[1], "b")] {
+        let line = format!("{ip}\tapi.internal.{GOSSIP} etcd-{member}.internal.{GOSSIP}\n");
+        assert!(text.contains(&line), "{line:?} not in {text}");
+    }
+    assert!(!text.contains("etcd-c."), "{text}");
+    let mtime = std::fs::metadata(&hosts).unwrap().modified().unwrap();
+    let out = run(&["--detailed-exitcode"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(
+        std::fs::metadata(&hosts).unwrap().modified().unwrap(),
+        mtime
+    );
+
+    // A bind-mounted hosts file (as in a container): rename is impossible, written in place.
+    let outside = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(outside.path(), "127.0.0.1 localhost\n").unwrap();
+    let status = std::process::Command::new("mount")
+        .arg("--bind")
+        .arg(outside.path())
+        .arg(&hosts)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = run(&[]);
+    support::block::unmount_below(&hosts);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let written = std::fs::read_to_string(outside.path()).unwrap();
+    assert!(
+        written.contains(&format!("etcd-a.internal.{GOSSIP}")),
+        "{written}"
+    );
+}
