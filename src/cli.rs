@@ -36,6 +36,7 @@ pub enum Command {
     Mount(cmd::mount::Args),
     RenderManifests(cmd::render_manifests::Args),
     PublishDns(cmd::publish_dns::Args),
+    Sync(cmd::sync::Args),
 }
 
 impl Command {
@@ -46,6 +47,7 @@ impl Command {
             Command::Mount(_) => "mount",
             Command::RenderManifests(_) => "render-manifests",
             Command::PublishDns(_) => "publish-dns",
+            Command::Sync(_) => "sync",
         }
     }
 }

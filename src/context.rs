@@ -8,7 +8,7 @@ use crate::cli::GlobalArgs;
 use crate::cloud::aws::{load_sdk_config, Ec2, Imds};
 use crate::cloud::InstanceApi;
 use crate::error::UsageError;
-use crate::fsutil::HostRoot;
+use crate::fsutil::{HostRoot, RunLock};
 use crate::identity::{self, NodeIdentity, Want};
 use crate::names::check_cluster_name;
 use crate::spec::ClusterDocument;
@@ -52,6 +52,15 @@ impl Context {
             identity: OnceCell::new(),
             ec2: OnceCell::new(),
         })
+    }
+
+    /// The run lock for a mutating command; none with `--dry-run`, which changes nothing.
+    pub fn lock(&self) -> Result<Option<RunLock>> {
+        if self.global.dry_run {
+            Ok(None)
+        } else {
+            RunLock::acquire(&self.root, self.global.timeout).map(Some)
+        }
     }
 
     /// This node's identity (instance id, zone, region), from flags and the metadata service.

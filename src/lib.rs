@@ -34,6 +34,7 @@ pub async fn run(cli: &Cli) -> Result<Report> {
         Command::Mount(args) => cmd::mount::run(&ctx, args).await,
         Command::RenderManifests(args) => cmd::render_manifests::run(&ctx, args).await,
         Command::PublishDns(args) => cmd::publish_dns::run(&ctx, args).await,
+        Command::Sync(args) => cmd::sync::run(&ctx, args).await,
     }
 }
 

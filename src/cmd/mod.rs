@@ -4,3 +4,4 @@ pub mod discover_volumes;
 pub mod mount;
 pub mod publish_dns;
 pub mod render_manifests;
+pub mod sync;

@@ -10,7 +10,7 @@ use crate::blockdev::{self, FoundDevice, FsckResult, Probe};
 use crate::cloud::{AttachOutcome, VolumeApi};
 use crate::cmd::discover_volumes::discover;
 use crate::context::Context;
-use crate::fsutil::{HostRoot, RunLock, WriteOutcome};
+use crate::fsutil::{HostRoot, WriteOutcome};
 use crate::report::{Action, Change, ChangeKind, Report};
 use crate::state::{MountedVolume, State, STATE_HOST_PATH};
 use crate::volumes::{free_device_name, plan_claims, ClaimPlan, EtcdVolume};
@@ -64,11 +64,7 @@ pub async fn run(ctx: &Context, _args: &Args) -> Result<Report> {
         );
         return Ok(report);
     }
-    let _lock = if ctx.global.dry_run {
-        None
-    } else {
-        Some(RunLock::acquire(&ctx.root, ctx.global.timeout)?)
-    };
+    let _lock = ctx.lock()?;
     let ec2 = ctx.ec2().await?;
     let cluster = ctx.cluster_name(ec2).await?;
     let identity = ctx.identity().await?;
@@ -76,6 +72,24 @@ pub async fn run(ctx: &Context, _args: &Args) -> Result<Report> {
     for skipped in &discovery.skipped {
         report.warn(skipped.to_string());
     }
+    mount_here(ctx, ec2, &discovery.volumes, &mut report).await?;
+    Ok(report)
+}
+
+/// Mounts this node's etcd volumes among `volumes` (the cluster's, in any zone: those in other
+/// zones are ignored). The caller holds the lock.
+pub async fn mount_here(
+    ctx: &Context,
+    cloud: &dyn VolumeApi,
+    volumes: &[EtcdVolume],
+    report: &mut Report,
+) -> Result<State> {
+    let identity = ctx.identity().await?;
+    let here: Vec<EtcdVolume> = volumes
+        .iter()
+        .filter(|v| v.zone == identity.availability_zone)
+        .cloned()
+        .collect();
     let mut settings = MountSettings::new(
         ctx.root.clone(),
         identity.instance_id.clone(),
@@ -83,8 +97,7 @@ pub async fn run(ctx: &Context, _args: &Args) -> Result<Report> {
         ctx.global.dry_run,
     );
     settings.progress = Progress::detect(ctx.global.no_progress);
-    mount_volumes(ec2, &settings, &discovery.volumes, &mut report).await?;
-    Ok(report)
+    mount_volumes(cloud, &settings, &here, report).await
 }
 
 /// A volume this run mounts: which device name it is attached under.

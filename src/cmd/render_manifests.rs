@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail, Context as _, Result};
 
 use crate::blockdev;
 use crate::context::Context;
-use crate::fsutil::{write_atomic, HostRoot, RunLock};
+use crate::fsutil::{write_atomic, HostRoot};
 use crate::manifests::etcd::EtcdOptions;
 use crate::manifests::render::load_templates;
 use crate::manifests::{render_all, Manifest, Placement, RenderInputs};
@@ -25,6 +25,7 @@ pub const MANIFEST_DIR: &str = "/etc/kubernetes/manifests";
 /// Files are replaced atomically and only when their bytes change. An etcd manifest lives on its
 /// volume (<mount>/k8s.io/manifests/) with a symlink in /etc/kubernetes/manifests.
 #[derive(Clone, Debug, Default, clap::Args)]
+#[group(skip)]
 pub struct Args {
     #[command(flatten)]
     pub etcd: EtcdOptions,
@@ -32,11 +33,13 @@ pub struct Args {
 
 pub async fn run(ctx: &Context, args: &Args) -> Result<Report> {
     let mut report = Report::new("render-manifests", ctx.global.dry_run);
-    let _lock = if ctx.global.dry_run {
-        None
-    } else {
-        Some(RunLock::acquire(&ctx.root, ctx.global.timeout)?)
-    };
+    let _lock = ctx.lock()?;
+    render_and_write(ctx, args, &mut report)?;
+    Ok(report)
+}
+
+/// Renders every manifest this node gets and writes them. The caller holds the lock.
+pub fn render_and_write(ctx: &Context, args: &Args, report: &mut Report) -> Result<()> {
     let spec = ctx.spec.as_ref().ok_or_else(|| {
         anyhow!("render-manifests needs the cluster spec: pass --cluster-spec FILE")
     })?;
@@ -61,8 +64,7 @@ pub async fn run(ctx: &Context, args: &Args) -> Result<Report> {
     for warning in warnings {
         report.warn(warning);
     }
-    write_manifests(&ctx.root, &manifests, ctx.global.dry_run, &mut report)?;
-    Ok(report)
+    write_manifests(&ctx.root, &manifests, ctx.global.dry_run, report)
 }
 
 /// Writes every manifest (after all rendered and validated), the etcd symlinks and missing log
