@@ -31,6 +31,7 @@ fn help_texts() {
         "mount",
         "render-manifests",
         "publish-dns",
+        "sync",
     ] {
         let out = Protokube::new().args([command, "--help"]).run();
         assert_eq!(out.code, 0);

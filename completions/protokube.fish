@@ -1,0 +1,217 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_protokube_global_optspecs
+    string join \n cluster-spec= cluster-id= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= v/verbose q/quiet no-progress h/help V/version
+end
+
+function __fish_protokube_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_protokube_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_protokube_using_subcommand
+    set -l cmd (__fish_protokube_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c protokube -n "__fish_protokube_needs_command" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_needs_command" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_needs_command" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it' -r -F
+complete -c protokube -n "__fish_protokube_needs_command" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l region -d 'AWS region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l internal-ip -d 'This instance\'s private IPv4 address [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l external-ip -d 'This instance\'s public IPv4 address [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
+none\t'Publish nothing'"
+complete -c protokube -n "__fish_protokube_needs_command" -l zone -d 'Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix hosted zone]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
+complete -c protokube -n "__fish_protokube_needs_command" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
+json\t''
+yaml\t''"
+complete -c protokube -n "__fish_protokube_needs_command" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l dry-run -d 'Compute and report every change, make none'
+complete -c protokube -n "__fish_protokube_needs_command" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
+complete -c protokube -n "__fish_protokube_needs_command" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
+complete -c protokube -n "__fish_protokube_needs_command" -s q -l quiet -d 'Only errors on stderr'
+complete -c protokube -n "__fish_protokube_needs_command" -l no-progress -d 'No progress bars, even on a terminal'
+complete -c protokube -n "__fish_protokube_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c protokube -n "__fish_protokube_needs_command" -s V -l version -d 'Print version'
+complete -c protokube -n "__fish_protokube_needs_command" -f -a "discover-volumes" -d 'List this cluster\'s etcd volumes in this node\'s availability zone (read-only)'
+complete -c protokube -n "__fish_protokube_needs_command" -f -a "mount" -d 'Claim, attach and mount this node\'s etcd volumes (control-plane nodes only)'
+complete -c protokube -n "__fish_protokube_needs_command" -f -a "render-manifests" -d 'Write the static-pod manifests: etcd per mounted member and the control plane on masters, kube-proxy on every node'
+complete -c protokube -n "__fish_protokube_needs_command" -f -a "publish-dns" -d 'Publish the names etcd peers, nodes and users need, to Route53 or /etc/hosts'
+complete -c protokube -n "__fish_protokube_needs_command" -f -a "sync" -d 'Discover, mount, render and publish in one run (what boot scripts and timers call)'
+complete -c protokube -n "__fish_protokube_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l region -d 'AWS region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l internal-ip -d 'This instance\'s private IPv4 address [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l external-ip -d 'This instance\'s public IPv4 address [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
+none\t'Publish nothing'"
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l zone -d 'Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix hosted zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
+json\t''
+yaml\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dry-run -d 'Compute and report every change, make none'
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -s q -l quiet -d 'Only errors on stderr'
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l no-progress -d 'No progress bars, even on a terminal'
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l region -d 'AWS region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l internal-ip -d 'This instance\'s private IPv4 address [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l external-ip -d 'This instance\'s public IPv4 address [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
+none\t'Publish nothing'"
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l zone -d 'Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix hosted zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
+json\t''
+yaml\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dry-run -d 'Compute and report every change, make none'
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -s q -l quiet -d 'Only errors on stderr'
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l no-progress -d 'No progress bars, even on a terminal'
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l etcd-image -d 'etcd image for every etcd pod [default: spec.etcdClusters[].image, else registry.k8s.io/etcd:<version>-0]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l etcd-election-timeout -d 'etcd election timeout in milliseconds [default: spec leaderElectionTimeout]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l etcd-heartbeat-interval -d 'etcd heartbeat interval in milliseconds [default: spec heartbeatInterval]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l tls-ca -d 'CA file for etcd clients (ETCD_TRUSTED_CA_FILE)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l tls-cert -d 'Server certificate (ETCD_CERT_FILE); with --tls-key, etcd serves https' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l tls-key -d 'Server key (ETCD_KEY_FILE)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l peer-ca -d 'CA file for peers (ETCD_PEER_TRUSTED_CA_FILE)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l peer-cert -d 'Peer certificate (ETCD_PEER_CERT_FILE)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l peer-key -d 'Peer key (ETCD_PEER_KEY_FILE)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l region -d 'AWS region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l internal-ip -d 'This instance\'s private IPv4 address [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l external-ip -d 'This instance\'s public IPv4 address [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
+none\t'Publish nothing'"
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l zone -d 'Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix hosted zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
+json\t''
+yaml\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l tls-auth -d 'Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH)'
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dry-run -d 'Compute and report every change, make none'
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -s q -l quiet -d 'Only errors on stderr'
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l no-progress -d 'No progress bars, even on a terminal'
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l region -d 'AWS region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l internal-ip -d 'This instance\'s private IPv4 address [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l external-ip -d 'This instance\'s public IPv4 address [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
+none\t'Publish nothing'"
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l zone -d 'Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix hosted zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
+json\t''
+yaml\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l wait -d 'Wait until Route53 reports the change INSYNC (bounded by --timeout)'
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dry-run -d 'Compute and report every change, make none'
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -s q -l quiet -d 'Only errors on stderr'
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l no-progress -d 'No progress bars, even on a terminal'
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l etcd-image -d 'etcd image for every etcd pod [default: spec.etcdClusters[].image, else registry.k8s.io/etcd:<version>-0]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l etcd-election-timeout -d 'etcd election timeout in milliseconds [default: spec leaderElectionTimeout]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l etcd-heartbeat-interval -d 'etcd heartbeat interval in milliseconds [default: spec heartbeatInterval]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l tls-ca -d 'CA file for etcd clients (ETCD_TRUSTED_CA_FILE)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l tls-cert -d 'Server certificate (ETCD_CERT_FILE); with --tls-key, etcd serves https' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l tls-key -d 'Server key (ETCD_KEY_FILE)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l peer-ca -d 'CA file for peers (ETCD_PEER_TRUSTED_CA_FILE)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l peer-cert -d 'Peer certificate (ETCD_PEER_CERT_FILE)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l peer-key -d 'Peer key (ETCD_PEER_KEY_FILE)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l region -d 'AWS region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l internal-ip -d 'This instance\'s private IPv4 address [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l external-ip -d 'This instance\'s public IPv4 address [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
+none\t'Publish nothing'"
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l zone -d 'Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix hosted zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
+json\t''
+yaml\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l tls-auth -d 'Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH)'
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l wait -d 'Wait until Route53 reports the change INSYNC (bounded by --timeout)'
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dry-run -d 'Compute and report every change, make none'
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -s q -l quiet -d 'Only errors on stderr'
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l no-progress -d 'No progress bars, even on a terminal'
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync help" -f -a "discover-volumes" -d 'List this cluster\'s etcd volumes in this node\'s availability zone (read-only)'
+complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync help" -f -a "mount" -d 'Claim, attach and mount this node\'s etcd volumes (control-plane nodes only)'
+complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync help" -f -a "render-manifests" -d 'Write the static-pod manifests: etcd per mounted member and the control plane on masters, kube-proxy on every node'
+complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync help" -f -a "publish-dns" -d 'Publish the names etcd peers, nodes and users need, to Route53 or /etc/hosts'
+complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync help" -f -a "sync" -d 'Discover, mount, render and publish in one run (what boot scripts and timers call)'
+complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
