@@ -115,6 +115,57 @@ def bench_mount(binary, url, env):
         subprocess.run(["rm", "-rf", work])
 
 
+def snapshot_mtimes(root):
+    out = {}
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            out[path] = os.lstat(path).st_mtime_ns
+    return out
+
+
+def bench_sync(binary, url, env, ids):
+    """`sync` as master a of the seeded HA cluster with two blank loop devices and a hosted
+    zone: cold run (the emulator attaches at once, so all of it is protokube's own time), then
+    converged reruns: AWS calls, files written, CPU."""
+    import tempfile
+
+    work = tempfile.mkdtemp(prefix="protokube-sync-")
+    root = os.path.join(work, "root")
+    loops = []
+    try:
+        # The zone bench_dns made (it holds 10 000 other records by now).
+        os.makedirs(os.path.join(root, "dev/disk/by-id"))
+        for key in ("main", "events"):
+            image = os.path.join(work, key + ".img")
+            with open(image, "wb") as f:
+                f.truncate(256 << 20)
+            loop = sh("losetup", "--find", "--show", image)
+            loops.append(loop)
+            volume = ids["volumes"]["%s-a" % key]
+            os.symlink(loop, os.path.join(root, "dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_" + volume.replace("-", "")))
+        spec = os.path.join(HERE, "..", "tests", "fixtures", "kops", "cluster-completed", "ha.yaml")
+        argv = [binary, "sync", "--master", "--cluster-spec", spec, "--root", root,
+                "--zone", "example.com", "-o", "json"]
+        cold, _ = timed_runs(argv, env, 1)
+        before = snapshot_mtimes(root)
+        reset_requests(url)
+        subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
+        calls = [r["operation"] for r in requests(url)]
+        warm, warm_cpu = timed_runs(argv, env, 20)
+        after = snapshot_mtimes(root)
+        writes = sum(1 for path, mtime in after.items() if before.get(path) != mtime)
+        return cold[0], calls, statistics.median(warm), statistics.median(warm_cpu), writes
+    finally:
+        for line in open("/proc/self/mountinfo"):
+            mountpoint = line.split(" ")[4]
+            if mountpoint.startswith(root):
+                subprocess.run(["umount", mountpoint], capture_output=True)
+        for loop in loops:
+            subprocess.run(["losetup", "-d", loop], capture_output=True)
+        subprocess.run(["rm", "-rf", work])
+
+
 def bench_render(binary):
     """render-manifests for the largest reference spec (master: control plane and kube-proxy),
     cold and converged; counts files whose mtime changed on the rerun."""
@@ -190,6 +241,7 @@ def main():
     # mount before the account fills up, so the emulator's own filtering cost stays small.
     cold, cold_calls, warm, warm_calls, writes = bench_mount(binary, url, env)
     dns_small_calls, dns_small, dns_large_calls, dns_large = bench_dns(binary, url, env)
+    sync_cold, sync_calls, sync_warm, sync_cpu, sync_writes = bench_sync(binary, url, env, ids)
 
     add_unrelated(url, 4990)
     reset_requests(url)
@@ -207,6 +259,11 @@ def main():
     small_cpu_ms = statistics.median(small_cpu) * 1000
     large_cpu_ms = statistics.median(large_cpu) * 1000
     rows = [
+        ("sync converged: AWS calls", "<= 4", "%d (%s)" % (len(sync_calls), ", ".join(sync_calls))),
+        ("sync converged: file writes", "0", "%d" % sync_writes),
+        ("sync converged: median protokube CPU", "<= 30 ms", "%.1f ms" % (sync_cpu * 1000)),
+        ("sync converged: median wall", "-", "%.1f ms" % (sync_warm * 1000)),
+        ("sync cold, 2 blank 256 MiB volumes, instant attach: wall", "<= 1 s beyond attach", "%.0f ms" % (sync_cold * 1000)),
         ("discover-volumes, 10 unrelated volumes: API calls", "1 DescribeVolumes", "%d" % calls_small),
         ("discover-volumes, 5000 unrelated volumes: API calls", "1 DescribeVolumes", "%d" % calls_large),
         ("discover-volumes, 10 unrelated: median protokube CPU", "-", "%.1f ms" % small_cpu_ms),

@@ -2,7 +2,7 @@
 three masters' etcd volumes (members a, b, c in three zones, `main` and `events`, tagged as kOps
 tags them) and one running master instance per zone. Prints a JSON object with the ids.
 
-usage: seed_cluster.py ENDPOINT REGION CLUSTER [--unrelated N]
+usage: seed_cluster.py ENDPOINT REGION CLUSTER [--unrelated N] [--hosted-zone NAME]
 """
 
 import argparse
@@ -21,6 +21,7 @@ def main():
     parser.add_argument("region")
     parser.add_argument("cluster")
     parser.add_argument("--unrelated", type=int, default=0, help="unrelated volumes to add")
+    parser.add_argument("--hosted-zone", help="a Route53 hosted zone to create, with kOps' placeholders")
     args = parser.parse_args()
     ec2 = boto3.client(
         "ec2",
@@ -83,6 +84,34 @@ def main():
             Size=1,
             TagSpecifications=[{"ResourceType": "volume", "Tags": tags({"Name": "unrelated-%d" % i})}],
         )
+    if args.hosted_zone:
+        r53 = boto3.client(
+            "route53",
+            endpoint_url=args.endpoint,
+            region_name=args.region,
+            aws_access_key_id="demo",
+            aws_secret_access_key="demo",
+        )
+        zone = r53.create_hosted_zone(Name=args.hosted_zone, CallerReference="seed")["HostedZone"]["Id"]
+        placeholders = ["api." + args.cluster, "api.internal." + args.cluster]
+        r53.change_resource_record_sets(
+            HostedZoneId=zone,
+            ChangeBatch={
+                "Changes": [
+                    {
+                        "Action": "UPSERT",
+                        "ResourceRecordSet": {
+                            "Name": name,
+                            "Type": "A",
+                            "TTL": 60,
+                            "ResourceRecords": [{"Value": "203.0.113.123"}],
+                        },
+                    }
+                    for name in placeholders
+                ]
+            },
+        )
+        out["hosted_zone"] = zone.split("/")[-1]
     print(json.dumps(out))
 
 

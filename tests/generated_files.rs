@@ -74,7 +74,10 @@ fn check(dir_name: &str, expected: Vec<(String, Vec<u8>)>) {
     present.sort();
     let mut wanted: Vec<String> = expected.iter().map(|(n, _)| n.clone()).collect();
     wanted.sort();
-    assert_eq!(present, wanted, "{dir_name}/ does not hold exactly the generated files; {fix}");
+    assert_eq!(
+        present, wanted,
+        "{dir_name}/ does not hold exactly the generated files; {fix}"
+    );
     for (name, bytes) in &expected {
         let current = std::fs::read(dir.join(name)).unwrap();
         assert!(current == *bytes, "{dir_name}/{name} is out of date; {fix}");

@@ -17,7 +17,11 @@ fn units_pass_systemd_analyze_verify() {
         .unwrap();
     assert!(status.success(), "copying the system's unit tree");
     std::fs::create_dir_all(r("/opt/protokube/bin")).unwrap();
-    std::fs::copy(env!("CARGO_BIN_EXE_protokube"), r("/opt/protokube/bin/protokube")).unwrap();
+    std::fs::copy(
+        env!("CARGO_BIN_EXE_protokube"),
+        r("/opt/protokube/bin/protokube"),
+    )
+    .unwrap();
     std::fs::create_dir_all(r("/etc/systemd/system")).unwrap();
     std::fs::create_dir_all(r("/man/man1")).unwrap();
     for entry in std::fs::read_dir(repo.join("man")).unwrap() {
@@ -26,7 +30,11 @@ fn units_pass_systemd_analyze_verify() {
     }
     let units = ["protokube.service", "protokube.timer"];
     for unit in units {
-        std::fs::copy(repo.join("systemd").join(unit), r("/etc/systemd/system").join(unit)).unwrap();
+        std::fs::copy(
+            repo.join("systemd").join(unit),
+            r("/etc/systemd/system").join(unit),
+        )
+        .unwrap();
     }
     let output = std::process::Command::new("systemd-analyze")
         .arg("verify")

@@ -235,7 +235,9 @@ pub async fn publish(
                 report.warn(warning);
                 continue;
             }
-            let detail = if outcome.action == Action::Unchanged {
+            let detail = if outcome.action == Action::Unchanged && outcome.to.is_empty() {
+                "no address known now; left as it is".to_owned()
+            } else if outcome.action == Action::Unchanged {
                 format!("A {}", outcome.to.join(","))
             } else {
                 format!(
