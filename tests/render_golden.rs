@@ -291,11 +291,7 @@ fn mounted(volume: &str, cluster: &str, member: &str, members: &[&str]) -> Mount
         volume_id: volume.into(),
         device: "/dev/xvdu".into(),
         mountpoint: format!("/mnt/master-{volume}").into(),
-        etcd: vec![EtcdMembership {
-            cluster: cluster.into(),
-            member: member.into(),
-            members: members.iter().map(|m| m.to_string()).collect(),
-        }],
+        etcd: vec![EtcdMembership::new(cluster, member, members)],
     }
 }
 

@@ -439,11 +439,7 @@ mod tests {
     use super::*;
 
     fn membership(cluster: &str, member: &str, members: &[&str]) -> EtcdMembership {
-        EtcdMembership {
-            cluster: cluster.into(),
-            member: member.into(),
-            members: members.iter().map(|m| m.to_string()).collect(),
-        }
+        EtcdMembership::new(cluster, member, members)
     }
 
     fn spec(version: &str) -> EtcdClusterSpec {
