@@ -10,15 +10,19 @@ Extra endpoints (not AWS):
        {"match": "<substring of the operation>", "count": N, "status": 400,
         "code": "Throttling", "message": "...", "style": "query|rest"}
        The next N requests whose operation contains `match` get that AWS error instead of an
-       answer (`query` style for EC2, `rest` style for Route53). Faulted requests are recorded
-       too, so tests can count retries.
+       answer (`query` style for EC2, `rest` style for Route53). With "rate": P instead of a
+       count, each matching request fails with probability P, without end. "delay": S (seconds)
+       makes matching requests slow (answered or not). Faulted requests are recorded too, so
+       tests can count retries.
 moto's own `POST /moto-api/reset` still resets all emulated state.
 """
 
 import io
 import json
+import random
 import sys
 import threading
+import time
 import urllib.parse
 
 from moto.moto_server.werkzeug_app import (
@@ -48,12 +52,25 @@ class RecordingApp:
         self.faults = []
 
     def fault_for(self, operation):
+        """The rule that fails this request, if any; sleeps for matching slow rules first."""
+        delay = 0.0
+        chosen = None
         with self.lock:
             for rule in self.faults:
-                if rule.get("count", 0) > 0 and rule["match"] in operation:
+                if rule["match"] not in operation:
+                    continue
+                delay = max(delay, float(rule.get("delay", 0)))
+                if chosen is not None or "code" not in rule:
+                    continue
+                if "rate" in rule:
+                    if random.random() < float(rule["rate"]):
+                        chosen = rule
+                elif rule.get("count", 0) > 0:
                     rule["count"] -= 1
-                    return rule
-        return None
+                    chosen = rule
+        if delay:
+            time.sleep(delay)
+        return chosen
 
     def __call__(self, environ, start_response):
         path = environ.get("PATH_INFO", "")

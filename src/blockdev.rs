@@ -176,6 +176,9 @@ pub enum Probe {
     Blank,
     /// An ext4 filesystem (and nothing else).
     Ext4,
+    /// No known signature but non-zero data: never formatted, unless protokube itself was
+    /// formatting this volume when an earlier run was killed (see `state::FormatIntent`).
+    Unrecognised(String),
     /// Anything else: never format, never mount. The text says what was found.
     Refuse(String),
 }
@@ -195,7 +198,7 @@ pub fn decide_probe(
     let get = |key: &str| fields.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
     match blkid_code {
         Some(2) if all_zero => Probe::Blank,
-        Some(2) => Probe::Refuse(
+        Some(2) => Probe::Unrecognised(
             "no known signature, but the device holds non-zero data (unknown format or \
              encrypted data)"
                 .to_owned(),

@@ -80,6 +80,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<WriteOutcome
         .file_name()
         .ok_or_else(|| anyhow!("`{}` has no file name", path.display()))?
         .to_string_lossy();
+    remove_stale_temps(dir, &name);
     let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let result = (|| -> Result<()> {
         let mut file = fs_err::OpenOptions::new()
@@ -107,6 +108,26 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<WriteOutcome
     } else {
         WriteOutcome::Created
     })
+}
+
+/// Removes temporary files an earlier, killed run left beside `name` (`.<name>.<pid>.tmp`).
+/// Callers hold the run lock, so no other protokube is writing them.
+pub fn remove_stale_temps(dir: &Path, name: &str) {
+    let prefix = format!(".{name}.");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let file_name = file_name.to_string_lossy();
+        if file_name.starts_with(&prefix) && file_name.ends_with(".tmp") {
+            tracing::debug!(
+                "removing `{}` left by an interrupted run",
+                entry.path().display()
+            );
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// The exclusive run lock, `<root>/run/protokube.lock`: held for the life of this value.
@@ -208,6 +229,12 @@ mod tests {
         );
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
         assert_eq!(mode, 0o600);
+        // A temporary file a killed run left is cleaned up by the next write.
+        std::fs::write(dir.path().join("sub/.state.json.999999.tmp"), "torn").unwrap();
+        assert_eq!(
+            write_atomic(&path, b"three", 0o600).unwrap(),
+            WriteOutcome::Updated
+        );
         // No temporary files are left behind.
         let names: Vec<_> = std::fs::read_dir(dir.path().join("sub"))
             .unwrap()

@@ -440,3 +440,42 @@ fn a_mount_point_holding_another_device_is_an_error() {
     assert!(ours.mounted_at().is_empty());
     assert_eq!(squatter.mounted_at(), [mountpoint.display().to_string()]);
 }
+
+#[test]
+fn a_format_interrupted_by_a_kill_is_done_again_and_only_then() {
+    let disk = LoopDevice::blank(64);
+    // What a killed mkfs.ext4 leaves: data no probe recognises.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&disk.path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &[0x5a; 1 << 20]))
+        .unwrap();
+    let node = Node::start();
+    let volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
+    node.root.link_by_id(&volume, &disk.path);
+    // Without the intent record protokube refuses, as for any unknown data.
+    let out = node.mount(CLUSTER, &[]);
+    assert_eq!(out.code, 1, "{out:#?}");
+    assert!(disk.fs_type().is_none());
+    // With it (written before mkfs by the run that was killed), it formats again.
+    let intent = node
+        .root
+        .join(&format!("/var/lib/protokube/formatting/{volume}"));
+    std::fs::create_dir_all(intent.parent().unwrap()).unwrap();
+    std::fs::write(&intent, "/dev/xvdu\n").unwrap();
+    let out = node.mount(CLUSTER, &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let report = out.json();
+    assert!(
+        report["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("killed while formatting"),
+        "{report:#}"
+    );
+    assert_eq!(disk.fs_type().as_deref(), Some("ext4"));
+    assert!(
+        !intent.exists(),
+        "the intent record is cleared once the filesystem is verified"
+    );
+}

@@ -12,7 +12,7 @@ use crate::cmd::discover_volumes::discover;
 use crate::context::Context;
 use crate::fsutil::{HostRoot, WriteOutcome};
 use crate::report::{Action, Change, ChangeKind, Report};
-use crate::state::{MountedVolume, State, STATE_HOST_PATH};
+use crate::state::{FormatIntent, MountedVolume, State, STATE_HOST_PATH};
 use crate::volumes::{free_device_name, plan_claims, ClaimPlan, EtcdVolume};
 use crate::wait::{poll_until, Backoff, Progress};
 
@@ -426,31 +426,47 @@ fn mount_device(
             mountpoint.display()
         );
     }
+    let root = &settings.root;
+    let interrupted = FormatIntent::pending(root, &volume.id);
+    let format = |report: &mut Report, why: &str| -> Result<()> {
+        report.push(Change {
+            kind: ChangeKind::Filesystem,
+            target: device.path.display().to_string(),
+            action: Action::Format,
+            detail: format!("ext4 on {why} volume {}", volume.id),
+        });
+        if !settings.dry_run {
+            tracing::info!("formatting {why} `{}` as ext4", device.path.display());
+            FormatIntent::record(root, &volume.id, &device.host_path)?;
+            blockdev::format_ext4(&device.path)?;
+            FormatIntent::clear(root, &volume.id)?;
+        }
+        Ok(())
+    };
     match blockdev::probe(&device.path)? {
-        Probe::Blank => {
-            report.push(Change {
-                kind: ChangeKind::Filesystem,
-                target: device.path.display().to_string(),
-                action: Action::Format,
-                detail: format!("ext4 on blank volume {}", volume.id),
-            });
-            if !settings.dry_run {
-                tracing::info!("formatting blank `{}` as ext4", device.path.display());
-                blockdev::format_ext4(&device.path)?;
+        Probe::Blank => format(report, "blank")?,
+        Probe::Ext4 if settings.dry_run => {}
+        Probe::Ext4 => match blockdev::fsck(&device.path) {
+            Ok(FsckResult::Clean) => FormatIntent::clear(root, &volume.id)?,
+            Ok(FsckResult::Corrected(code)) => {
+                report.warn(format!(
+                    "fsck corrected errors on `{}` of volume `{}` (exit {code})",
+                    device.path.display(),
+                    volume.id
+                ));
+                FormatIntent::clear(root, &volume.id)?;
             }
-        }
-        Probe::Ext4 => {
-            if !settings.dry_run {
-                if let FsckResult::Corrected(code) = blockdev::fsck(&device.path)? {
-                    report.warn(format!(
-                        "fsck corrected errors on `{}` of volume `{}` (exit {code})",
-                        device.path.display(),
-                        volume.id
-                    ));
-                }
+            Err(_) if interrupted => {
+                report.warn(interrupted_warning(volume));
+                format(report, "half-formatted")?;
             }
+            Err(err) => return Err(err),
+        },
+        Probe::Unrecognised(_) if interrupted => {
+            report.warn(interrupted_warning(volume));
+            format(report, "half-formatted")?;
         }
-        Probe::Refuse(found) => bail!(
+        Probe::Unrecognised(found) | Probe::Refuse(found) => bail!(
             "refusing to format or mount: the device holds {found}; protokube only mounts ext4 and \
              only formats blank devices, check the volume by hand"
         ),
@@ -465,6 +481,13 @@ fn mount_device(
         detail: format!("{} from {}", volume.id, device.path.display()),
     });
     Ok(())
+}
+
+fn interrupted_warning(volume: &EtcdVolume) -> String {
+    format!(
+        "an earlier run was killed while formatting volume `{}`; formatting it again",
+        volume.id
+    )
 }
 
 /// Writes the state file (or, with dry run, reports whether it would change).

@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail, Context as _, Result};
 
 use crate::blockdev;
 use crate::context::Context;
-use crate::fsutil::{write_atomic, HostRoot};
+use crate::fsutil::{remove_stale_temps, write_atomic, HostRoot};
 use crate::manifests::etcd::EtcdOptions;
 use crate::manifests::render::load_templates;
 use crate::manifests::{render_all, Manifest, Placement, RenderInputs};
@@ -215,15 +215,12 @@ fn link(
             .parent()
             .ok_or_else(|| anyhow!("`{}` has no parent", link_path.display()))?;
         fs_err::create_dir_all(dir)?;
-        let temp = dir.join(format!(
-            ".{}.{}.tmp",
-            link_path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            std::process::id()
-        ));
-        let _ = std::fs::remove_file(&temp);
+        let name = link_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        remove_stale_temps(dir, &name);
+        let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
         std::os::unix::fs::symlink(&target, &temp)
             .with_context(|| format!("creating symlink `{}`", temp.display()))?;
         fs_err::rename(&temp, &link_path)?;

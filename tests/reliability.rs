@@ -1,0 +1,249 @@
+//! Reliability: `sync` killed with SIGKILL at random moments of a cold bring-up never leaves a
+//! torn or empty manifest, state file or hosts file, and the next run converges; AWS faults
+//! (throttling, 5xx, slow answers) injected at a high rate in front of the emulator are retried
+//! or end in a clean failure; a dead metadata service changes nothing.
+//!
+//! `PROTOKUBE_KILL_RUNS` sets the number of kills (CI: 30; `scripts/reliability`: 100).
+
+mod support;
+
+use std::process::Command;
+use std::time::Instant;
+
+use support::block::{unmount_below, LoopDevice, TestRoot};
+use support::{fixture, seed, ImdsServer, Moto, Protokube};
+
+const REGION: &str = "us-east-1";
+const ZONE: &str = "us-east-1a";
+const GOSSIP: &str = "minimal.k8s.local";
+
+/// A master of the gossip cluster (hosts DNS) with its two volumes on loop devices.
+struct Bed {
+    moto: Moto,
+    imds: ImdsServer,
+    root: TestRoot,
+    instance_id: String,
+    volumes: Vec<String>,
+    disks: Vec<LoopDevice>,
+}
+
+impl Bed {
+    fn new() -> Self {
+        let disks = vec![LoopDevice::blank(64), LoopDevice::blank(64)];
+        let moto = Moto::start();
+        let (instance_id, private_ip, volumes) = support::runtime().block_on(async {
+            let ec2 = moto.ec2(REGION).await;
+            let tags = [("KubernetesCluster", GOSSIP), ("k8s.io/role/master", "1")];
+            let instance = seed::instance(&ec2, ZONE, &tags).await;
+            let (ip, _) = seed::instance_addresses(&ec2, &instance).await;
+            let mut volumes = Vec::new();
+            for key in ["main", "events"] {
+                volumes.push(
+                    seed::etcd_volume(&ec2, GOSSIP, ZONE, &[(key, "us-test-1a/us-test-1a")]).await,
+                );
+            }
+            (instance, ip, volumes)
+        });
+        let imds = ImdsServer::for_instance(&instance_id, ZONE, REGION, &private_ip);
+        let root = TestRoot::new();
+        for (volume, disk) in volumes.iter().zip(&disks) {
+            root.link_by_id(volume, &disk.path);
+        }
+        Self {
+            moto,
+            imds,
+            root,
+            instance_id,
+            volumes,
+            disks,
+        }
+    }
+
+    fn sync(&self) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_protokube"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap())
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing")
+            .env("AWS_CONFIG_FILE", "/dev/null")
+            .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+            .env("AWS_ENDPOINT_URL", self.moto.endpoint())
+            .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", self.imds.endpoint())
+            .args(["sync", "--master", "-q", "-o", "json"])
+            .arg("--cluster-spec")
+            .arg(fixture("cluster-completed/minimal_gossip.yaml"))
+            .arg("--root")
+            .arg(self.root.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        command
+    }
+
+    /// Back to a cold node: nothing mounted, volumes detached and blank, no files.
+    fn reset(&self) {
+        unmount_below(&self.root.join("/mnt"));
+        support::runtime().block_on(async {
+            let ec2 = self.moto.ec2(REGION).await;
+            for volume in &self.volumes {
+                let out = ec2
+                    .describe_volumes()
+                    .volume_ids(volume)
+                    .send()
+                    .await
+                    .unwrap();
+                if !out.volumes()[0].attachments().is_empty() {
+                    ec2.detach_volume()
+                        .volume_id(volume)
+                        .instance_id(&self.instance_id)
+                        .send()
+                        .await
+                        .unwrap();
+                }
+            }
+        });
+        for disk in &self.disks {
+            let status = Command::new("blkdiscard")
+                .arg("-f")
+                .arg(&disk.path)
+                .status()
+                .unwrap();
+            assert!(status.success(), "blkdiscard (util-linux)");
+        }
+        for dir in ["/etc", "/var", "/mnt", "/run"] {
+            let _ = std::fs::remove_dir_all(self.root.join(dir));
+        }
+    }
+}
+
+/// No file a node depends on is torn or empty: manifests are one Pod document, the state file
+/// is valid JSON, the hosts file's managed block is whole.
+fn assert_no_torn_files(root: &TestRoot, context: &str) {
+    let manifests = root.join("/etc/kubernetes/manifests");
+    if let Ok(entries) = std::fs::read_dir(&manifests) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue; // kubelet ignores dot files: temporaries of a killed run
+            }
+            // An etcd link may point at a volume that is not mounted right now.
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                assert!(path.is_symlink(), "{context}: unreadable {name}");
+                continue;
+            };
+            assert!(!text.is_empty(), "{context}: empty {name}");
+            protokube::manifests::render::validate_pod(&text, &name)
+                .unwrap_or_else(|e| panic!("{context}: torn {name}: {e:#}"));
+        }
+    }
+    let state = root.join("/var/lib/protokube/state.json");
+    if let Ok(text) = std::fs::read_to_string(&state) {
+        serde_json::from_str::<serde_json::Value>(&text)
+            .unwrap_or_else(|e| panic!("{context}: torn state.json ({e}): {text:?}"));
+    }
+    if let Ok(text) = std::fs::read_to_string(root.join("/etc/hosts")) {
+        assert!(!text.is_empty(), "{context}: empty hosts file");
+        let begin = text.matches(protokube::dns::hosts::GUARD_BEGIN).count();
+        let end = text.matches(protokube::dns::hosts::GUARD_END).count();
+        assert_eq!((begin, end), (1, 1), "{context}: torn hosts file {text:?}");
+        assert!(text.ends_with('\n'), "{context}: torn hosts file {text:?}");
+    }
+}
+
+fn converge(bed: &Bed, context: &str) {
+    let status = bed.sync().status().unwrap();
+    assert!(
+        status.success(),
+        "{context}: sync after the kill failed: {status}"
+    );
+    let again = bed.sync().arg("--detailed-exitcode").status().unwrap();
+    assert_eq!(
+        again.code(),
+        Some(0),
+        "{context}: not converged after one run"
+    );
+}
+
+#[test]
+fn sync_killed_at_random_moments_never_tears_a_file_and_the_next_run_converges() {
+    let runs: usize = std::env::var("PROTOKUBE_KILL_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30);
+    let bed = Bed::new();
+    // How long a cold bring-up takes here, to spread the kills over it.
+    bed.reset();
+    let started = Instant::now();
+    assert!(bed.sync().status().unwrap().success());
+    let cold = started.elapsed();
+    let mut seed_state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut killed_mid_run = 0;
+    for run in 0..runs {
+        bed.reset();
+        seed_state ^= seed_state << 13;
+        seed_state ^= seed_state >> 7;
+        seed_state ^= seed_state << 17;
+        let delay = cold.mul_f64((seed_state % 1000) as f64 / 1000.0);
+        let mut child = bed.sync().spawn().unwrap();
+        std::thread::sleep(delay);
+        if child.try_wait().unwrap().is_none() {
+            killed_mid_run += 1;
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        let context = format!("run {run} (killed after {delay:?})");
+        assert_no_torn_files(&bed.root, &context);
+        converge(&bed, &context);
+        assert_no_torn_files(&bed.root, &context);
+    }
+    // The kills really landed inside runs, not after them.
+    assert!(
+        killed_mid_run * 2 >= runs,
+        "only {killed_mid_run} of {runs} kills hit a running sync"
+    );
+}
+
+#[test]
+fn aws_faults_at_a_high_rate_are_retried_or_fail_cleanly() {
+    let bed = Bed::new();
+    bed.reset();
+    // A quarter of all EC2 calls throttled or failing with 5xx, and slow.
+    bed.moto.set_faults(serde_json::json!([
+        {"match": "Describe", "rate": 0.25, "status": 503, "code": "RequestLimitExceeded", "style": "query", "delay": 0.05},
+        {"match": "AttachVolume", "rate": 0.25, "status": 500, "code": "InternalError", "style": "query"},
+    ]));
+    for round in 0..3 {
+        let status = bed.sync().status().unwrap();
+        let context = format!("round {round} under faults: exit {status}");
+        assert!(matches!(status.code(), Some(0 | 1 | 75)), "{context}");
+        assert_no_torn_files(&bed.root, &context);
+    }
+    let faulted = bed.moto.operations().len();
+    bed.moto.set_faults(serde_json::json!([]));
+    converge(&bed, "after the faults stopped");
+    assert!(faulted > 0);
+}
+
+#[test]
+fn a_dead_metadata_service_changes_nothing() {
+    let root = TestRoot::new();
+    let out = Protokube::new()
+        .args(["sync", "--master"])
+        .arg_path(
+            "--cluster-spec",
+            &fixture("cluster-completed/minimal_gossip.yaml"),
+        )
+        .arg_path("--root", root.path())
+        .run();
+    assert_eq!(out.code, 1, "{out:#?}");
+    assert_eq!(out.error_lines().len(), 1, "{out:#?}");
+    assert!(out.error_lines()[0].contains("--instance-id"), "{out:#?}");
+    let left: Vec<_> = std::fs::read_dir(root.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "run")
+        .collect();
+    // Only the run lock's directory: no mount, manifest, state or hosts file.
+    assert!(left.is_empty(), "{left:?}");
+}
