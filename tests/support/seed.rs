@@ -194,3 +194,55 @@ pub async fn instance_addresses(ec2: &Client, instance_id: &str) -> (String, Opt
         instance.public_ip_address().map(str::to_owned),
     )
 }
+
+/// A VPC with one subnet per (zone, CIDR); returns the subnet ids in order.
+pub async fn vpc_with_subnets(ec2: &Client, cidr: &str, subnets: &[(&str, &str)]) -> Vec<String> {
+    let vpc = ec2
+        .create_vpc()
+        .cidr_block(cidr)
+        .send()
+        .await
+        .expect("CreateVpc")
+        .vpc()
+        .unwrap()
+        .vpc_id()
+        .unwrap()
+        .to_owned();
+    let mut ids = Vec::new();
+    for (zone, cidr) in subnets {
+        let subnet = ec2
+            .create_subnet()
+            .vpc_id(&vpc)
+            .cidr_block(*cidr)
+            .availability_zone(*zone)
+            .send()
+            .await
+            .expect("CreateSubnet");
+        ids.push(subnet.subnet().unwrap().subnet_id().unwrap().to_owned());
+    }
+    ids
+}
+
+/// Starts an instance in `subnet` with a fixed private address; returns its id.
+pub async fn instance_at(
+    ec2: &Client,
+    subnet: &str,
+    private_ip: &str,
+    pairs: &[(&str, &str)],
+) -> String {
+    let images = ec2.describe_images().send().await.expect("DescribeImages");
+    let image = images.images()[0].image_id().unwrap().to_owned();
+    let output = ec2
+        .run_instances()
+        .image_id(image)
+        .instance_type(aws_sdk_ec2::types::InstanceType::T3Medium)
+        .min_count(1)
+        .max_count(1)
+        .subnet_id(subnet)
+        .private_ip_address(private_ip)
+        .tag_specifications(tag_spec(ResourceType::Instance, pairs))
+        .send()
+        .await
+        .expect("RunInstances");
+    output.instances()[0].instance_id().unwrap().to_owned()
+}

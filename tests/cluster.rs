@@ -1,0 +1,422 @@
+//! A whole cluster: three masters in network namespaces of their own (veth pairs on a bridge,
+//! their own addresses, `/etc/hosts` through `/etc/netns/<name>/hosts`), each with its own
+//! `--root` and loop-device volume, against one local AWS emulator whose instances carry those
+//! addresses. `protokube sync` on each host, then each host's rendered etcd pod runs with
+//! Debian's etcd inside its namespace: one healthy three-member cluster. Then failover: host 1
+//! dies, host 4 takes member `a`'s volume with its data, and the key written before is still
+//! there.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::block::{LoopDevice, TestRoot};
+use support::{fixture, seed, Moto, Protokube};
+
+const REGION: &str = "us-east-1";
+const CLUSTER: &str = "three.k8s.local";
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .expect("ip (iproute2)");
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The test's network: a bridge and one namespace per host, removed on drop.
+struct Network {
+    bridge: String,
+    prefix: String,
+    hosts: Vec<String>,
+}
+
+impl Network {
+    fn new() -> Self {
+        let id = std::process::id() % 100_000;
+        let bridge = format!("pkbr{id}");
+        ip(&["link", "add", &bridge, "type", "bridge"]);
+        ip(&["link", "set", &bridge, "up"]);
+        Self {
+            bridge,
+            prefix: format!("pk{id}"),
+            hosts: Vec::new(),
+        }
+    }
+
+    /// A host namespace with `address`/16 on a veth attached to the bridge; returns its name.
+    fn host(&mut self, n: usize, address: &str) -> String {
+        let ns = format!("{}h{n}", self.prefix);
+        let outside = format!("{ns}o");
+        ip(&["netns", "add", &ns]);
+        self.hosts.push(ns.clone());
+        ip(&[
+            "link", "add", &outside, "type", "veth", "peer", "name", "eth0", "netns", &ns,
+        ]);
+        ip(&["link", "set", &outside, "master", &self.bridge, "up"]);
+        ip(&[
+            "-n",
+            &ns,
+            "addr",
+            "add",
+            &format!("{address}/16"),
+            "dev",
+            "eth0",
+        ]);
+        ip(&["-n", &ns, "link", "set", "eth0", "up"]);
+        ip(&["-n", &ns, "link", "set", "lo", "up"]);
+        std::fs::create_dir_all(format!("/etc/netns/{ns}")).unwrap();
+        std::fs::write(format!("/etc/netns/{ns}/hosts"), "127.0.0.1 localhost\n").unwrap();
+        ns
+    }
+}
+
+impl Drop for Network {
+    fn drop(&mut self) {
+        for ns in &self.hosts {
+            let _ = std::panic::catch_unwind(|| kill_all_in(ns));
+            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+            let _ = std::fs::remove_dir_all(format!("/etc/netns/{ns}"));
+            let _ = Command::new("ip")
+                .args(["link", "del", &format!("{ns}o")])
+                .output();
+        }
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.bridge])
+            .output();
+    }
+}
+
+/// One master: its namespace, instance, root and volume.
+struct Host {
+    ns: String,
+    zone: &'static str,
+    address: String,
+    instance_id: String,
+    root: TestRoot,
+}
+
+fn spec(dir: &Path) -> PathBuf {
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(fixture("cluster-completed/minimal_gossip.yaml")).unwrap(),
+    )
+    .unwrap();
+    doc["metadata"]["name"] = CLUSTER.into();
+    doc["spec"]["etcdClusters"][0]["version"] = "3.4.23".into();
+    let path = dir.join("cluster.yaml");
+    std::fs::write(&path, serde_yaml::to_string(&doc).unwrap()).unwrap();
+    path
+}
+
+fn sync(moto: &Moto, host: &Host, spec: &Path) {
+    let out = Protokube::new()
+        .moto(moto)
+        .args(["sync", "--master", "--region", REGION])
+        .args([
+            "--instance-id",
+            &host.instance_id,
+            "--availability-zone",
+            host.zone,
+        ])
+        .args(["--internal-ip", &host.address])
+        .arg_path("--cluster-spec", spec)
+        .arg_path("--root", host.root.path())
+        .run();
+    assert_eq!(out.code, 0, "sync on {}: {out:#?}", host.ns);
+    // The host's hosts file is the namespace's /etc/hosts (rewritten in place, so a running
+    // etcd sees the new content through its bind mount).
+    let hosts = std::fs::read_to_string(host.root.join("/etc/hosts")).unwrap();
+    std::fs::write(format!("/etc/netns/{}/hosts", host.ns), hosts).unwrap();
+}
+
+/// Runs the host's rendered etcd pod (command and environment) in its namespace, with the
+/// pod's volumes bind-mounted where the pod would see them.
+fn start_etcd(host: &Host) -> Child {
+    let manifest =
+        std::fs::read_to_string(host.root.join("/etc/kubernetes/manifests/etcd.manifest")).unwrap();
+    let pod: serde_yaml::Value = serde_yaml::from_str(&manifest).unwrap();
+    let container = &pod["spec"]["containers"][0];
+    let data = host.root.join(
+        pod["spec"]["volumes"][0]["hostPath"]["path"]
+            .as_str()
+            .unwrap(),
+    );
+    let log = host.root.join(
+        pod["spec"]["volumes"][1]["hostPath"]["path"]
+            .as_str()
+            .unwrap(),
+    );
+    std::fs::create_dir_all(&data).unwrap();
+    let script = format!(
+        "set -e\nmount --make-rprivate /\nmount -t tmpfs tmpfs /var\nmkdir -p /var/etcd/data /var/log\n\
+         touch /var/log/etcd.log\nmount --bind {data} /var/etcd/data\nmount --bind {log} /var/log/etcd.log\n\
+         mount -t tmpfs tmpfs /usr/local/bin\nln -s /usr/bin/etcd /usr/local/bin/etcd\n\
+         # This namespace copied the other hosts' volume mounts; on real machines they are not\n\
+         # here, and holding them would keep those devices busy.\n\
+         for m in $(awk '$5 ~ \"^/tmp/\" {{print $5}}' /proc/self/mountinfo | sort -r); do umount -l \"$m\"; done\n\
+         mount -t tmpfs tmpfs /tmp\nexec \"$@\"\n",
+        data = data.display(),
+        log = log.display()
+    );
+    let mut command = Command::new("ip");
+    command
+        .args([
+            "netns",
+            "exec",
+            &host.ns,
+            "unshare",
+            "--mount",
+            "--fork",
+            "--kill-child",
+        ])
+        .args(["sh", "-c", &script, "sh"])
+        .env_clear()
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for arg in container["command"].as_sequence().unwrap() {
+        command.arg(arg.as_str().unwrap());
+    }
+    for e in container["env"].as_sequence().unwrap() {
+        command.env(e["name"].as_str().unwrap(), e["value"].as_str().unwrap());
+    }
+    command.spawn().unwrap()
+}
+
+fn etcdctl(ns: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            ns,
+            "etcdctl",
+            "--endpoints",
+            "http://127.0.0.1:4001",
+        ])
+        .args(["--dial-timeout", "2s", "--command-timeout", "3s"])
+        .args(args)
+        .env("ETCDCTL_API", "3")
+        .output()
+        .expect("etcdctl (etcd-client)");
+    // `endpoint health` reports on stderr, `get` on stdout.
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.status.success().then_some(text)
+}
+
+fn wait_healthy(ns: &str, members: usize, timeout: Duration, logs: &[PathBuf]) -> Duration {
+    let started = Instant::now();
+    loop {
+        if let Some(out) = etcdctl(ns, &["endpoint", "health", "--cluster"]) {
+            if out.matches("is healthy").count() == members {
+                return started.elapsed();
+            }
+        }
+        if started.elapsed() > timeout {
+            let tails: Vec<String> = logs
+                .iter()
+                .map(|l| {
+                    let text = std::fs::read_to_string(l).unwrap_or_default();
+                    let lines: Vec<&str> = text.lines().collect();
+                    format!(
+                        "== {}\n{}",
+                        l.display(),
+                        lines[lines.len().saturating_sub(15)..].join("\n")
+                    )
+                })
+                .collect();
+            panic!(
+                "etcd cluster not healthy from {ns} within {timeout:?}\n{}",
+                tails.join("\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// Kills every process in the namespace and waits until none is left.
+fn kill_all_in(ns: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = Command::new("ip")
+            .args(["netns", "pids", ns])
+            .output()
+            .unwrap();
+        let pids = String::from_utf8_lossy(&out.stdout).into_owned();
+        if pids.trim().is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "processes left in {ns}: {pids}");
+        for pid in pids.split_whitespace() {
+            let _ = Command::new("kill").args(["-9", pid]).status();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+struct Etcds(Vec<Child>);
+impl Drop for Etcds {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+#[test]
+fn three_masters_form_one_etcd_cluster_and_survive_a_failover() {
+    let mut net = Network::new();
+    let moto = Moto::start();
+    let work = tempfile::tempdir().unwrap();
+    let spec = spec(work.path());
+    let zones = ["us-east-1a", "us-east-1b", "us-east-1c"];
+    let addresses = ["10.231.1.10", "10.231.2.10", "10.231.3.10"];
+    let disks: Vec<LoopDevice> = (0..3).map(|_| LoopDevice::blank(512)).collect();
+    let tags = [("KubernetesCluster", CLUSTER), ("k8s.io/role/master", "1")];
+    let (subnets, instances, volumes) = support::runtime().block_on(async {
+        let ec2 = moto.ec2(REGION).await;
+        let subnets = seed::vpc_with_subnets(
+            &ec2,
+            "10.231.0.0/16",
+            &[
+                (zones[0], "10.231.1.0/24"),
+                (zones[1], "10.231.2.0/24"),
+                (zones[2], "10.231.3.0/24"),
+            ],
+        )
+        .await;
+        let mut instances = Vec::new();
+        let mut volumes = Vec::new();
+        for (i, member) in ["a", "b", "c"].iter().enumerate() {
+            instances.push(seed::instance_at(&ec2, &subnets[i], addresses[i], &tags).await);
+            volumes.push(
+                seed::etcd_volume(
+                    &ec2,
+                    CLUSTER,
+                    zones[i],
+                    &[("main", &format!("{member}/a,b,c"))],
+                )
+                .await,
+            );
+        }
+        (subnets, instances, volumes)
+    });
+    let mut hosts = Vec::new();
+    for i in 0..3 {
+        let ns = net.host(i + 1, addresses[i]);
+        let root = TestRoot::new();
+        root.link_by_id(&volumes[i], &disks[i].path);
+        hosts.push(Host {
+            ns,
+            zone: zones[i],
+            address: addresses[i].to_owned(),
+            instance_id: instances[i].clone(),
+            root,
+        });
+    }
+
+    // Bring-up: every host syncs; a second round lets each learn the others' attachments.
+    let started = Instant::now();
+    for round in 0..2 {
+        for host in &hosts {
+            sync(&moto, host, &spec);
+        }
+        let _ = round;
+    }
+    let mut etcds = Etcds(hosts.iter().map(start_etcd).collect());
+    let logs: Vec<PathBuf> = hosts
+        .iter()
+        .map(|h| h.root.join("/var/log/etcd.log"))
+        .collect();
+    wait_healthy(&hosts[0].ns, 3, Duration::from_secs(40), &logs);
+    let bring_up = started.elapsed();
+    assert!(etcdctl(&hosts[0].ns, &["put", "protokube-key", "survives"]).is_some());
+    let got = etcdctl(
+        &hosts[1].ns,
+        &["get", "protokube-key", "--print-value-only"],
+    )
+    .unwrap();
+    assert_eq!(got.lines().next(), Some("survives"), "{got}");
+
+    // Failover: host 1's etcd stops, its instance is terminated and its volume detached.
+    let failover_started = Instant::now();
+    let mut first = etcds.0.remove(0);
+    let _ = first.kill();
+    let _ = first.wait();
+    // Everything in host 1's namespace is gone (its mount namespace held the volume too).
+    kill_all_in(&hosts[0].ns);
+    support::block::unmount_below(&hosts[0].root.join("/mnt"));
+    support::runtime().block_on(async {
+        let ec2 = moto.ec2(REGION).await;
+        ec2.detach_volume()
+            .volume_id(&volumes[0])
+            .instance_id(&instances[0])
+            .send()
+            .await
+            .unwrap();
+        ec2.terminate_instances()
+            .instance_ids(&instances[0])
+            .send()
+            .await
+            .unwrap();
+    });
+    // Host 4 in zone a takes over with a new address.
+    let address4 = "10.231.1.11";
+    let ns4 = net.host(4, address4);
+    let instance4 = support::runtime().block_on(async {
+        let ec2 = moto.ec2(REGION).await;
+        seed::instance_at(&ec2, &subnets[0], address4, &tags).await
+    });
+    let root4 = TestRoot::new();
+    root4.link_by_id(&volumes[0], &disks[0].path);
+    let host4 = Host {
+        ns: ns4,
+        zone: zones[0],
+        address: address4.to_owned(),
+        instance_id: instance4,
+        root: root4,
+    };
+    let before = disks[0].fs_type();
+    sync(&moto, &host4, &spec);
+    assert_eq!(disks[0].fs_type(), before, "the volume was not reformatted");
+    assert!(
+        host4
+            .root
+            .mountpoint(&volumes[0])
+            .join("var/etcd/data/member")
+            .exists(),
+        "member a's data is on the volume host 4 mounted"
+    );
+    // Every host's next sync points etcd-a at host 4.
+    for host in &hosts[1..] {
+        sync(&moto, host, &spec);
+        let text = std::fs::read_to_string(format!("/etc/netns/{}/hosts", host.ns)).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{address4}\t")));
+        assert!(
+            line.is_some_and(|l| l.contains(&format!("etcd-a.internal.{CLUSTER}"))),
+            "{text}"
+        );
+    }
+    etcds.0.push(start_etcd(&host4));
+    let mut logs = logs;
+    logs.push(host4.root.join("/var/log/etcd.log"));
+    wait_healthy(&host4.ns, 3, Duration::from_secs(90), &logs);
+    let failover = failover_started.elapsed();
+    let got = etcdctl(&host4.ns, &["get", "protokube-key", "--print-value-only"]).unwrap();
+    assert_eq!(got.lines().next(), Some("survives"), "{got}");
+    eprintln!("bring-up: {bring_up:?}; failover: {failover:?}");
+    drop(etcds);
+    drop(host4);
+}
