@@ -434,7 +434,7 @@ garbage line
     fn only_proven_blank_devices_may_be_formatted() {
         assert_eq!(decide_probe(Some(2), "", "", true), Probe::Blank);
         assert!(
-            matches!(decide_probe(Some(2), "", "", false), Probe::Refuse(m) if m.contains("non-zero"))
+            matches!(decide_probe(Some(2), "", "", false), Probe::Unrecognised(m) if m.contains("non-zero"))
         );
         assert_eq!(
             decide_probe(

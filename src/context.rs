@@ -5,7 +5,7 @@ use anyhow::{anyhow, Context as _, Result};
 use tokio::sync::OnceCell;
 
 use crate::cli::GlobalArgs;
-use crate::cloud::aws::{load_sdk_config, Ec2, Imds};
+use crate::cloud::aws::{load_sdk_config, Ec2, Imds, Route53};
 use crate::cloud::InstanceApi;
 use crate::error::UsageError;
 use crate::fsutil::{HostRoot, RunLock};
@@ -20,6 +20,7 @@ pub struct Context {
     pub root: HostRoot,
     pub spec: Option<ClusterDocument>,
     identity: OnceCell<NodeIdentity>,
+    sdk_config: OnceCell<aws_config::SdkConfig>,
     ec2: OnceCell<Ec2>,
 }
 
@@ -50,6 +51,7 @@ impl Context {
             global,
             spec,
             identity: OnceCell::new(),
+            sdk_config: OnceCell::new(),
             ec2: OnceCell::new(),
         })
     }
@@ -79,12 +81,25 @@ impl Context {
             .await
     }
 
+    /// The one SDK configuration of the run (credentials resolved once for every client).
+    async fn sdk_config(&self) -> Result<&aws_config::SdkConfig> {
+        let region = self.identity().await?.region.clone();
+        self.sdk_config
+            .get_or_try_init(|| async move { anyhow::Ok(load_sdk_config(&region).await) })
+            .await
+    }
+
     /// The EC2 client for this node's region.
     pub async fn ec2(&self) -> Result<&Ec2> {
-        let region = self.identity().await?.region.clone();
+        let config = self.sdk_config().await?;
         self.ec2
-            .get_or_try_init(|| async move { Ok(Ec2::new(&load_sdk_config(&region).await)) })
+            .get_or_try_init(|| async { anyhow::Ok(Ec2::new(config)) })
             .await
+    }
+
+    /// A Route53 client sharing the run's SDK configuration.
+    pub async fn route53(&self) -> Result<Route53> {
+        Ok(Route53::new(self.sdk_config().await?))
     }
 
     /// The cluster name without asking the cloud: `--cluster-id`, else the spec's `metadata.name`.

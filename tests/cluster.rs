@@ -9,10 +9,11 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::block::{LoopDevice, TestRoot};
+use support::etcd::EtcdPod;
 use support::{fixture, seed, Moto, Protokube};
 
 const REGION: &str = "us-east-1";
@@ -135,58 +136,15 @@ fn sync(moto: &Moto, host: &Host, spec: &Path) {
     std::fs::write(format!("/etc/netns/{}/hosts", host.ns), hosts).unwrap();
 }
 
-/// Runs the host's rendered etcd pod (command and environment) in its namespace, with the
-/// pod's volumes bind-mounted where the pod would see them.
-fn start_etcd(host: &Host) -> Child {
-    let manifest =
-        std::fs::read_to_string(host.root.join("/etc/kubernetes/manifests/etcd.manifest")).unwrap();
-    let pod: serde_yaml::Value = serde_yaml::from_str(&manifest).unwrap();
-    let container = &pod["spec"]["containers"][0];
-    let data = host.root.join(
-        pod["spec"]["volumes"][0]["hostPath"]["path"]
-            .as_str()
-            .unwrap(),
-    );
-    let log = host.root.join(
-        pod["spec"]["volumes"][1]["hostPath"]["path"]
-            .as_str()
-            .unwrap(),
-    );
-    std::fs::create_dir_all(&data).unwrap();
-    let script = format!(
-        "set -e\nmount --make-rprivate /\nmount -t tmpfs tmpfs /var\nmkdir -p /var/etcd/data /var/log\n\
-         touch /var/log/etcd.log\nmount --bind {data} /var/etcd/data\nmount --bind {log} /var/log/etcd.log\n\
-         mount -t tmpfs tmpfs /usr/local/bin\nln -s /usr/bin/etcd /usr/local/bin/etcd\n\
-         # This namespace copied the other hosts' volume mounts; on real machines they are not\n\
-         # here, and holding them would keep those devices busy.\n\
-         for m in $(awk '$5 ~ \"^/tmp/\" {{print $5}}' /proc/self/mountinfo | sort -r); do umount -l \"$m\"; done\n\
-         mount -t tmpfs tmpfs /tmp\nexec \"$@\"\n",
-        data = data.display(),
-        log = log.display()
-    );
-    let mut command = Command::new("ip");
-    command
-        .args([
-            "netns",
-            "exec",
-            &host.ns,
-            "unshare",
-            "--mount",
-            "--fork",
-            "--kill-child",
-        ])
-        .args(["sh", "-c", &script, "sh"])
-        .env_clear()
-        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    for arg in container["command"].as_sequence().unwrap() {
-        command.arg(arg.as_str().unwrap());
-    }
-    for e in container["env"].as_sequence().unwrap() {
-        command.env(e["name"].as_str().unwrap(), e["value"].as_str().unwrap());
-    }
-    command.spawn().unwrap()
+/// Runs the host's rendered etcd pod in its network namespace.
+fn start_etcd(host: &Host) -> EtcdPod {
+    EtcdPod::start(
+        &host.root.join("/etc/kubernetes/manifests/etcd.manifest"),
+        &host.root,
+        Some(&host.ns),
+        None,
+        Stdio::null(),
+    )
 }
 
 fn etcdctl(ns: &str, args: &[&str]) -> Option<String> {
@@ -263,16 +221,6 @@ fn kill_all_in(ns: &str) {
     }
 }
 
-struct Etcds(Vec<Child>);
-impl Drop for Etcds {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 #[test]
 fn three_masters_form_one_etcd_cluster_and_survive_a_failover() {
     let mut net = Network::new();
@@ -333,7 +281,7 @@ fn three_masters_form_one_etcd_cluster_and_survive_a_failover() {
         }
         let _ = round;
     }
-    let mut etcds = Etcds(hosts.iter().map(start_etcd).collect());
+    let mut etcds: Vec<EtcdPod> = hosts.iter().map(start_etcd).collect();
     let logs: Vec<PathBuf> = hosts
         .iter()
         .map(|h| h.root.join("/var/log/etcd.log"))
@@ -350,9 +298,7 @@ fn three_masters_form_one_etcd_cluster_and_survive_a_failover() {
 
     // Failover: host 1's etcd stops, its instance is terminated and its volume detached.
     let failover_started = Instant::now();
-    let mut first = etcds.0.remove(0);
-    let _ = first.kill();
-    let _ = first.wait();
+    etcds.remove(0).stop();
     // Everything in host 1's namespace is gone (its mount namespace held the volume too).
     kill_all_in(&hosts[0].ns);
     support::block::unmount_below(&hosts[0].root.join("/mnt"));
@@ -409,7 +355,7 @@ fn three_masters_form_one_etcd_cluster_and_survive_a_failover() {
             "{text}"
         );
     }
-    etcds.0.push(start_etcd(&host4));
+    etcds.push(start_etcd(&host4));
     let mut logs = logs;
     logs.push(host4.root.join("/var/log/etcd.log"));
     wait_healthy(&host4.ns, 3, Duration::from_secs(90), &logs);

@@ -7,6 +7,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 use support::block::{LoopDevice, TestRoot};
+use support::etcd::EtcdPod;
 use support::node::Node;
 use support::{fixture, Protokube, RunOutput};
 
@@ -335,131 +336,49 @@ fn the_rendered_etcd_pod_runs_a_healthy_etcd() {
     std::fs::write(&spec, serde_yaml::to_string(&doc).unwrap()).unwrap();
     let out = render(node.root.path(), &spec, &["--master"]);
     assert_eq!(out.code, 0, "{out:#?}");
-    let etcd = pod(&manifest_path(&node.root, "etcd"));
-    let container = &etcd["spec"]["containers"][0];
-    let mut env: Vec<(String, String)> = container["env"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["name"].as_str().unwrap().to_owned(),
-                e["value"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
-    // etcd 3.4 wants to be told it runs on this platform; nothing else is changed.
-    env.push((
-        "ETCD_UNSUPPORTED_ARCH".into(),
-        std::env::consts::ARCH.replace("x86_64", "amd64"),
-    ));
-    let command: Vec<String> = container["command"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap().to_owned())
-        .collect();
-    // Volumes of the pod: host path (under --root) -> path in the "container".
-    let host = |p: &str| node.root.join(p);
-    let data_host = host(
-        etcd["spec"]["volumes"][0]["hostPath"]["path"]
-            .as_str()
-            .unwrap(),
-    );
-    let log_host = host(
-        etcd["spec"]["volumes"][1]["hostPath"]["path"]
-            .as_str()
-            .unwrap(),
-    );
     let hosts = node.root.join("/etc-hosts-for-etcd");
     std::fs::write(
         &hosts,
         "127.0.0.1 localhost etcd-a.internal.one.example.com\n",
     )
     .unwrap();
-    let script = format!(
-        "set -e\n\
-         mount --make-rprivate /\n\
-         mount --bind {hosts} /etc/hosts\n\
-         mount -t tmpfs tmpfs /var\n\
-         mkdir -p /var/etcd/data /var/log\n\
-         touch /var/log/etcd.log\n\
-         mount --bind {data} /var/etcd/data\n\
-         mount --bind {log} /var/log/etcd.log\n\
-         mount -t tmpfs tmpfs /usr/local/bin\n\
-         ln -s /usr/bin/etcd /usr/local/bin/etcd\n\
-         mount -t tmpfs tmpfs /tmp\n\
-         exec \"$@\"\n",
-        hosts = hosts.display(),
-        data = data_host.display(),
-        log = log_host.display(),
+    let wrapper_log = node.root.join("/etcd-wrapper.err");
+    let etcd = EtcdPod::start(
+        &manifest_path(&node.root, "etcd"),
+        &node.root,
+        None,
+        Some(&hosts),
+        std::fs::File::create(&wrapper_log).unwrap().into(),
     );
-    std::fs::create_dir_all(&data_host).unwrap();
-    let mut child = std::process::Command::new("unshare")
-        .args([
-            "--mount",
-            "--fork",
-            "--kill-child",
-            "sh",
-            "-c",
-            &script,
-            "sh",
-        ])
-        .args(&command)
-        .env_clear()
-        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-        .envs(env)
-        .stdout(std::fs::File::create(node.root.join("/etcd-wrapper.err")).unwrap())
-        .stderr(std::fs::File::create(node.root.join("/etcd-wrapper.err")).unwrap())
-        .spawn()
-        .expect("unshare (util-linux)");
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-            // etcd is the grandchild; it dies with its namespace's init (the forked shell).
-            let _ = std::process::Command::new("pkill")
-                .args(["-f", "/usr/local/bin/etcd"])
-                .status();
-        }
-    }
-    let _guard = Kill(child_take(&mut child));
-    let port = etcd["spec"]["containers"][0]["livenessProbe"]["httpGet"]["port"]
-        .as_u64()
-        .unwrap();
-    let path = etcd["spec"]["containers"][0]["livenessProbe"]["httpGet"]["path"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (port, path) = etcd.probe();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let body = loop {
-        if let Some(body) = http_get(port as u16, &path) {
+        if let Some(body) = http_get(port, &path) {
             break body;
         }
         assert!(
             std::time::Instant::now() < deadline,
             "etcd never answered its liveness probe; wrapper: {}; log: {}",
-            std::fs::read_to_string(node.root.join("/etcd-wrapper.err")).unwrap_or_default(),
-            std::fs::read_to_string(&log_host).unwrap_or_default()
+            std::fs::read_to_string(&wrapper_log).unwrap_or_default(),
+            std::fs::read_to_string(&etcd.log_host).unwrap_or_default()
         );
         std::thread::sleep(std::time::Duration::from_millis(200));
     };
     assert!(body.contains("\"health\":\"true\""), "{body}");
     // etcd wrote its data on the mounted volume, and its log through the pod's wrapper.
-    assert!(data_host.join("member").exists());
+    assert!(etcd.data_host.join("member").exists());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while std::fs::metadata(&log_host).map(|m| m.len()).unwrap_or(0) == 0 {
+    while std::fs::metadata(&etcd.log_host)
+        .map(|m| m.len())
+        .unwrap_or(0)
+        == 0
+    {
         assert!(
             std::time::Instant::now() < deadline,
             "nothing in the etcd log"
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-}
-
-fn child_take(child: &mut std::process::Child) -> std::process::Child {
-    std::mem::replace(child, std::process::Command::new("true").spawn().unwrap())
 }
 
 fn http_get(port: u16, path: &str) -> Option<String> {

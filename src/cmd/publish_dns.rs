@@ -6,7 +6,6 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::cli::DnsProvider;
-use crate::cloud::aws::{load_sdk_config, Route53};
 use crate::cloud::InstanceApi;
 use crate::cmd::discover_volumes::discover;
 use crate::context::Context;
@@ -95,8 +94,7 @@ pub async fn publish_from(
     match provider(ctx.global.dns, cluster) {
         DnsProvider::Hosts => publish_hosts(&ctx.root, &desired, ctx.global.dry_run, report),
         DnsProvider::Route53 => {
-            let region = &ctx.identity().await?.region;
-            let dns = Route53::new(&load_sdk_config(region).await);
+            let dns = ctx.route53().await?;
             let rules = effective_rules(
                 &ctx.global.zones,
                 ctx.spec.as_ref().and_then(|s| s.spec.dns_zone.as_deref()),

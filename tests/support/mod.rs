@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod block;
+pub mod etcd;
 pub mod imds;
 pub mod moto;
 pub mod node;
