@@ -399,3 +399,76 @@ fn gossip_clusters_write_the_hosts_block_and_a_rerun_changes_nothing() {
         "{written}"
     );
 }
+
+#[test]
+fn records_on_later_pages_of_the_cluster_subtree_are_found() {
+    let moto = Moto::start();
+    let root = TestRoot::new();
+    let (cluster, zone) = support::runtime().block_on(async {
+        let cluster = seed_cluster(&moto, CLUSTER).await;
+        let route53 = moto.route53().await;
+        let zone = seed::hosted_zone(&route53, "example.com").await;
+        // 150 names inside the cluster's subtree that sort before its own (reversed labels).
+        let mut sets: Vec<(String, &str, Vec<String>)> = (0..150)
+            .map(|i| {
+                (
+                    format!("aaa-{i}.c.example.com"),
+                    "A",
+                    vec!["192.0.2.3".to_owned()],
+                )
+            })
+            .collect();
+        sets.push((
+            "etcd-a.internal.c.example.com".to_owned(),
+            "A",
+            vec!["203.0.113.123".to_owned()],
+        ));
+        seed::records(&route53, &zone, &sets).await;
+        (cluster, zone)
+    });
+    let imds = ImdsServer::for_instance(
+        &cluster.masters[0],
+        "us-east-1a",
+        REGION,
+        &cluster.private[0],
+    );
+    let out = publish(&moto, &imds, &root, &["--zone", "example.com"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    // The placeholder on a later page was seen: replaced (UPSERT), not CREATEd over.
+    let report = out.json();
+    let change = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["target"] == "etcd-a.internal.c.example.com")
+        .unwrap()
+        .clone();
+    assert_eq!(change["action"], "update", "{change}");
+    assert!(
+        change["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("A 203.0.113.123 -> "),
+        "{change}"
+    );
+    let records = support::runtime()
+        .block_on(async { seed::zone_records(&moto.route53().await, &zone).await });
+    assert_eq!(
+        records.get(&("etcd-a.internal.c.example.com".to_owned(), "A".to_owned())),
+        Some(&(Some(60), vec![cluster.private[0].clone()]))
+    );
+    moto.reset_operations();
+    let out = publish(
+        &moto,
+        &imds,
+        &root,
+        &["--zone", "example.com", "--detailed-exitcode"],
+    );
+    assert_eq!(out.code, 0, "{out:#?}");
+    let reads = moto
+        .operations()
+        .iter()
+        .filter(|o| o.starts_with("GET") && o.ends_with("/rrset"))
+        .count();
+    assert!(reads > 1, "the subtree spans several pages");
+}

@@ -23,6 +23,10 @@ use crate::volumes::{CLUSTER_TAG, CONTROL_PLANE_ROLE_TAG, MASTER_ROLE_TAG};
 const MAX_ATTEMPTS: u32 = 6;
 /// Largest page `DescribeVolumes` allows; with server-side filters one page is the normal case.
 const VOLUME_PAGE_SIZE: i32 = 500;
+/// Records per `ListResourceRecordSets` page: a cluster's own subtree (A and TXT for its etcd
+/// and API names) fits in one; a small page keeps the read from carrying the names that follow
+/// it in a large zone.
+const RECORD_PAGE_SIZE: i32 = 64;
 
 /// Loads the one SDK configuration every AWS client of a run shares: region from the node's
 /// identity, standard retries, bounded timeouts. Endpoint and credentials come from the SDK's
@@ -378,7 +382,7 @@ impl DnsApi for Route53 {
                 .client
                 .list_resource_record_sets()
                 .hosted_zone_id(zone_id)
-                .max_items(300);
+                .max_items(RECORD_PAGE_SIZE);
             request = match &start {
                 Some((name, record_type)) => request
                     .start_record_name(name)
