@@ -29,7 +29,7 @@ const VOLUME_PAGE_SIZE: i32 = 500;
 const RECORD_PAGE_SIZE: i32 = 64;
 
 /// Loads the one SDK configuration every AWS client of a run shares: region from the node's
-/// identity, standard retries, bounded timeouts. Endpoint and credentials come from the SDK's
+/// identity, standard retries, bounded timeouts, no stalled-stream ticking. Endpoint and credentials come from the SDK's
 /// standard chain, so `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, profiles and instance roles work.
 pub async fn load_sdk_config(region: &str) -> SdkConfig {
     aws_config::defaults(BehaviorVersion::latest())
@@ -45,6 +45,12 @@ pub async fn load_sdk_config(region: &str) -> SdkConfig {
                 .connect_timeout(Duration::from_secs(5))
                 .operation_attempt_timeout(Duration::from_secs(30))
                 .build(),
+        )
+        // Stalled-stream protection watches streaming bodies (large downloads) with a 25 ms
+        // tick; protokube's answers are small and bounded by the attempt timeout above, and the
+        // tick costs CPU for as long as an answer takes.
+        .stalled_stream_protection(
+            aws_config::stalled_stream_protection::StalledStreamProtectionConfig::disabled(),
         )
         .load()
         .await
