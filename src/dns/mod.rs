@@ -57,6 +57,7 @@ pub fn publish_hosts(
         .unwrap_or_else(|| "none".to_owned())
     };
     let names: std::collections::BTreeSet<&String> = current.keys().chain(wanted.keys()).collect();
+    let mut records_changed = false;
     for name in names {
         let (old, new) = (current.get(name), wanted.get(name));
         let action = match (old, new) {
@@ -65,6 +66,7 @@ pub fn publish_hosts(
             (Some(a), Some(b)) if a == b => Action::Unchanged,
             _ => Action::Update,
         };
+        records_changed |= action != Action::Unchanged;
         report.push(Change {
             kind: ChangeKind::Hosts,
             target: name.clone(),
@@ -77,7 +79,8 @@ pub fn publish_hosts(
         });
     }
     let updated = update_hosts(&content, &wanted);
-    if updated != content && !report.changed {
+    // Judged on this step's own entries: in `sync` the report already holds earlier steps'.
+    if updated != content && !records_changed {
         // Only the layout changed (duplicate or broken blocks repaired): still a change.
         report.push(Change {
             kind: ChangeKind::Hosts,
@@ -96,6 +99,36 @@ pub fn publish_hosts(
 mod tests {
     use super::*;
     use crate::dns::records::RecordRole;
+
+    #[test]
+    fn a_layout_repair_is_reported_even_after_earlier_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = HostRoot::new(dir.path());
+        let desired = [DesiredRecord {
+            name: "api.internal.c".into(),
+            role: RecordRole::ApiInternal,
+            addresses: vec!["10.0.0.9".parse().unwrap()],
+        }];
+        let mut report = Report::new("sync", false);
+        publish_hosts(&root, &desired, false, &mut report).unwrap();
+        // The same records, but the block duplicated: only the layout needs repairing.
+        let path = root.path(HOSTS_HOST_PATH);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{text}{text}")).unwrap();
+        let mut report = Report::new("sync", false);
+        report.push(Change {
+            kind: ChangeKind::Mount,
+            target: "/mnt/master-vol-1".into(),
+            action: Action::Mount,
+            detail: String::new(),
+        });
+        publish_hosts(&root, &desired, false, &mut report).unwrap();
+        assert!(report
+            .changes
+            .iter()
+            .any(|c| c.detail == "repaired the managed block"));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    }
 
     #[test]
     fn unknown_names_keep_their_addresses_and_unsupported_ones_go() {
