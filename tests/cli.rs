@@ -139,13 +139,7 @@ fn bad_cluster_specs_exit_1_naming_the_file() {
 
 #[test]
 fn every_reference_cluster_spec_loads() {
-    for name in [
-        "complex",
-        "ha",
-        "minimal-1.28",
-        "minimal-etcd",
-        "minimal_gossip",
-    ] {
+    for name in support::COMPLETED_SPECS {
         let path = fixture(&format!("cluster-completed/{name}.yaml"));
         let doc = protokube::spec::ClusterDocument::load(&path)
             .unwrap_or_else(|e| panic!("{name}: {e:#}"));

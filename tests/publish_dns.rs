@@ -135,12 +135,11 @@ fn route53_records_are_exact_and_a_rerun_from_either_master_changes_nothing() {
         .as_str()
         .unwrap()
         .contains("etcd-b.internal.c.example.com"));
-    let changes_sent = moto
-        .operations()
-        .iter()
-        .filter(|o| o.starts_with("POST") && o.ends_with("/rrset"))
-        .count();
-    assert_eq!(changes_sent, 1, "one change batch for the zone");
+    assert_eq!(
+        moto.rrset_requests("POST"),
+        1,
+        "one change batch for the zone"
+    );
 
     let records = support::runtime()
         .block_on(async { seed::zone_records(&moto.route53().await, &zone).await });
@@ -195,16 +194,8 @@ fn route53_records_are_exact_and_a_rerun_from_either_master_changes_nothing() {
     );
     assert_eq!(out.code, 0, "{out:#?}");
     let operations = moto.operations();
-    assert!(
-        !operations
-            .iter()
-            .any(|o| o.starts_with("POST") && o.ends_with("/rrset")),
-        "{operations:?}"
-    );
-    let reads_small = operations
-        .iter()
-        .filter(|o| o.starts_with("GET") && o.ends_with("/rrset"))
-        .count();
+    assert_eq!(moto.rrset_requests("POST"), 0, "{operations:?}");
+    let reads_small = moto.rrset_requests("GET");
 
     // Thousands more unrelated records: the number of reads does not change.
     support::runtime().block_on(async {
@@ -231,10 +222,7 @@ fn route53_records_are_exact_and_a_rerun_from_either_master_changes_nothing() {
     let out = publish(&moto, &imds_b, &root, &["--zone", "example.com"]);
     assert_eq!(out.code, 0, "{out:#?}");
     let operations = moto.operations();
-    let reads_large = operations
-        .iter()
-        .filter(|o| o.starts_with("GET") && o.ends_with("/rrset"))
-        .count();
+    let reads_large = moto.rrset_requests("GET");
     assert_eq!(reads_small, 1, "{operations:?}");
     assert_eq!(reads_large, reads_small, "{operations:?}");
 }
@@ -465,10 +453,8 @@ fn records_on_later_pages_of_the_cluster_subtree_are_found() {
         &["--zone", "example.com", "--detailed-exitcode"],
     );
     assert_eq!(out.code, 0, "{out:#?}");
-    let reads = moto
-        .operations()
-        .iter()
-        .filter(|o| o.starts_with("GET") && o.ends_with("/rrset"))
-        .count();
-    assert!(reads > 1, "the subtree spans several pages");
+    assert!(
+        moto.rrset_requests("GET") > 1,
+        "the subtree spans several pages"
+    );
 }

@@ -191,13 +191,7 @@ fn spec_flags_of(pod: &Value, fixed_prefixes: &[&str]) -> Vec<String> {
 #[test]
 fn every_completed_spec_renders_its_flags_by_the_kops_rules() {
     let table = FlagTable::builtin();
-    for name in [
-        "complex",
-        "ha",
-        "minimal-1.28",
-        "minimal-etcd",
-        "minimal_gossip",
-    ] {
+    for name in support::COMPLETED_SPECS {
         let (manifests, doc) = render_spec(name, true, &[]);
         for (component, section, section_name, fixed) in [
             (
@@ -297,13 +291,7 @@ fn mounted(volume: &str, cluster: &str, member: &str, members: &[&str]) -> Mount
 
 #[test]
 fn snapshots_of_every_rendered_pod() {
-    for name in [
-        "complex",
-        "ha",
-        "minimal-1.28",
-        "minimal-etcd",
-        "minimal_gossip",
-    ] {
+    for name in support::COMPLETED_SPECS {
         let volumes = [
             mounted("vol-main", "main", "a", &["a", "b", "c"]),
             mounted("vol-events", "events", "a", &["a", "b", "c"]),

@@ -18,6 +18,15 @@ use std::time::{Duration, Instant};
 pub use imds::ImdsServer;
 pub use moto::Moto;
 
+/// The completed cluster specs in `tests/fixtures/kops/cluster-completed/`, by file stem.
+pub const COMPLETED_SPECS: [&str; 5] = [
+    "complex",
+    "ha",
+    "minimal-1.28",
+    "minimal-etcd",
+    "minimal_gossip",
+];
+
 /// Reference data copied from kOps (see `tests/fixtures/kops/README.md`).
 pub fn fixture(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -83,6 +83,15 @@ impl Moto {
             .collect()
     }
 
+    /// How many Route53 record-set requests with this HTTP method were served
+    /// (`GET`: ListResourceRecordSets, `POST`: ChangeResourceRecordSets).
+    pub fn rrset_requests(&self, method: &str) -> usize {
+        self.operations()
+            .iter()
+            .filter(|o| o.starts_with(method) && o.ends_with("/rrset"))
+            .count()
+    }
+
     /// Replaces the fault rules (see `scripts/moto_server.py`).
     pub fn set_faults(&self, rules: serde_json::Value) {
         self.http_with_body("POST", "/_protokube/faults", &rules.to_string());
