@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::builder::BoolishValueParser;
-use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
-use crate::cmd;
-use crate::identity::IdentityOverrides;
+use crate::plan::manifests::etcd::EtcdOptions;
 use crate::report::OutputFormat;
+use crate::settings::{DnsProvider, Flags};
 
 /// Bring a Kubernetes control plane up on cloud machines before the Kubernetes API exists.
 ///
@@ -32,35 +32,150 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    DiscoverVolumes(cmd::discover_volumes::Args),
-    Mount(cmd::mount::Args),
-    RenderManifests(cmd::render_manifests::Args),
-    PublishDns(cmd::publish_dns::Args),
-    Sync(cmd::sync::Args),
+    /// List this cluster's etcd volumes in this node's availability zone (read-only).
+    ///
+    /// One server-side-filtered DescribeVolumes (tag:KubernetesCluster, tag-key k8s.io/role/master,
+    /// availability-zone). Volumes that match but cannot be used (malformed k8s.io/etcd/* tag, root
+    /// device, no etcd tag) are named in `warnings`.
+    DiscoverVolumes,
+
+    /// Claim, attach and mount this node's etcd volumes (control-plane nodes only).
+    ///
+    /// Volumes are claimed in kOps' order (main, events, others), at most one per etcd cluster per
+    /// node; AttachVolume is the lock between nodes. A device is formatted (ext4) only when blkid
+    /// finds no signature and the data read is all zeros; anything else that is not ext4 is refused.
+    /// Mounts at <root>/mnt/master-<volume id> and records them in
+    /// <root>/var/lib/protokube/state.json.
+    Mount,
+
+    /// Write the static-pod manifests: etcd per mounted member and the control plane on masters,
+    /// kube-proxy on every node.
+    ///
+    /// Flags come from the cluster spec's componentconfig sections by kOps' rules; every value is
+    /// quoted into YAML and each manifest is checked to be a valid v1 Pod before anything is written.
+    /// Files are replaced atomically and only when their bytes change. An etcd manifest lives on its
+    /// volume (<mount>/k8s.io/manifests/) with a symlink in /etc/kubernetes/manifests.
+    RenderManifests(RenderArgs),
+
+    /// Publish the names etcd peers, nodes and users need, to Route53 or /etc/hosts.
+    ///
+    /// Records are a function of cloud state (volume attachments, running masters), so every node
+    /// computes the same answer: etcd-<member><suffix> and etcd-<key>-<member><suffix> to the private
+    /// IP of the instance the member's volume is attached to, api.internal.<cluster> to the masters'
+    /// private IPs, the public API name to their public IPs. Route53 (masters only): only the
+    /// cluster's names are read, one change batch per zone, TTL 60, records owned through a TXT
+    /// record beside them. Hosts: kOps' guarded block in <root>/etc/hosts.
+    PublishDns(PublishArgs),
+
+    /// Discover, mount, render and publish in one run (what boot scripts and timers call).
+    ///
+    /// Control-plane nodes (--master) run all four steps; other nodes render kube-proxy and, for
+    /// gossip (`hosts`) DNS, update /etc/hosts. One lock for the whole run, one combined report,
+    /// and the cloud asked once per kind of fact: a converged run makes at most 4 AWS calls and
+    /// writes nothing. Stops at the first failure (exit 75 when a step is not ready yet).
+    Sync(SyncArgs),
+}
+
+/// Flags of `render-manifests`.
+#[derive(Clone, Debug, Default, Args)]
+#[group(skip)]
+pub struct RenderArgs {
+    #[command(flatten)]
+    pub etcd: EtcdArgs,
+}
+
+/// Flags of `publish-dns`.
+#[derive(Clone, Debug, Default, Args)]
+#[group(skip)]
+pub struct PublishArgs {
+    /// Wait until Route53 reports the change INSYNC (bounded by --timeout).
+    #[arg(long, env = "PROTOKUBE_WAIT")]
+    pub wait: bool,
+}
+
+/// Flags of `sync`: those of every step.
+#[derive(Clone, Debug, Default, Args)]
+pub struct SyncArgs {
+    #[command(flatten)]
+    pub render: RenderArgs,
+
+    #[command(flatten)]
+    pub dns: PublishArgs,
+}
+
+/// Legacy protokube flags for etcd; they override the spec.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
+pub struct EtcdArgs {
+    /// etcd image for every etcd pod [default: spec.etcdClusters[].image, else
+    /// registry.k8s.io/etcd:<version>-0].
+    #[arg(long, value_name = "IMAGE", env = "PROTOKUBE_ETCD_IMAGE")]
+    pub etcd_image: Option<String>,
+
+    /// etcd election timeout in milliseconds [default: spec leaderElectionTimeout].
+    #[arg(long, value_name = "MS", env = "PROTOKUBE_ETCD_ELECTION_TIMEOUT")]
+    pub etcd_election_timeout: Option<u32>,
+
+    /// etcd heartbeat interval in milliseconds [default: spec heartbeatInterval].
+    #[arg(long, value_name = "MS", env = "PROTOKUBE_ETCD_HEARTBEAT_INTERVAL")]
+    pub etcd_heartbeat_interval: Option<u32>,
+
+    /// CA file for etcd clients (ETCD_TRUSTED_CA_FILE).
+    #[arg(long, value_name = "FILE", env = "PROTOKUBE_TLS_CA")]
+    pub tls_ca: Option<String>,
+
+    /// Server certificate (ETCD_CERT_FILE); with --tls-key, etcd serves https.
+    #[arg(long, value_name = "FILE", env = "PROTOKUBE_TLS_CERT")]
+    pub tls_cert: Option<String>,
+
+    /// Server key (ETCD_KEY_FILE).
+    #[arg(long, value_name = "FILE", env = "PROTOKUBE_TLS_KEY")]
+    pub tls_key: Option<String>,
+
+    /// CA file for peers (ETCD_PEER_TRUSTED_CA_FILE).
+    #[arg(long, value_name = "FILE", env = "PROTOKUBE_PEER_CA")]
+    pub peer_ca: Option<String>,
+
+    /// Peer certificate (ETCD_PEER_CERT_FILE).
+    #[arg(long, value_name = "FILE", env = "PROTOKUBE_PEER_CERT")]
+    pub peer_cert: Option<String>,
+
+    /// Peer key (ETCD_PEER_KEY_FILE).
+    #[arg(long, value_name = "FILE", env = "PROTOKUBE_PEER_KEY")]
+    pub peer_key: Option<String>,
+
+    /// Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH).
+    #[arg(long, env = "PROTOKUBE_TLS_AUTH")]
+    pub tls_auth: bool,
+}
+
+impl EtcdArgs {
+    fn options(&self) -> EtcdOptions {
+        EtcdOptions {
+            etcd_image: self.etcd_image.clone(),
+            etcd_election_timeout: self.etcd_election_timeout,
+            etcd_heartbeat_interval: self.etcd_heartbeat_interval,
+            tls_ca: self.tls_ca.clone(),
+            tls_cert: self.tls_cert.clone(),
+            tls_key: self.tls_key.clone(),
+            peer_ca: self.peer_ca.clone(),
+            peer_cert: self.peer_cert.clone(),
+            peer_key: self.peer_key.clone(),
+            tls_auth: self.tls_auth,
+        }
+    }
 }
 
 impl Command {
     /// The command's name as typed, for the report.
     pub fn name(&self) -> &'static str {
         match self {
-            Command::DiscoverVolumes(_) => "discover-volumes",
-            Command::Mount(_) => "mount",
+            Command::DiscoverVolumes => "discover-volumes",
+            Command::Mount => "mount",
             Command::RenderManifests(_) => "render-manifests",
             Command::PublishDns(_) => "publish-dns",
             Command::Sync(_) => "sync",
         }
     }
-}
-
-/// Where DNS records go.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum DnsProvider {
-    /// Amazon Route53 hosted zones.
-    Route53,
-    /// The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters).
-    Hosts,
-    /// Publish nothing.
-    None,
 }
 
 /// Flags every command takes; they may come before or after the subcommand.
@@ -193,15 +308,38 @@ pub struct GlobalArgs {
     pub no_progress: bool,
 }
 
-impl GlobalArgs {
-    /// The identity values given as flags.
-    pub fn identity_overrides(&self) -> IdentityOverrides {
-        IdentityOverrides {
-            instance_id: self.instance_id.clone(),
-            availability_zone: self.availability_zone.clone(),
-            region: self.region.clone(),
-            internal_ip: self.internal_ip,
-            external_ip: self.external_ip,
+impl Cli {
+    /// The flags as plain values for [`crate::settings::Settings::resolve`].
+    pub fn flags(&self) -> Flags {
+        let g = &self.global;
+        let (etcd, wait) = match &self.command {
+            Command::RenderManifests(args) => (args.etcd.options(), false),
+            Command::PublishDns(args) => (EtcdOptions::default(), args.wait),
+            Command::Sync(args) => (args.render.etcd.options(), args.dns.wait),
+            Command::DiscoverVolumes | Command::Mount => (EtcdOptions::default(), false),
+        };
+        Flags {
+            cluster_spec: g.cluster_spec.clone(),
+            cluster_id: g.cluster_id.clone(),
+            master: g.master,
+            root: g.root.clone(),
+            instance_id: g.instance_id.clone(),
+            availability_zone: g.availability_zone.clone(),
+            region: g.region.clone(),
+            internal_ip: g.internal_ip,
+            external_ip: g.external_ip,
+            dns: g.dns,
+            zones: g.zones.clone(),
+            dns_internal_suffix: g.dns_internal_suffix.clone(),
+            templates: g.templates.clone(),
+            dry_run: g.dry_run,
+            output: g.output,
+            detailed_exitcode: g.detailed_exitcode,
+            timeout: g.timeout,
+            quiet: g.quiet,
+            no_progress: g.no_progress,
+            etcd,
+            wait,
         }
     }
 }
@@ -237,6 +375,42 @@ pub fn usage_error_line(err: &clap::Error) -> String {
         "protokube: error: {}; see `protokube --help`",
         parts.join("; ")
     )
+}
+
+/// The output format and the subcommand named in raw arguments, for reporting a usage error
+/// in the format asked for when clap could not parse the whole command line.
+pub fn scan_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> (OutputFormat, String) {
+    use clap::ValueEnum as _;
+    let args: Vec<String> = args
+        .into_iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let names: Vec<String> = Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_owned())
+        .collect();
+    let mut output = std::env::var("PROTOKUBE_OUTPUT").ok();
+    let mut command = String::new();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        if arg == "-o" || arg == "--output" {
+            output = args.get(i + 1).cloned();
+            i += 1;
+        } else if let Some(value) = arg
+            .strip_prefix("--output=")
+            .or_else(|| arg.strip_prefix("-o").filter(|v| !v.is_empty()))
+        {
+            output = Some(value.trim_start_matches('=').to_owned());
+        } else if command.is_empty() && names.contains(arg) {
+            command = arg.clone();
+        }
+        i += 1;
+    }
+    let format = output
+        .and_then(|o| OutputFormat::from_str(&o, true).ok())
+        .unwrap_or_default();
+    (format, command)
 }
 
 /// Parses a Go-style or humantime duration: `90s`, `5m`, `1h30m`, `1m0s`.
@@ -296,6 +470,24 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("--cluster-id"), "{line}");
+    }
+
+    #[test]
+    fn output_and_command_are_found_in_unparsable_arguments() {
+        let scan = |args: &[&str]| {
+            let (format, command) = scan_args(args.iter().map(std::ffi::OsString::from));
+            (format, command)
+        };
+        assert_eq!(
+            scan(&["sync", "-o", "json", "--bogus"]),
+            (OutputFormat::Json, "sync".to_owned())
+        );
+        assert_eq!(
+            scan(&["--output=yaml", "mount"]),
+            (OutputFormat::Yaml, "mount".to_owned())
+        );
+        assert_eq!(scan(&["-ojson"]).0, OutputFormat::Json);
+        assert_eq!(scan(&["-o", "xml"]).0, OutputFormat::Text);
     }
 
     #[test]

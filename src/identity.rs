@@ -164,7 +164,7 @@ fn parse_ip(value: &str, item: &Item) -> Result<Ipv4Addr> {
 }
 
 /// Identity values go into API filters and log lines: plain `[a-z0-9-]` only.
-fn check_identity_value(what: &str, value: &str, flag: &str) -> Result<()> {
+pub fn check_identity_value(what: &str, value: &str, flag: &str) -> Result<()> {
     let ok = !value.is_empty()
         && value.len() <= 64
         && value

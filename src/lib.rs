@@ -1,54 +1,85 @@
 //! protokube: brings a Kubernetes control plane up on cloud machines before the Kubernetes API
 //! exists. This crate holds everything; `main.rs` only parses, sets up logging, runs and exits.
+//!
+//! A run: `cli` parses the flags, `settings` validates them (and what derives from them) before
+//! anything else, a command in `cmd` builds the `snapshot` of what the run knows and runs its
+//! `steps`, each planning in `plan` (pure) and applying through `apply` (effects) against the
+//! `cloud` traits; the `report` collects what changed.
 
-pub mod blockdev;
+pub mod apply;
 pub mod cli;
 pub mod cloud;
 pub mod cmd;
-pub mod context;
-pub mod dns;
 pub mod error;
-pub mod fsutil;
+pub mod etcd;
 pub mod identity;
 pub mod logging;
-pub mod manifests;
 pub mod names;
+pub mod paths;
+pub mod plan;
 pub mod report;
+pub mod settings;
+pub mod snapshot;
 pub mod spec;
 pub mod state;
-pub mod volumes;
+pub mod steps;
 pub mod wait;
 
 use anyhow::Result;
 
 use crate::cli::{Cli, Command};
-use crate::context::Context;
+use crate::cloud::aws::AwsCloud;
+use crate::cloud::Cloud;
 use crate::error::ExitCode;
-use crate::report::Report;
+use crate::report::{Report, ReportError};
+use crate::settings::Settings;
 
-/// Runs the parsed command line and returns its report.
-pub async fn run(cli: &Cli) -> Result<Report> {
-    let ctx = Context::new(cli.global.clone())?;
-    match &cli.command {
-        Command::DiscoverVolumes(args) => cmd::discover_volumes::run(&ctx, args).await,
-        Command::Mount(args) => cmd::mount::run(&ctx, args).await,
-        Command::RenderManifests(args) => cmd::render_manifests::run(&ctx, args).await,
-        Command::PublishDns(args) => cmd::publish_dns::run(&ctx, args).await,
-        Command::Sync(args) => cmd::sync::run(&ctx, args).await,
+/// Runs the parsed command line against AWS; what it did goes into `report`, also when it fails.
+pub async fn run(cli: &Cli, report: &mut Report) -> Result<()> {
+    let settings = Settings::resolve(cli.flags())?;
+    run_with(&cli.command, &settings, &AwsCloud::new(), report).await
+}
+
+/// Runs `command` with validated settings against `cloud`.
+pub async fn run_with(
+    command: &Command,
+    settings: &Settings,
+    cloud: &dyn Cloud,
+    report: &mut Report,
+) -> Result<()> {
+    match command {
+        Command::DiscoverVolumes => cmd::discover_volumes::run(settings, cloud, report).await,
+        Command::Mount => cmd::mount::run(settings, cloud, report).await,
+        Command::RenderManifests(_) => cmd::render_manifests::run(settings, cloud, report).await,
+        Command::PublishDns(_) => cmd::publish_dns::run(settings, cloud, report).await,
+        Command::Sync(_) => cmd::sync::run(settings, cloud, report).await,
     }
 }
 
-/// The exit code for a finished run.
-pub fn exit_code(cli: &Cli, report: &Report) -> ExitCode {
-    if report.changed && cli.global.detailed_exitcode {
-        ExitCode::Changed
-    } else {
-        ExitCode::Done
+/// The exit code of a run: for a failure the error's own, else 2 when something changed and
+/// `--detailed-exitcode` asks for it, else 0.
+pub fn exit_code(detailed_exitcode: bool, report: &Report, result: &Result<()>) -> ExitCode {
+    match result {
+        Err(err) => ExitCode::for_error(err),
+        Ok(()) if report.changed && detailed_exitcode => ExitCode::Changed,
+        Ok(()) => ExitCode::Done,
     }
+}
+
+/// Records a failure in the report (the `-o json` form carries it).
+pub fn record_error(report: &mut Report, err: &anyhow::Error) {
+    report.error = Some(ReportError {
+        message: error_message(err),
+        exit_code: ExitCode::for_error(err).code(),
+    });
 }
 
 /// One line for stderr: the error and its causes, joined, with no line breaks inside.
 pub fn error_line(err: &anyhow::Error) -> String {
+    format!("protokube: error: {}", error_message(err))
+}
+
+fn error_message(err: &anyhow::Error) -> String {
     let text = format!("{err:#}");
     let mut line = String::with_capacity(text.len());
     for (i, part) in text
@@ -62,5 +93,5 @@ pub fn error_line(err: &anyhow::Error) -> String {
         }
         line.push_str(part);
     }
-    format!("protokube: error: {line}")
+    line
 }

@@ -2,11 +2,10 @@
 
 use tracing_subscriber::EnvFilter;
 
-use crate::cli::GlobalArgs;
-
-/// Installs the stderr logger. Default: protokube's info lines and every crate's warnings.
-pub fn init(global: &GlobalArgs) {
-    let level = match (global.quiet, global.verbose) {
+/// Installs the stderr logger. Default: protokube's info lines and every crate's warnings;
+/// `quiet` only errors, each `verbose` step more.
+pub fn init(quiet: bool, verbose: u8) {
+    let level = match (quiet, verbose) {
         (true, _) => "error",
         (false, 0) => "warn,protokube=info",
         (false, 1) => "warn,protokube=debug",

@@ -1,18 +1,30 @@
-//! The `protokube` binary: parse, set up logging, run, map the outcome to an exit code.
+//! The `protokube` binary: parse, set up logging, run, print the report (failed runs too) and
+//! map the outcome to an exit code.
 
 use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::Parser as _;
-use protokube::cli::Cli;
+use protokube::cli::{self, Cli};
 use protokube::error::ExitCode as Code;
+use protokube::report::{OutputFormat, Report};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) if err.use_stderr() => {
             // clap exits 2 on usage errors; 2 means "changed" here, so usage errors are 64.
-            eprintln!("{}", protokube::cli::usage_error_line(&err));
+            let line = cli::usage_error_line(&err);
+            eprintln!("{line}");
+            let (output, command) = cli::scan_args(std::env::args_os().skip(1));
+            if output != OutputFormat::Text {
+                let mut report = Report::new(&command, false);
+                report.error = Some(protokube::report::ReportError {
+                    message: line.trim_start_matches("protokube: error: ").to_owned(),
+                    exit_code: Code::Usage.code(),
+                });
+                print_report(&report, output);
+            }
             return ExitCode::from(Code::Usage.code());
         }
         Err(err) => {
@@ -21,7 +33,7 @@ fn main() -> ExitCode {
             return ExitCode::from(Code::Done.code());
         }
     };
-    protokube::logging::init(&cli.global);
+    protokube::logging::init(cli.global.quiet, cli.global.verbose);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -32,32 +44,38 @@ fn main() -> ExitCode {
             return ExitCode::from(Code::Failed.code());
         }
     };
-    let code = match runtime.block_on(protokube::run(&cli)) {
-        Ok(report) => match report.render(cli.global.output) {
-            Ok(text) => {
-                let mut stdout = std::io::stdout().lock();
-                if let Err(err) = stdout
-                    .write_all(text.as_bytes())
-                    .and_then(|()| stdout.flush())
-                {
-                    eprintln!("protokube: error: writing the report to stdout: {err}");
-                    Code::Failed
-                } else {
-                    protokube::exit_code(&cli, &report)
-                }
-            }
-            Err(err) => {
-                eprintln!(
-                    "{}",
-                    protokube::error_line(&err.context("rendering the report"))
-                );
-                Code::Failed
-            }
-        },
+    let mut report = Report::new(cli.command.name(), cli.global.dry_run);
+    let result = runtime.block_on(protokube::run(&cli, &mut report));
+    if let Err(err) = &result {
+        eprintln!("{}", protokube::error_line(err));
+        protokube::record_error(&mut report, err);
+    }
+    let code = protokube::exit_code(cli.global.detailed_exitcode, &report, &result);
+    if !print_report(&report, cli.global.output) && result.is_ok() {
+        return ExitCode::from(Code::Failed.code());
+    }
+    ExitCode::from(code.code())
+}
+
+/// Prints the report on stdout; false (with a line on stderr) when that fails.
+fn print_report(report: &Report, output: OutputFormat) -> bool {
+    let text = match report.render(output) {
+        Ok(text) => text,
         Err(err) => {
-            eprintln!("{}", protokube::error_line(&err));
-            Code::for_error(&err)
+            eprintln!(
+                "{}",
+                protokube::error_line(&err.context("rendering the report"))
+            );
+            return false;
         }
     };
-    ExitCode::from(code.code())
+    let mut stdout = std::io::stdout().lock();
+    if let Err(err) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        eprintln!("protokube: error: writing the report to stdout: {err}");
+        return false;
+    }
+    true
 }

@@ -30,6 +30,22 @@ pub fn check_cluster_name(name: &str) -> Result<(), String> {
     }
 }
 
+/// A DNS name as protokube compares them: lowercase, no trailing dot, Route53's `\052` for `*`
+/// undone.
+pub fn normalize_dns_name(name: &str) -> String {
+    name.trim_end_matches('.')
+        .replace("\\052", "*")
+        .to_ascii_lowercase()
+}
+
+/// True when `name` is `apex` or a name below it.
+pub fn is_within(name: &str, apex: &str) -> bool {
+    name == apex
+        || name
+            .strip_suffix(apex)
+            .is_some_and(|head| head.ends_with('.'))
+}
+
 /// The etcd cluster name of a cluster key, kOps style: `main` → `etcd`, `events` → `etcd-events`.
 pub fn etcd_cluster_name(key: &str) -> String {
     if key == "main" {
@@ -78,6 +94,15 @@ mod tests {
             "etcd-events-us-test-1a"
         );
         assert_eq!(etcd_cluster_name("cilium"), "etcd-cilium");
+    }
+
+    #[test]
+    fn within_and_normalized() {
+        assert!(is_within("a.b.c", "b.c"));
+        assert!(is_within("b.c", "b.c"));
+        assert!(!is_within("ab.c", "b.c"));
+        assert!(!is_within("c", "b.c"));
+        assert_eq!(normalize_dns_name("\\052.Example.COM."), "*.example.com");
     }
 
     #[test]

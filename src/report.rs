@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::volumes::EtcdMembership;
+use crate::etcd::EtcdMembership;
 
 /// The `-o` formats.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -34,8 +34,11 @@ pub enum ChangeKind {
 #[serde(rename_all = "lowercase")]
 pub enum Action {
     Attach,
+    Detach,
     Format,
+    Resize,
     Mount,
+    Unmount,
     Create,
     Update,
     Delete,
@@ -63,6 +66,13 @@ pub struct VolumeReport {
     pub etcd: Vec<EtcdMembership>,
 }
 
+/// Why a run failed: its error line and exit code.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ReportError {
+    pub message: String,
+    pub exit_code: u8,
+}
+
 /// The report of one run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Report {
@@ -73,6 +83,9 @@ pub struct Report {
     pub changes: Vec<Change>,
     pub volumes: Vec<VolumeReport>,
     pub warnings: Vec<String>,
+    /// Set when the run failed; `changes` then holds what was done before the failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ReportError>,
 }
 
 impl Report {
@@ -84,6 +97,7 @@ impl Report {
             changes: Vec::new(),
             volumes: Vec::new(),
             warnings: Vec::new(),
+            error: None,
         }
     }
 
@@ -94,7 +108,11 @@ impl Report {
     }
 
     /// Records a warning; it is also logged at once (stderr) so it shows up in the text form too.
+    /// A warning already recorded (several steps see the same skipped volume) is not repeated.
     pub fn warn(&mut self, warning: String) {
+        if self.warnings.contains(&warning) {
+            return;
+        }
         tracing::warn!("{warning}");
         self.warnings.push(warning);
     }
@@ -115,6 +133,10 @@ impl Report {
 
     fn render_text(&self) -> String {
         let mut out = String::new();
+        if self.error.is_some() && self.changes.is_empty() {
+            // The error line on stderr says it all.
+            return out;
+        }
         if self.command == "discover-volumes" {
             out.push_str(&volume_table(&self.volumes));
             return out;
@@ -137,7 +159,7 @@ impl Report {
             }
             out.push('\n');
         }
-        if !self.changed {
+        if !self.changed && self.error.is_none() {
             out.push_str("nothing to do\n");
         }
         out

@@ -41,6 +41,34 @@ impl Backoff {
     }
 }
 
+/// How long and how often the run's waits poll: one bound (`--timeout`) and a backoff per kind
+/// of wait.
+#[derive(Clone, Debug)]
+pub struct Waits {
+    pub timeout: Duration,
+    pub progress: Progress,
+    /// Backoff while waiting for an attachment.
+    pub attach: Backoff,
+    /// Backoff while waiting for a block device to appear.
+    pub device: Backoff,
+    /// Backoff while waiting for Route53 to report a change `INSYNC`.
+    pub dns: Backoff,
+}
+
+impl Waits {
+    pub fn new(timeout: Duration, progress: Progress) -> Self {
+        Self {
+            timeout,
+            progress,
+            // Capped at 1 s so a run ends at most about a second after the cloud attaches
+            // (DESIGN §8: cold sync ≤ 1 s beyond the cloud's own attach time).
+            attach: Backoff::new(Duration::from_millis(250), Duration::from_secs(1)),
+            device: Backoff::new(Duration::from_millis(50), Duration::from_millis(500)),
+            dns: Backoff::new(Duration::from_secs(1), Duration::from_secs(5)),
+        }
+    }
+}
+
 /// How to show a wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Progress {

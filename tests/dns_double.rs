@@ -9,11 +9,12 @@ use std::time::Duration;
 
 use anyhow::Result;
 use async_trait::async_trait;
+use protokube::apply::route53::{publish, PublishOptions};
 use protokube::cloud::{ChangeResult, DnsApi, HostedZone, RecordAction, RecordChange, RecordSet};
-use protokube::dns::records::{DesiredRecord, RecordRole};
-use protokube::dns::route53::{ownership_value, publish, PublishOptions};
-use protokube::dns::zones::ZoneRule;
 use protokube::error::NotReady;
+use protokube::plan::records::{DesiredRecord, RecordRole};
+use protokube::plan::route53::ownership_value;
+use protokube::plan::zones::ZoneRule;
 use protokube::report::{Action, Report};
 use protokube::wait::{Backoff, Progress};
 

@@ -135,21 +135,7 @@ fn devices_holding_anything_else_are_refused_and_left_byte_for_byte() {
         (
             "partition table",
             64,
-            |d| {
-                let mut child = std::process::Command::new("sfdisk")
-                    .args(["--quiet", d.path_str()])
-                    .stdin(std::process::Stdio::piped())
-                    .spawn()
-                    .expect("sfdisk (fdisk package)");
-                use std::io::Write as _;
-                child
-                    .stdin
-                    .take()
-                    .unwrap()
-                    .write_all(b"label: dos\n,16M\n")
-                    .unwrap();
-                assert!(child.wait().unwrap().success());
-            },
+            |d| d.write_partition_table(),
             "`dos` partition table",
         ),
         (
@@ -320,10 +306,18 @@ fn dry_run_changes_nothing_and_says_what_it_would_do() {
     assert_eq!(out.code, 2, "{out:#?}");
     let report = out.json();
     assert_eq!(report["dry_run"], true);
+    // The format the real run makes of a blank volume is announced too (by volume id: the
+    // device does not exist before the attach).
     assert_eq!(
         actions(&report),
-        pairs(&[("volume", "attach"), ("mount", "mount"), ("file", "create")])
+        pairs(&[
+            ("volume", "attach"),
+            ("filesystem", "format"),
+            ("mount", "mount"),
+            ("file", "create")
+        ])
     );
+    assert_eq!(report["changes"][1]["target"], volume.as_str());
     assert!(node.attachments(&volume).is_empty());
     assert!(disk.fs_type().is_none());
     assert!(disk.mounted_at().is_empty());

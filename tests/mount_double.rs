@@ -6,19 +6,19 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Result;
 use async_trait::async_trait;
+use protokube::cli::Command;
 use protokube::cloud::{AttachOutcome, CloudVolume, VolumeApi, VolumeAttachment, VolumeQuery};
-use protokube::cmd::mount::{mount_volumes, MountSettings};
 use protokube::error::NotReady;
-use protokube::fsutil::HostRoot;
 use protokube::report::Report;
-use protokube::volumes::classify;
+use protokube::settings::{Flags, Settings};
 use protokube::wait::Backoff;
 use support::block::{LoopDevice, TestRoot};
+use support::double::DoubleCloud;
 
 const ME: &str = "i-me";
 const CLUSTER: &str = "c.example.com";
@@ -44,7 +44,7 @@ struct StrictVolumes {
 }
 
 impl StrictVolumes {
-    fn new(ids: &[(&str, &str)], rules: Rules) -> Self {
+    fn new(ids: &[(&str, &str)], rules: Rules) -> Arc<Self> {
         let volumes = ids
             .iter()
             .map(|(id, etcd)| {
@@ -63,11 +63,11 @@ impl StrictVolumes {
                 (id.to_string(), volume)
             })
             .collect();
-        Self {
+        Arc::new(Self {
             volumes: Mutex::new(volumes),
             rules,
             calls: Mutex::new(Vec::new()),
-        }
+        })
     }
 
     fn calls(&self) -> Vec<String> {
@@ -146,31 +146,47 @@ impl VolumeApi for StrictVolumes {
     }
 }
 
-fn settings(root: &TestRoot) -> MountSettings {
-    let mut settings = MountSettings::new(
-        HostRoot::new(root.path()),
-        ME.into(),
-        Duration::from_millis(1500),
-        false,
-    );
-    settings.attach_backoff = Backoff::new(Duration::from_millis(10), Duration::from_millis(50));
-    settings.device_backoff = Backoff::new(Duration::from_millis(10), Duration::from_millis(50));
+fn settings(root: &TestRoot) -> Settings {
+    let mut settings = Settings::resolve(Flags {
+        cluster_id: Some(CLUSTER.into()),
+        master: true,
+        root: root.path().to_owned(),
+        instance_id: Some(ME.into()),
+        availability_zone: Some(ZONE.into()),
+        region: Some("us-test-1".into()),
+        timeout: Duration::from_millis(1500),
+        no_progress: true,
+        ..Default::default()
+    })
+    .unwrap();
+    settings.waits.attach = Backoff::new(Duration::from_millis(10), Duration::from_millis(50));
+    settings.waits.device = Backoff::new(Duration::from_millis(10), Duration::from_millis(50));
     settings
 }
 
-async fn run(cloud: &StrictVolumes, root: &TestRoot) -> (Result<Vec<String>>, Report) {
-    let found = cloud
-        .find_volumes(&VolumeQuery {
-            cluster: CLUSTER.into(),
-            zone: Some(ZONE.into()),
-        })
-        .await
-        .unwrap();
-    let discovery = classify(CLUSTER, Some(ZONE), found);
+/// Runs `mount` against the double; on success, the volume ids the state file records.
+fn run(cloud: &Arc<StrictVolumes>, root: &TestRoot) -> (Result<Vec<String>>, Report) {
+    let settings = settings(root);
+    let double = DoubleCloud::with_volumes(cloud.clone());
     let mut report = Report::new("mount", false);
-    let result = mount_volumes(cloud, &settings(root), &discovery.volumes, &mut report)
-        .await
-        .map(|state| state.volumes.into_iter().map(|v| v.volume_id).collect());
+    let result = support::runtime().block_on(protokube::run_with(
+        &Command::Mount,
+        &settings,
+        &double,
+        &mut report,
+    ));
+    let result = result.map(|()| {
+        let state: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(root.join("/var/lib/protokube/state.json")).unwrap(),
+        )
+        .unwrap();
+        state["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["volume_id"].as_str().unwrap().to_owned())
+            .collect()
+    });
     (result, report)
 }
 
@@ -186,7 +202,7 @@ fn another_node_winning_the_race_is_not_an_error() {
         },
     );
     root.link_by_id("vol-b", &disk.path);
-    let (result, report) = support::runtime().block_on(run(&cloud, &root));
+    let (result, report) = run(&cloud, &root);
     assert_eq!(result.unwrap(), ["vol-b"]);
     let calls = cloud.calls();
     assert!(
@@ -218,7 +234,7 @@ fn device_names_in_use_are_skipped() {
     );
     // No NVMe link: found under the requested name's sd* alias.
     root.link_device("/dev/sdw", &disk.path);
-    let (result, _) = support::runtime().block_on(run(&cloud, &root));
+    let (result, _) = run(&cloud, &root);
     assert_eq!(result.unwrap(), ["vol-a"]);
     let attaches: Vec<String> = cloud
         .calls()
@@ -242,7 +258,7 @@ fn an_attachment_stuck_in_attaching_ends_in_not_ready() {
             ..Default::default()
         },
     );
-    let (result, report) = support::runtime().block_on(run(&cloud, &root));
+    let (result, report) = run(&cloud, &root);
     let err = result.unwrap_err();
     assert!(err.is::<NotReady>(), "{err:#}");
     assert!(
@@ -267,7 +283,7 @@ fn an_attachment_stuck_in_attaching_ends_in_not_ready() {
 fn a_device_that_never_appears_ends_in_not_ready() {
     let root = TestRoot::new();
     let cloud = StrictVolumes::new(&[("vol-a", "a/a")], Rules::default());
-    let (result, _) = support::runtime().block_on(run(&cloud, &root));
+    let (result, _) = run(&cloud, &root);
     let err = result.unwrap_err();
     assert!(err.is::<NotReady>(), "{err:#}");
     let text = format!("{err:#}");
@@ -287,7 +303,7 @@ fn an_nvme_serial_naming_another_volume_is_refused() {
     let serial = root.join(&format!("/sys/block/{name}/device/serial"));
     std::fs::create_dir_all(serial.parent().unwrap()).unwrap();
     std::fs::write(&serial, "vol0fffffffffffffff\n").unwrap();
-    let (result, _) = support::runtime().block_on(run(&cloud, &root));
+    let (result, _) = run(&cloud, &root);
     let text = format!("{:#}", result.unwrap_err());
     assert!(text.contains("NVMe serial `vol0fffffffffffffff`"), "{text}");
     assert!(disk.fs_type().is_none(), "never formatted");
@@ -295,6 +311,6 @@ fn an_nvme_serial_naming_another_volume_is_refused() {
 
     // With the right serial the same device is used.
     std::fs::write(&serial, "vola\n").unwrap();
-    let (result, _) = support::runtime().block_on(run(&cloud, &root));
+    let (result, _) = run(&cloud, &root);
     assert_eq!(result.unwrap(), ["vol-a"]);
 }

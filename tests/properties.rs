@@ -4,10 +4,10 @@
 //! `PROPTEST_CASES` raises the number of cases for a longer run (scripts/fuzz).
 
 use proptest::prelude::*;
-use protokube::dns::hosts::{managed_records, update_hosts, HostRecords, GUARD_BEGIN, GUARD_END};
-use protokube::manifests::render::quote_yaml;
+use protokube::etcd::parse_etcd_tag;
 use protokube::names::is_dns1123_label;
-use protokube::volumes::parse_etcd_tag;
+use protokube::plan::hosts::{managed_records, update_hosts, HostRecords, GUARD_BEGIN, GUARD_END};
+use protokube::plan::manifests::templates::quote_yaml;
 
 fn config() -> ProptestConfig {
     ProptestConfig {
@@ -115,13 +115,13 @@ proptest! {
 
     #[test]
     fn go_durations_round_trip(nanos in -1_000_000_000_000_000i64..1_000_000_000_000_000i64) {
-        let text = protokube::manifests::flags::format_go_duration(nanos as i128);
-        prop_assert_eq!(protokube::manifests::flags::parse_go_duration(&text), Ok(nanos as i128));
+        let text = protokube::plan::manifests::flags::format_go_duration(nanos as i128);
+        prop_assert_eq!(protokube::plan::manifests::flags::parse_go_duration(&text), Ok(nanos as i128));
     }
 
     #[test]
     fn duration_and_mountinfo_parsers_never_panic(text in any::<String>()) {
-        let _ = protokube::manifests::flags::parse_go_duration(&text);
-        let _ = protokube::blockdev::parse_mountinfo(&text);
+        let _ = protokube::plan::manifests::flags::parse_go_duration(&text);
+        let _ = protokube::plan::mounts::parse_mountinfo(&text);
     }
 }

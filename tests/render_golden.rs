@@ -3,13 +3,13 @@
 
 mod support;
 
-use protokube::manifests::etcd::{EtcdNode, EtcdOptions, EtcdPodParams, EtcdTls};
-use protokube::manifests::flags::FlagTable;
-use protokube::manifests::render::{load_templates, render, validate_pod};
-use protokube::manifests::{render_all, Manifest, RenderInputs};
+use protokube::etcd::EtcdMembership;
+use protokube::plan::manifests::etcd::{EtcdNode, EtcdOptions, EtcdPodParams, EtcdTls};
+use protokube::plan::manifests::flags::FlagTable;
+use protokube::plan::manifests::templates::{compile_templates, render, validate_pod};
+use protokube::plan::manifests::{render_all, Manifest, RenderInputs};
 use protokube::spec::ClusterDocument;
 use protokube::state::MountedVolume;
-use protokube::volumes::EtcdMembership;
 use serde_yaml::Value;
 use support::fixture;
 
@@ -69,7 +69,7 @@ fn params_from_kops_input(input: &Value) -> EtcdPodParams {
 
 #[test]
 fn etcd_manifests_match_the_kops_goldens() {
-    let tera = load_templates(None).unwrap();
+    let tera = compile_templates(&[]).unwrap();
     for name in ["non_tls", "tls", "etcd_env_vars"] {
         let docs = documents(&fixture(&format!("etcd-manifest/{name}.yaml")));
         let params = params_from_kops_input(&docs[0]);
@@ -105,7 +105,7 @@ fn render_spec(
     mounted: &[MountedVolume],
 ) -> (Vec<Manifest>, ClusterDocument) {
     let doc = ClusterDocument::load(&fixture(&format!("cluster-completed/{name}.yaml"))).unwrap();
-    let tera = load_templates(None).unwrap();
+    let tera = compile_templates(&[]).unwrap();
     let cluster = doc.name().unwrap().to_owned();
     let suffix = format!(".internal.{cluster}");
     let mut warnings = Vec::new();

@@ -213,14 +213,12 @@ fn dry_run_writes_nothing_and_shows_a_diff() {
 fn hostile_spec_strings_stay_inside_their_scalars() {
     let root = TestRoot::new();
     let hostile_image = "registry.example/kube-apiserver:v1\n---\napiVersion: v1\nkind: Secret";
-    let hostile_name = "api.example.com # not: a comment";
     let hostile_gate = "Gate: x\n  - injected";
     let mut doc: serde_yaml::Value = serde_yaml::from_str(
         &std::fs::read_to_string(fixture("cluster-completed/minimal-1.28.yaml")).unwrap(),
     )
     .unwrap();
     doc["spec"]["kubeAPIServer"]["image"] = hostile_image.into();
-    doc["spec"]["masterPublicName"] = hostile_name.into();
     doc["spec"]["kubeScheduler"]["featureGates"] =
         serde_yaml::from_str(&format!("{{{:?}: \"true\"}}", hostile_gate)).unwrap();
     doc["spec"]["kubeProxy"]["clusterCIDR"] = "10.0.0.0/8\"\n    hostNetwork: false".into();
@@ -231,10 +229,6 @@ fn hostile_spec_strings_stay_inside_their_scalars() {
 
     let apiserver = pod(&manifest_path(&root, "kube-apiserver"));
     assert_eq!(apiserver["spec"]["containers"][0]["image"], hostile_image);
-    assert_eq!(
-        apiserver["metadata"]["annotations"]["dns.alpha.kubernetes.io/external"],
-        hostile_name
-    );
     let scheduler = pod(&manifest_path(&root, "kube-scheduler"));
     let gate = format!("--feature-gates={hostile_gate}=true");
     assert!(scheduler["spec"]["containers"][0]["args"]
@@ -247,11 +241,30 @@ fn hostile_spec_strings_stay_inside_their_scalars() {
 }
 
 #[test]
+fn a_public_name_that_is_not_a_dns_name_is_refused_before_anything_is_written() {
+    let root = TestRoot::new();
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(fixture("cluster-completed/minimal-1.28.yaml")).unwrap(),
+    )
+    .unwrap();
+    doc["spec"]["masterPublicName"] = "api.example.com # not: a comment".into();
+    let spec = root.join("/hostile.yaml");
+    std::fs::write(&spec, serde_yaml::to_string(&doc).unwrap()).unwrap();
+    let out = render(root.path(), &spec, &["--master"]);
+    assert_eq!(out.code, 1, "{out:#?}");
+    assert!(
+        out.error_lines()[0].contains("spec.masterPublicName"),
+        "{out:#?}"
+    );
+    assert!(!root.join("/etc").exists());
+}
+
+#[test]
 fn a_failing_render_writes_nothing_and_names_template_and_field() {
     let root = TestRoot::new();
     let templates = root.join("/templates");
     std::fs::create_dir_all(&templates).unwrap();
-    let broken = protokube::manifests::render::BUILTIN_TEMPLATES
+    let broken = protokube::plan::manifests::templates::BUILTIN_TEMPLATES
         .iter()
         .find(|(name, _)| *name == "kube-scheduler.yaml")
         .unwrap()

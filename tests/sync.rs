@@ -5,75 +5,9 @@ mod support;
 
 use std::path::Path;
 
-use support::block::{LoopDevice, TestRoot};
-use support::{fixture, seed, ImdsServer, Moto, Protokube, RunOutput};
-
-const REGION: &str = "us-east-1";
-const HA: &str = "ha.example.com";
-
-struct Master {
-    moto: Moto,
-    imds: ImdsServer,
-    root: TestRoot,
-    instance_id: String,
-    private_ip: String,
-    volumes: Vec<String>,
-    zone_id: String,
-}
-
-/// Master `a` of the HA cluster (zone a) with the cluster's six etcd volumes, a hosted zone, and
-/// loop devices behind the two volumes in its zone.
-fn master(disks: &[LoopDevice; 2]) -> Master {
-    let moto = Moto::start();
-    let (instance_id, private_ip, volumes, zone_id) = support::runtime().block_on(async {
-        let ec2 = moto.ec2(REGION).await;
-        let tags = [("KubernetesCluster", HA), ("k8s.io/role/master", "1")];
-        let instance = seed::instance(&ec2, "us-east-1a", &tags).await;
-        let (private_ip, _) = seed::instance_addresses(&ec2, &instance).await;
-        let mut here = Vec::new();
-        for (member, zone) in [
-            ("a", "us-east-1a"),
-            ("b", "us-east-1b"),
-            ("c", "us-east-1c"),
-        ] {
-            let value = format!("{member}/a,b,c");
-            let main = seed::etcd_volume(&ec2, HA, zone, &[("main", &value)]).await;
-            let events = seed::etcd_volume(&ec2, HA, zone, &[("events", &value)]).await;
-            if member == "a" {
-                here = vec![main, events];
-            }
-        }
-        let zone_id = seed::hosted_zone(&moto.route53().await, "example.com").await;
-        (instance, private_ip, here, zone_id)
-    });
-    let imds = ImdsServer::for_instance(&instance_id, "us-east-1a", REGION, &private_ip);
-    let root = TestRoot::new();
-    for (volume, disk) in volumes.iter().zip(disks) {
-        root.link_by_id(volume, &disk.path);
-    }
-    Master {
-        moto,
-        imds,
-        root,
-        instance_id,
-        private_ip,
-        volumes,
-        zone_id,
-    }
-}
-
-impl Master {
-    fn sync(&self, extra: &[&str]) -> RunOutput {
-        Protokube::new()
-            .moto(&self.moto)
-            .imds(&self.imds)
-            .args(["sync", "--master", "--zone", "example.com", "-o", "json"])
-            .arg_path("--cluster-spec", &fixture("cluster-completed/ha.yaml"))
-            .arg_path("--root", self.root.path())
-            .args(extra)
-            .run()
-    }
-}
+use support::bed::{Bed, NodeKind};
+use support::block::TestRoot;
+use support::{fixture, seed, Protokube};
 
 fn mtimes(dir: &Path) -> Vec<(String, std::time::SystemTime)> {
     let mut out: Vec<_> = std::fs::read_dir(dir)
@@ -95,13 +29,12 @@ fn mtimes(dir: &Path) -> Vec<(String, std::time::SystemTime)> {
 
 #[test]
 fn cold_sync_brings_a_master_up_and_a_converged_rerun_costs_four_calls_and_no_writes() {
-    let disks = [LoopDevice::blank(64), LoopDevice::blank(64)];
-    let node = master(&disks);
-    let out = node.sync(&["--detailed-exitcode"]);
+    let node = Bed::new(NodeKind::HaMaster);
+    let out = node.run("sync", &["--detailed-exitcode"]);
     assert_eq!(out.code, 2, "{out:#?}");
 
     // Volumes: both of this zone's members attached and mounted.
-    for (volume, disk) in node.volumes.iter().zip(&disks) {
+    for (volume, disk) in node.volumes.iter().zip(&node.disks) {
         assert_eq!(
             disk.mounted_at(),
             [node.root.mountpoint(volume).display().to_string()]
@@ -122,8 +55,9 @@ fn cold_sync_brings_a_master_up_and_a_converged_rerun_costs_four_calls_and_no_wr
         ]
     );
     // DNS: this master's members point at it, computed without asking the cloud again.
-    let records = support::runtime()
-        .block_on(async { seed::zone_records(&node.moto.route53().await, &node.zone_id).await });
+    let records = support::runtime().block_on(async {
+        seed::zone_records(&node.moto().route53().await, node.zone_id.as_ref().unwrap()).await
+    });
     for name in [
         "etcd-a.internal.ha.example.com",
         "etcd-events-a.internal.ha.example.com",
@@ -143,25 +77,23 @@ fn cold_sync_brings_a_master_up_and_a_converged_rerun_costs_four_calls_and_no_wr
     let before_manifests = mtimes(&manifests);
     let state = node.root.join("/var/lib/protokube/state.json");
     let before_state = std::fs::metadata(&state).unwrap().modified().unwrap();
-    node.moto.reset_operations();
-    let out = node.sync(&["--detailed-exitcode"]);
+    node.moto().reset_operations();
+    let out = node.run("sync", &["--detailed-exitcode"]);
     assert_eq!(out.code, 0, "{out:#?}");
     assert_eq!(out.json()["changed"], false);
-    let operations = node.moto.operations();
+    let operations = node.moto().operations();
     assert!(operations.len() <= 4, "{operations:?}");
     assert_eq!(mtimes(&manifests), before_manifests);
     assert_eq!(
         std::fs::metadata(&state).unwrap().modified().unwrap(),
         before_state
     );
-    let _ = &node.instance_id;
 }
 
 #[test]
 fn dry_run_on_a_fresh_master_changes_nothing_and_exits_2() {
-    let disks = [LoopDevice::blank(64), LoopDevice::blank(64)];
-    let node = master(&disks);
-    let out = node.sync(&["--dry-run", "--detailed-exitcode"]);
+    let node = Bed::new(NodeKind::HaMaster);
+    let out = node.run("sync", &["--dry-run", "--detailed-exitcode"]);
     assert_eq!(out.code, 2, "{out:#?}");
     let report = out.json();
     assert_eq!(report["command"], "sync");
@@ -174,13 +106,14 @@ fn dry_run_on_a_fresh_master_changes_nothing_and_exits_2() {
     for kind in ["volume", "mount", "file", "dns"] {
         assert!(kinds.contains(&kind), "no {kind} change in {kinds:?}");
     }
-    for disk in &disks {
+    for disk in &node.disks {
         assert!(disk.mounted_at().is_empty());
         assert!(disk.fs_type().is_none());
     }
     assert!(!node.root.join("/etc/kubernetes").exists());
-    let records = support::runtime()
-        .block_on(async { seed::zone_records(&node.moto.route53().await, &node.zone_id).await });
+    let records = support::runtime().block_on(async {
+        seed::zone_records(&node.moto().route53().await, node.zone_id.as_ref().unwrap()).await
+    });
     assert!(
         records.keys().all(|(_, t)| t == "NS" || t == "SOA"),
         "{records:?}"
@@ -189,8 +122,7 @@ fn dry_run_on_a_fresh_master_changes_nothing_and_exits_2() {
 
 #[test]
 fn a_held_lock_gives_75() {
-    let disks = [LoopDevice::blank(64), LoopDevice::blank(64)];
-    let node = master(&disks);
+    let node = Bed::new(NodeKind::HaMaster);
     let lock = node.root.join("/run/protokube.lock");
     std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
     let file = std::fs::File::create(&lock).unwrap();
@@ -199,7 +131,7 @@ fn a_held_lock_gives_75() {
         unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) },
         0
     );
-    let out = node.sync(&["--timeout", "1s"]);
+    let out = node.run("sync", &["--timeout", "1s"]);
     assert_eq!(out.code, 75, "{out:#?}");
     assert!(!node.root.join("/etc/kubernetes").exists());
 }

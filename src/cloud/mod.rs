@@ -1,9 +1,11 @@
-//! The cloud as protokube sees it: narrow traits returning our own types, so commands can run
+//! The cloud as protokube sees it: narrow traits returning our own types, so steps can run
 //! against AWS or against a stricter test double. The AWS implementation lives in [`aws`].
 
 pub mod aws;
+pub mod tags;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use anyhow::Result;
 use async_trait::async_trait;
@@ -155,4 +157,23 @@ pub trait DnsApi: Send + Sync {
 #[async_trait]
 pub trait InstanceMetadata: Send + Sync {
     async fn get(&self, path: &str) -> Result<Option<String>>;
+}
+
+/// The cloud APIs of one region, shared by every step of a run.
+#[derive(Clone)]
+pub struct CloudClients {
+    pub volumes: Arc<dyn VolumeApi>,
+    pub instances: Arc<dyn InstanceApi>,
+    pub dns: Arc<dyn DnsApi>,
+}
+
+/// Where the run's cloud comes from: the metadata service, and clients for a region once the
+/// region is known. AWS in production ([`aws::AwsCloud`]); doubles in tests.
+#[async_trait]
+pub trait Cloud: Send + Sync {
+    /// This instance's metadata service.
+    fn metadata(&self) -> &dyn InstanceMetadata;
+
+    /// Clients for `region`: one configuration, credentials resolved once for all of them.
+    async fn connect(&self, region: &str) -> Result<CloudClients>;
 }

@@ -1,4 +1,5 @@
-//! The subcommands, one file each: its clap `Args` and its `run`.
+//! The subcommands, one thin file each: settings → snapshot → steps → report. No command file
+//! imports another; the steps they share live in `steps/`.
 
 pub mod discover_volumes;
 pub mod mount;

@@ -134,6 +134,23 @@ impl LoopDevice {
         run("umount", &[mnt.path().to_str().unwrap()]);
     }
 
+    /// Writes an MBR (dos) partition table with one 16 MiB partition, as `sfdisk` does.
+    pub fn write_partition_table(&self) {
+        use std::io::Write as _;
+        let mut child = Command::new("sfdisk")
+            .args(["--quiet", self.path_str()])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("sfdisk (fdisk package)");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"label: dos\n,16M\n")
+            .unwrap();
+        assert!(child.wait().unwrap().success());
+    }
+
     pub fn path_str(&self) -> &str {
         self.path.to_str().unwrap()
     }

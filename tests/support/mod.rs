@@ -4,7 +4,9 @@
 
 #![allow(dead_code)]
 
+pub mod bed;
 pub mod block;
+pub mod double;
 pub mod etcd;
 pub mod imds;
 pub mod moto;

@@ -1,50 +1,20 @@
-//! Host paths under `--root`, atomic file writes that skip equal bytes, and the run lock.
+//! Files a node depends on: atomic writes that skip equal bytes, symlinks, log files, and the
+//! run lock.
 
 use std::io::Write as _;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt as _;
 
 use fs_err::os::unix::fs::OpenOptionsExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context as _, Result};
 
 use crate::error::NotReady;
-
-/// The directory the host's `/` is found at (`--root`; `/` unless running in a container or a test).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HostRoot(PathBuf);
-
-impl HostRoot {
-    pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self(root.into())
-    }
-
-    /// The root directory itself.
-    pub fn dir(&self) -> &Path {
-        &self.0
-    }
-
-    /// Where the host path `host_path` (absolute, e.g. `/etc/hosts`) is found from here.
-    pub fn path(&self, host_path: impl AsRef<Path>) -> PathBuf {
-        let relative = host_path
-            .as_ref()
-            .strip_prefix("/")
-            .unwrap_or(host_path.as_ref());
-        self.0.join(relative)
-    }
-
-    /// The host path of an etcd volume's mount point, `/mnt/master-<volume id>`.
-    pub fn volume_mountpoint_host_path(volume_id: &str) -> PathBuf {
-        PathBuf::from(format!("/mnt/master-{volume_id}"))
-    }
-
-    /// The mount point of an etcd volume as seen from here, `<root>/mnt/master-<volume id>`.
-    pub fn volume_mountpoint(&self, volume_id: &str) -> PathBuf {
-        self.path(Self::volume_mountpoint_host_path(volume_id))
-    }
-}
+use crate::paths::{HostRoot, LOCK_FILE};
+use crate::plan::files::{Desired, FileChange, FileFact};
+use crate::report::Action;
 
 /// What [`write_atomic`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,14 +42,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<WriteOutcome
             return Ok(WriteOutcome::Unchanged);
         }
     }
-    let dir = path
-        .parent()
-        .ok_or_else(|| anyhow!("`{}` has no parent directory", path.display()))?;
+    let dir = parent(path)?;
     fs_err::create_dir_all(dir)?;
-    let name = path
-        .file_name()
-        .ok_or_else(|| anyhow!("`{}` has no file name", path.display()))?
-        .to_string_lossy();
+    let name = file_name(path)?;
     remove_stale_temps(dir, &name);
     let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let result = (|| -> Result<()> {
@@ -130,6 +95,79 @@ pub fn remove_stale_temps(dir: &Path, name: &str) {
     }
 }
 
+/// What is at `path` now (symlinks not followed).
+pub fn read_fact(path: &Path) -> Result<FileFact> {
+    let meta = match fs_err::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(FileFact::Missing),
+        Err(err) => return Err(err.into()),
+    };
+    if meta.file_type().is_symlink() {
+        return Ok(FileFact::Symlink(fs_err::read_link(path)?));
+    }
+    if !meta.is_file() {
+        return Ok(FileFact::Other);
+    }
+    Ok(FileFact::File {
+        bytes: fs_err::read(path)?,
+        mode: meta.permissions().mode() & 0o7777,
+    })
+}
+
+/// Makes one planned file change (nothing for `unchanged`).
+pub fn apply(change: &FileChange) -> Result<()> {
+    if change.action == Action::Unchanged {
+        return Ok(());
+    }
+    match &change.desired {
+        Desired::File { bytes, mode } => write_atomic(&change.path, bytes, *mode).map(|_| ()),
+        Desired::Symlink(target) => replace_symlink(&change.path, target),
+        Desired::LogFile { mode } => create_log_file(&change.path, *mode),
+    }
+}
+
+/// Points `path` at `target` by renaming a new symlink over it, so it is never missing.
+fn replace_symlink(path: &Path, target: &Path) -> Result<()> {
+    let dir = parent(path)?;
+    fs_err::create_dir_all(dir)?;
+    let name = file_name(path)?;
+    remove_stale_temps(dir, &name);
+    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    std::os::unix::fs::symlink(target, &temp)
+        .with_context(|| format!("creating symlink `{}`", temp.display()))?;
+    fs_err::rename(&temp, path)?;
+    fs_err::File::open(dir)?.sync_all()?;
+    Ok(())
+}
+
+/// Creates an empty file if nothing is there; an existing one is never truncated.
+fn create_log_file(path: &Path, mode: u32) -> Result<()> {
+    fs_err::create_dir_all(parent(path)?)?;
+    match fs_err::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(err) => Err(err).context("creating a log file"),
+    }
+}
+
+fn parent(path: &Path) -> Result<&Path> {
+    path.parent()
+        .ok_or_else(|| anyhow!("`{}` has no parent directory", path.display()))
+}
+
+fn file_name(path: &Path) -> Result<String> {
+    Ok(path
+        .file_name()
+        .ok_or_else(|| anyhow!("`{}` has no file name", path.display()))?
+        .to_string_lossy()
+        .into_owned())
+}
+
 /// The exclusive run lock, `<root>/run/protokube.lock`: held for the life of this value.
 #[derive(Debug)]
 pub struct RunLock {
@@ -137,12 +175,9 @@ pub struct RunLock {
 }
 
 impl RunLock {
-    /// The host path of the lock file.
-    pub const HOST_PATH: &'static str = "/run/protokube.lock";
-
     /// Takes the lock, waiting up to `timeout` for another run to release it; exit 75 after that.
     pub fn acquire(root: &HostRoot, timeout: Duration) -> Result<Self> {
-        let path = root.path(Self::HOST_PATH);
+        let path = root.path(LOCK_FILE);
         if let Some(dir) = path.parent() {
             fs_err::create_dir_all(dir).context("creating the lock directory")?;
         }
@@ -191,18 +226,6 @@ impl RunLock {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn host_paths_are_taken_under_the_root() {
-        let root = HostRoot::new("/rootfs");
-        assert_eq!(root.path("/etc/hosts"), Path::new("/rootfs/etc/hosts"));
-        assert_eq!(
-            root.volume_mountpoint("vol-1"),
-            Path::new("/rootfs/mnt/master-vol-1")
-        );
-        let slash = HostRoot::new("/");
-        assert_eq!(slash.path("/etc/hosts"), Path::new("/etc/hosts"));
-    }
 
     #[test]
     fn atomic_write_creates_updates_and_skips_equal_bytes() {

@@ -1,16 +1,23 @@
 //! Static-pod manifests: flags from componentconfig (`flags`), the etcd member pod (`etcd`), the
-//! template engine and Pod validation (`render`), and here the plan of which manifests a node
-//! gets and their template contexts.
+//! template engine and Pod validation (`templates`), and here which manifests a node gets, their
+//! template contexts, and the file changes that put them in place. Pure.
 
 pub mod etcd;
 pub mod flags;
-pub mod render;
+pub mod templates;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use serde_yaml::Mapping;
 
-use crate::manifests::etcd::{pod_params, EtcdOptions};
-use crate::manifests::flags::FlagTable;
+use crate::paths::{HostRoot, MANIFEST_DIR, ON_VOLUME_MANIFEST_DIR};
+use crate::plan::files::{
+    plan_file, plan_log_file, plan_symlink, relative_target, FileChange, FileFact,
+};
+use crate::plan::manifests::etcd::{pod_params, EtcdOptions};
+use crate::plan::manifests::flags::FlagTable;
 use crate::spec::ClusterSpec;
 use crate::state::MountedVolume;
 
@@ -183,8 +190,8 @@ pub fn render_all(
                         continue;
                     }
                 };
-                let contents = render::render(tera, "etcd.yaml", &params.context())?;
-                render::validate_pod(&contents, "etcd.yaml")?;
+                let contents = templates::render(tera, "etcd.yaml", &params.context())?;
+                templates::validate_pod(&contents, "etcd.yaml")?;
                 manifests.push(Manifest {
                     log_file: (params.log_file.clone(), 0o644),
                     name: params.cluster_name.clone(),
@@ -231,8 +238,8 @@ fn render_component(
     let template = format!("{}.yaml", component.name);
     let ctx = component_context(component, section, inputs)
         .with_context(|| format!("building the {} manifest", component.name))?;
-    let contents = render::render(tera, &template, &ctx)?;
-    render::validate_pod(&contents, &template)?;
+    let contents = templates::render(tera, &template, &ctx)?;
+    templates::validate_pod(&contents, &template)?;
     Ok(Manifest {
         name: component.name.to_owned(),
         template,
@@ -243,4 +250,174 @@ fn render_component(
             component.log_mode,
         ),
     })
+}
+
+/// Where a manifest's files go, as paths under the root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ManifestPaths {
+    /// The manifest file: in the manifest directory, or on its etcd volume.
+    pub file: PathBuf,
+    /// For a manifest on a volume: the link in the manifest directory and its relative target.
+    pub link: Option<(PathBuf, PathBuf)>,
+    /// The log file the pod mounts.
+    pub log: PathBuf,
+}
+
+impl Manifest {
+    /// The paths this manifest occupies under `root`.
+    pub fn paths(&self, root: &HostRoot) -> ManifestPaths {
+        let file_name = format!("{}.manifest", self.name);
+        let static_host_path = Path::new(MANIFEST_DIR).join(&file_name);
+        let (file, link) = match &self.placement {
+            Placement::Static => (root.path(&static_host_path), None),
+            Placement::OnVolume { mountpoint, .. } => {
+                let on_volume = Path::new(mountpoint)
+                    .join(ON_VOLUME_MANIFEST_DIR)
+                    .join(&file_name);
+                let link = (
+                    root.path(&static_host_path),
+                    relative_target(&static_host_path, &on_volume),
+                );
+                (root.path(on_volume), Some(link))
+            }
+        };
+        ManifestPaths {
+            file,
+            link,
+            log: root.path(&self.log_file.0),
+        }
+    }
+}
+
+/// The file changes that put `manifests` in place, given what is at each path now (`facts`,
+/// keyed by the paths of [`Manifest::paths`]; a path missing from `facts` counts as missing):
+/// per manifest its file, its link, and its log file when missing. Mode 0644.
+pub fn plan_writes(
+    root: &HostRoot,
+    manifests: &[Manifest],
+    facts: &BTreeMap<PathBuf, FileFact>,
+) -> Vec<FileChange> {
+    let fact = |path: &PathBuf| facts.get(path).unwrap_or(&FileFact::Missing);
+    let mut changes = Vec::new();
+    for manifest in manifests {
+        let paths = manifest.paths(root);
+        changes.push(plan_file(
+            &paths.file,
+            fact(&paths.file),
+            &manifest.contents,
+            0o644,
+        ));
+        if let Some((link, target)) = &paths.link {
+            changes.push(plan_symlink(link, fact(link), target));
+        }
+        changes.extend(plan_log_file(
+            &paths.log,
+            fact(&paths.log),
+            manifest.log_file.1,
+        ));
+    }
+    changes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Action;
+
+    fn manifest(name: &str, placement: Placement) -> Manifest {
+        Manifest {
+            name: name.into(),
+            template: format!("{name}.yaml"),
+            contents: "kind: Pod\n".into(),
+            placement,
+            log_file: (format!("/var/log/{name}.log"), 0o644),
+        }
+    }
+
+    #[test]
+    fn etcd_manifests_go_on_their_volume_behind_a_relative_link() {
+        let root = HostRoot::new("/r");
+        let on_volume = manifest(
+            "etcd",
+            Placement::OnVolume {
+                volume_id: "vol-1".into(),
+                mountpoint: "/mnt/master-vol-1".into(),
+            },
+        );
+        let paths = on_volume.paths(&root);
+        assert_eq!(
+            paths.file,
+            Path::new("/r/mnt/master-vol-1/k8s.io/manifests/etcd.manifest")
+        );
+        let (link, target) = paths.link.unwrap();
+        assert_eq!(link, Path::new("/r/etc/kubernetes/manifests/etcd.manifest"));
+        assert_eq!(
+            target,
+            Path::new("../../../mnt/master-vol-1/k8s.io/manifests/etcd.manifest")
+        );
+        assert_eq!(paths.log, Path::new("/r/var/log/etcd.log"));
+    }
+
+    #[test]
+    fn writes_are_planned_from_what_is_on_disk() {
+        let root = HostRoot::new("/r");
+        let manifests = [
+            manifest("kube-proxy", Placement::Static),
+            manifest(
+                "etcd",
+                Placement::OnVolume {
+                    volume_id: "vol-1".into(),
+                    mountpoint: "/mnt/master-vol-1".into(),
+                },
+            ),
+        ];
+        // A fresh node: everything is created, in order file, link, log per manifest.
+        let fresh = plan_writes(&root, &manifests, &BTreeMap::new());
+        let summary: Vec<(String, Action)> = fresh
+            .iter()
+            .map(|c| (c.path.display().to_string(), c.action))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (
+                    "/r/etc/kubernetes/manifests/kube-proxy.manifest".to_owned(),
+                    Action::Create
+                ),
+                ("/r/var/log/kube-proxy.log".to_owned(), Action::Create),
+                (
+                    "/r/mnt/master-vol-1/k8s.io/manifests/etcd.manifest".to_owned(),
+                    Action::Create
+                ),
+                (
+                    "/r/etc/kubernetes/manifests/etcd.manifest".to_owned(),
+                    Action::Create
+                ),
+                ("/r/var/log/etcd.log".to_owned(), Action::Create),
+            ]
+        );
+        // As the plan leaves it: nothing to do, and existing log files are not reported.
+        let facts: BTreeMap<PathBuf, FileFact> = fresh
+            .iter()
+            .map(|c| {
+                let fact = match &c.desired {
+                    crate::plan::files::Desired::File { bytes, mode } => FileFact::File {
+                        bytes: bytes.clone(),
+                        mode: *mode,
+                    },
+                    crate::plan::files::Desired::Symlink(target) => {
+                        FileFact::Symlink(target.clone())
+                    }
+                    crate::plan::files::Desired::LogFile { mode } => FileFact::File {
+                        bytes: vec![],
+                        mode: *mode,
+                    },
+                };
+                (c.path.clone(), fact)
+            })
+            .collect();
+        let converged = plan_writes(&root, &manifests, &facts);
+        assert_eq!(converged.len(), 3);
+        assert!(converged.iter().all(|c| c.action == Action::Unchanged));
+    }
 }

@@ -1,14 +1,11 @@
-//! The `/etc/hosts` provider: kOps' guarded block (pure editing) and the file write (atomic
-//! rename, or in place with re-read verification where `/etc/hosts` is a bind mount).
+//! The hosts file: kOps' guarded block, read and rewritten, and the per-name changes a new set
+//! of records makes. Pure.
 
-use std::collections::BTreeMap;
-use std::io::Write as _;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
-use std::path::Path;
 
-use anyhow::{bail, Context as _, Result};
-
-use crate::fsutil::{write_atomic, WriteOutcome};
+use crate::plan::records::DesiredRecord;
+use crate::report::{Action, Change, ChangeKind};
 
 /// First line of the managed block (compared after trimming).
 pub const GUARD_BEGIN: &str = "# Begin host entries managed by kops - do not edit";
@@ -103,63 +100,89 @@ pub fn update_hosts(content: &str, records: &HostRecords) -> String {
     text
 }
 
-/// Writes `/etc/hosts` (at `path`) when its bytes change: by atomic rename where possible; where
-/// the file is a bind mount (rename fails with EBUSY), in place, then read back to verify.
-pub fn write_hosts(path: &Path, content: &str) -> Result<WriteOutcome> {
-    let current = match fs_err::read(path) {
-        Ok(bytes) => Some(bytes),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
-        Err(err) => return Err(err).context("reading the hosts file"),
-    };
-    if current.as_deref() == Some(content.as_bytes()) {
-        return Ok(WriteOutcome::Unchanged);
-    }
-    let mode = {
-        use std::os::unix::fs::PermissionsExt as _;
-        fs_err::metadata(path)
-            .map(|m| m.permissions().mode() & 0o7777)
-            .unwrap_or(0o644)
-    };
-    match write_atomic(path, content.as_bytes(), mode) {
-        Ok(outcome) => Ok(outcome),
-        Err(err) if is_busy(&err) => {
-            tracing::debug!("`{}` is a mount point; writing in place", path.display());
-            let mut file = fs_err::OpenOptions::new()
-                .write(true)
-                .truncate(true)
-                .open(path)
-                .context("opening the hosts file for an in-place write")?;
-            file.write_all(content.as_bytes())?;
-            file.sync_all()?;
-            let written = fs_err::read(path)?;
-            if written != content.as_bytes() {
-                bail!(
-                    "`{}` does not hold what was written (another writer?); run again",
-                    path.display()
-                );
-            }
-            Ok(WriteOutcome::Updated)
-        }
-        Err(err) => Err(err),
-    }
+/// The block's new records: the desired addresses, or for a name whose addresses are unknown
+/// right now the ones it has; names the cloud no longer supports are dropped.
+pub fn hosts_records(desired: &[DesiredRecord], current: &HostRecords) -> HostRecords {
+    desired
+        .iter()
+        .filter_map(|record| {
+            let addresses = if record.addresses.is_empty() {
+                current.get(&record.name).cloned().unwrap_or_default()
+            } else {
+                record.addresses.clone()
+            };
+            (!addresses.is_empty()).then(|| (record.name.clone(), addresses))
+        })
+        .collect()
 }
 
-/// Rename onto a mount point fails with EBUSY (or EXDEV): the file is a bind mount.
-fn is_busy(err: &anyhow::Error) -> bool {
-    use std::io::ErrorKind;
-    err.chain().any(|cause| {
-        cause.downcast_ref::<std::io::Error>().is_some_and(|e| {
-            matches!(
-                e.kind(),
-                ErrorKind::ResourceBusy | ErrorKind::CrossesDevices
-            )
+/// A planned rewrite of the hosts file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostsPlan {
+    /// The new content (equal to the current one when nothing changes).
+    pub content: String,
+    /// One entry per name, and one for a layout-only repair.
+    pub changes: Vec<Change>,
+}
+
+/// Plans the hosts file at `target` (its path, for the report) from its current `content` and the
+/// desired records: one change per name (create, update, delete or unchanged), and when only the
+/// block's layout needs repairing (duplicate or broken blocks), one `update` of the file itself.
+pub fn plan_hosts(target: &str, content: &str, desired: &[DesiredRecord]) -> HostsPlan {
+    let current = managed_records(content);
+    let wanted = hosts_records(desired, &current);
+    let show = |a: Option<&Vec<Ipv4Addr>>| {
+        a.map(|a| {
+            a.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
         })
-    })
+        .unwrap_or_else(|| "none".to_owned())
+    };
+    let names: BTreeSet<&String> = current.keys().chain(wanted.keys()).collect();
+    let mut changes = Vec::new();
+    for name in names {
+        let (old, new) = (current.get(name), wanted.get(name));
+        let action = match (old, new) {
+            (None, Some(_)) => Action::Create,
+            (Some(_), None) => Action::Delete,
+            (Some(a), Some(b)) if a == b => Action::Unchanged,
+            _ => Action::Update,
+        };
+        changes.push(Change {
+            kind: ChangeKind::Hosts,
+            target: name.clone(),
+            action,
+            detail: if action == Action::Unchanged {
+                show(new)
+            } else {
+                format!("{} -> {}", show(old), show(new))
+            },
+        });
+    }
+    let updated = update_hosts(content, &wanted);
+    let records_changed = changes.iter().any(|c| c.action != Action::Unchanged);
+    if updated != content && !records_changed {
+        // Only the layout changed (duplicate or broken blocks repaired): still a change.
+        changes.push(Change {
+            kind: ChangeKind::Hosts,
+            target: target.to_owned(),
+            action: Action::Update,
+            detail: "repaired the managed block".into(),
+        });
+    }
+    HostsPlan {
+        content: updated,
+        changes,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::records::RecordRole;
+    use std::path::Path;
 
     fn fixture(case: &str, file: &str) -> String {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -229,15 +252,56 @@ mod tests {
     }
 
     #[test]
-    fn in_place_write_when_rename_is_impossible() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("hosts");
-        std::fs::write(&path, "old\n").unwrap();
-        assert_eq!(
-            write_hosts(&path, "old\n").unwrap(),
-            WriteOutcome::Unchanged
-        );
-        assert_eq!(write_hosts(&path, "new\n").unwrap(), WriteOutcome::Updated);
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
+    fn a_layout_only_repair_is_a_change_of_the_file() {
+        let desired = [DesiredRecord {
+            name: "api.internal.c".into(),
+            role: RecordRole::ApiInternal,
+            addresses: vec!["10.0.0.9".parse().unwrap()],
+        }];
+        let first = plan_hosts("/etc/hosts", "", &desired);
+        assert_eq!(first.changes.len(), 1);
+        assert_eq!(first.changes[0].action, Action::Create);
+        let again = plan_hosts("/etc/hosts", &first.content, &desired);
+        assert!(again.changes.iter().all(|c| c.action == Action::Unchanged));
+        assert_eq!(again.content, first.content);
+        // The same records, but the block duplicated: only the layout needs repairing.
+        let doubled = format!("{0}{0}", first.content);
+        let repaired = plan_hosts("/etc/hosts", &doubled, &desired);
+        assert_eq!(repaired.content, first.content);
+        assert!(repaired
+            .changes
+            .iter()
+            .any(|c| c.target == "/etc/hosts" && c.detail == "repaired the managed block"));
+    }
+
+    #[test]
+    fn unknown_names_keep_their_addresses_and_unsupported_ones_go() {
+        let desired = [
+            DesiredRecord {
+                name: "etcd-a.internal.c".into(),
+                role: RecordRole::EtcdMember,
+                addresses: vec![],
+            },
+            DesiredRecord {
+                name: "api.internal.c".into(),
+                role: RecordRole::ApiInternal,
+                addresses: vec!["10.0.0.9".parse().unwrap()],
+            },
+        ];
+        let current: HostRecords = [
+            (
+                "etcd-a.internal.c".to_owned(),
+                vec!["10.0.0.1".parse().unwrap()],
+            ),
+            (
+                "etcd-z.internal.c".to_owned(),
+                vec!["10.0.0.7".parse().unwrap()],
+            ),
+        ]
+        .into();
+        let records = hosts_records(&desired, &current);
+        assert_eq!(records["etcd-a.internal.c"], current["etcd-a.internal.c"]);
+        assert_eq!(records["api.internal.c"].len(), 1);
+        assert!(!records.contains_key("etcd-z.internal.c"));
     }
 }

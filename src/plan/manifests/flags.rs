@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail, Context as _, Result};
 use serde_yaml::{Mapping, Value};
 
 /// The table compiled into the binary.
-const TABLE_TSV: &str = include_str!("../../templates/componentconfig-flags.tsv");
+const TABLE_TSV: &str = include_str!("../../../templates/componentconfig-flags.tsv");
 
 /// How a field's value becomes a flag value (from its Go type).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,10 +1,9 @@
 //! Route53 zone choice by kOps' `--zone` rules (`*`, `*/*`, `*/ID`, `NAME`, `NAME/ID`),
-//! `spec.dnsZone`, else the longest-suffix hosted zone. Pure, apart from [`find_zones`].
+//! `spec.dnsZone`, else the longest-suffix hosted zone. Pure.
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 
-use crate::cloud::{DnsApi, HostedZone};
-use crate::error::UsageError;
+use crate::cloud::HostedZone;
 
 /// One `--zone` rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,7 +63,7 @@ impl ZoneRule {
         }
     }
 
-    fn allows(&self, zone: &HostedZone) -> bool {
+    pub fn allows(&self, zone: &HostedZone) -> bool {
         match self {
             ZoneRule::Any => true,
             ZoneRule::Id(id) => zone.id == *id,
@@ -72,45 +71,6 @@ impl ZoneRule {
             ZoneRule::NameId(name, id) => zone.name == *name && zone.id == *id,
         }
     }
-}
-
-/// The rules in force: `--zone` flags, else `spec.dnsZone`, else any zone.
-pub fn effective_rules(flags: &[String], spec_dns_zone: Option<&str>) -> Result<Vec<ZoneRule>> {
-    if !flags.is_empty() {
-        return flags
-            .iter()
-            .map(|f| ZoneRule::parse(f).map_err(|e| UsageError(e).into()))
-            .collect();
-    }
-    if let Some(zone) = spec_dns_zone.filter(|z| !z.is_empty()) {
-        return Ok(vec![ZoneRule::from_spec(zone).map_err(|e| anyhow!(e))?]);
-    }
-    Ok(vec![ZoneRule::Any])
-}
-
-/// The hosted zones the rules allow, asking Route53 as little as possible: by id, by name, and
-/// only for `*` the whole list.
-pub async fn find_zones(dns: &dyn DnsApi, rules: &[ZoneRule]) -> Result<Vec<HostedZone>> {
-    let mut zones: Vec<HostedZone> = Vec::new();
-    if rules.contains(&ZoneRule::Any) {
-        zones = dns.all_zones().await?;
-    } else {
-        for rule in rules {
-            match rule {
-                ZoneRule::Id(id) | ZoneRule::NameId(_, id) => {
-                    if let Some(zone) = dns.zone_by_id(id).await? {
-                        zones.push(zone);
-                    }
-                }
-                ZoneRule::Name(name) => zones.extend(dns.zones_named(name).await?),
-                ZoneRule::Any => {}
-            }
-        }
-    }
-    zones.retain(|z| rules.iter().any(|r| r.allows(z)));
-    zones.sort_by(|a, b| a.id.cmp(&b.id));
-    zones.dedup_by(|a, b| a.id == b.id);
-    Ok(zones)
 }
 
 /// The zone a name goes to: the allowed zone with the longest name that is a suffix of it.
@@ -179,21 +139,6 @@ mod tests {
             ZoneRule::from_spec("example.com"),
             Ok(ZoneRule::Name("example.com".into()))
         );
-    }
-
-    #[test]
-    fn rules_precedence() {
-        assert_eq!(
-            effective_rules(&["*/Z9".into()], Some("example.com")).unwrap(),
-            [ZoneRule::Id("Z9".into())]
-        );
-        assert_eq!(
-            effective_rules(&[], Some("example.com")).unwrap(),
-            [ZoneRule::Name("example.com".into())]
-        );
-        assert_eq!(effective_rules(&[], None).unwrap(), [ZoneRule::Any]);
-        let err = effective_rules(&["a/b/c".into()], None).unwrap_err();
-        assert!(err.is::<UsageError>());
     }
 
     #[test]

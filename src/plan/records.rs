@@ -6,7 +6,7 @@ use std::net::Ipv4Addr;
 
 use crate::cloud::InstanceInfo;
 use crate::names::etcd_member_name;
-use crate::volumes::EtcdVolume;
+use crate::plan::volumes::EtcdVolume;
 
 /// What a record is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -94,7 +94,7 @@ fn sorted(mut addresses: Vec<Ipv4Addr>) -> Vec<Ipv4Addr> {
 mod tests {
     use super::*;
     use crate::cloud::VolumeAttachment;
-    use crate::volumes::EtcdMembership;
+    use crate::etcd::EtcdMembership;
 
     fn volume(id: &str, key: &str, member: &str, attached_to: Option<&str>) -> EtcdVolume {
         EtcdVolume {

@@ -6,52 +6,24 @@ use std::collections::BTreeSet;
 use anyhow::{anyhow, bail, Result};
 use serde::Serialize;
 
-use crate::manifests::flags::parse_go_duration;
+use crate::etcd::EtcdMembership;
+use crate::plan::manifests::flags::parse_go_duration;
 use crate::spec::EtcdClusterSpec;
-use crate::volumes::EtcdMembership;
 
-/// Legacy protokube flags for etcd; they override the spec.
-#[derive(Clone, Debug, Default, PartialEq, Eq, clap::Args)]
+/// The legacy protokube etcd flags (`--etcd-image`, `--tls-*`, …); they override the spec.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EtcdOptions {
-    /// etcd image for every etcd pod [default: spec.etcdClusters[].image, else
-    /// registry.k8s.io/etcd:<version>-0].
-    #[arg(long, value_name = "IMAGE", env = "PROTOKUBE_ETCD_IMAGE")]
     pub etcd_image: Option<String>,
-
-    /// etcd election timeout in milliseconds [default: spec leaderElectionTimeout].
-    #[arg(long, value_name = "MS", env = "PROTOKUBE_ETCD_ELECTION_TIMEOUT")]
+    /// Milliseconds.
     pub etcd_election_timeout: Option<u32>,
-
-    /// etcd heartbeat interval in milliseconds [default: spec heartbeatInterval].
-    #[arg(long, value_name = "MS", env = "PROTOKUBE_ETCD_HEARTBEAT_INTERVAL")]
+    /// Milliseconds.
     pub etcd_heartbeat_interval: Option<u32>,
-
-    /// CA file for etcd clients (ETCD_TRUSTED_CA_FILE).
-    #[arg(long, value_name = "FILE", env = "PROTOKUBE_TLS_CA")]
     pub tls_ca: Option<String>,
-
-    /// Server certificate (ETCD_CERT_FILE); with --tls-key, etcd serves https.
-    #[arg(long, value_name = "FILE", env = "PROTOKUBE_TLS_CERT")]
     pub tls_cert: Option<String>,
-
-    /// Server key (ETCD_KEY_FILE).
-    #[arg(long, value_name = "FILE", env = "PROTOKUBE_TLS_KEY")]
     pub tls_key: Option<String>,
-
-    /// CA file for peers (ETCD_PEER_TRUSTED_CA_FILE).
-    #[arg(long, value_name = "FILE", env = "PROTOKUBE_PEER_CA")]
     pub peer_ca: Option<String>,
-
-    /// Peer certificate (ETCD_PEER_CERT_FILE).
-    #[arg(long, value_name = "FILE", env = "PROTOKUBE_PEER_CERT")]
     pub peer_cert: Option<String>,
-
-    /// Peer key (ETCD_PEER_KEY_FILE).
-    #[arg(long, value_name = "FILE", env = "PROTOKUBE_PEER_KEY")]
     pub peer_key: Option<String>,
-
-    /// Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH).
-    #[arg(long, env = "PROTOKUBE_TLS_AUTH")]
     pub tls_auth: bool,
 }
 

@@ -4,7 +4,6 @@
 //! `v1 Pod`.
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::Path;
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use k8s_openapi::api::core::v1::Pod;
@@ -15,38 +14,38 @@ use tera::{Tera, Value};
 pub const BUILTIN_TEMPLATES: &[(&str, &str)] = &[
     (
         "_resources.yaml",
-        include_str!("../../templates/_resources.yaml"),
+        include_str!("../../../templates/_resources.yaml"),
     ),
-    ("etcd.yaml", include_str!("../../templates/etcd.yaml")),
+    ("etcd.yaml", include_str!("../../../templates/etcd.yaml")),
     (
         "kube-apiserver.yaml",
-        include_str!("../../templates/kube-apiserver.yaml"),
+        include_str!("../../../templates/kube-apiserver.yaml"),
     ),
     (
         "kube-controller-manager.yaml",
-        include_str!("../../templates/kube-controller-manager.yaml"),
+        include_str!("../../../templates/kube-controller-manager.yaml"),
     ),
     (
         "kube-scheduler.yaml",
-        include_str!("../../templates/kube-scheduler.yaml"),
+        include_str!("../../../templates/kube-scheduler.yaml"),
     ),
     (
         "kube-proxy.yaml",
-        include_str!("../../templates/kube-proxy.yaml"),
+        include_str!("../../../templates/kube-proxy.yaml"),
     ),
 ];
 
-/// Loads the templates: each built-in one, replaced by the file of the same name in
-/// `override_dir` when that file exists.
-pub fn load_templates(override_dir: Option<&Path>) -> Result<Tera> {
+/// Compiles the templates: each built-in one, replaced by the text of the same name in
+/// `overrides` (file name → text) when there is one.
+pub fn compile_templates(overrides: &[(String, String)]) -> Result<Tera> {
     let mut sources: Vec<(String, String)> = Vec::new();
     for (name, builtin) in BUILTIN_TEMPLATES {
-        let text = match override_dir.map(|dir| dir.join(name)) {
-            Some(path) if path.exists() => {
-                tracing::debug!("template `{name}` from `{}`", path.display());
-                fs_err::read_to_string(&path).context("reading a template override")?
+        let text = match overrides.iter().find(|(n, _)| n == name) {
+            Some((_, text)) => {
+                tracing::debug!("template `{name}` overridden");
+                text.clone()
             }
-            _ => (*builtin).to_owned(),
+            None => (*builtin).to_owned(),
         };
         sources.push((name.to_string(), text));
     }

@@ -1,4 +1,4 @@
-//! Block devices and mounts on this host: finding a volume's device, proving it blank before any
+//! Block devices and mounts on this host: finding a volume's device, probing it before any
 //! `mkfs`, `fsck`, and mounting. This module is the only user of `sys-mount` and the only reader
 //! of the mount table.
 
@@ -9,74 +9,13 @@ use std::process::{Command, Stdio};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 
-use crate::fsutil::HostRoot;
-
-/// One line of `/proc/self/mountinfo`, the parts we use.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MountEntry {
-    /// `(major, minor)` of the mounted device.
-    pub devno: (u32, u32),
-    pub mountpoint: String,
-    pub fstype: String,
-    pub source: String,
-}
-
-/// Undoes the octal escapes (`\040` for space, …) the kernel uses in mountinfo fields.
-fn unescape_mountinfo(field: &str) -> String {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\' && i + 4 <= bytes.len() {
-            let digits = &bytes[i + 1..i + 4];
-            if digits.iter().all(|b| (b'0'..=b'7').contains(b)) {
-                let value = digits
-                    .iter()
-                    .fold(0u32, |acc, d| acc * 8 + u32::from(d - b'0'));
-                if let Ok(byte) = u8::try_from(value) {
-                    out.push(byte);
-                    i += 4;
-                    continue;
-                }
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Parses the text of `/proc/self/mountinfo`; malformed lines are skipped.
-pub fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
-    text.lines()
-        .filter_map(|line| {
-            let (before, after) = line.split_once(" - ")?;
-            let fields: Vec<&str> = before.split(' ').collect();
-            let (major, minor) = fields.get(2)?.split_once(':')?;
-            let mountpoint = fields.get(4)?;
-            let mut rest = after.split(' ');
-            let fstype = rest.next()?;
-            let source = rest.next()?;
-            Some(MountEntry {
-                devno: (major.parse().ok()?, minor.parse().ok()?),
-                mountpoint: unescape_mountinfo(mountpoint),
-                fstype: unescape_mountinfo(fstype),
-                source: unescape_mountinfo(source),
-            })
-        })
-        .collect()
-}
+use crate::paths::HostRoot;
+use crate::plan::mounts::{decide_probe, parse_mountinfo, MountEntry, Probe};
 
 /// The current mounts of this process's mount namespace.
 pub fn mount_table() -> Result<Vec<MountEntry>> {
     let text = fs_err::read_to_string("/proc/self/mountinfo").context("reading the mount table")?;
     Ok(parse_mountinfo(&text))
-}
-
-/// What is mounted at `mountpoint` (the last mount wins, as it hides earlier ones).
-pub fn mounted_at<'a>(table: &'a [MountEntry], mountpoint: &Path) -> Option<&'a MountEntry> {
-    let wanted = mountpoint.to_string_lossy();
-    table.iter().rev().find(|m| m.mountpoint == wanted)
 }
 
 /// `(major, minor)` of a `dev_t` (glibc's encoding).
@@ -167,68 +106,6 @@ pub fn check_nvme_serial(root: &HostRoot, device: &FoundDevice, volume_id: &str)
         );
     }
     Ok(())
-}
-
-/// What a device holds, as far as formatting is concerned.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Probe {
-    /// Proven blank: no signature of any kind and the sampled data reads as zeros.
-    Blank,
-    /// An ext4 filesystem (and nothing else).
-    Ext4,
-    /// No known signature but non-zero data: never formatted, unless protokube itself was
-    /// formatting this volume when an earlier run was killed (see `state::FormatIntent`).
-    Unrecognised(String),
-    /// Anything else: never format, never mount. The text says what was found.
-    Refuse(String),
-}
-
-/// The decision from `blkid -p -o export`'s exit code and output and whether the sampled data
-/// was all zeros. Pure: every doubt becomes a refusal.
-pub fn decide_probe(
-    blkid_code: Option<i32>,
-    blkid_stdout: &str,
-    blkid_stderr: &str,
-    all_zero: bool,
-) -> Probe {
-    let fields: Vec<(&str, &str)> = blkid_stdout
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .collect();
-    let get = |key: &str| fields.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
-    match blkid_code {
-        Some(2) if all_zero => Probe::Blank,
-        Some(2) => Probe::Unrecognised(
-            "no known signature, but the device holds non-zero data (unknown format or \
-             encrypted data)"
-                .to_owned(),
-        ),
-        Some(0) => {
-            if let Some(table) = get("PTTYPE") {
-                return Probe::Refuse(format!("a `{table}` partition table"));
-            }
-            match get("TYPE") {
-                Some("ext4") => Probe::Ext4,
-                Some(other) => Probe::Refuse(format!("a `{other}` signature")),
-                None => Probe::Refuse(format!(
-                    "an unrecognised signature ({})",
-                    fields
-                        .iter()
-                        .map(|(k, _)| *k)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )),
-            }
-        }
-        Some(8) => {
-            Probe::Refuse("several conflicting signatures (blkid: ambivalent result)".to_owned())
-        }
-        code => Probe::Refuse(format!(
-            "blkid failed ({}): {}",
-            code.map_or_else(|| "killed".to_owned(), |c| format!("exit {c}")),
-            blkid_stderr.trim()
-        )),
-    }
 }
 
 /// Reads the start, the end and 64 evenly spread chunks of the device; true when every byte
@@ -375,27 +252,6 @@ pub fn mount_ext4(device: &Path, mountpoint: &Path) -> Result<()> {
 mod tests {
     use super::*;
 
-    const SAMPLE: &str = "\
-22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
-36 22 7:3 / /tmp/r\\040x/mnt/master-vol-1 rw,relatime shared:9 - ext4 /dev/loop3 rw
-37 22 7:4 / /tmp/r/mnt/master-vol-2 rw - ext4 /dev/loop4 rw
-38 22 7:5 / /tmp/r/mnt/master-vol-2 rw - ext4 /dev/loop5 rw
-garbage line
-";
-
-    #[test]
-    fn parses_mountinfo_with_escapes_and_stacked_mounts() {
-        let table = parse_mountinfo(SAMPLE);
-        assert_eq!(table.len(), 4);
-        assert_eq!(table[1].devno, (7, 3));
-        let entry = mounted_at(&table, Path::new("/tmp/r x/mnt/master-vol-1")).unwrap();
-        assert_eq!(entry.source, "/dev/loop3");
-        assert_eq!(entry.fstype, "ext4");
-        let entry = mounted_at(&table, Path::new("/tmp/r/mnt/master-vol-2")).unwrap();
-        assert_eq!(entry.source, "/dev/loop5");
-        assert!(mounted_at(&table, Path::new("/tmp/r/mnt/master-vol-3")).is_none());
-    }
-
     #[test]
     fn device_numbers_split_like_glibc() {
         assert_eq!(split_devno(0x0703), (7, 3));
@@ -428,46 +284,5 @@ garbage line
                 ("/dev/sdu".to_owned(), false),
             ]
         );
-    }
-
-    #[test]
-    fn only_proven_blank_devices_may_be_formatted() {
-        assert_eq!(decide_probe(Some(2), "", "", true), Probe::Blank);
-        assert!(
-            matches!(decide_probe(Some(2), "", "", false), Probe::Unrecognised(m) if m.contains("non-zero"))
-        );
-        assert_eq!(
-            decide_probe(
-                Some(0),
-                "DEVNAME=/dev/loop1\nUUID=x\nTYPE=ext4\nUSAGE=filesystem\n",
-                "",
-                false
-            ),
-            Probe::Ext4
-        );
-        for (out, needle) in [
-            ("TYPE=xfs\n", "`xfs`"),
-            ("TYPE=swap\n", "`swap`"),
-            ("TYPE=crypto_LUKS\n", "`crypto_LUKS`"),
-            ("TYPE=LVM2_member\n", "`LVM2_member`"),
-            ("TYPE=linux_raid_member\n", "`linux_raid_member`"),
-            ("TYPE=ext3\n", "`ext3`"),
-            ("PTUUID=1\nPTTYPE=dos\n", "`dos` partition table"),
-            ("PTTYPE=gpt\nTYPE=ext4\n", "`gpt` partition table"),
-            ("UUID=1\n", "unrecognised"),
-        ] {
-            match decide_probe(Some(0), out, "", true) {
-                Probe::Refuse(message) => assert!(message.contains(needle), "{out}: {message}"),
-                other => panic!("{out}: {other:?}"),
-            }
-        }
-        assert!(matches!(
-            decide_probe(Some(8), "", "", true),
-            Probe::Refuse(_)
-        ));
-        assert!(
-            matches!(decide_probe(Some(4), "", "bad usage", true), Probe::Refuse(m) if m.contains("bad usage"))
-        );
-        assert!(matches!(decide_probe(None, "", "", true), Probe::Refuse(_)));
     }
 }

@@ -1,0 +1,246 @@
+//! EC2 through the AWS SDK: the cluster's volumes, attaching them, and the cluster's instances.
+
+use anyhow::{Context as _, Result};
+use async_trait::async_trait;
+use aws_config::SdkConfig;
+use aws_sdk_ec2::error::ProvideErrorMetadata;
+use aws_sdk_ec2::types::Filter;
+
+use super::{required, sdk_error};
+use crate::cloud::{
+    tags, AttachOutcome, CloudVolume, InstanceApi, InstanceInfo, VolumeApi, VolumeAttachment,
+    VolumeQuery,
+};
+
+/// Largest page `DescribeVolumes` allows; with server-side filters one page is the normal case.
+const VOLUME_PAGE_SIZE: i32 = 500;
+
+/// EC2 through the AWS SDK.
+#[derive(Clone, Debug)]
+pub struct Ec2 {
+    client: aws_sdk_ec2::Client,
+}
+
+impl Ec2 {
+    pub fn new(config: &SdkConfig) -> Self {
+        Self {
+            client: aws_sdk_ec2::Client::new(config),
+        }
+    }
+}
+
+fn filter(name: impl Into<String>, value: impl Into<String>) -> Filter {
+    Filter::builder().name(name).values(value).build()
+}
+
+fn volume_from_sdk(volume: &aws_sdk_ec2::types::Volume) -> Result<CloudVolume> {
+    const ANSWER: &str = "ec2:DescribeVolumes";
+    let id = required(volume.volume_id(), "VolumeId", ANSWER)?;
+    let answer = format!("{ANSWER} (volume `{id}`)");
+    let attachments = volume
+        .attachments()
+        .iter()
+        .map(|a| {
+            Ok(VolumeAttachment {
+                instance_id: required(a.instance_id(), "InstanceId", &answer)?.to_owned(),
+                device: required(a.device(), "Device", &answer)?.to_owned(),
+                state: required(a.state(), "State", &answer)?.as_str().to_owned(),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(CloudVolume {
+        id: id.to_owned(),
+        zone: required(volume.availability_zone(), "AvailabilityZone", &answer)?.to_owned(),
+        state: required(volume.state(), "State", &answer)?
+            .as_str()
+            .to_owned(),
+        attachments,
+        tags: volume
+            .tags()
+            .iter()
+            .filter_map(|t| {
+                Some((
+                    t.key()?.to_owned(),
+                    t.value().unwrap_or_default().to_owned(),
+                ))
+            })
+            .collect(),
+    })
+}
+
+#[async_trait]
+impl VolumeApi for Ec2 {
+    async fn find_volumes(&self, query: &VolumeQuery) -> Result<Vec<CloudVolume>> {
+        let mut request = self
+            .client
+            .describe_volumes()
+            .filters(filter(format!("tag:{}", tags::CLUSTER), &query.cluster))
+            .filters(filter("tag-key", tags::MASTER_ROLE))
+            .max_results(VOLUME_PAGE_SIZE);
+        if let Some(zone) = &query.zone {
+            request = request.filters(filter("availability-zone", zone));
+        }
+        let where_ = query.zone.as_deref().unwrap_or("every zone");
+        let context = || {
+            format!(
+                "listing the volumes of cluster `{}` in `{where_}` (ec2:DescribeVolumes)",
+                query.cluster
+            )
+        };
+        let mut pages = request.into_paginator().send();
+        let mut volumes = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(sdk_error).with_context(context)?;
+            for volume in page.volumes() {
+                volumes.push(volume_from_sdk(volume).with_context(context)?);
+            }
+        }
+        Ok(volumes)
+    }
+
+    async fn volumes_by_id(&self, volume_ids: &[String]) -> Result<Vec<CloudVolume>> {
+        let context = || {
+            format!(
+                "reading the state of `{}` (ec2:DescribeVolumes)",
+                volume_ids.join("`, `")
+            )
+        };
+        let output = self
+            .client
+            .describe_volumes()
+            .set_volume_ids(Some(volume_ids.to_vec()))
+            .send()
+            .await
+            .map_err(sdk_error)
+            .with_context(context)?;
+        output
+            .volumes()
+            .iter()
+            .map(volume_from_sdk)
+            .collect::<Result<_>>()
+            .with_context(context)
+    }
+
+    async fn attach_volume(
+        &self,
+        volume_id: &str,
+        instance_id: &str,
+        device: &str,
+        dry_run: bool,
+    ) -> Result<AttachOutcome> {
+        let result = self
+            .client
+            .attach_volume()
+            .volume_id(volume_id)
+            .instance_id(instance_id)
+            .device(device)
+            .dry_run(dry_run)
+            .send()
+            .await;
+        let err = match result {
+            Ok(_) => return Ok(AttachOutcome::Requested),
+            Err(err) => err,
+        };
+        let code = err.code().unwrap_or_default().to_owned();
+        let message = err.message().unwrap_or_default().to_owned();
+        Ok(match code.as_str() {
+            "DryRunOperation" => AttachOutcome::WouldSucceed,
+            "VolumeInUse" | "IncorrectState" => {
+                AttachOutcome::VolumeTaken(format!("{code}: {message}"))
+            }
+            "InvalidParameterValue" if message.contains("already in use") => {
+                AttachOutcome::DeviceNameTaken(format!("{code}: {message}"))
+            }
+            _ => {
+                return Err(sdk_error(err)).with_context(|| {
+                    format!(
+                        "attaching `{volume_id}` to `{instance_id}` as `{device}` \
+                         (ec2:AttachVolume)"
+                    )
+                })
+            }
+        })
+    }
+
+    async fn instance_device_names(&self, instance_id: &str) -> Result<Vec<String>> {
+        let output = self
+            .client
+            .describe_instances()
+            .instance_ids(instance_id)
+            .send()
+            .await
+            .map_err(sdk_error)
+            .with_context(|| {
+                format!("reading the block devices of `{instance_id}` (ec2:DescribeInstances)")
+            })?;
+        Ok(output
+            .reservations()
+            .iter()
+            .flat_map(|r| r.instances())
+            .flat_map(|i| i.block_device_mappings())
+            .filter_map(|m| m.device_name().map(str::to_owned))
+            .collect())
+    }
+}
+
+#[async_trait]
+impl InstanceApi for Ec2 {
+    async fn instance_tag(&self, instance_id: &str, key: &str) -> Result<Option<String>> {
+        let output = self
+            .client
+            .describe_tags()
+            .filters(filter("resource-id", instance_id))
+            .filters(filter("key", key))
+            .send()
+            .await
+            .map_err(sdk_error)
+            .with_context(|| {
+                format!("reading tag `{key}` of instance `{instance_id}` (ec2:DescribeTags)")
+            })?;
+        Ok(output
+            .tags()
+            .iter()
+            .find(|t| t.key() == Some(key))
+            .and_then(|t| t.value().map(str::to_owned)))
+    }
+
+    async fn running_masters(&self, cluster: &str) -> Result<Vec<InstanceInfo>> {
+        let context =
+            || format!("listing the masters of cluster `{cluster}` (ec2:DescribeInstances)");
+        let mut pages = self
+            .client
+            .describe_instances()
+            .filters(filter(format!("tag:{}", tags::CLUSTER), cluster))
+            .filters(
+                Filter::builder()
+                    .name("tag-key")
+                    .values(tags::MASTER_ROLE)
+                    .values(tags::CONTROL_PLANE_ROLE)
+                    .build(),
+            )
+            .filters(filter("instance-state-name", "running"))
+            .max_results(1000)
+            .into_paginator()
+            .send();
+        let mut masters = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(sdk_error).with_context(context)?;
+            for instance in page.reservations().iter().flat_map(|r| r.instances()) {
+                let id = required(
+                    instance.instance_id(),
+                    "InstanceId",
+                    "ec2:DescribeInstances",
+                )
+                .with_context(context)?;
+                let ip = |s: Option<&str>| s.and_then(|s| s.parse().ok());
+                masters.push(InstanceInfo {
+                    id: id.to_owned(),
+                    private_ip: ip(instance.private_ip_address()),
+                    public_ip: ip(instance.public_ip_address()),
+                });
+            }
+        }
+        masters.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(masters)
+    }
+}

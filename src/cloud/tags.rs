@@ -1,0 +1,10 @@
+//! The EC2 tags kOps puts on a cluster's volumes and instances, and the one protokube adds.
+
+/// Tag every kOps version puts on a cluster's resources: `KubernetesCluster=<cluster>`.
+pub const CLUSTER: &str = "KubernetesCluster";
+/// Tag key every kOps version puts on control-plane volumes and instances.
+pub const MASTER_ROLE: &str = "k8s.io/role/master";
+/// Tag key newer kOps versions put on control-plane instances and volumes.
+pub const CONTROL_PLANE_ROLE: &str = "k8s.io/role/control-plane";
+/// Prefix of the membership tags: `k8s.io/etcd/<cluster key>=<me>/<m1,m2,...>`.
+pub const ETCD_PREFIX: &str = "k8s.io/etcd/";

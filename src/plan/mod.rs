@@ -1,0 +1,11 @@
+//! Planning, without I/O: from the settings and the snapshot's facts to changes as data. Every
+//! domain rule lives here, with unit tests; `apply/` makes the changes.
+
+pub mod files;
+pub mod hosts;
+pub mod manifests;
+pub mod mounts;
+pub mod records;
+pub mod route53;
+pub mod volumes;
+pub mod zones;

@@ -1,0 +1,375 @@
+//! The run's settings: every flag, and every value derived from the flags and the cluster spec
+//! (cluster name, internal suffix, public name, zone rules, templates), validated once before
+//! anything else runs. A bad flag is a usage error (exit 64), a bad file or spec value exit 1;
+//! either way nothing has been locked, asked of the cloud or written yet.
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context as _, Result};
+
+use crate::error::UsageError;
+use crate::identity::{check_identity_value, IdentityOverrides};
+use crate::names::{check_cluster_name, is_dns1123_subdomain, normalize_dns_name};
+use crate::paths::HostRoot;
+use crate::plan::manifests::etcd::EtcdOptions;
+use crate::plan::manifests::templates::{compile_templates, BUILTIN_TEMPLATES};
+use crate::plan::zones::ZoneRule;
+use crate::report::OutputFormat;
+use crate::spec::ClusterDocument;
+use crate::wait::{Progress, Waits};
+
+/// Where DNS records go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DnsProvider {
+    /// Amazon Route53 hosted zones.
+    Route53,
+    /// The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters).
+    Hosts,
+    /// Publish nothing.
+    None,
+}
+
+/// The flags as given (command line or `PROTOKUBE_*` variables), before validation.
+#[derive(Clone, Debug, Default)]
+pub struct Flags {
+    pub cluster_spec: Option<PathBuf>,
+    pub cluster_id: Option<String>,
+    pub master: bool,
+    pub root: PathBuf,
+    pub instance_id: Option<String>,
+    pub availability_zone: Option<String>,
+    pub region: Option<String>,
+    pub internal_ip: Option<Ipv4Addr>,
+    pub external_ip: Option<Ipv4Addr>,
+    pub dns: Option<DnsProvider>,
+    pub zones: Vec<String>,
+    pub dns_internal_suffix: Option<String>,
+    pub templates: Option<PathBuf>,
+    pub dry_run: bool,
+    pub output: OutputFormat,
+    pub detailed_exitcode: bool,
+    pub timeout: Duration,
+    pub quiet: bool,
+    pub no_progress: bool,
+    pub etcd: EtcdOptions,
+    /// `publish-dns --wait`: wait for Route53 to be `INSYNC`.
+    pub wait: bool,
+}
+
+/// The cluster's names, derived from its name, the flags and the spec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cluster {
+    pub name: String,
+    /// Suffix of internal names, with its leading dot: `.internal.<cluster>` unless overridden.
+    pub internal_suffix: String,
+    /// `spec.masterPublicName`, else `api.<cluster>`; lowercase, no trailing dot.
+    pub public_name: String,
+    /// Where records go.
+    pub dns: DnsProvider,
+}
+
+impl Cluster {
+    /// `api.internal.<cluster>`.
+    pub fn internal_api_name(&self) -> String {
+        format!("api.internal.{}", self.name)
+    }
+}
+
+/// Validated settings of one run.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub spec: Option<ClusterDocument>,
+    /// The cluster's names when known without asking the cloud (`--cluster-id` or the spec's
+    /// `metadata.name`); otherwise the snapshot reads the instance's `KubernetesCluster` tag and
+    /// derives them with [`Settings::cluster_named`].
+    pub cluster: Option<Cluster>,
+    pub master: bool,
+    pub root: HostRoot,
+    pub identity: IdentityOverrides,
+    /// Route53 zone rules: `--zone`, else `spec.dnsZone`, else any zone.
+    pub zone_rules: Vec<ZoneRule>,
+    /// The templates, compiled (built-in ones, replaced by `--templates` files).
+    pub templates: Arc<tera::Tera>,
+    pub dry_run: bool,
+    pub output: OutputFormat,
+    pub detailed_exitcode: bool,
+    /// `--timeout` and the backoffs of every wait.
+    pub waits: Waits,
+    pub etcd: EtcdOptions,
+    pub dns_wait: bool,
+    dns_flag: Option<DnsProvider>,
+    internal_suffix_flag: Option<String>,
+}
+
+impl Settings {
+    /// Validates `flags` and loads the spec; no network, no lock, no write.
+    pub fn resolve(flags: Flags) -> Result<Self> {
+        for (what, value, flag) in [
+            ("instance id", &flags.instance_id, "--instance-id"),
+            (
+                "availability zone",
+                &flags.availability_zone,
+                "--availability-zone",
+            ),
+            ("region", &flags.region, "--region"),
+        ] {
+            if let Some(value) = value {
+                check_identity_value(what, value, flag).map_err(usage)?;
+            }
+        }
+        if let Some(name) = &flags.cluster_id {
+            check_cluster_name(name).map_err(|msg| UsageError(format!("--cluster-id: {msg}")))?;
+        }
+        let internal_suffix_flag = flags
+            .dns_internal_suffix
+            .as_deref()
+            .map(parse_internal_suffix)
+            .transpose()?;
+        let spec = flags
+            .cluster_spec
+            .as_deref()
+            .map(ClusterDocument::load)
+            .transpose()?;
+        let spec_origin = flags
+            .cluster_spec
+            .as_deref()
+            .map_or_else(String::new, |p| p.display().to_string());
+        if let Some(name) = spec.as_ref().and_then(|s| s.name()) {
+            check_cluster_name(name)
+                .map_err(|msg| anyhow!("cluster spec `{spec_origin}`: metadata.name: {msg}"))?;
+        }
+        let zone_rules = zone_rules(
+            &flags.zones,
+            spec.as_ref().and_then(|s| s.spec.dns_zone.as_deref()),
+        )
+        .with_context(|| format!("cluster spec `{spec_origin}`"))?;
+        let templates = Arc::new(load_templates_dir(flags.templates.as_deref())?);
+        let mut settings = Self {
+            cluster: None,
+            master: flags.master,
+            root: HostRoot::new(&flags.root),
+            identity: IdentityOverrides {
+                instance_id: flags.instance_id,
+                availability_zone: flags.availability_zone,
+                region: flags.region,
+                internal_ip: flags.internal_ip,
+                external_ip: flags.external_ip,
+            },
+            zone_rules,
+            templates,
+            dry_run: flags.dry_run,
+            output: flags.output,
+            detailed_exitcode: flags.detailed_exitcode,
+            waits: Waits::new(
+                flags.timeout,
+                Progress::detect(flags.no_progress || flags.quiet),
+            ),
+            etcd: flags.etcd,
+            dns_wait: flags.wait,
+            dns_flag: flags.dns,
+            internal_suffix_flag,
+            spec,
+        };
+        let offline_name = flags.cluster_id.or_else(|| {
+            settings
+                .spec
+                .as_ref()
+                .and_then(|s| s.name())
+                .map(str::to_owned)
+        });
+        if let Some(name) = offline_name {
+            settings.cluster = Some(
+                settings
+                    .cluster_named(&name)
+                    .with_context(|| format!("cluster spec `{spec_origin}`"))?,
+            );
+        }
+        Ok(settings)
+    }
+
+    /// The cluster's names for `name` (already checked as a cluster name): the internal suffix,
+    /// the public name (checked like any name from outside) and the DNS provider.
+    pub fn cluster_named(&self, name: &str) -> Result<Cluster> {
+        let internal_suffix = self
+            .internal_suffix_flag
+            .clone()
+            .unwrap_or_else(|| format!(".internal.{name}"));
+        let public_name = match self
+            .spec
+            .as_ref()
+            .and_then(|s| s.spec.master_public_name.as_deref())
+        {
+            Some(given) => {
+                let normalized = normalize_dns_name(given);
+                if !is_dns1123_subdomain(&normalized) {
+                    return Err(anyhow!(
+                        "spec.masterPublicName `{}` is not a valid DNS name",
+                        given.escape_debug()
+                    ));
+                }
+                normalized
+            }
+            None => format!("api.{name}"),
+        };
+        let dns = self.dns_flag.unwrap_or(if name.ends_with(".k8s.local") {
+            DnsProvider::Hosts
+        } else {
+            DnsProvider::Route53
+        });
+        Ok(Cluster {
+            name: name.to_owned(),
+            internal_suffix,
+            public_name,
+            dns,
+        })
+    }
+}
+
+fn usage(err: anyhow::Error) -> anyhow::Error {
+    UsageError(format!("{err:#}")).into()
+}
+
+/// `--dns-internal-suffix`, with its leading dot.
+fn parse_internal_suffix(value: &str) -> Result<String> {
+    let suffix = format!(".{}", value.trim_start_matches('.'));
+    if is_dns1123_subdomain(&suffix[1..]) {
+        Ok(suffix)
+    } else {
+        Err(UsageError(format!(
+            "--dns-internal-suffix: `{}` is not a valid DNS suffix (lowercase letters, digits, `-` \
+             and `.`, e.g. `.internal.c.example.com`)",
+            value.escape_debug()
+        ))
+        .into())
+    }
+}
+
+/// The zone rules in force: `--zone` flags (exit 64 when one is wrong), else `spec.dnsZone`
+/// (exit 1 when wrong, also when the flags override it: the spec file is bad), else any zone.
+fn zone_rules(flags: &[String], spec_dns_zone: Option<&str>) -> Result<Vec<ZoneRule>> {
+    let spec_rule = spec_dns_zone
+        .filter(|z| !z.is_empty())
+        .map(|zone| ZoneRule::from_spec(zone).map_err(|e| anyhow!(e)))
+        .transpose()?;
+    if !flags.is_empty() {
+        return flags
+            .iter()
+            .map(|f| ZoneRule::parse(f).map_err(|e| UsageError(e).into()))
+            .collect();
+    }
+    Ok(vec![spec_rule.unwrap_or(ZoneRule::Any)])
+}
+
+/// The templates: the built-in ones, each replaced by the file of the same name in the
+/// `--templates` directory when there is one. A directory that does not exist is a usage error;
+/// a template there that cannot be read or compiled fails the run (exit 1).
+fn load_templates_dir(dir: Option<&Path>) -> Result<tera::Tera> {
+    let mut overrides = Vec::new();
+    if let Some(dir) = dir {
+        if !dir.is_dir() {
+            return Err(UsageError(format!(
+                "--templates: `{}` is not a directory",
+                dir.display()
+            ))
+            .into());
+        }
+        for (name, _) in BUILTIN_TEMPLATES {
+            let path = dir.join(name);
+            if path.exists() {
+                let text = fs_err::read_to_string(&path).context("reading a template override")?;
+                overrides.push((name.to_string(), text));
+            }
+        }
+    }
+    compile_templates(&overrides)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ExitCode;
+
+    fn flags() -> Flags {
+        Flags {
+            root: "/".into(),
+            timeout: Duration::from_secs(60),
+            ..Default::default()
+        }
+    }
+
+    fn code(result: Result<Settings>) -> ExitCode {
+        ExitCode::for_error(&result.unwrap_err())
+    }
+
+    #[test]
+    fn names_derive_from_the_cluster_name() {
+        let settings = Settings::resolve(Flags {
+            cluster_id: Some("c.example.com".into()),
+            ..flags()
+        })
+        .unwrap();
+        let cluster = settings.cluster.unwrap();
+        assert_eq!(cluster.internal_suffix, ".internal.c.example.com");
+        assert_eq!(cluster.public_name, "api.c.example.com");
+        assert_eq!(cluster.dns, DnsProvider::Route53);
+        assert_eq!(cluster.internal_api_name(), "api.internal.c.example.com");
+        let gossip = Settings::resolve(Flags {
+            cluster_id: Some("g.k8s.local".into()),
+            dns_internal_suffix: Some("internal.x.example.com".into()),
+            ..flags()
+        })
+        .unwrap()
+        .cluster
+        .unwrap();
+        assert_eq!(gossip.dns, DnsProvider::Hosts);
+        assert_eq!(gossip.internal_suffix, ".internal.x.example.com");
+    }
+
+    #[test]
+    fn bad_flags_are_usage_errors() {
+        for bad in [
+            Flags {
+                dns_internal_suffix: Some("bad_suffix..x".into()),
+                ..flags()
+            },
+            Flags {
+                zones: vec!["a/b/c".into()],
+                ..flags()
+            },
+            Flags {
+                cluster_id: Some("Bad_Name".into()),
+                ..flags()
+            },
+            Flags {
+                templates: Some("/nonexistent/templates".into()),
+                ..flags()
+            },
+            Flags {
+                availability_zone: Some("us-east-1a\nx".into()),
+                ..flags()
+            },
+        ] {
+            assert_eq!(code(Settings::resolve(bad)), ExitCode::Usage);
+        }
+    }
+
+    #[test]
+    fn zone_rules_precedence() {
+        assert_eq!(
+            zone_rules(&["*/Z9".into()], Some("example.com")).unwrap(),
+            [ZoneRule::Id("Z9".into())]
+        );
+        assert_eq!(
+            zone_rules(&[], Some("example.com")).unwrap(),
+            [ZoneRule::Name("example.com".into())]
+        );
+        assert_eq!(zone_rules(&[], None).unwrap(), [ZoneRule::Any]);
+        let err = zone_rules(&["a/b/c".into()], None).unwrap_err();
+        assert!(err.is::<UsageError>());
+        let err = zone_rules(&[], Some("bad zone!")).unwrap_err();
+        assert!(!err.is::<UsageError>());
+    }
+}

@@ -1,0 +1,245 @@
+//! What the run knows: the node's identity, the cluster's names, the cloud's facts (the
+//! cluster's etcd volumes, its running masters) and the host's (mounted etcd volumes), each
+//! fetched once, on first use. Steps update it as they apply — or, with `--dry-run`, as their
+//! plan would leave it — so a later step plans from what an earlier one did (render reads the
+//! volumes mount mounted from here, DNS the attachments claim made).
+
+use std::collections::BTreeSet;
+
+use anyhow::{anyhow, bail, Context as _, Result};
+
+use crate::apply::blockdev;
+use crate::cloud::{tags, Cloud, CloudClients, InstanceInfo, VolumeAttachment, VolumeQuery};
+use crate::identity::{self, NodeIdentity};
+use crate::names::check_cluster_name;
+use crate::paths::STATE_FILE;
+use crate::plan::mounts::{mounted_at, MountEntry};
+use crate::plan::volumes::{classify, Discovery, EtcdVolume};
+use crate::settings::{Cluster, Settings};
+use crate::state::{MountedVolume, State};
+
+/// Which of the cluster's volumes a run asks the cloud for: those in this node's zone (mount,
+/// discover-volumes), or those in every zone (DNS needs every member's attachment).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VolumeScope {
+    Zone,
+    Region,
+}
+
+/// The run's facts, filled on first use.
+pub struct Snapshot<'a> {
+    settings: &'a Settings,
+    cloud: &'a dyn Cloud,
+    scope: VolumeScope,
+    identity: Option<NodeIdentity>,
+    clients: Option<CloudClients>,
+    cluster: Option<Cluster>,
+    discovery: Option<Discovery>,
+    masters: Option<Vec<InstanceInfo>>,
+    mounted: Option<Vec<MountedVolume>>,
+    /// Volumes attached or mounted only in this dry run's plan: nothing on the host to read.
+    planned: BTreeSet<String>,
+}
+
+impl<'a> Snapshot<'a> {
+    pub fn new(settings: &'a Settings, cloud: &'a dyn Cloud, scope: VolumeScope) -> Self {
+        Self {
+            cluster: settings.cluster.clone(),
+            settings,
+            cloud,
+            scope,
+            identity: None,
+            clients: None,
+            discovery: None,
+            masters: None,
+            mounted: None,
+            planned: BTreeSet::new(),
+        }
+    }
+
+    /// This node's identity: flags first, the metadata service for the rest.
+    pub async fn identity(&mut self) -> Result<&NodeIdentity> {
+        if self.identity.is_none() {
+            let mut overrides = self.settings.identity.clone();
+            // The SDK's own region variables count as a region given by the user.
+            overrides.region = overrides.region.or_else(|| {
+                ["AWS_REGION", "AWS_DEFAULT_REGION"]
+                    .iter()
+                    .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
+            });
+            let resolved =
+                identity::resolve(&overrides, self.cloud.metadata(), identity::Want::Placement)
+                    .await?;
+            self.identity = Some(resolved);
+        }
+        self.identity
+            .as_ref()
+            .ok_or_else(|| anyhow!("identity not resolved"))
+    }
+
+    /// The cloud clients for this node's region.
+    pub async fn clients(&mut self) -> Result<CloudClients> {
+        if self.clients.is_none() {
+            let region = self.identity().await?.region.clone();
+            self.clients = Some(self.cloud.connect(&region).await?);
+        }
+        self.clients
+            .clone()
+            .ok_or_else(|| anyhow!("cloud clients not connected"))
+    }
+
+    /// The cluster's names: from the settings, else from this instance's `KubernetesCluster` tag.
+    pub async fn cluster(&mut self) -> Result<Cluster> {
+        if let Some(cluster) = &self.cluster {
+            return Ok(cluster.clone());
+        }
+        let instance_id = self.identity().await?.instance_id.clone();
+        let tag = self
+            .clients()
+            .await?
+            .instances
+            .instance_tag(&instance_id, tags::CLUSTER)
+            .await
+            .context("finding the cluster name")?;
+        let name = tag.ok_or_else(|| {
+            anyhow!(
+                "no cluster name: pass --cluster-id or --cluster-spec (instance `{instance_id}` has \
+                 no `{}` tag)",
+                tags::CLUSTER
+            )
+        })?;
+        check_cluster_name(&name)
+            .map_err(|msg| anyhow!("tag `{}` of instance `{instance_id}`: {msg}", tags::CLUSTER))?;
+        let cluster = self.settings.cluster_named(&name).with_context(|| {
+            format!(
+                "cluster `{name}` (from the instance's `{}` tag)",
+                tags::CLUSTER
+            )
+        })?;
+        self.cluster = Some(cluster.clone());
+        Ok(cluster)
+    }
+
+    /// The cluster's etcd volumes (one listing per run, in this run's scope) and the ones skipped.
+    pub async fn discovery(&mut self) -> Result<&Discovery> {
+        if self.discovery.is_none() {
+            let cluster = self.cluster().await?.name;
+            let zone = match self.scope {
+                VolumeScope::Zone => Some(self.identity().await?.availability_zone.clone()),
+                VolumeScope::Region => None,
+            };
+            let query = VolumeQuery {
+                cluster: cluster.clone(),
+                zone: zone.clone(),
+            };
+            let found = self.clients().await?.volumes.find_volumes(&query).await?;
+            tracing::debug!(
+                "{} volume(s) of cluster `{cluster}` in `{}`",
+                found.len(),
+                zone.as_deref().unwrap_or("every zone")
+            );
+            self.discovery = Some(classify(&cluster, zone.as_deref(), found));
+        }
+        self.discovery
+            .as_ref()
+            .ok_or_else(|| anyhow!("volumes not discovered"))
+    }
+
+    /// The cluster's etcd volumes in this node's zone.
+    pub async fn volumes_here(&mut self) -> Result<Vec<EtcdVolume>> {
+        let zone = self.identity().await?.availability_zone.clone();
+        Ok(self
+            .discovery()
+            .await?
+            .volumes
+            .iter()
+            .filter(|v| v.zone == zone)
+            .cloned()
+            .collect())
+    }
+
+    /// The cluster's running control-plane instances.
+    pub async fn masters(&mut self) -> Result<Vec<InstanceInfo>> {
+        if self.masters.is_none() {
+            let cluster = self.cluster().await?.name;
+            let masters = self
+                .clients()
+                .await?
+                .instances
+                .running_masters(&cluster)
+                .await?;
+            self.masters = Some(masters);
+        }
+        Ok(self.masters.clone().unwrap_or_default())
+    }
+
+    /// Records that `volume_id` is now attached to this instance as `device` (or, with
+    /// `planned`, would be in this dry run), so later steps see it without asking again.
+    pub fn record_attachment(
+        &mut self,
+        volume_id: &str,
+        instance_id: &str,
+        device: &str,
+        planned: bool,
+    ) {
+        if let Some(volume) = self
+            .discovery
+            .as_mut()
+            .and_then(|d| d.volumes.iter_mut().find(|v| v.id == volume_id))
+        {
+            volume.attachment = Some(VolumeAttachment {
+                instance_id: instance_id.to_owned(),
+                device: device.to_owned(),
+                state: "attached".into(),
+            });
+        }
+        if planned {
+            self.mark_planned(volume_id);
+        }
+    }
+
+    /// Marks `volume_id` as attached or mounted only in this dry run's plan.
+    pub fn mark_planned(&mut self, volume_id: &str) {
+        self.planned.insert(volume_id.to_owned());
+    }
+
+    /// Whether `volume_id` is attached or mounted only in this dry run's plan.
+    pub fn is_planned(&self, volume_id: &str) -> bool {
+        self.planned.contains(volume_id)
+    }
+
+    /// Records the etcd volumes mounted here after the mount step (or as its plan would leave
+    /// them).
+    pub fn record_mounted(&mut self, mounted: Vec<MountedVolume>) {
+        self.mounted = Some(mounted);
+    }
+
+    /// The etcd volumes mounted here: what the mount step recorded in this run, else the state
+    /// file checked against the mount table (a volume recorded but not mounted is an error:
+    /// its etcd manifest lives on it).
+    pub fn mounted(&mut self) -> Result<Vec<MountedVolume>> {
+        if self.mounted.is_none() {
+            let state = State::load(&self.settings.root)?.unwrap_or_default();
+            let table = blockdev::mount_table()?;
+            for volume in &state.volumes {
+                let path = self.settings.root.path(&volume.mountpoint);
+                if mounted_at(&table, &path).is_none() {
+                    bail!(
+                        "volume `{}` is recorded in `{}` but not mounted at `{}`; run `protokube \
+                         mount` first (its etcd manifest lives on the volume)",
+                        volume.volume_id,
+                        self.settings.root.path(STATE_FILE).display(),
+                        path.display()
+                    );
+                }
+            }
+            self.mounted = Some(state.volumes);
+        }
+        Ok(self.mounted.clone().unwrap_or_default())
+    }
+
+    /// The mount table of this mount namespace.
+    pub fn mount_table(&self) -> Result<Vec<MountEntry>> {
+        blockdev::mount_table()
+    }
+}

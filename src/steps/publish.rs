@@ -1,0 +1,71 @@
+//! The publish step: the records etcd peers, nodes and users need, computed from the cloud's
+//! facts (plan), to the hosts file or to Route53.
+
+use anyhow::Result;
+
+use crate::apply::hosts::{read_hosts, write_hosts};
+use crate::apply::route53::{publish, PublishOptions};
+use crate::paths::HOSTS_FILE;
+use crate::plan::hosts::plan_hosts;
+use crate::plan::records::desired_records;
+use crate::report::Report;
+use crate::settings::{DnsProvider, Settings};
+use crate::snapshot::Snapshot;
+use crate::steps::discover::warn_skipped;
+
+pub async fn run(
+    settings: &Settings,
+    snapshot: &mut Snapshot<'_>,
+    report: &mut Report,
+) -> Result<()> {
+    let cluster = snapshot.cluster().await?;
+    match cluster.dns {
+        DnsProvider::None => {
+            tracing::info!("--dns none: nothing to publish");
+            return Ok(());
+        }
+        DnsProvider::Route53 if !settings.master => {
+            tracing::info!("only control-plane nodes publish to Route53 (--master is not set)");
+            return Ok(());
+        }
+        _ => {}
+    }
+    warn_skipped(snapshot, report).await?;
+    let volumes = snapshot.discovery().await?.volumes.clone();
+    let masters = snapshot.masters().await?;
+    let desired = desired_records(
+        &cluster.name,
+        &cluster.internal_suffix,
+        &cluster.public_name,
+        &volumes,
+        &masters,
+    );
+    if cluster.dns == DnsProvider::Hosts {
+        let path = settings.root.path(HOSTS_FILE);
+        let content = read_hosts(&path)?;
+        let plan = plan_hosts(&path.display().to_string(), &content, &desired);
+        if !settings.dry_run {
+            write_hosts(&path, &plan.content)?;
+        }
+        for change in plan.changes {
+            report.push(change);
+        }
+        return Ok(());
+    }
+    let dns = snapshot.clients().await?.dns;
+    let options = PublishOptions {
+        dry_run: settings.dry_run,
+        wait: settings.dns_wait.then_some(settings.waits.timeout),
+        progress: settings.waits.progress,
+        wait_backoff: settings.waits.dns.clone(),
+    };
+    publish(
+        &*dns,
+        &desired,
+        &settings.zone_rules,
+        &cluster.name,
+        &options,
+        report,
+    )
+    .await
+}

@@ -1,0 +1,218 @@
+//! The shape of the code (DESIGN §9), checked so it cannot drift: thin command files that do not
+//! import each other, nothing below the commands importing the CLI layer or a command, no
+//! import cycles between modules, planning free of effects, `sys-mount` in one module, and a
+//! `//!` line at the top of every file.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Every `.rs` file under `src/`, with its text.
+fn sources() -> Vec<(PathBuf, String)> {
+    fn walk(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                out.push((path, text));
+            }
+        }
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut out = Vec::new();
+    walk(&src, &mut out);
+    out.sort();
+    out.into_iter()
+        .map(|(p, t)| (p.strip_prefix(&src).unwrap().to_owned(), t))
+        .collect()
+}
+
+/// The module a file is: `plan/manifests/etcd.rs` → `plan::manifests::etcd`, `cmd/mod.rs` → `cmd`.
+fn module_of(path: &Path) -> String {
+    let mut parts: Vec<String> = path
+        .with_extension("")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts.join("::")
+}
+
+/// The code of a file without its unit tests (they may use anything).
+fn without_tests(text: &str) -> &str {
+    text.find("#[cfg(test)]").map_or(text, |i| &text[..i])
+}
+
+/// The `crate::a::b` paths a file names, as module paths (`a::b`), deepest first cut at what
+/// exists as a module.
+fn imports(text: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (i, _) in text.match_indices("crate::") {
+        let rest = &text[i + "crate::".len()..];
+        let path: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+            .collect();
+        let parts: Vec<&str> = path.split("::").filter(|p| !p.is_empty()).collect();
+        // The longest prefix that is a module.
+        for n in (1..=parts.len()).rev() {
+            let candidate = parts[..n].join("::");
+            if modules.contains(&candidate) {
+                out.insert(candidate);
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn top(module: &str) -> &str {
+    module.split("::").next().unwrap()
+}
+
+struct Graph {
+    /// module → modules it imports (outside its own tests).
+    edges: BTreeMap<String, BTreeSet<String>>,
+    texts: BTreeMap<String, String>,
+}
+
+fn graph() -> Graph {
+    let sources = sources();
+    let modules: BTreeSet<String> = sources.iter().map(|(p, _)| module_of(p)).collect();
+    let mut edges = BTreeMap::new();
+    let mut texts = BTreeMap::new();
+    for (path, text) in &sources {
+        let module = module_of(path);
+        edges.insert(module.clone(), imports(without_tests(text), &modules));
+        texts.insert(module, text.clone());
+    }
+    Graph { edges, texts }
+}
+
+#[test]
+fn command_files_are_thin_and_do_not_import_each_other() {
+    let graph = graph();
+    for (module, imports) in &graph.edges {
+        if !module.starts_with("cmd::") {
+            continue;
+        }
+        for import in imports {
+            assert!(
+                !import.starts_with("cmd"),
+                "{module} imports {import}: commands share steps, not each other"
+            );
+        }
+        let lines = graph.texts[module].lines().count();
+        assert!(
+            lines < 80,
+            "{module} has {lines} lines: a command only wires steps"
+        );
+    }
+}
+
+#[test]
+fn nothing_below_the_commands_imports_the_cli_or_a_command() {
+    let graph = graph();
+    for (module, imports) in &graph.edges {
+        if ["main", "lib", "cli"].contains(&module.as_str()) || top(module) == "cmd" {
+            continue;
+        }
+        for import in imports {
+            assert!(
+                top(import) != "cli" && top(import) != "cmd",
+                "{module} imports {import}"
+            );
+        }
+    }
+}
+
+#[test]
+fn modules_form_no_cycle() {
+    let graph = graph();
+    // Between top-level modules (a file's own submodules may refer to each other).
+    let mut tops: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (module, imports) in &graph.edges {
+        if module == "lib" || module == "main" {
+            continue;
+        }
+        let from = top(module);
+        let entry = tops.entry(from).or_default();
+        for import in imports {
+            if top(import) != from {
+                entry.insert(top(import));
+            }
+        }
+    }
+    // Depth-first search for a back edge.
+    fn visit<'a>(
+        node: &'a str,
+        tops: &BTreeMap<&'a str, BTreeSet<&'a str>>,
+        stack: &mut Vec<&'a str>,
+        done: &mut BTreeSet<&'a str>,
+    ) {
+        if done.contains(node) {
+            return;
+        }
+        if let Some(i) = stack.iter().position(|n| *n == node) {
+            panic!("import cycle: {} -> {node}", stack[i..].join(" -> "));
+        }
+        stack.push(node);
+        for next in tops.get(node).into_iter().flatten() {
+            visit(next, tops, stack, done);
+        }
+        stack.pop();
+        done.insert(node);
+    }
+    let mut done = BTreeSet::new();
+    for node in tops.keys() {
+        visit(node, &tops, &mut Vec::new(), &mut done);
+    }
+}
+
+#[test]
+fn planning_has_no_effects() {
+    let graph = graph();
+    for (module, imports) in &graph.edges {
+        if top(module) != "plan" {
+            continue;
+        }
+        for import in imports {
+            assert!(
+                !["apply", "steps", "snapshot", "settings", "cloud::aws"]
+                    .iter()
+                    .any(|layer| import == layer || import.starts_with(&format!("{layer}::"))),
+                "{module} (pure planning) imports {import}"
+            );
+        }
+        let code = without_tests(&graph.texts[module]);
+        for effect in ["fs_err::", "std::fs::", "std::process", "tokio::", ".await"] {
+            assert!(
+                !code.contains(effect),
+                "{module} (pure planning) uses {effect}"
+            );
+        }
+    }
+}
+
+#[test]
+fn sys_mount_is_used_by_the_block_device_module_only() {
+    for (path, text) in sources() {
+        if text.contains("sys_mount::") {
+            assert_eq!(path, Path::new("apply/blockdev.rs"), "{}", path.display());
+        }
+    }
+}
+
+#[test]
+fn every_file_says_what_it_is_for() {
+    for (path, text) in sources() {
+        assert!(
+            text.starts_with("//! "),
+            "{} does not start with a `//!` line",
+            path.display()
+        );
+    }
+}

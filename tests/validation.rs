@@ -1,0 +1,221 @@
+//! Bad input changes nothing (DESIGN §2, §6): every invalid flag value and every invalid value
+//! derived from the flags and the spec, given to `sync` on a fresh master with blank volumes,
+//! exits 64 (a flag) or 1 (a file or a spec value) before the lock, the cloud or any file: no
+//! AWS call that changes anything, no mount, no format, nothing new under `--root`.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use support::bed::{Bed, NodeKind};
+use support::fixture;
+
+/// AWS operations that change something.
+const MUTATING: [&str; 6] = [
+    "AttachVolume",
+    "DetachVolume",
+    "CreateTags",
+    "DeleteTags",
+    "POST /2013-04-01/hostedzone",
+    "ModifyVolume",
+];
+
+/// One bad input: what it is, a spec file to use instead of the node's, flags, the exit code
+/// and a text the error line names.
+struct Case {
+    what: &'static str,
+    spec: Option<PathBuf>,
+    args: Vec<String>,
+    code: i32,
+    needle: &'static str,
+}
+
+/// Every path under `dir`, relative to it.
+fn tree(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(current) = stack.pop() {
+        for entry in std::fs::read_dir(&current).unwrap() {
+            let path = entry.unwrap().path();
+            out.push(path.strip_prefix(dir).unwrap().to_owned());
+            if path.is_dir() && !path.is_symlink() {
+                stack.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A copy of the HA spec with one field changed (`path` is a list of keys).
+fn spec_with(dir: &Path, path: &[&str], value: &str) -> PathBuf {
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(fixture("cluster-completed/ha.yaml")).unwrap(),
+    )
+    .unwrap();
+    let mut node = &mut doc;
+    for key in path {
+        node = &mut node[*key];
+    }
+    *node = value.into();
+    let file = dir.join(format!("{}.yaml", path.join("-")));
+    std::fs::write(&file, serde_yaml::to_string(&doc).unwrap()).unwrap();
+    file
+}
+
+#[test]
+fn invalid_flags_and_derived_values_change_nothing() {
+    let inputs = tempfile::tempdir().unwrap();
+    let broken_templates = inputs.path().join("templates");
+    std::fs::create_dir(&broken_templates).unwrap();
+    std::fs::write(broken_templates.join("etcd.yaml"), "{% if %}").unwrap();
+    let unreadable = inputs.path().join("missing.yaml");
+    let s = |p: &Path| p.display().to_string();
+    let flag = |what, args: &[&str], code, needle| Case {
+        what,
+        spec: None,
+        args: args.iter().map(|a| a.to_string()).collect(),
+        code,
+        needle,
+    };
+    let spec = |what, spec: PathBuf, needle| Case {
+        what,
+        spec: Some(spec),
+        args: Vec::new(),
+        code: 1,
+        needle,
+    };
+    let cases = vec![
+        flag(
+            "internal suffix",
+            &["--dns-internal-suffix", "bad_suffix..x"],
+            64,
+            "--dns-internal-suffix",
+        ),
+        flag("zone rule", &["--zone", "a/b/c"], 64, "--zone"),
+        flag(
+            "cluster name",
+            &["--cluster-id", "Bad_Name"],
+            64,
+            "--cluster-id",
+        ),
+        flag(
+            "templates dir",
+            &["--templates", "/nonexistent/templates"],
+            64,
+            "--templates",
+        ),
+        flag("duration", &["--timeout", "soon"], 64, "--timeout"),
+        flag("output", &["-o", "xml"], 64, "xml"),
+        flag(
+            "identity",
+            &["--availability-zone", "us-east-1a\nx"],
+            64,
+            "--availability-zone",
+        ),
+        flag(
+            "broken template",
+            &["--templates", &s(&broken_templates)],
+            1,
+            "etcd.yaml",
+        ),
+        spec(
+            "public name",
+            spec_with(
+                inputs.path(),
+                &["spec", "masterPublicName"],
+                "api..ha.example.com",
+            ),
+            "spec.masterPublicName",
+        ),
+        spec(
+            "spec zone",
+            spec_with(inputs.path(), &["spec", "dnsZone"], "bad zone!"),
+            "dnsZone",
+        ),
+        spec(
+            "spec cluster name",
+            spec_with(inputs.path(), &["metadata", "name"], "Bad..Name"),
+            "metadata.name",
+        ),
+        spec("unreadable spec", unreadable.clone(), "missing.yaml"),
+    ];
+    for Case {
+        what,
+        spec,
+        args,
+        code,
+        needle,
+    } in cases
+    {
+        let bed = Bed::new(NodeKind::HaMaster);
+        let before = tree(bed.root.path());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = match &spec {
+            Some(spec) => bed.run_with_spec("sync", spec, &args),
+            None => bed.run("sync", &args),
+        };
+        assert_eq!(out.code, code, "{what}: {out:#?}");
+        let errors = out.error_lines();
+        assert_eq!(errors.len(), 1, "{what}: one error line: {out:#?}");
+        assert!(
+            errors[0].contains(needle),
+            "{what}: `{needle}` not in {errors:?}"
+        );
+        let operations = bed.moto().operations();
+        assert!(
+            operations
+                .iter()
+                .all(|o| !MUTATING.iter().any(|m| o.contains(m))),
+            "{what}: {operations:?}"
+        );
+        for disk in &bed.disks {
+            assert!(disk.mounted_at().is_empty(), "{what}");
+            assert!(disk.fs_type().is_none(), "{what}");
+        }
+        assert_eq!(
+            tree(bed.root.path()),
+            before,
+            "{what}: files appeared under --root"
+        );
+        // Validated before anything else: not even a lookup.
+        assert!(operations.is_empty(), "{what}: {operations:?}");
+    }
+}
+
+#[test]
+fn a_bad_cluster_name_from_the_instance_tag_changes_nothing() {
+    let bed = Bed::new(NodeKind::HaMaster);
+    support::runtime().block_on(async {
+        let ec2 = bed.moto().ec2(support::bed::REGION).await;
+        ec2.create_tags()
+            .resources(&bed.instance_id)
+            .tags(
+                aws_sdk_ec2::types::Tag::builder()
+                    .key("KubernetesCluster")
+                    .value("Bad\nname")
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap();
+    });
+    bed.moto().reset_operations();
+    // A spec without metadata.name: the name comes from the tag.
+    let inputs = tempfile::tempdir().unwrap();
+    let spec = spec_with(inputs.path(), &["metadata", "name"], "");
+    let before = tree(bed.root.path());
+    let out = bed.run_with_spec("sync", &spec, &[]);
+    assert_eq!(out.code, 1, "{out:#?}");
+    assert!(
+        out.error_lines()[0].contains("KubernetesCluster"),
+        "{out:#?}"
+    );
+    let operations = bed.moto().operations();
+    assert_eq!(
+        operations,
+        ["DescribeTags"],
+        "only the read that found the bad name"
+    );
+    assert_eq!(tree(bed.root.path()), before);
+}
