@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_protokube_global_optspecs
-    string join \n cluster-spec= cluster-id= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= v/verbose q/quiet no-progress h/help V/version
+    string join \n cluster-spec= cluster-id= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= v/verbose q/quiet blank-check= no-progress h/help V/version
 end
 
 function __fish_protokube_needs_command
@@ -44,6 +44,8 @@ complete -c protokube -n "__fish_protokube_needs_command" -s o -l output -d 'Rep
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_needs_command" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
+full\t'Every byte of the device'"
 complete -c protokube -n "__fish_protokube_needs_command" -l dry-run -d 'Compute and report every change, make none'
 complete -c protokube -n "__fish_protokube_needs_command" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
 complete -c protokube -n "__fish_protokube_needs_command" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
@@ -77,6 +79,8 @@ complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -s
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
+full\t'Every byte of the device'"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dry-run -d 'Compute and report every change, make none'
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
@@ -103,6 +107,8 @@ complete -c protokube -n "__fish_protokube_using_subcommand mount" -s o -l outpu
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
+full\t'Every byte of the device'"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dry-run -d 'Compute and report every change, make none'
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
@@ -138,6 +144,8 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -s
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
+full\t'Every byte of the device'"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l tls-auth -d 'Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH)'
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dry-run -d 'Compute and report every change, make none'
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
@@ -165,6 +173,8 @@ complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -s o -l
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
+full\t'Every byte of the device'"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l wait -d 'Wait until Route53 reports the change INSYNC (bounded by --timeout)'
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dry-run -d 'Compute and report every change, make none'
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
@@ -201,6 +211,8 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -s o -l output
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
+full\t'Every byte of the device'"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l tls-auth -d 'Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH)'
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l wait -d 'Wait until Route53 reports the change INSYNC (bounded by --timeout)'
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dry-run -d 'Compute and report every change, make none'

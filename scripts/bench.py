@@ -6,6 +6,7 @@ usage: bench.py PROTOKUBE_BINARY EMULATOR_URL
 
 import json
 import os
+import stat
 import resource
 import statistics
 import subprocess
@@ -63,6 +64,21 @@ def timed_runs(argv, env, runs):
     return times, cpu
 
 
+def nitro_device(root, volume, loop, index):
+    """The volume as a Nitro instance shows it under `root`: an NVMe namespace node with the loop
+    device's numbers, the udev by-id link to it, and the controller serial in sysfs."""
+    name = "nvme%dn1" % index
+    rdev = os.stat(loop).st_rdev
+    os.makedirs(os.path.join(root, "dev/disk/by-id"), exist_ok=True)
+    os.mknod(os.path.join(root, "dev", name), 0o600 | stat.S_IFBLK, rdev)
+    os.symlink("../../" + name, os.path.join(
+        root, "dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_" + volume.replace("-", "")))
+    serial = os.path.join(root, "sys/block", name, "device/serial")
+    os.makedirs(os.path.dirname(serial))
+    with open(serial, "w") as f:
+        f.write(volume.replace("-", "") + "\n")
+
+
 def sh(*argv):
     return subprocess.run(argv, check=True, capture_output=True, text=True).stdout.strip()
 
@@ -90,9 +106,7 @@ def bench_mount(binary, url, env):
                 {"Key": "KubernetesCluster", "Value": cluster},
                 {"Key": "k8s.io/role/master", "Value": "1"},
                 {"Key": "k8s.io/etcd/main", "Value": "a/a"}]}])["VolumeId"]
-        link = os.path.join(root, "dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_" + volume.replace("-", ""))
-        os.makedirs(os.path.dirname(link))
-        os.symlink(loop, link)
+        nitro_device(root, volume, loop, 1)
         argv = [binary, "mount", "--master", "--cluster-id", cluster, "--root", root, "-o", "json"]
         reset_requests(url)
         start = time.perf_counter()
@@ -135,15 +149,14 @@ def bench_sync(binary, url, env, ids):
     loops = []
     try:
         # The zone bench_dns made (it holds 10 000 other records by now).
-        os.makedirs(os.path.join(root, "dev/disk/by-id"))
-        for key in ("main", "events"):
+        for index, key in enumerate(("main", "events"), start=1):
             image = os.path.join(work, key + ".img")
             with open(image, "wb") as f:
                 f.truncate(256 << 20)
             loop = sh("losetup", "--find", "--show", image)
             loops.append(loop)
             volume = ids["volumes"]["%s-a" % key]
-            os.symlink(loop, os.path.join(root, "dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_" + volume.replace("-", "")))
+            nitro_device(root, volume, loop, index)
         spec = os.path.join(HERE, "..", "tests", "fixtures", "kops", "cluster-completed", "ha.yaml")
         argv = [binary, "sync", "--master", "--cluster-spec", spec, "--root", root,
                 "--zone", "example.com", "-o", "json"]

@@ -14,6 +14,8 @@ Extra endpoints (not AWS):
        count, each matching request fails with probability P, without end. "delay": S (seconds)
        makes matching requests slow (answered or not). Faulted requests are recorded too, so
        tests can count retries.
+Route53's limit of 32 000 characters of record values per change batch (an UPSERT counting
+twice), which moto does not check, is enforced here as AWS does (InvalidChangeBatch).
 moto's own `POST /moto-api/reset` still resets all emulated state.
 """
 
@@ -31,6 +33,29 @@ from moto.moto_server.werkzeug_app import (
     create_backend_app,
 )
 from werkzeug.serving import make_server
+
+
+# Route53 limits moto does not enforce (it checks the 1 000 records, not the characters):
+# a change batch holds at most 32 000 characters of record values, an UPSERT counting twice.
+ROUTE53_MAX_CHARS = 32000
+
+
+def route53_batch_chars(body):
+    """Characters of record values in a ChangeResourceRecordSets body (UPSERT counted twice)."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.fromstring(body)
+    except ET.ParseError:
+        return 0
+    total = 0
+    for change in root.iter():
+        if not change.tag.endswith("}Change") and change.tag != "Change":
+            continue
+        action = next((c.text for c in change if c.tag.endswith("Action")), "")
+        values = [v.text or "" for v in change.iter() if v.tag.endswith("Value")]
+        total += sum(len(v) for v in values) * (2 if action == "UPSERT" else 1)
+    return total
 
 
 QUERY_ERROR = (
@@ -96,6 +121,17 @@ class RecordingApp:
             return [b"ok"]
         if not path.startswith("/moto-api"):
             operation = self.record(environ)
+            if operation.startswith("POST") and operation.endswith("/rrset"):
+                length = int(environ.get("CONTENT_LENGTH") or 0)
+                body = environ["wsgi.input"].read(length)
+                environ["wsgi.input"] = io.BytesIO(body)
+                if route53_batch_chars(body) > ROUTE53_MAX_CHARS:
+                    rule = {"code": "InvalidChangeBatch", "style": "rest", "status": 400,
+                            "message": "Number of characters limit of 32000 exceeded."}
+                    body = (REST_ERROR % (rule["code"], rule["message"])).encode()
+                    start_response("400 Error", [("Content-Type", "text/xml"),
+                                                 ("Content-Length", str(len(body)))])
+                    return [body]
             rule = self.fault_for(operation)
             if rule is not None:
                 template = REST_ERROR if rule.get("style") == "rest" else QUERY_ERROR

@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::builder::BoolishValueParser;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
+use crate::plan::blank::BlankCheck;
 use crate::plan::manifests::etcd::EtcdOptions;
 use crate::report::OutputFormat;
 use crate::settings::{DnsProvider, Flags};
@@ -303,6 +304,17 @@ pub struct GlobalArgs {
     #[arg(short, long, global = true, env = "PROTOKUBE_QUIET")]
     pub quiet: bool,
 
+    /// How much of a device is read to prove it blank before a format: `sampled` (the first
+    /// 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "sampled",
+        env = "PROTOKUBE_BLANK_CHECK"
+    )]
+    pub blank_check: BlankCheck,
+
     /// No progress bars, even on a terminal.
     #[arg(long, global = true, env = "PROTOKUBE_NO_PROGRESS")]
     pub no_progress: bool,
@@ -340,6 +352,7 @@ impl Cli {
             no_progress: g.no_progress,
             etcd,
             wait,
+            blank_check: g.blank_check,
         }
     }
 }

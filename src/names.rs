@@ -17,6 +17,38 @@ pub fn is_dns1123_subdomain(name: &str) -> bool {
     name.len() <= 253 && name.split('.').all(is_dns1123_label)
 }
 
+/// Checks a name protokube publishes: labels of 1 to 63 characters of `[a-z0-9-]`, not starting
+/// or ending with `-` (so no wildcard and no empty label), 253 characters at most in all.
+pub fn check_dns_name(name: &str) -> Result<(), String> {
+    if name.len() > 253 {
+        return Err(format!(
+            "`{}` is {} characters long; a DNS name has 253 at most",
+            name.escape_debug(),
+            name.len()
+        ));
+    }
+    for label in name.split('.') {
+        if label == "*" {
+            return Err(format!("`{}` is a wildcard name", name.escape_debug()));
+        }
+        if label.len() > 63 {
+            return Err(format!(
+                "`{}` has a label of {} characters (`{label}`); a DNS label has 63 at most",
+                name.escape_debug(),
+                label.len()
+            ));
+        }
+        if !is_dns1123_label(label) {
+            return Err(format!(
+                "`{}` is not a valid DNS name (lowercase letters, digits, `-` and `.`, each label \
+                 starting and ending with a letter or digit)",
+                name.escape_debug()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Checks a cluster name (it becomes part of DNS names and tag filters).
 pub fn check_cluster_name(name: &str) -> Result<(), String> {
     if is_dns1123_subdomain(name) {
@@ -94,6 +126,22 @@ mod tests {
             "etcd-events-us-test-1a"
         );
         assert_eq!(etcd_cluster_name("cilium"), "etcd-cilium");
+    }
+
+    #[test]
+    fn published_names() {
+        assert!(check_dns_name("api.c.example.com").is_ok());
+        assert!(check_dns_name("*.example.com")
+            .unwrap_err()
+            .contains("wildcard"));
+        let long = format!("etcd-{}-{}.internal.c", "k".repeat(40), "m".repeat(30));
+        assert!(check_dns_name(&long)
+            .unwrap_err()
+            .contains("label of 76 characters"));
+        let total = vec!["a".repeat(60); 5].join(".");
+        assert!(check_dns_name(&total).unwrap_err().contains("253 at most"));
+        assert!(check_dns_name("a\tb.c").is_err());
+        assert!(check_dns_name("a..b").is_err());
     }
 
     #[test]

@@ -1,7 +1,14 @@
-//! Host paths: the directory the host's `/` is found at (`--root`) and the host paths protokube
-//! reads and writes under it.
+//! Host paths: the directory the host's `/` is found at (`--root`), the host paths protokube
+//! reads and writes under it, and their resolution. Resolution works as a `chroot` would: a
+//! symlink on the host (`/mnt -> var/mnt` on Fedora CoreOS, an absolute one in a container's
+//! view of the host) is followed inside the root, `..` never climbs above it; and where
+//! protokube expects a directory or file of its own, a symlink is refused, never followed.
 
-use std::path::{Path, PathBuf};
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context as _, Result};
 
 /// Directory kubelet reads static pods from.
 pub const MANIFEST_DIR: &str = "/etc/kubernetes/manifests";
@@ -16,13 +23,28 @@ pub const LOCK_FILE: &str = "/run/protokube.lock";
 /// Directory of a manifest on its etcd volume, relative to the mount point.
 pub const ON_VOLUME_MANIFEST_DIR: &str = "k8s.io/manifests";
 
-/// The directory the host's `/` is found at (`--root`; `/` unless running in a container or a test).
+/// Symlinks followed in one resolution before giving up (as Linux's `ELOOP`).
+const MAX_LINKS: usize = 40;
+
+/// The directory the host's `/` is found at (`--root`; `/` unless running in a container or a
+/// test), absolute and free of symlinks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostRoot(PathBuf);
 
 impl HostRoot {
+    /// The root as given (already canonical, or a test's literal path).
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self(root.into())
+    }
+
+    /// The root at `dir`, made absolute and free of symlinks, `.` and `..` (a relative
+    /// `--root`, or one with `/./`, names the same directory the mount table does).
+    pub fn canonical(dir: &Path) -> Result<Self> {
+        let canonical = fs_err::canonicalize(dir)?;
+        if !canonical.is_dir() {
+            bail!("`{}` is not a directory", dir.display());
+        }
+        Ok(Self(canonical))
     }
 
     /// The root directory itself.
@@ -30,7 +52,8 @@ impl HostRoot {
         &self.0
     }
 
-    /// Where the host path `host_path` (absolute, e.g. `/etc/hosts`) is found from here.
+    /// Where the host path `host_path` (absolute, e.g. `/etc/hosts`) is found from here, taken
+    /// literally (no symlink resolved).
     pub fn path(&self, host_path: impl AsRef<Path>) -> PathBuf {
         let relative = host_path
             .as_ref()
@@ -39,9 +62,45 @@ impl HostRoot {
         self.0.join(relative)
     }
 
-    /// The mount point of an etcd volume as seen from here, `<root>/mnt/master-<volume id>`.
-    pub fn volume_mountpoint(&self, volume_id: &str) -> PathBuf {
-        self.path(volume_mountpoint(volume_id))
+    /// The host path of a path under the root (`<root>/var/mnt/x` → `/var/mnt/x`).
+    pub fn host_path_of(&self, path: &Path) -> PathBuf {
+        match path.strip_prefix(&self.0) {
+            Ok(rest) => Path::new("/").join(rest),
+            Err(_) => path.to_owned(),
+        }
+    }
+
+    /// Resolves `host_path` under the root as `chroot` would: every symlink followed inside the
+    /// root (an absolute target starts again at the root), `..` stopping at the root. The part
+    /// that does not exist yet is appended as it is.
+    pub fn resolve(&self, host_path: impl AsRef<Path>) -> Result<PathBuf> {
+        let host_path = host_path.as_ref();
+        resolve_under(&self.0, &self.0, host_path).with_context(|| {
+            format!(
+                "resolving `{}` under `{}`",
+                host_path.display(),
+                self.0.display()
+            )
+        })
+    }
+
+    /// Resolves the directory of `host_path` (see [`HostRoot::resolve`]) and appends its last
+    /// component, which is protokube's own: a symlink there is refused, never followed.
+    pub fn own(&self, host_path: impl AsRef<Path>) -> Result<PathBuf> {
+        let host_path = host_path.as_ref();
+        let name = host_path
+            .file_name()
+            .ok_or_else(|| anyhow!("`{}` has no file name", host_path.display()))?;
+        let dir = self.resolve(host_path.parent().unwrap_or(Path::new("/")))?;
+        let path = dir.join(name);
+        refuse_symlink(&path)?;
+        Ok(path)
+    }
+
+    /// The mount point of an etcd volume, `<root>/mnt/master-<volume id>` resolved (the mount
+    /// point itself may not be a symlink).
+    pub fn volume_mountpoint(&self, volume_id: &str) -> Result<PathBuf> {
+        self.own(volume_mountpoint(volume_id))
     }
 }
 
@@ -50,19 +109,178 @@ pub fn volume_mountpoint(volume_id: &str) -> PathBuf {
     PathBuf::from(format!("/mnt/master-{volume_id}"))
 }
 
+/// `relative` (e.g. `k8s.io/manifests/etcd.manifest`) on a volume mounted at `mountpoint`:
+/// every component that exists must be a directory or file of its own, never a symlink, so
+/// what the volume holds cannot send a write anywhere else.
+pub fn on_volume(mountpoint: &Path, relative: impl AsRef<Path>) -> Result<PathBuf> {
+    let mut path = mountpoint.to_owned();
+    for component in relative.as_ref().components() {
+        match component {
+            Component::Normal(name) => {
+                path.push(name);
+                refuse_symlink(&path)?;
+            }
+            other => bail!(
+                "`{}` is not a plain relative path on the volume ({other:?})",
+                relative.as_ref().display()
+            ),
+        }
+    }
+    Ok(path)
+}
+
+/// An error when `path` is a symlink.
+pub fn refuse_symlink(path: &Path) -> Result<()> {
+    match fs_err::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            let target = fs_err::read_link(path).unwrap_or_default();
+            bail!(
+                "`{}` is a symlink (to `{}`) where protokube expects a directory or file of its \
+                 own; refusing to follow it: remove it and run again",
+                path.display(),
+                target.display()
+            )
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `chroot`-style resolution of `path` below `base` (itself resolved), inside `root`.
+fn resolve_under(root: &Path, base: &Path, path: &Path) -> Result<PathBuf> {
+    let mut resolved = base.to_owned();
+    let mut pending: VecDeque<OsString> = VecDeque::new();
+    push_components(&mut pending, path, &mut resolved, root, false);
+    let mut links = 0;
+    while let Some(name) = pending.pop_front() {
+        if name == ".." {
+            if resolved != root {
+                resolved.pop();
+            }
+            continue;
+        }
+        let next = resolved.join(&name);
+        match std::fs::symlink_metadata(&next) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                links += 1;
+                if links > MAX_LINKS {
+                    bail!("too many levels of symlinks at `{}`", next.display());
+                }
+                let target = fs_err::read_link(&next)?;
+                let mut rest: Vec<OsString> = pending.drain(..).collect();
+                push_components(&mut pending, &target, &mut resolved, root, true);
+                pending.extend(rest.drain(..));
+            }
+            Ok(_) => resolved = next,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                // Nothing below exists to be a symlink: the rest is taken literally.
+                resolved = next;
+                for name in pending.drain(..) {
+                    if name == ".." {
+                        if resolved != root {
+                            resolved.pop();
+                        }
+                    } else {
+                        resolved.push(name);
+                    }
+                }
+            }
+            Err(err) => return Err(err).with_context(|| format!("reading `{}`", next.display())),
+        }
+    }
+    Ok(resolved)
+}
+
+/// Queues the components of `path`; an absolute path (a symlink target) starts again at `root`.
+fn push_components(
+    pending: &mut VecDeque<OsString>,
+    path: &Path,
+    resolved: &mut PathBuf,
+    root: &Path,
+    link_target: bool,
+) {
+    for component in path.components() {
+        match component {
+            Component::RootDir if link_target => *resolved = root.to_owned(),
+            Component::RootDir | Component::Prefix(_) | Component::CurDir => {}
+            Component::ParentDir => pending.push_back("..".into()),
+            Component::Normal(name) => pending.push_back(name.to_owned()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::symlink;
 
     #[test]
     fn host_paths_are_taken_under_the_root() {
         let root = HostRoot::new("/rootfs");
         assert_eq!(root.path("/etc/hosts"), Path::new("/rootfs/etc/hosts"));
         assert_eq!(
-            root.volume_mountpoint("vol-1"),
-            Path::new("/rootfs/mnt/master-vol-1")
+            root.host_path_of(Path::new("/rootfs/var/mnt/x")),
+            Path::new("/var/mnt/x")
         );
         let slash = HostRoot::new("/");
         assert_eq!(slash.path("/etc/hosts"), Path::new("/etc/hosts"));
+        assert_eq!(
+            slash.host_path_of(Path::new("/etc/hosts")),
+            Path::new("/etc/hosts")
+        );
+    }
+
+    #[test]
+    fn symlinks_are_followed_inside_the_root_like_chroot() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = HostRoot::canonical(dir.path()).unwrap();
+        let r = root.dir().to_owned();
+        std::fs::create_dir_all(r.join("var/mnt")).unwrap();
+        // Fedora CoreOS: /mnt -> var/mnt.
+        symlink("var/mnt", r.join("mnt")).unwrap();
+        assert_eq!(
+            root.resolve("/mnt/master-vol-1").unwrap(),
+            r.join("var/mnt/master-vol-1")
+        );
+        // An absolute target starts again at the root; `..` stops there.
+        std::fs::create_dir_all(r.join("etc")).unwrap();
+        symlink("/var/mnt", r.join("etc/abs")).unwrap();
+        assert_eq!(root.resolve("/etc/abs/x").unwrap(), r.join("var/mnt/x"));
+        symlink("../../../../../../var", r.join("etc/up")).unwrap();
+        assert_eq!(root.resolve("/etc/up/mnt").unwrap(), r.join("var/mnt"));
+        assert_eq!(root.resolve("/../../etc/./x").unwrap(), r.join("etc/x"));
+        // A loop ends in an error.
+        symlink("loop2", r.join("etc/loop1")).unwrap();
+        symlink("loop1", r.join("etc/loop2")).unwrap();
+        assert!(root.resolve("/etc/loop1/x").is_err());
+    }
+
+    #[test]
+    fn a_relative_root_or_one_with_dots_is_made_canonical() {
+        let dir = tempfile::tempdir().unwrap();
+        let dotted = dir.path().join(".").join("sub/../");
+        std::fs::create_dir_all(dir.path().join("sub")).unwrap();
+        let root = HostRoot::canonical(&dotted).unwrap();
+        assert_eq!(root.dir(), std::fs::canonicalize(dir.path()).unwrap());
+    }
+
+    #[test]
+    fn own_paths_and_paths_on_a_volume_refuse_symlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = HostRoot::canonical(dir.path()).unwrap();
+        let r = root.dir().to_owned();
+        std::fs::create_dir_all(r.join("mnt")).unwrap();
+        symlink("/tmp", r.join("mnt/master-vol-1")).unwrap();
+        let err = root.volume_mountpoint("vol-1").unwrap_err();
+        assert!(format!("{err:#}").contains("is a symlink"), "{err:#}");
+        assert_eq!(
+            root.volume_mountpoint("vol-2").unwrap(),
+            r.join("mnt/master-vol-2")
+        );
+        let volume = r.join("volume");
+        std::fs::create_dir_all(&volume).unwrap();
+        symlink("/etc", volume.join("k8s.io")).unwrap();
+        assert!(on_volume(&volume, "k8s.io/manifests/etcd.manifest").is_err());
+        assert!(on_volume(&volume, "var/etcd/data").is_ok());
+        assert!(on_volume(&volume, "../x").is_err());
     }
 }

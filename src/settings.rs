@@ -12,8 +12,11 @@ use anyhow::{anyhow, Context as _, Result};
 
 use crate::error::UsageError;
 use crate::identity::{check_identity_value, IdentityOverrides};
-use crate::names::{check_cluster_name, is_dns1123_subdomain, normalize_dns_name};
+use crate::names::{
+    check_cluster_name, check_dns_name, is_dns1123_subdomain, is_within, normalize_dns_name,
+};
 use crate::paths::HostRoot;
+use crate::plan::blank::BlankCheck;
 use crate::plan::manifests::etcd::EtcdOptions;
 use crate::plan::manifests::templates::{compile_templates, BUILTIN_TEMPLATES};
 use crate::plan::zones::ZoneRule;
@@ -57,6 +60,7 @@ pub struct Flags {
     pub etcd: EtcdOptions,
     /// `publish-dns --wait`: wait for Route53 to be `INSYNC`.
     pub wait: bool,
+    pub blank_check: BlankCheck,
 }
 
 /// The cluster's names, derived from its name, the flags and the spec.
@@ -100,6 +104,8 @@ pub struct Settings {
     pub waits: Waits,
     pub etcd: EtcdOptions,
     pub dns_wait: bool,
+    /// How much of a device the blank proof reads.
+    pub blank_check: BlankCheck,
     dns_flag: Option<DnsProvider>,
     internal_suffix_flag: Option<String>,
 }
@@ -150,7 +156,12 @@ impl Settings {
         let mut settings = Self {
             cluster: None,
             master: flags.master,
-            root: HostRoot::new(&flags.root),
+            root: HostRoot::canonical(&flags.root).map_err(|err| {
+                UsageError(format!(
+                    "--root: `{}` is not a directory protokube can use ({err:#})",
+                    flags.root.display()
+                ))
+            })?,
             identity: IdentityOverrides {
                 instance_id: flags.instance_id,
                 availability_zone: flags.availability_zone,
@@ -169,6 +180,7 @@ impl Settings {
             ),
             etcd: flags.etcd,
             dns_wait: flags.wait,
+            blank_check: flags.blank_check,
             dns_flag: flags.dns,
             internal_suffix_flag,
             spec,
@@ -197,34 +209,70 @@ impl Settings {
             .internal_suffix_flag
             .clone()
             .unwrap_or_else(|| format!(".internal.{name}"));
-        let public_name = match self
-            .spec
-            .as_ref()
-            .and_then(|s| s.spec.master_public_name.as_deref())
-        {
-            Some(given) => {
-                let normalized = normalize_dns_name(given);
-                if !is_dns1123_subdomain(&normalized) {
-                    return Err(anyhow!(
-                        "spec.masterPublicName `{}` is not a valid DNS name",
-                        given.escape_debug()
-                    ));
-                }
-                normalized
-            }
-            None => format!("api.{name}"),
-        };
         let dns = self.dns_flag.unwrap_or(if name.ends_with(".k8s.local") {
             DnsProvider::Hosts
         } else {
             DnsProvider::Route53
         });
+        let public_name = match self
+            .spec
+            .as_ref()
+            .and_then(|s| s.spec.master_public_name.as_deref())
+        {
+            Some(given) => check_public_name(given, name, dns, &self.zone_rules)
+                .map_err(|why| anyhow!("spec.masterPublicName: {why}"))?,
+            None => format!("api.{name}"),
+        };
         Ok(Cluster {
             name: name.to_owned(),
             internal_suffix,
             public_name,
             dns,
         })
+    }
+}
+
+/// `spec.masterPublicName`, untrusted like a tag: a DNS name (no wildcard), inside the
+/// cluster's domain — or, for Route53, inside a zone the rules name, and not that zone's apex.
+/// (Zones given by id are known only at publish time, where the apex is checked again.)
+fn check_public_name(
+    given: &str,
+    cluster: &str,
+    dns: DnsProvider,
+    rules: &[ZoneRule],
+) -> Result<String, String> {
+    let name = normalize_dns_name(given);
+    check_dns_name(&name)?;
+    if is_within(&name, cluster) {
+        return Ok(name);
+    }
+    let named_zones: Vec<&str> = rules
+        .iter()
+        .filter_map(|rule| match rule {
+            ZoneRule::Name(zone) | ZoneRule::NameId(zone, _) => Some(zone.as_str()),
+            ZoneRule::Id(_) | ZoneRule::Any => None,
+        })
+        .collect();
+    let any_zone = rules
+        .iter()
+        .any(|r| matches!(r, ZoneRule::Id(_) | ZoneRule::Any));
+    match dns {
+        DnsProvider::Hosts => Err(format!(
+            "`{name}` is outside the cluster's domain `{cluster}`; the hosts file of a gossip \
+             cluster only carries the cluster's own names"
+        )),
+        DnsProvider::Route53 if named_zones.contains(&name.as_str()) => Err(format!(
+            "`{name}` is the apex of an allowed zone; protokube never writes a zone apex"
+        )),
+        DnsProvider::Route53 if any_zone || named_zones.iter().any(|z| is_within(&name, z)) => {
+            Ok(name)
+        }
+        DnsProvider::Route53 => Err(format!(
+            "`{name}` is neither inside the cluster's domain `{cluster}` nor inside an allowed \
+             zone ({}); choose the zone with --zone",
+            named_zones.join(", ")
+        )),
+        DnsProvider::None => Ok(name),
     }
 }
 
@@ -351,9 +399,68 @@ mod tests {
                 availability_zone: Some("us-east-1a\nx".into()),
                 ..flags()
             },
+            Flags {
+                root: "/nonexistent/root".into(),
+                ..flags()
+            },
         ] {
             assert_eq!(code(Settings::resolve(bad)), ExitCode::Usage);
         }
+    }
+
+    #[test]
+    fn the_public_name_is_untrusted() {
+        let name_rules = [ZoneRule::Name("example.com".into())];
+        let check =
+            |given, dns, rules: &[ZoneRule]| check_public_name(given, "c.example.com", dns, rules);
+        assert_eq!(
+            check("API.c.example.com.", DnsProvider::Route53, &name_rules).unwrap(),
+            "api.c.example.com"
+        );
+        assert!(check("api.example.com", DnsProvider::Route53, &name_rules).is_ok());
+        for (bad, dns, rules, needle) in [
+            (
+                "*.example.com",
+                DnsProvider::Route53,
+                &name_rules[..],
+                "wildcard",
+            ),
+            ("example.com", DnsProvider::Route53, &name_rules[..], "apex"),
+            (
+                "api.other.com",
+                DnsProvider::Route53,
+                &name_rules[..],
+                "allowed zone",
+            ),
+            (
+                "registry.k8s.io",
+                DnsProvider::Hosts,
+                &[ZoneRule::Any][..],
+                "cluster's domain",
+            ),
+            (
+                "6.6.6.6\tregistry.k8s.io",
+                DnsProvider::Hosts,
+                &[ZoneRule::Any][..],
+                "valid DNS name",
+            ),
+            (
+                "a\nb.c.example.com",
+                DnsProvider::Route53,
+                &[ZoneRule::Any][..],
+                "valid DNS name",
+            ),
+        ] {
+            let err = check(bad, dns, rules).unwrap_err();
+            assert!(err.contains(needle), "{bad:?}: {err}");
+        }
+        // Zones by id are only known at publish time.
+        assert!(check(
+            "api.other.com",
+            DnsProvider::Route53,
+            &[ZoneRule::Id("Z1".into())]
+        )
+        .is_ok());
     }
 
     #[test]

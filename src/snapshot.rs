@@ -12,7 +12,7 @@ use crate::apply::blockdev;
 use crate::cloud::{tags, Cloud, CloudClients, InstanceInfo, VolumeAttachment, VolumeQuery};
 use crate::identity::{self, NodeIdentity};
 use crate::names::check_cluster_name;
-use crate::paths::STATE_FILE;
+use crate::paths::{volume_mountpoint, HostRoot, STATE_FILE};
 use crate::plan::mounts::{mounted_at, MountEntry};
 use crate::plan::volumes::{classify, Discovery, EtcdVolume};
 use crate::settings::{Cluster, Settings};
@@ -215,23 +215,22 @@ impl<'a> Snapshot<'a> {
     }
 
     /// The etcd volumes mounted here: what the mount step recorded in this run, else the state
-    /// file checked against the mount table (a volume recorded but not mounted is an error:
-    /// its etcd manifest lives on it).
+    /// file, trusted only where the mount table agrees: each volume at its own mount point,
+    /// mounted from the device the file names (its etcd manifest lives on it).
     pub fn mounted(&mut self) -> Result<Vec<MountedVolume>> {
         if self.mounted.is_none() {
-            let state = State::load(&self.settings.root)?.unwrap_or_default();
-            let table = blockdev::mount_table()?;
+            let root = &self.settings.root;
+            let path = root.own(STATE_FILE)?;
+            let state = State::load(&path)?.unwrap_or_default();
             for volume in &state.volumes {
-                let path = self.settings.root.path(&volume.mountpoint);
-                if mounted_at(&table, &path).is_none() {
-                    bail!(
-                        "volume `{}` is recorded in `{}` but not mounted at `{}`; run `protokube \
-                         mount` first (its etcd manifest lives on the volume)",
-                        volume.volume_id,
-                        self.settings.root.path(STATE_FILE).display(),
-                        path.display()
-                    );
-                }
+                check_recorded_mount(root, volume).with_context(|| {
+                    format!(
+                        "`{}` records volume `{}`, which is not trusted; run `protokube mount` \
+                         (it rewrites the file from what it mounts)",
+                        path.display(),
+                        volume.volume_id
+                    )
+                })?;
             }
             self.mounted = Some(state.volumes);
         }
@@ -242,4 +241,38 @@ impl<'a> Snapshot<'a> {
     pub fn mount_table(&self) -> Result<Vec<MountEntry>> {
         blockdev::mount_table()
     }
+}
+
+/// A volume the state file records is at its own mount point, mounted from the recorded device.
+fn check_recorded_mount(root: &HostRoot, volume: &MountedVolume) -> Result<()> {
+    let expected = volume_mountpoint(&volume.volume_id);
+    if volume.mountpoint != expected {
+        bail!(
+            "its mount point is recorded as `{}`, not `{}`",
+            volume.mountpoint.display(),
+            expected.display()
+        );
+    }
+    let mountpoint = root.volume_mountpoint(&volume.volume_id)?;
+    let device = root.resolve(&volume.device)?;
+    if !device.exists() {
+        bail!(
+            "it is not mounted at `{}`: its device `{}` is not there",
+            mountpoint.display(),
+            volume.device.display()
+        );
+    }
+    let devno = blockdev::device_number(&device)
+        .with_context(|| format!("recorded device `{}`", volume.device.display()))?;
+    let table = blockdev::mount_table()?;
+    let mounted_here = mounted_at(&table, &mountpoint).is_some_and(|m| m.devno == devno)
+        && blockdev::mounted_device(&mountpoint)? == devno;
+    if !mounted_here {
+        bail!(
+            "it is not mounted at `{}` from `{}`",
+            mountpoint.display(),
+            volume.device.display()
+        );
+    }
+    Ok(())
 }

@@ -69,9 +69,60 @@ pub struct EtcdMemberSpec {
     pub instance_group: Option<String>,
 }
 
+/// The deepest `[`/`{` nesting a spec may have: kOps' completed specs nest a few levels; a
+/// parser fed 100 000 levels spends seconds of CPU per level of doubt.
+pub const MAX_FLOW_NESTING: usize = 64;
+/// The largest spec read: kOps' completed specs are a few KiB.
+pub const MAX_SPEC_BYTES: u64 = 16 << 20;
+
+/// Checks, in one linear pass, that flow collections (`[…]`, `{…}`) outside quotes and comments
+/// nest at most [`MAX_FLOW_NESTING`] deep; returns the offending line otherwise.
+pub fn check_nesting(text: &str) -> Result<(), usize> {
+    let (mut depth, mut line) = (0usize, 1usize);
+    let mut quote: Option<char> = None;
+    let mut comment = false;
+    let mut previous = '\n';
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\n' {
+            line += 1;
+            comment = false;
+        }
+        match (quote, c) {
+            _ if comment => {}
+            (Some('\''), '\'') if chars.peek() == Some(&'\'') => {
+                chars.next();
+            }
+            (Some('"'), '\\') => {
+                chars.next();
+            }
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '#') if previous.is_whitespace() => comment = true,
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '[' | '{') => {
+                depth += 1;
+                if depth > MAX_FLOW_NESTING {
+                    return Err(line);
+                }
+            }
+            (None, ']' | '}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        previous = c;
+    }
+    Ok(())
+}
+
 impl ClusterDocument {
     /// Parses and checks a cluster document; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Self> {
+        if let Err(line) = check_nesting(text) {
+            bail!(
+                "cluster spec `{origin}` nests `[`/`{{` collections more than {MAX_FLOW_NESTING} \
+                 deep (line {line}); a kOps cluster spec never does: check the file"
+            );
+        }
         // serde_yaml's message ends with the position (`at line L column C`).
         let doc: ClusterDocument = serde_yaml::from_str(text).map_err(|err| {
             anyhow::anyhow!("cluster spec `{origin}` is not a valid kOps Cluster document: {err}")
@@ -89,6 +140,16 @@ impl ClusterDocument {
 
     /// Reads and parses a cluster document from a file.
     pub fn load(path: &Path) -> Result<Self> {
+        let size = fs_err::metadata(path)
+            .context("reading the cluster spec")?
+            .len();
+        if size > MAX_SPEC_BYTES {
+            bail!(
+                "cluster spec `{}` is {size} bytes; a kOps cluster spec is a few KiB (the limit is \
+                 {MAX_SPEC_BYTES})",
+                path.display()
+            );
+        }
         let text = fs_err::read_to_string(path).context("reading the cluster spec")?;
         Self::parse(&text, &path.display().to_string())
     }
@@ -120,6 +181,31 @@ mod tests {
             doc.spec.kube_api_server.unwrap()["logLevel"],
             serde_yaml::Value::from(2)
         );
+    }
+
+    #[test]
+    fn absurd_nesting_is_refused_in_linear_time() {
+        let deep = format!(
+            "apiVersion: x\nkind: Cluster\nspec:\n  x: {}{}\n",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        let err = ClusterDocument::parse(&deep, "deep.yaml").unwrap_err();
+        assert!(
+            err.to_string().contains("more than 64 deep (line 4)"),
+            "{err}"
+        );
+        // Brackets inside quotes and comments do not count; real flow nesting does.
+        let quoted = format!(
+            "a: \"{}\"\nb: '{}'\n# {}\n",
+            "[".repeat(100),
+            "{".repeat(100),
+            "[".repeat(100)
+        );
+        assert_eq!(check_nesting(&quoted), Ok(()));
+        assert_eq!(check_nesting("a: [[[{b: [1]}]]]\n"), Ok(()));
+        assert_eq!(check_nesting(&format!("a: {}", "{".repeat(65))), Err(1));
+        assert_eq!(check_nesting("a: 'it''s [' \nb: \"\\\"[\"\n"), Ok(()));
     }
 
     #[test]

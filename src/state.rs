@@ -1,13 +1,12 @@
 //! `<root>/var/lib/protokube/state.json`: what `mount` mounted, read by `render-manifests`.
 //! Versioned; written atomically and only when it changes.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::etcd::EtcdMembership;
-use crate::paths::{HostRoot, STATE_FILE};
 
 /// The state file's format version; a newer one is refused rather than misread.
 pub const STATE_VERSION: u32 = 1;
@@ -47,10 +46,9 @@ impl State {
         Ok(bytes)
     }
 
-    /// Reads the state file; `None` when there is none yet.
-    pub fn load(root: &HostRoot) -> Result<Option<Self>> {
-        let path = root.path(STATE_FILE);
-        let text = match fs_err::read_to_string(&path) {
+    /// Reads the state file at `path`; `None` when there is none yet.
+    pub fn load(path: &Path) -> Result<Option<Self>> {
+        let text = match fs_err::read_to_string(path) {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(err) => return Err(err).context("reading the protokube state"),
@@ -93,13 +91,11 @@ mod tests {
     #[test]
     fn round_trip_sorted_and_deterministic() {
         let dir = tempfile::tempdir().unwrap();
-        let root = HostRoot::new(dir.path());
-        assert_eq!(State::load(&root).unwrap(), None);
+        let path = dir.path().join("state.json");
+        assert_eq!(State::load(&path).unwrap(), None);
         let state = State::new(vec![volume("vol-2"), volume("vol-1")]);
-        let path = root.path(STATE_FILE);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, state.to_bytes().unwrap()).unwrap();
-        let loaded = State::load(&root).unwrap().unwrap();
+        let loaded = State::load(&path).unwrap().unwrap();
         assert_eq!(loaded, state);
         assert_eq!(loaded.volumes[0].volume_id, "vol-1");
         assert_eq!(
@@ -113,14 +109,12 @@ mod tests {
     #[test]
     fn newer_versions_and_garbage_are_refused_with_the_path() {
         let dir = tempfile::tempdir().unwrap();
-        let root = HostRoot::new(dir.path());
-        let path = root.path(STATE_FILE);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let path = dir.path().join("state.json");
         std::fs::write(&path, r#"{"version": 2, "volumes": []}"#).unwrap();
-        let err = State::load(&root).unwrap_err();
+        let err = State::load(&path).unwrap_err();
         assert!(format!("{err:#}").contains("version 2"), "{err:#}");
         std::fs::write(&path, "{").unwrap();
-        let err = State::load(&root).unwrap_err();
+        let err = State::load(&path).unwrap_err();
         assert!(format!("{err:#}").contains("state.json"), "{err:#}");
     }
 }

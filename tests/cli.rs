@@ -135,6 +135,24 @@ fn bad_cluster_specs_exit_1_naming_the_file() {
         .arg_path("--cluster-spec", &hostile_name)
         .run();
     assert_one_error_line(&out, 1, &["metadata.name", r"a\nb: c"]);
+
+    // 100 000 nested `[`: refused by a linear scan before the YAML parser, which would spend
+    // tens of seconds of CPU on it.
+    let deep = dir.path().join("deep.yaml");
+    std::fs::write(
+        &deep,
+        format!(
+            "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nspec:\n  x: {}{}\n",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        ),
+    )
+    .unwrap();
+    let out = Protokube::new()
+        .args(["discover-volumes"])
+        .arg_path("--cluster-spec", &deep)
+        .run();
+    assert_one_error_line(&out, 1, &[&deep.display().to_string(), "more than 64 deep"]);
 }
 
 #[test]

@@ -109,6 +109,7 @@ fn spec(dir: &Path) -> PathBuf {
     )
     .unwrap();
     doc["metadata"]["name"] = CLUSTER.into();
+    doc["spec"]["masterPublicName"] = format!("api.{CLUSTER}").into();
     doc["spec"]["etcdClusters"][0]["version"] = "3.4.23".into();
     let path = dir.join("cluster.yaml");
     std::fs::write(&path, serde_yaml::to_string(&doc).unwrap()).unwrap();

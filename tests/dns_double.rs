@@ -143,6 +143,7 @@ fn set(name: &str, t: &str, values: &[&str]) -> RecordSet {
         record_type: t.into(),
         ttl: Some(60),
         values: values.iter().map(|v| v.to_string()).collect(),
+        alias: false,
     }
 }
 

@@ -59,6 +59,7 @@ impl StrictVolumes {
                     state: "available".into(),
                     attachments: vec![],
                     tags,
+                    snapshot_id: None,
                 };
                 (id.to_string(), volume)
             })
@@ -143,6 +144,17 @@ impl VolumeApi for StrictVolumes {
             .unwrap()
             .push("instance_device_names".into());
         Ok(self.rules.mapped_names.clone())
+    }
+
+    async fn tag_volume(&self, volume_id: &str, key: &str, value: &str) -> Result<()> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("tag {volume_id} {key}"));
+        let mut volumes = self.volumes.lock().unwrap();
+        let volume = volumes.get_mut(volume_id).unwrap();
+        volume.tags.insert(key.to_owned(), value.to_owned());
+        Ok(())
     }
 }
 
@@ -233,7 +245,7 @@ fn device_names_in_use_are_skipped() {
         },
     );
     // No NVMe link: found under the requested name's sd* alias.
-    root.link_device("/dev/sdw", &disk.path);
+    root.device_node("/dev/sdw", &disk.path);
     let (result, _) = run(&cloud, &root);
     assert_eq!(result.unwrap(), ["vol-a"]);
     let attaches: Vec<String> = cloud
@@ -297,11 +309,9 @@ fn an_nvme_serial_naming_another_volume_is_refused() {
     let disk = LoopDevice::blank(32);
     let root = TestRoot::new();
     let cloud = StrictVolumes::new(&[("vol-a", "a/a")], Rules::default());
-    root.link_by_id("vol-a", &disk.path);
+    let name = root.link_by_id("vol-a", &disk.path);
     // sysfs under the root says the controller behind the link is another volume.
-    let name = disk.path.file_name().unwrap().to_str().unwrap();
     let serial = root.join(&format!("/sys/block/{name}/device/serial"));
-    std::fs::create_dir_all(serial.parent().unwrap()).unwrap();
     std::fs::write(&serial, "vol0fffffffffffffff\n").unwrap();
     let (result, _) = run(&cloud, &root);
     let text = format!("{:#}", result.unwrap_err());

@@ -80,12 +80,23 @@ impl Bed {
         command
     }
 
-    /// Back to a cold node: nothing mounted, volumes detached and blank, no files.
+    /// Back to a cold node: nothing mounted, volumes detached, blank and new (no formatted
+    /// tag), no files.
     fn reset(&self) {
         unmount_below(&self.root.join("/mnt"));
         support::runtime().block_on(async {
             let ec2 = self.moto.ec2(REGION).await;
             for volume in &self.volumes {
+                ec2.delete_tags()
+                    .resources(volume)
+                    .tags(
+                        aws_sdk_ec2::types::Tag::builder()
+                            .key("k8s.io/protokube/formatted")
+                            .build(),
+                    )
+                    .send()
+                    .await
+                    .unwrap();
                 let out = ec2
                     .describe_volumes()
                     .volume_ids(volume)
@@ -246,4 +257,89 @@ fn a_dead_metadata_service_changes_nothing() {
         .collect();
     // Only the run lock's directory: no mount, manifest, state or hosts file.
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// The pid of a live process named `name` whose parent is `parent`.
+fn child_named(parent: u32, name: &str) -> Option<u32> {
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid …
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let comm = &stat[open + 1..close];
+        let mut rest = stat[close + 2..].split(' ');
+        let state = rest.next();
+        let ppid = rest.next().and_then(|p| p.parse::<u32>().ok());
+        if comm == name && ppid == Some(parent) && state != Some("Z") {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+#[test]
+fn a_killed_run_leaves_no_orphan_mkfs() {
+    let node = support::node::Node::start();
+    let disk = LoopDevice::blank(64);
+    let cluster = "orphan.example.com";
+    let volume = node.etcd_volume(cluster, &[("main", "a/a")]);
+    node.root.link_by_id(&volume, &disk.path);
+    // mkfs's writes are held for a minute: it is caught running, protokube killed under it.
+    let child = Protokube::under(&[
+        "strace",
+        "-f",
+        "-qq",
+        "-o",
+        "/dev/null",
+        "-e",
+        "inject=pwrite64:delay_enter=60000000",
+    ])
+    .moto(&node.moto)
+    .imds(&node.imds)
+    .args(["mount", "--master", "--cluster-id", cluster])
+    .arg_path("--root", node.root.path())
+    .spawn();
+    // Whatever happens below, nothing this test started outlives it.
+    struct Reap(std::process::Child, std::cell::Cell<Option<u32>>);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            if let Some(pid) = self.1.get() {
+                // SAFETY: kill(2) of a pid this test found.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let strace = child.id();
+    let child = Reap(child, std::cell::Cell::new(None));
+    let deadline = Instant::now() + std::time::Duration::from_secs(30);
+    let (protokube, mkfs) = loop {
+        let protokube = child_named(strace, "protokube");
+        if let Some(mkfs) = protokube.and_then(|p| child_named(p, "mkfs.ext4")) {
+            child.1.set(Some(mkfs));
+            break (protokube.unwrap(), mkfs);
+        }
+        assert!(Instant::now() < deadline, "mkfs.ext4 never started");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    // SAFETY: kill(2) on a pid we just found.
+    assert_eq!(unsafe { libc::kill(protokube as i32, libc::SIGKILL) }, 0);
+    let gone = Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_to_string(format!("/proc/{mkfs}/stat"))
+        .is_ok_and(|stat| !stat.contains(") Z "))
+    {
+        assert!(Instant::now() < gone, "mkfs.ext4 {mkfs} outlived protokube");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // The next run finds no orphan holding the device: it finishes the format.
+    let out = node.mount(cluster, &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(disk.fs_type().as_deref(), Some("ext4"));
 }

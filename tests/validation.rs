@@ -8,7 +8,6 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use support::bed::{Bed, NodeKind};
-use support::fixture;
 
 /// AWS operations that change something.
 const MUTATING: [&str; 6] = [
@@ -47,20 +46,9 @@ fn tree(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// A copy of the HA spec with one field changed (`path` is a list of keys).
+/// A copy of the HA spec with one field changed.
 fn spec_with(dir: &Path, path: &[&str], value: &str) -> PathBuf {
-    let mut doc: serde_yaml::Value = serde_yaml::from_str(
-        &std::fs::read_to_string(fixture("cluster-completed/ha.yaml")).unwrap(),
-    )
-    .unwrap();
-    let mut node = &mut doc;
-    for key in path {
-        node = &mut node[*key];
-    }
-    *node = value.into();
-    let file = dir.join(format!("{}.yaml", path.join("-")));
-    std::fs::write(&file, serde_yaml::to_string(&doc).unwrap()).unwrap();
-    file
+    support::spec_with(dir, "ha.yaml", path, value.into())
 }
 
 #[test]

@@ -112,7 +112,7 @@ pub async fn wait_device(
         waits.timeout,
         waits.progress,
         waits.device.clone(),
-        || async { Ok(blockdev::find_device(root, volume_id, requested)) },
+        || async { blockdev::find_device(root, volume_id, requested) },
     )
     .await
 }

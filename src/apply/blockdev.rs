@@ -1,6 +1,6 @@
-//! Block devices and mounts on this host: finding a volume's device, probing it before any
-//! `mkfs`, `fsck`, and mounting. This module is the only user of `sys-mount` and the only reader
-//! of the mount table.
+//! Block devices and mounts on this host: finding a volume's device, reading the witnesses of
+//! the blank proof (blkid, backup superblocks, zeros), `mkfs`, `fsck`, and mounting. This module
+//! is the only user of `sys-mount` and the only reader of the mount table.
 
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
@@ -10,7 +10,11 @@ use std::process::{Command, Stdio};
 use anyhow::{anyhow, bail, Context as _, Result};
 
 use crate::paths::HostRoot;
-use crate::plan::mounts::{decide_probe, parse_mountinfo, MountEntry, Probe};
+use crate::plan::blank::{
+    backup_superblock_offsets, parse_blkid, recognise_backup, zero_check_ranges, BlankCheck,
+    Signature, Zeros, BACKUP_READ,
+};
+use crate::plan::mounts::{check_device, parse_mountinfo, MountEntry};
 
 /// The current mounts of this process's mount namespace.
 pub fn mount_table() -> Result<Vec<MountEntry>> {
@@ -37,17 +41,19 @@ pub fn device_number(path: &Path) -> Result<(u32, u32)> {
 /// Where a volume's block device was found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FoundDevice {
-    /// The path as seen from here (under `--root`).
+    /// The path it was found at (the by-id link or the requested name), under the root.
+    pub found_at: PathBuf,
+    /// The device node itself, every symlink resolved inside the root: what is probed,
+    /// formatted and mounted (so the mount table shows `/dev/nvme1n1`, not the link).
     pub path: PathBuf,
-    /// The same path on the host (without `--root`), for the state file.
+    /// `path` as a host path, for the state file.
     pub host_path: PathBuf,
-    /// Found through the NVMe `by-id` link (Nitro instances).
-    pub nvme: bool,
+    pub devno: (u32, u32),
 }
 
 /// The host paths at which the device of `volume_id`, attached as `requested`, can appear, in
 /// the order they are tried: the NVMe `by-id` link (kops#4844), the requested name, its `sd*`
-/// alias.
+/// alias. The flag says whether it is the by-id link.
 pub fn device_candidates(volume_id: &str, requested: &str) -> Vec<(PathBuf, bool)> {
     let mut candidates = vec![(
         PathBuf::from(format!(
@@ -63,117 +69,165 @@ pub fn device_candidates(volume_id: &str, requested: &str) -> Vec<(PathBuf, bool
     candidates
 }
 
-/// Looks for the block device of `volume_id` under `root`; `None` while it has not appeared.
-pub fn find_device(root: &HostRoot, volume_id: &str, requested: &str) -> Option<FoundDevice> {
-    device_candidates(volume_id, requested)
-        .into_iter()
-        .find_map(|(host_path, nvme)| {
-            let path = root.path(&host_path);
-            path.exists().then_some(FoundDevice {
-                path,
-                host_path,
-                nvme,
-            })
-        })
-}
-
-/// On NVMe, checks that the controller's serial (`/sys/block/<dev>/device/serial`, under root)
-/// names this volume, so a stale or wrong link can never point us at another volume. Skipped
-/// when sysfs does not have the file.
-pub fn check_nvme_serial(root: &HostRoot, device: &FoundDevice, volume_id: &str) -> Result<()> {
-    if !device.nvme {
-        return Ok(());
-    }
-    let real = fs_err::canonicalize(&device.path).context("resolving the NVMe device link")?;
-    let Some(name) = real.file_name() else {
-        return Ok(());
-    };
-    let serial_path = root.path("/sys/block").join(name).join("device/serial");
-    let serial = match fs_err::read_to_string(&serial_path) {
-        Ok(serial) => serial,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            tracing::debug!("no `{}`; NVMe serial not checked", serial_path.display());
-            return Ok(());
+/// Looks for the block device of `volume_id` under `root` (`None` while it has not appeared)
+/// and checks it may be that volume's: an NVMe namespace must carry the volume's serial in
+/// sysfs, whichever path found it; a by-id link must lead to an NVMe namespace; a partition is
+/// refused.
+pub fn find_device(
+    root: &HostRoot,
+    volume_id: &str,
+    requested: &str,
+) -> Result<Option<FoundDevice>> {
+    for (host_path, by_id) in device_candidates(volume_id, requested) {
+        let found_at = root.path(&host_path);
+        if fs_err::symlink_metadata(&found_at).is_err() {
+            continue;
         }
-        Err(err) => return Err(err).context("reading the NVMe serial"),
-    };
-    let expected = volume_id.replace('-', "");
-    if serial.trim() != expected {
-        bail!(
-            "device `{}` of volume `{volume_id}` has NVMe serial `{}`, expected `{expected}`;              refusing to touch it (stale /dev/disk/by-id link?)",
-            device.path.display(),
-            serial.trim().escape_debug()
-        );
+        let path = root.resolve(&host_path)?;
+        if !path.exists() {
+            // A dangling link: udev has not finished.
+            continue;
+        }
+        let devno = device_number(&path)?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let serial_path = root.resolve(format!("/sys/block/{name}/device/serial"))?;
+        let serial = match fs_err::read_to_string(&serial_path) {
+            Ok(serial) => Some(serial),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+            Err(err) => return Err(err).context("reading the NVMe serial"),
+        };
+        check_device(volume_id, &name, by_id, serial.as_deref()).map_err(|why| {
+            anyhow!(
+                "`{}` leads to `{}`: {why}",
+                found_at.display(),
+                path.display()
+            )
+        })?;
+        return Ok(Some(FoundDevice {
+            host_path: root.host_path_of(&path),
+            found_at,
+            path,
+            devno,
+        }));
     }
-    Ok(())
+    Ok(None)
 }
 
-/// Reads the start, the end and 64 evenly spread chunks of the device; true when every byte
-/// read is zero. Any open or read error is an error (and so a refusal to format).
-pub fn sample_is_all_zero(path: &Path) -> Result<bool> {
-    const HEAD: u64 = 4 << 20;
-    const TAIL: u64 = 1 << 20;
-    const CHUNK: u64 = 64 << 10;
-    const CHUNKS: u64 = 64;
-    let mut file = fs_err::File::open(path).context("opening the device for reading")?;
+/// `blkid -p` on the device.
+pub fn signature(path: &Path) -> Result<Signature> {
+    let output = run_tool("blkid", &["-p", "-o", "export"], path)?;
+    Ok(parse_blkid(
+        output.status.code(),
+        &String::from_utf8_lossy(&output.stdout),
+        &String::from_utf8_lossy(&output.stderr),
+    ))
+}
+
+/// The size of the device in bytes; 0 or an error refuses any format.
+pub fn device_size(file: &mut fs_err::File, path: &Path) -> Result<u64> {
     let size = file
         .seek(SeekFrom::End(0))
         .with_context(|| format!("finding the size of `{}`", path.display()))?;
     if size == 0 {
         bail!("device `{}` reports a size of 0 bytes", path.display());
     }
-    let mut regions = vec![
-        (0, HEAD.min(size)),
-        (size.saturating_sub(TAIL), TAIL.min(size)),
-    ];
-    for i in 0..CHUNKS {
-        let offset = size / CHUNKS * i;
-        regions.push((offset, CHUNK.min(size - offset)));
+    Ok(size)
+}
+
+/// Reads what the zero check reads; stops at the first non-zero byte. Any open or read error is
+/// an error (and so no format).
+pub fn read_zeros(path: &Path, check: BlankCheck) -> Result<Zeros> {
+    let mut file = fs_err::File::open(path).context("opening the device for reading")?;
+    let size = device_size(&mut file, path)?;
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut bytes = 0;
+    for (start, len) in zero_check_ranges(size, check) {
+        file.seek(SeekFrom::Start(start))
+            .with_context(|| format!("seeking `{}` to {start}", path.display()))?;
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(buffer.len() as u64) as usize;
+            let buf = &mut buffer[..n];
+            file.read_exact(buf).with_context(|| {
+                format!("reading `{}` at offset {}", path.display(), start + done)
+            })?;
+            if let Some(i) = buf.iter().position(|b| *b != 0) {
+                return Ok(Zeros::NonZeroAt(start + done + i as u64));
+            }
+            done += n as u64;
+        }
+        bytes += len;
     }
-    let mut buffer = vec![0u8; HEAD as usize];
-    for (offset, len) in regions {
+    Ok(Zeros::All { bytes })
+}
+
+/// The backup superblocks found at their standard offsets (DESIGN §3: a filesystem whose start
+/// was wiped still has them).
+pub fn read_backup_superblocks(path: &Path) -> Result<Vec<String>> {
+    let mut file = fs_err::File::open(path).context("opening the device for reading")?;
+    let size = device_size(&mut file, path)?;
+    let mut buffer = vec![0u8; BACKUP_READ as usize];
+    let mut found = Vec::new();
+    for (offset, probe) in backup_superblock_offsets(size) {
         file.seek(SeekFrom::Start(offset))
             .with_context(|| format!("seeking `{}` to {offset}", path.display()))?;
-        let buf = &mut buffer[..len as usize];
-        file.read_exact(buf)
+        file.read_exact(&mut buffer)
             .with_context(|| format!("reading `{}` at offset {offset}", path.display()))?;
-        if buf.iter().any(|b| *b != 0) {
-            return Ok(false);
+        if let Some(what) = recognise_backup(offset, probe, &buffer) {
+            found.push(what);
         }
     }
-    Ok(true)
+    found.dedup();
+    Ok(found)
 }
 
-/// Probes the device: reads samples, then asks `blkid -p` for any signature.
-pub fn probe(path: &Path) -> Result<Probe> {
-    let all_zero = sample_is_all_zero(path)?;
-    let output = Command::new("blkid")
-        .args(["-p", "-o", "export"])
-        .arg(path)
-        .stdin(Stdio::null())
-        .output()
-        .context("running `blkid -p` (is util-linux installed?)")?;
-    Ok(decide_probe(
-        output.status.code(),
-        &String::from_utf8_lossy(&output.stdout),
-        &String::from_utf8_lossy(&output.stderr),
-        all_zero,
-    ))
+/// The witnesses the device itself gives: `blkid -p`, and only when that finds nothing, the
+/// backup superblocks and the zero check.
+pub fn read_witnesses(
+    path: &Path,
+    check: BlankCheck,
+) -> Result<(Signature, Vec<String>, Option<Zeros>)> {
+    let signature = signature(path)?;
+    if signature != Signature::None {
+        return Ok((signature, Vec::new(), None));
+    }
+    let backups = read_backup_superblocks(path)?;
+    let zeros = read_zeros(path, check)?;
+    Ok((signature, backups, Some(zeros)))
 }
 
+/// Runs a tool on a device; the child dies with protokube (a killed run leaves no orphan `mkfs`
+/// holding the device).
 fn run_tool(program: &str, args: &[&str], device: &Path) -> Result<std::process::Output> {
-    Command::new(program)
-        .args(args)
-        .arg(device)
-        .stdin(Stdio::null())
+    use std::os::unix::process::CommandExt as _;
+    let mut command = Command::new(program);
+    command.args(args).arg(device).stdin(Stdio::null());
+    let parent = std::process::id();
+    // SAFETY: between fork and exec only async-signal-safe calls: prctl and getppid.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died before the prctl.
+            if libc::getppid() as u32 != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    command
         .output()
         .with_context(|| format!("running `{program}`"))
 }
 
-/// Creates an ext4 filesystem. Only call on a device [`probe`] found [`Probe::Blank`]; the
-/// result is probed again to confirm.
-pub fn format_ext4(path: &Path) -> Result<()> {
-    let output = run_tool("mkfs.ext4", &["-q"], path)?;
+/// Creates an ext4 filesystem with the UUID `uuid`, then checks the device probes as exactly
+/// that. Only call on a device every witness proved blank (or protokube's own interrupted one).
+pub fn format_ext4(path: &Path, uuid: &str) -> Result<()> {
+    let output = run_tool("mkfs.ext4", &["-q", "-U", uuid], path)?;
     if !output.status.success() {
         bail!(
             "`mkfs.ext4 {}` failed ({}): {}",
@@ -182,21 +236,10 @@ pub fn format_ext4(path: &Path) -> Result<()> {
             String::from_utf8_lossy(&output.stderr).trim()
         );
     }
-    match probe_signature_only(path)? {
-        Probe::Ext4 => Ok(()),
+    match signature(path)? {
+        Signature::Ext4 { uuid: made } if made == uuid => Ok(()),
         other => bail!("after mkfs.ext4, `{}` probes as {other:?}", path.display()),
     }
-}
-
-/// `blkid -p` alone (the device is known to be non-zero after mkfs).
-fn probe_signature_only(path: &Path) -> Result<Probe> {
-    let output = run_tool("blkid", &["-p", "-o", "export"], path)?;
-    Ok(decide_probe(
-        output.status.code(),
-        &String::from_utf8_lossy(&output.stdout),
-        &String::from_utf8_lossy(&output.stderr),
-        false,
-    ))
 }
 
 /// What `fsck -a` said.
@@ -229,22 +272,40 @@ pub fn fsck(path: &Path) -> Result<FsckResult> {
     }
 }
 
-/// Creates the mount point (mode 0750) and mounts the ext4 device there (`noatime`).
-pub fn mount_ext4(device: &Path, mountpoint: &Path) -> Result<()> {
+/// The device a path is on (`st_dev`): for a mount point, the device mounted there.
+pub fn mounted_device(path: &Path) -> Result<(u32, u32)> {
+    Ok(split_devno(fs_err::metadata(path)?.dev()))
+}
+
+/// Creates the mount point (mode 0750) and mounts the ext4 device there (`noatime`), then checks
+/// the mount point shows that device.
+pub fn mount_ext4(device: &FoundDevice, mountpoint: &Path) -> Result<()> {
     fs_err::create_dir_all(mountpoint).context("creating the mount point")?;
+    crate::paths::refuse_symlink(mountpoint)?;
     fs_err::set_permissions(mountpoint, std::fs::Permissions::from_mode(0o750))
         .context("setting the mount point's mode")?;
     sys_mount::Mount::builder()
         .fstype("ext4")
         .flags(sys_mount::MountFlags::NOATIME)
-        .mount(device, mountpoint)
+        .mount(&device.path, mountpoint)
         .with_context(|| {
             format!(
                 "mounting `{}` at `{}`",
-                device.display(),
+                device.path.display(),
                 mountpoint.display()
             )
         })?;
+    let shown = mounted_device(mountpoint)?;
+    if shown != device.devno {
+        bail!(
+            "after mounting, `{}` shows device {}:{}, not {}:{}",
+            mountpoint.display(),
+            shown.0,
+            shown.1,
+            device.devno.0,
+            device.devno.1
+        );
+    }
     Ok(())
 }
 

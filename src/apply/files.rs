@@ -28,6 +28,17 @@ pub enum WriteOutcome {
 /// torn one: a dot-prefixed temporary file in the same directory, fsync, rename, fsync of the
 /// directory. Nothing is written when the file already holds exactly these bytes and this mode.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<WriteOutcome> {
+    write_atomic_owned(path, bytes, mode, None)
+}
+
+/// [`write_atomic`], the new file owned by `owner` (uid, gid) when given: a file some other
+/// tool owns keeps its owner and group.
+pub fn write_atomic_owned(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+    owner: Option<(u32, u32)>,
+) -> Result<WriteOutcome> {
     let existing = match fs_err::symlink_metadata(path) {
         Ok(meta) => Some(meta),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
@@ -55,6 +66,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<WriteOutcome
             .mode(mode)
             .open(&temp)?;
         file.write_all(bytes)?;
+        if let Some((uid, gid)) = owner {
+            std::os::unix::fs::fchown(file.file(), Some(uid), Some(gid))
+                .with_context(|| format!("setting the owner of `{}`", temp.display()))?;
+        }
         // The mode given at creation is filtered by the umask; set it exactly.
         file.file()
             .set_permissions(std::fs::Permissions::from_mode(mode))
@@ -177,7 +192,7 @@ pub struct RunLock {
 impl RunLock {
     /// Takes the lock, waiting up to `timeout` for another run to release it; exit 75 after that.
     pub fn acquire(root: &HostRoot, timeout: Duration) -> Result<Self> {
-        let path = root.path(LOCK_FILE);
+        let path = root.own(LOCK_FILE)?;
         if let Some(dir) = path.parent() {
             fs_err::create_dir_all(dir).context("creating the lock directory")?;
         }

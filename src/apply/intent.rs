@@ -1,52 +1,69 @@
-//! The record that protokube is formatting a volume, kept beside the state file.
+//! The record that protokube is formatting a volume, kept beside the state file: written
+//! (synced) before `mkfs` starts, naming the volume, the device and the UUID `mkfs` is given;
+//! removed once the volume carries its formatted tag. If a run is killed in between, the device
+//! holds a half-made filesystem; this record proves it is protokube's own work, so the next run
+//! may format it again — only it, recognised by that UUID.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
+use serde::{Deserialize, Serialize};
 
 use crate::apply::files::write_atomic;
 use crate::paths::{HostRoot, FORMATTING_DIR};
+use crate::plan::blank::IntentUuid;
 
-/// The record that protokube is formatting a volume: written before `mkfs` starts and removed
-/// when the new filesystem has been verified. If a run is killed in between, the device holds a
-/// half-made filesystem that no probe recognises; this record is the proof that the data is
-/// protokube's own interrupted work, so the next run may format it again.
-pub struct FormatIntent;
+#[derive(Serialize, Deserialize)]
+struct Record {
+    volume_id: String,
+    device: PathBuf,
+    uuid: String,
+}
 
-impl FormatIntent {
-    fn path(root: &HostRoot, volume_id: &str) -> PathBuf {
-        root.path(Path::new(FORMATTING_DIR).join(volume_id))
-    }
+fn path(root: &HostRoot, volume_id: &str) -> Result<PathBuf> {
+    root.own(Path::new(FORMATTING_DIR).join(volume_id))
+}
 
-    /// Records the intent (atomically, synced) before formatting `device`.
-    pub fn record(root: &HostRoot, volume_id: &str, device: &Path) -> Result<()> {
-        write_atomic(
-            &Self::path(root, volume_id),
-            format!("{}\n", device.display()).as_bytes(),
-            0o600,
-        )
+/// Records the intent to format `device` of `volume_id` with filesystem UUID `uuid`.
+pub fn record(root: &HostRoot, volume_id: &str, device: &Path, uuid: &str) -> Result<()> {
+    let record = Record {
+        volume_id: volume_id.to_owned(),
+        device: device.to_owned(),
+        uuid: uuid.to_owned(),
+    };
+    let mut bytes = serde_json::to_vec(&record)?;
+    bytes.push(b'\n');
+    write_atomic(&path(root, volume_id)?, &bytes, 0o600)
         .context("recording the intent to format")?;
-        Ok(())
-    }
+    Ok(())
+}
 
-    /// Whether an earlier run started formatting the volume and did not finish.
-    pub fn pending(root: &HostRoot, volume_id: &str) -> bool {
-        Self::path(root, volume_id).exists()
-    }
+/// The intent an earlier run left for `volume_id` and did not finish, if any.
+pub fn pending(root: &HostRoot, volume_id: &str) -> Result<Option<IntentUuid>> {
+    let text = match fs_err::read_to_string(path(root, volume_id)?) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err).context("reading the intent to format"),
+    };
+    Ok(Some(match serde_json::from_str::<Record>(&text) {
+        Ok(record) if record.volume_id == volume_id => IntentUuid::Uuid(record.uuid),
+        // An older protokube wrote only the device path.
+        _ => IntentUuid::Unknown,
+    }))
+}
 
-    /// Removes the record once the filesystem is verified.
-    pub fn clear(root: &HostRoot, volume_id: &str) -> Result<()> {
-        let path = Self::path(root, volume_id);
-        match fs_err::remove_file(&path) {
-            Ok(()) => {}
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(err) => return Err(err).context("clearing the intent to format"),
-        }
-        if let Some(dir) = path.parent() {
-            fs_err::File::open(dir)?.sync_all()?;
-        }
-        Ok(())
+/// Removes the record once the format is finished.
+pub fn clear(root: &HostRoot, volume_id: &str) -> Result<()> {
+    let path = path(root, volume_id)?;
+    match fs_err::remove_file(&path) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(err) => return Err(err).context("clearing the intent to format"),
     }
+    if let Some(dir) = path.parent() {
+        fs_err::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -54,15 +71,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn format_intent_round_trip() {
+    fn round_trip_with_the_uuid() {
         let dir = tempfile::tempdir().unwrap();
-        let root = HostRoot::new(dir.path());
-        assert!(!FormatIntent::pending(&root, "vol-1"));
-        FormatIntent::record(&root, "vol-1", Path::new("/dev/xvdu")).unwrap();
-        assert!(FormatIntent::pending(&root, "vol-1"));
-        assert!(!FormatIntent::pending(&root, "vol-2"));
-        FormatIntent::clear(&root, "vol-1").unwrap();
-        FormatIntent::clear(&root, "vol-1").unwrap();
-        assert!(!FormatIntent::pending(&root, "vol-1"));
+        let root = HostRoot::canonical(dir.path()).unwrap();
+        assert_eq!(pending(&root, "vol-1").unwrap(), None);
+        record(&root, "vol-1", Path::new("/dev/xvdu"), "u-1").unwrap();
+        assert_eq!(
+            pending(&root, "vol-1").unwrap(),
+            Some(IntentUuid::Uuid("u-1".into()))
+        );
+        assert_eq!(pending(&root, "vol-2").unwrap(), None);
+        clear(&root, "vol-1").unwrap();
+        clear(&root, "vol-1").unwrap();
+        assert_eq!(pending(&root, "vol-1").unwrap(), None);
+        // A record from an older protokube: the device path alone.
+        let legacy = root.path(FORMATTING_DIR).join("vol-3");
+        std::fs::create_dir_all(legacy.parent().unwrap()).unwrap();
+        std::fs::write(&legacy, "/dev/xvdu\n").unwrap();
+        assert_eq!(pending(&root, "vol-3").unwrap(), Some(IntentUuid::Unknown));
     }
 }

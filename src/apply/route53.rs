@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 
 use crate::cloud::{ChangeResult, DnsApi, HostedZone};
 use crate::plan::records::DesiredRecord;
-use crate::plan::route53::{apexes, plan_zone};
+use crate::plan::route53::{apexes, batches, plan_zone, NameOutcome};
 use crate::plan::zones::{zone_for, ZoneRule};
 use crate::report::{Action, Change, ChangeKind, Report};
 use crate::wait::{poll_until, Backoff, Progress};
@@ -23,9 +23,11 @@ pub struct PublishOptions {
     pub wait_backoff: Backoff,
 }
 
-/// Publishes `desired` to the zones the rules allow: per zone, read only the cluster's names,
-/// plan, send one change batch (CREATE new, UPSERT changed), retry the plan once more if another
-/// writer created a name first, and optionally wait for `INSYNC`.
+/// Publishes `desired` (names already checked as DNS names) to the zones the rules allow. Every
+/// name is checked first to be inside a zone and not its apex. Then per zone: read only the cluster's names, plan, send the
+/// changes in batches within Route53's limits (CREATE new, UPSERT changed); when another writer
+/// created a name first, read and plan again what is left (three times at most); optionally
+/// wait for `INSYNC`.
 pub async fn publish(
     dns: &dyn DnsApi,
     desired: &[DesiredRecord],
@@ -37,13 +39,8 @@ pub async fn publish(
     let zones = find_zones(dns, rules).await?;
     let mut by_zone: BTreeMap<String, (HostedZone, Vec<&DesiredRecord>)> = BTreeMap::new();
     for record in desired {
-        match zone_for(&record.name, &zones)? {
-            Some(zone) => by_zone
-                .entry(zone.id.clone())
-                .or_insert_with(|| (zone.clone(), Vec::new()))
-                .1
-                .push(record),
-            None => bail!(
+        let Some(zone) = zone_for(&record.name, &zones)? else {
+            bail!(
                 "no hosted zone for `{}`; create one or choose it with --zone (allowed: {})",
                 record.name,
                 if zones.is_empty() {
@@ -55,83 +52,133 @@ pub async fn publish(
                         .collect::<Vec<_>>()
                         .join(", ")
                 }
-            ),
+            );
+        };
+        if record.name == zone.name {
+            bail!(
+                "refusing to publish `{}`: it is the apex of hosted zone `{}` ({}); protokube \
+                 never writes a zone apex (check spec.masterPublicName)",
+                record.name,
+                zone.name,
+                zone.id
+            );
         }
+        by_zone
+            .entry(zone.id.clone())
+            .or_insert_with(|| (zone.clone(), Vec::new()))
+            .1
+            .push(record);
     }
-    for (zone_id, (zone, records)) in &by_zone {
-        let names: Vec<&str> = records.iter().map(|r| r.name.as_str()).collect();
-        let read = || async {
-            let mut existing = Vec::new();
-            for apex in apexes(&names, cluster) {
-                existing.extend(dns.records_under(zone_id, &apex).await?);
-            }
-            anyhow::Ok(existing)
-        };
-        let mut existing = read().await?;
-        let mut attempt = 0;
-        let outcomes = loop {
-            attempt += 1;
-            let (changes, outcomes) = plan_zone(records, &existing, cluster);
-            if changes.is_empty() || options.dry_run {
-                break outcomes;
-            }
-            match dns.change_records(zone_id, &changes).await? {
-                ChangeResult::Submitted { change_id } => {
-                    tracing::info!(
-                        "sent {} change(s) to zone `{}` ({zone_id})",
-                        changes.len(),
-                        zone.name
-                    );
-                    if let Some(timeout) = options.wait {
-                        wait_in_sync(dns, &change_id, timeout, options).await?;
-                    }
-                    break outcomes;
-                }
-                ChangeResult::Conflict(message) if attempt < 3 => {
-                    tracing::info!(
-                        "another writer changed zone `{}` first ({message}); reading it again",
-                        zone.name
-                    );
-                    existing = read().await?;
-                }
-                ChangeResult::Conflict(message) => {
-                    bail!(
-                        "zone `{}` keeps changing under protokube: {message}; run again",
-                        zone.name
-                    )
-                }
-            }
-        };
+    for (zone, records) in by_zone.values() {
+        let outcomes = publish_zone(dns, zone, records, cluster, options).await?;
         for outcome in outcomes {
-            if let Some(warning) = outcome.warning {
-                report.warn(warning);
-                continue;
-            }
-            let detail = if outcome.action == Action::Unchanged && outcome.to.is_empty() {
-                "no address known now; left as it is".to_owned()
-            } else if outcome.action == Action::Unchanged {
-                format!("A {}", outcome.to.join(","))
-            } else {
-                format!(
-                    "A {} -> {} (zone {})",
-                    if outcome.from.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        outcome.from.join(",")
-                    },
-                    outcome.to.join(","),
-                    zone.name
-                )
-            };
-            report.push(Change {
-                kind: ChangeKind::Dns,
-                target: outcome.name,
-                action: outcome.action,
-                detail,
-            });
+            report_outcome(report, outcome, &zone.name);
         }
     }
     Ok(())
+}
+
+/// Publishes the names of one zone; returns what happened to each.
+async fn publish_zone(
+    dns: &dyn DnsApi,
+    zone: &HostedZone,
+    records: &[&DesiredRecord],
+    cluster: &str,
+    options: &PublishOptions,
+) -> Result<Vec<NameOutcome>> {
+    let names: Vec<&str> = records.iter().map(|r| r.name.as_str()).collect();
+    let read = || async {
+        let mut existing = Vec::new();
+        for apex in apexes(&names, cluster) {
+            existing.extend(dns.records_under(&zone.id, &apex).await?);
+        }
+        anyhow::Ok(existing)
+    };
+    let mut existing = read().await?;
+    // Each name is reported from the plan whose batch carried it.
+    let mut sent: BTreeMap<String, NameOutcome> = BTreeMap::new();
+    for attempt in 1..=3 {
+        let (changes, outcomes) = plan_zone(records, &existing, cluster);
+        if changes.is_empty() || options.dry_run {
+            return Ok(merge(outcomes, sent));
+        }
+        let mut conflict = None;
+        for batch in batches(&changes) {
+            match dns.change_records(&zone.id, &batch).await? {
+                ChangeResult::Submitted { change_id } => {
+                    tracing::info!(
+                        "sent {} change(s) to zone `{}` ({})",
+                        batch.len(),
+                        zone.name,
+                        zone.id
+                    );
+                    for outcome in &outcomes {
+                        if batch.iter().any(|c| c.record.name == outcome.name) {
+                            sent.insert(outcome.name.clone(), outcome.clone());
+                        }
+                    }
+                    if let Some(timeout) = options.wait {
+                        wait_in_sync(dns, &change_id, timeout, options).await?;
+                    }
+                }
+                ChangeResult::Conflict(message) => {
+                    conflict = Some(message);
+                    break;
+                }
+            }
+        }
+        match conflict {
+            None => return Ok(merge(outcomes, sent)),
+            Some(message) if attempt < 3 => {
+                tracing::info!(
+                    "another writer changed zone `{}` first ({message}); reading it again",
+                    zone.name
+                );
+                existing = read().await?;
+            }
+            Some(message) => bail!(
+                "zone `{}` keeps changing under protokube: {message}; run again",
+                zone.name
+            ),
+        }
+    }
+    unreachable!("the loop returns or fails by its third attempt")
+}
+
+/// The final outcomes: the names sent in an earlier batch as that batch's plan said, the others
+/// as the last plan says.
+fn merge(last: Vec<NameOutcome>, mut sent: BTreeMap<String, NameOutcome>) -> Vec<NameOutcome> {
+    last.into_iter()
+        .map(|outcome| sent.remove(&outcome.name).unwrap_or(outcome))
+        .collect()
+}
+
+fn report_outcome(report: &mut Report, outcome: NameOutcome, zone: &str) {
+    if let Some(warning) = outcome.warning {
+        report.warn(warning);
+        return;
+    }
+    let detail = if outcome.action == Action::Unchanged && outcome.to.is_empty() {
+        "no address known now; left as it is".to_owned()
+    } else if outcome.action == Action::Unchanged {
+        format!("A {}", outcome.to.join(","))
+    } else {
+        format!(
+            "A {} -> {} (zone {zone})",
+            if outcome.from.is_empty() {
+                "none".to_owned()
+            } else {
+                outcome.from.join(",")
+            },
+            outcome.to.join(","),
+        )
+    };
+    report.push(Change {
+        kind: ChangeKind::Dns,
+        target: outcome.name,
+        action: outcome.action,
+        detail,
+    });
 }
 
 async fn wait_in_sync(

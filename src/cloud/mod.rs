@@ -20,6 +20,8 @@ pub struct CloudVolume {
     pub state: String,
     pub attachments: Vec<VolumeAttachment>,
     pub tags: BTreeMap<String, String>,
+    /// The snapshot it was created from, if any (its data is not blank).
+    pub snapshot_id: Option<String>,
 }
 
 /// One attachment of a volume to an instance.
@@ -82,6 +84,9 @@ pub trait VolumeApi: Send + Sync {
 
     /// The device names already used on the instance (its block device mappings).
     async fn instance_device_names(&self, instance_id: &str) -> Result<Vec<String>>;
+
+    /// Sets tag `key` = `value` on the volume.
+    async fn tag_volume(&self, volume_id: &str, key: &str, value: &str) -> Result<()>;
 }
 
 /// EC2 instance facts.
@@ -111,6 +116,8 @@ pub struct RecordSet {
     pub record_type: String,
     pub ttl: Option<i64>,
     pub values: Vec<String>,
+    /// A Route53 alias (to a load balancer, …): it has no values of its own.
+    pub alias: bool,
 }
 
 /// `CREATE` (fails if the record exists) or `UPSERT`.

@@ -15,24 +15,31 @@ pub const GUARD_END: &str = "# End host entries managed by kops";
 /// Name → addresses, as the hosts block holds them.
 pub type HostRecords = BTreeMap<String, Vec<Ipv4Addr>>;
 
+/// The lines of `content` (split on `\n`), as bytes: a hosts file need not be UTF-8 outside the
+/// block, and what is outside is kept byte for byte.
+fn lines(content: &[u8]) -> impl Iterator<Item = &[u8]> {
+    content.split(|b| *b == b'\n')
+}
+
 /// The records in the managed block(s) of `content` (every block, also broken ones).
-pub fn managed_records(content: &str) -> HostRecords {
+pub fn managed_records(content: &[u8]) -> HostRecords {
     let mut records = HostRecords::new();
     let mut in_block = false;
-    for line in content.split('\n') {
-        let trimmed = line.trim();
-        if trimmed == GUARD_BEGIN {
+    for line in lines(content) {
+        let trimmed = line.trim_ascii();
+        if trimmed == GUARD_BEGIN.as_bytes() {
             in_block = true;
             continue;
         }
-        if trimmed == GUARD_END {
+        if trimmed == GUARD_END.as_bytes() {
             in_block = false;
             continue;
         }
         if !in_block {
             continue;
         }
-        let mut fields = trimmed.split_whitespace();
+        let text = String::from_utf8_lossy(trimmed);
+        let mut fields = text.split_whitespace();
         let Some(Ok(address)) = fields.next().map(str::parse::<Ipv4Addr>) else {
             continue;
         };
@@ -49,24 +56,25 @@ pub fn managed_records(content: &str) -> HostRecords {
     records
 }
 
-/// The new content of a hosts file: every line outside managed blocks kept (a stray end guard
-/// dropped, duplicate and broken blocks collapsed), trailing blank lines trimmed, one blank line,
-/// then one block with a line `addr<TAB>name name…` per address (names sorted, lines sorted), and
-/// a final newline. A name without addresses gets no line. Applying it again changes nothing.
-pub fn update_hosts(content: &str, records: &HostRecords) -> String {
-    let mut out: Vec<&str> = Vec::new();
+/// The new content of a hosts file: every line outside managed blocks kept byte for byte (a
+/// stray end guard dropped, duplicate and broken blocks collapsed), trailing blank lines
+/// trimmed, one blank line, then one block with a line `addr<TAB>name name…` per address (names
+/// sorted, lines sorted), and a final newline. A name without addresses gets no line. Applying
+/// it again changes nothing.
+pub fn update_hosts(content: &[u8], records: &HostRecords) -> Vec<u8> {
+    let mut out: Vec<&[u8]> = Vec::new();
     let mut in_block = false;
-    for line in content.split('\n') {
-        let trimmed = line.trim();
-        if trimmed == GUARD_BEGIN {
+    for line in lines(content) {
+        let trimmed = line.trim_ascii();
+        if trimmed == GUARD_BEGIN.as_bytes() {
             in_block = true;
-        } else if trimmed == GUARD_END {
+        } else if trimmed == GUARD_END.as_bytes() {
             in_block = false;
         } else if !in_block {
             out.push(line);
         }
     }
-    while out.last().is_some_and(|l| l.trim().is_empty()) {
+    while out.last().is_some_and(|l| l.trim_ascii().is_empty()) {
         out.pop();
     }
     let mut by_address: BTreeMap<Ipv4Addr, Vec<&str>> = BTreeMap::new();
@@ -86,17 +94,16 @@ pub fn update_hosts(content: &str, records: &HostRecords) -> String {
         })
         .collect();
     block.sort();
-    let mut text = out.join("\n");
-    text.push('\n');
-    text.push('\n');
-    text.push_str(GUARD_BEGIN);
-    text.push('\n');
+    let mut text = out.join(&b'\n');
+    text.extend_from_slice(b"\n\n");
+    text.extend_from_slice(GUARD_BEGIN.as_bytes());
+    text.push(b'\n');
     for line in &block {
-        text.push_str(line);
-        text.push('\n');
+        text.extend_from_slice(line.as_bytes());
+        text.push(b'\n');
     }
-    text.push_str(GUARD_END);
-    text.push('\n');
+    text.extend_from_slice(GUARD_END.as_bytes());
+    text.push(b'\n');
     text
 }
 
@@ -120,7 +127,7 @@ pub fn hosts_records(desired: &[DesiredRecord], current: &HostRecords) -> HostRe
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostsPlan {
     /// The new content (equal to the current one when nothing changes).
-    pub content: String,
+    pub content: Vec<u8>,
     /// One entry per name, and one for a layout-only repair.
     pub changes: Vec<Change>,
 }
@@ -128,7 +135,7 @@ pub struct HostsPlan {
 /// Plans the hosts file at `target` (its path, for the report) from its current `content` and the
 /// desired records: one change per name (create, update, delete or unchanged), and when only the
 /// block's layout needs repairing (duplicate or broken blocks), one `update` of the file itself.
-pub fn plan_hosts(target: &str, content: &str, desired: &[DesiredRecord]) -> HostsPlan {
+pub fn plan_hosts(target: &str, content: &[u8], desired: &[DesiredRecord]) -> HostsPlan {
     let current = managed_records(content);
     let wanted = hosts_records(desired, &current);
     let show = |a: Option<&Vec<Ipv4Addr>>| {
@@ -192,6 +199,11 @@ mod tests {
         std::fs::read_to_string(path).unwrap()
     }
 
+    /// `update_hosts` on text, giving text.
+    fn update(content: &str, records: &HostRecords) -> String {
+        String::from_utf8(update_hosts(content.as_bytes(), records)).unwrap()
+    }
+
     fn records(yaml: &str) -> HostRecords {
         let raw: BTreeMap<String, Vec<String>> = serde_yaml::from_str(yaml).unwrap();
         raw.into_iter()
@@ -205,10 +217,10 @@ mod tests {
             let input = fixture(case, "in");
             let expected = fixture(case, "expected");
             let records = records(&fixture(case, "records.yaml"));
-            let once = update_hosts(&input, &records);
+            let once = update(&input, &records);
             assert_eq!(once, expected, "{case}");
             assert_eq!(
-                update_hosts(&once, &records),
+                update(&once, &records),
                 expected,
                 "{case}: second application"
             );
@@ -219,9 +231,9 @@ mod tests {
     fn idempotent_over_a_hundred_applications() {
         let records = records("a: [10.0.0.2, 10.0.0.1]\nb: [10.0.0.1]\n");
         let mut content = "127.0.0.1 localhost\n".to_owned();
-        let first = update_hosts(&content, &records);
+        let first = update(&content, &records);
         for _ in 0..100 {
-            content = update_hosts(&content, &records);
+            content = update(&content, &records);
             assert_eq!(content, first);
         }
         assert!(first.contains("10.0.0.1\ta b\n"), "{first}");
@@ -231,18 +243,18 @@ mod tests {
     fn crlf_and_missing_final_newline_are_kept_outside_the_block() {
         let records = records("etcd-a.internal.c: [10.0.0.1]\n");
         let input = "127.0.0.1 localhost\r\n::1 localhost\r\n10.9.9.9 other";
-        let out = update_hosts(input, &records);
+        let out = update(input, &records);
         assert!(
             out.starts_with("127.0.0.1 localhost\r\n::1 localhost\r\n10.9.9.9 other\n\n"),
             "{out:?}"
         );
-        assert_eq!(update_hosts(&out, &records), out);
+        assert_eq!(update(&out, &records), out);
     }
 
     #[test]
     fn managed_records_read_back_what_was_written() {
         let records = records("a: [10.0.0.2, 10.0.0.1]\nb: [10.0.0.1]\nc: []\n");
-        let content = update_hosts("x\n", &records);
+        let content = update_hosts(b"x\n", &records);
         let mut expected = records.clone();
         expected.remove("c");
         for addresses in expected.values_mut() {
@@ -252,20 +264,30 @@ mod tests {
     }
 
     #[test]
+    fn bytes_that_are_not_utf8_outside_the_block_are_kept() {
+        let records = records("a: [10.0.0.1]\n");
+        let input = b"127.0.0.1 localhost # caf\xe9\n\xff\xfe raw\n";
+        let out = update_hosts(input, &records);
+        assert!(out.starts_with(input), "{out:?}");
+        assert_eq!(update_hosts(&out, &records), out);
+        assert_eq!(managed_records(&out), records);
+    }
+
+    #[test]
     fn a_layout_only_repair_is_a_change_of_the_file() {
         let desired = [DesiredRecord {
             name: "api.internal.c".into(),
             role: RecordRole::ApiInternal,
             addresses: vec!["10.0.0.9".parse().unwrap()],
         }];
-        let first = plan_hosts("/etc/hosts", "", &desired);
+        let first = plan_hosts("/etc/hosts", b"", &desired);
         assert_eq!(first.changes.len(), 1);
         assert_eq!(first.changes[0].action, Action::Create);
         let again = plan_hosts("/etc/hosts", &first.content, &desired);
         assert!(again.changes.iter().all(|c| c.action == Action::Unchanged));
         assert_eq!(again.content, first.content);
         // The same records, but the block duplicated: only the layout needs repairing.
-        let doubled = format!("{0}{0}", first.content);
+        let doubled = [first.content.clone(), first.content.clone()].concat();
         let repaired = plan_hosts("/etc/hosts", &doubled, &desired);
         assert_eq!(repaired.content, first.content);
         assert!(repaired

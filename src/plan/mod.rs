@@ -1,6 +1,7 @@
 //! Planning, without I/O: from the settings and the snapshot's facts to changes as data. Every
 //! domain rule lives here, with unit tests; `apply/` makes the changes.
 
+pub mod blank;
 pub mod files;
 pub mod hosts;
 pub mod manifests;

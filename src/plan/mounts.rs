@@ -1,10 +1,13 @@
-//! The mount decision for one etcd volume, from what the host shows: already mounted, to be
-//! mounted after `fsck`, to be formatted first (only a device proven blank), or refused. Pure.
+//! Mounts and devices as the host shows them: the mount table, where a volume's device stands
+//! in it, which device a volume's paths lead to (an NVMe namespace must carry the volume's
+//! serial; partitions are refused), the report entries of a mount decision, and the state file.
+//! Pure.
 
 use std::path::Path;
 
 use anyhow::{Context as _, Result};
 
+use crate::plan::blank::{DeviceDecision, FormatReason};
 use crate::plan::files::{plan_file, FileChange, FileFact};
 use crate::report::{Action, Change, ChangeKind};
 use crate::state::State;
@@ -89,68 +92,6 @@ pub fn mount_state(table: &[MountEntry], mountpoint: &Path, devno: (u32, u32)) -
     }
 }
 
-/// What a device holds, as far as formatting is concerned.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Probe {
-    /// Proven blank: no signature of any kind and the sampled data reads as zeros.
-    Blank,
-    /// An ext4 filesystem (and nothing else).
-    Ext4,
-    /// No known signature but non-zero data: never formatted, unless protokube itself was
-    /// formatting this volume when an earlier run was killed (see `state::FormatIntent`).
-    Unrecognised(String),
-    /// Anything else: never format, never mount. The text says what was found.
-    Refuse(String),
-}
-
-/// The decision from `blkid -p -o export`'s exit code and output and whether the sampled data
-/// was all zeros. Pure: every doubt becomes a refusal.
-pub fn decide_probe(
-    blkid_code: Option<i32>,
-    blkid_stdout: &str,
-    blkid_stderr: &str,
-    all_zero: bool,
-) -> Probe {
-    let fields: Vec<(&str, &str)> = blkid_stdout
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .collect();
-    let get = |key: &str| fields.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
-    match blkid_code {
-        Some(2) if all_zero => Probe::Blank,
-        Some(2) => Probe::Unrecognised(
-            "no known signature, but the device holds non-zero data (unknown format or \
-             encrypted data)"
-                .to_owned(),
-        ),
-        Some(0) => {
-            if let Some(table) = get("PTTYPE") {
-                return Probe::Refuse(format!("a `{table}` partition table"));
-            }
-            match get("TYPE") {
-                Some("ext4") => Probe::Ext4,
-                Some(other) => Probe::Refuse(format!("a `{other}` signature")),
-                None => Probe::Refuse(format!(
-                    "an unrecognised signature ({})",
-                    fields
-                        .iter()
-                        .map(|(k, _)| *k)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )),
-            }
-        }
-        Some(8) => {
-            Probe::Refuse("several conflicting signatures (blkid: ambivalent result)".to_owned())
-        }
-        code => Probe::Refuse(format!(
-            "blkid failed ({}): {}",
-            code.map_or_else(|| "killed".to_owned(), |c| format!("exit {c}")),
-            blkid_stderr.trim()
-        )),
-    }
-}
-
 /// Where the volume's device stands relative to the mount table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MountState {
@@ -164,111 +105,174 @@ pub enum MountState {
     NotMounted,
 }
 
-/// What happens to one volume's filesystem and mount.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MountDecision {
-    /// Mounted already: nothing to do.
-    Unchanged,
-    /// Mount it; first format it when `format` says why (a blank or half-formatted device), else
-    /// check the existing ext4 with `fsck -a`.
-    Mount { format: Option<FormatReason> },
-    /// Touch nothing; the text says why.
-    Refuse(String),
-}
-
-/// Why a device is formatted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FormatReason {
-    /// Proven blank.
-    Blank,
-    /// protokube's own format, interrupted by a kill (its intent record is there).
-    Interrupted,
-    /// With `--dry-run`, a volume not attached yet: formatted only if it then proves blank.
-    IfBlank,
-}
-
-impl FormatReason {
-    fn describe(self) -> &'static str {
-        match self {
-            FormatReason::Blank => "blank",
-            FormatReason::Interrupted => "half-formatted",
-            FormatReason::IfBlank => "not yet attached (formatted only if blank)",
-        }
-    }
-}
-
-/// The decision from the mount table alone: `Some` when it settles the matter.
-pub fn decide_from_mounts(state: &MountState, mountpoint: &str) -> Option<MountDecision> {
+/// The refusal the mount table alone justifies, if any.
+pub fn refusal_from_mounts(state: &MountState, mountpoint: &str) -> Option<String> {
     match state {
-        MountState::MountedHere => Some(MountDecision::Unchanged),
-        MountState::MountPointTaken { source, devno } => Some(MountDecision::Refuse(format!(
+        MountState::MountPointTaken { source, devno } => Some(format!(
             "`{mountpoint}` is already mounted from `{source}` (device {}:{}), not from this \
              volume's device; unmount it and run again",
             devno.0, devno.1
-        ))),
-        MountState::MountedElsewhere(elsewhere) => Some(MountDecision::Refuse(format!(
+        )),
+        MountState::MountedElsewhere(elsewhere) => Some(format!(
             "the device is already mounted at `{elsewhere}`; unmount it so protokube can mount \
              it at `{mountpoint}`"
-        ))),
-        MountState::NotMounted => None,
-    }
-}
-
-/// The decision for an unmounted device from its probe and whether protokube's own format of
-/// it was interrupted.
-pub fn decide_from_probe(probe: &Probe, format_interrupted: bool) -> MountDecision {
-    match probe {
-        Probe::Blank => MountDecision::Mount {
-            format: Some(FormatReason::Blank),
-        },
-        Probe::Ext4 => MountDecision::Mount { format: None },
-        Probe::Unrecognised(_) if format_interrupted => MountDecision::Mount {
-            format: Some(FormatReason::Interrupted),
-        },
-        Probe::Unrecognised(found) | Probe::Refuse(found) => MountDecision::Refuse(format!(
-            "refusing to format or mount: the device holds {found}; protokube only mounts ext4 \
-             and only formats blank devices, check the volume by hand"
         )),
+        MountState::MountedHere | MountState::NotMounted => None,
     }
 }
 
-/// The report entries of a decision for `volume_id` at `mountpoint` (a path under the root).
+/// What a device node is, by its kernel name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceKind {
+    /// An NVMe namespace (`nvme1n1`): an EBS volume on Nitro; its serial names the volume.
+    NvmeNamespace,
+    /// A partition (`nvme1n1p1`, `xvdu1`, `sda2`): never an EBS volume as attached.
+    Partition,
+    /// A whole disk of another kind (`xvdu`, `sdu`, a loop device).
+    Disk,
+}
+
+/// The kind of the device named `name` (the last component of its resolved path).
+pub fn device_kind(name: &str) -> DeviceKind {
+    let digits_then = |s: &str, sep: char| -> Option<(bool, bool)> {
+        let (a, b) = s.split_once(sep)?;
+        let all = |t: &str| !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit());
+        Some((all(a), all(b)))
+    };
+    if let Some(rest) = name.strip_prefix("nvme") {
+        if let Some((controller_ns, partition)) = rest.split_once('p') {
+            if digits_then(controller_ns, 'n') == Some((true, true))
+                && partition.bytes().all(|c| c.is_ascii_digit())
+                && !partition.is_empty()
+            {
+                return DeviceKind::Partition;
+            }
+        }
+        if digits_then(rest, 'n') == Some((true, true)) {
+            return DeviceKind::NvmeNamespace;
+        }
+    }
+    for prefix in ["xvd", "sd", "vd", "hd"] {
+        if let Some(rest) = name.strip_prefix(prefix) {
+            let letters = rest.trim_end_matches(|c: char| c.is_ascii_digit());
+            if !letters.is_empty()
+                && letters.bytes().all(|c| c.is_ascii_lowercase())
+                && letters.len() < rest.len()
+            {
+                return DeviceKind::Partition;
+            }
+        }
+    }
+    DeviceKind::Disk
+}
+
+/// Checks that the device at `resolved` (its name `name`) may be the block device of
+/// `volume_id`, found through `found_by_id` (the NVMe by-id link) or a requested name. The
+/// serial is the NVMe controller's (`None` when sysfs has none).
+pub fn check_device(
+    volume_id: &str,
+    name: &str,
+    found_by_id: bool,
+    serial: Option<&str>,
+) -> Result<(), String> {
+    let kind = device_kind(name);
+    if kind == DeviceKind::Partition {
+        return Err(format!(
+            "`{name}` is a partition, not a whole EBS volume; refusing to touch it"
+        ));
+    }
+    if found_by_id && kind != DeviceKind::NvmeNamespace {
+        return Err(format!(
+            "the NVMe by-id link of volume `{volume_id}` leads to `{name}`, which is not an NVMe \
+             namespace; refusing to touch it (a stale or planted link?)"
+        ));
+    }
+    if kind == DeviceKind::NvmeNamespace {
+        let expected = volume_id.replace('-', "");
+        match serial.map(str::trim) {
+            Some(serial) if serial == expected => {}
+            Some(serial) => {
+                return Err(format!(
+                "device `{name}` has NVMe serial `{}`, but volume `{volume_id}` has `{expected}`; \
+                     refusing to touch it (stale /dev/disk/by-id link?)",
+                serial.escape_debug()
+            ))
+            }
+            None => {
+                return Err(format!(
+                    "device `{name}` is an NVMe namespace but its serial cannot be read from sysfs \
+                     (/sys/block/{name}/device/serial); refusing to touch it without knowing it is \
+                     volume `{volume_id}`"
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The report entries of the decision for the unmounted device of `volume_id`, to be mounted at
+/// `mountpoint` (a path under the root).
 pub fn decision_changes(
-    decision: &MountDecision,
+    decision: &DeviceDecision,
     volume_id: &str,
     mountpoint: &str,
     device: &str,
 ) -> Vec<Change> {
-    let mount = |action, detail: String| Change {
+    let mut changes = Vec::new();
+    match decision {
+        DeviceDecision::Refuse(_) => return changes,
+        DeviceDecision::Format(reason) => changes.push(format_change(volume_id, reason, device)),
+        DeviceDecision::CheckAndMount { uuid, unfinished } => {
+            if *unfinished {
+                changes.push(finish_change(
+                    volume_id,
+                    uuid.as_deref().unwrap_or_default(),
+                ));
+            }
+        }
+    }
+    changes.push(mount_change(
+        Action::Mount,
+        mountpoint,
+        format!("{volume_id} from {device}"),
+    ));
+    changes
+}
+
+/// The report entry of a mount point.
+pub fn mount_change(action: Action, mountpoint: &str, detail: String) -> Change {
+    Change {
         kind: ChangeKind::Mount,
         target: mountpoint.to_owned(),
         action,
         detail,
-    };
-    match decision {
-        MountDecision::Unchanged => vec![mount(
-            Action::Unchanged,
-            format!("{volume_id} already mounted"),
-        )],
-        MountDecision::Mount { format } => {
-            let mut changes = Vec::new();
-            if let Some(reason) = format {
-                changes.push(format_change(volume_id, *reason, device));
-            }
-            changes.push(mount(Action::Mount, format!("{volume_id} from {device}")));
-            changes
-        }
-        MountDecision::Refuse(_) => Vec::new(),
     }
 }
 
 /// The report entry of a format, targeted by the volume id (a device path may not exist yet).
-pub fn format_change(volume_id: &str, reason: FormatReason, device: &str) -> Change {
+pub fn format_change(volume_id: &str, reason: &FormatReason, device: &str) -> Change {
     Change {
         kind: ChangeKind::Filesystem,
         target: volume_id.to_owned(),
         action: Action::Format,
-        detail: format!("ext4 on {} device {device}", reason.describe()),
+        detail: format!(
+            "ext4 on {} device {device}; the volume is then tagged `{}`",
+            reason.describe(),
+            crate::plan::blank::FORMATTED_TAG
+        ),
+    }
+}
+
+/// The report entry of finishing an interrupted format: the volume gets its formatted tag.
+pub fn finish_change(volume_id: &str, uuid: &str) -> Change {
+    Change {
+        kind: ChangeKind::Volume,
+        target: volume_id.to_owned(),
+        action: Action::Update,
+        detail: format!(
+            "tag `{}={uuid}` (finishing a format an earlier run began)",
+            crate::plan::blank::FORMATTED_TAG
+        ),
     }
 }
 
@@ -310,47 +314,6 @@ garbage line
     }
 
     #[test]
-    fn only_proven_blank_devices_may_be_formatted() {
-        assert_eq!(decide_probe(Some(2), "", "", true), Probe::Blank);
-        assert!(
-            matches!(decide_probe(Some(2), "", "", false), Probe::Unrecognised(m) if m.contains("non-zero"))
-        );
-        assert_eq!(
-            decide_probe(
-                Some(0),
-                "DEVNAME=/dev/loop1\nUUID=x\nTYPE=ext4\nUSAGE=filesystem\n",
-                "",
-                false
-            ),
-            Probe::Ext4
-        );
-        for (out, needle) in [
-            ("TYPE=xfs\n", "`xfs`"),
-            ("TYPE=swap\n", "`swap`"),
-            ("TYPE=crypto_LUKS\n", "`crypto_LUKS`"),
-            ("TYPE=LVM2_member\n", "`LVM2_member`"),
-            ("TYPE=linux_raid_member\n", "`linux_raid_member`"),
-            ("TYPE=ext3\n", "`ext3`"),
-            ("PTUUID=1\nPTTYPE=dos\n", "`dos` partition table"),
-            ("PTTYPE=gpt\nTYPE=ext4\n", "`gpt` partition table"),
-            ("UUID=1\n", "unrecognised"),
-        ] {
-            match decide_probe(Some(0), out, "", true) {
-                Probe::Refuse(message) => assert!(message.contains(needle), "{out}: {message}"),
-                other => panic!("{out}: {other:?}"),
-            }
-        }
-        assert!(matches!(
-            decide_probe(Some(8), "", "", true),
-            Probe::Refuse(_)
-        ));
-        assert!(
-            matches!(decide_probe(Some(4), "", "bad usage", true), Probe::Refuse(m) if m.contains("bad usage"))
-        );
-        assert!(matches!(decide_probe(None, "", "", true), Probe::Refuse(_)));
-    }
-
-    #[test]
     fn mount_states_from_the_table() {
         let table = parse_mountinfo(SAMPLE);
         let mp = Path::new("/tmp/r/mnt/master-vol-2");
@@ -367,78 +330,81 @@ garbage line
             mount_state(&table, Path::new("/tmp/r/mnt/master-vol-9"), (7, 8)),
             MountState::NotMounted
         );
-    }
-
-    #[test]
-    fn the_mount_table_settles_mounted_and_taken_mount_points() {
-        assert_eq!(
-            decide_from_mounts(&MountState::MountedHere, "/m"),
-            Some(MountDecision::Unchanged)
-        );
-        assert_eq!(decide_from_mounts(&MountState::NotMounted, "/m"), None);
-        let taken = MountState::MountPointTaken {
-            source: "/dev/loop9".into(),
-            devno: (7, 9),
-        };
         assert!(
-            matches!(decide_from_mounts(&taken, "/m"), Some(MountDecision::Refuse(m)) if m.contains("/dev/loop9"))
+            refusal_from_mounts(&MountState::MountedElsewhere("/x".into()), "/m")
+                .unwrap()
+                .contains("`/x`")
         );
-        assert!(matches!(
-            decide_from_mounts(&MountState::MountedElsewhere("/x".into()), "/m"),
-            Some(MountDecision::Refuse(m)) if m.contains("`/x`")
-        ));
+        assert!(refusal_from_mounts(&MountState::NotMounted, "/m").is_none());
     }
 
     #[test]
-    fn only_blank_or_own_interrupted_formats_are_formatted() {
-        let unknown = Probe::Unrecognised("data".into());
-        assert_eq!(
-            decide_from_probe(&Probe::Blank, false),
-            MountDecision::Mount {
-                format: Some(FormatReason::Blank)
-            }
-        );
-        assert_eq!(
-            decide_from_probe(&Probe::Ext4, true),
-            MountDecision::Mount { format: None }
-        );
-        assert_eq!(
-            decide_from_probe(&unknown, true),
-            MountDecision::Mount {
-                format: Some(FormatReason::Interrupted)
-            }
-        );
-        assert!(matches!(
-            decide_from_probe(&unknown, false),
-            MountDecision::Refuse(_)
-        ));
-        assert!(matches!(
-            decide_from_probe(&Probe::Refuse("xfs".into()), true),
-            MountDecision::Refuse(_)
-        ));
+    fn device_kinds_by_name() {
+        for (name, kind) in [
+            ("nvme1n1", DeviceKind::NvmeNamespace),
+            ("nvme12n3", DeviceKind::NvmeNamespace),
+            ("nvme1n1p1", DeviceKind::Partition),
+            ("xvdu1", DeviceKind::Partition),
+            ("sda2", DeviceKind::Partition),
+            ("xvdu", DeviceKind::Disk),
+            ("sdu", DeviceKind::Disk),
+            ("loop3", DeviceKind::Disk),
+            ("nvme", DeviceKind::Disk),
+            ("nvme1", DeviceKind::Disk),
+        ] {
+            assert_eq!(device_kind(name), kind, "{name}");
+        }
     }
 
     #[test]
-    fn formats_are_reported_by_volume_id() {
-        let changes = decision_changes(
-            &MountDecision::Mount {
-                format: Some(FormatReason::IfBlank),
-            },
-            "vol-1",
-            "/r/mnt/master-vol-1",
-            "/dev/xvdu",
-        );
-        let summary: Vec<_> = changes
-            .iter()
-            .map(|c| (c.kind, c.target.as_str(), c.action))
-            .collect();
+    fn nvme_devices_must_carry_the_volumes_serial() {
+        assert!(check_device("vol-0abc", "nvme1n1", true, Some("vol0abc\n")).is_ok());
+        assert!(check_device("vol-0abc", "nvme1n1", false, Some("vol0abc")).is_ok());
+        let err = check_device("vol-0abc", "nvme1n1", true, Some("vol0fff")).unwrap_err();
+        assert!(err.contains("vol0fff"), "{err}");
+        let err = check_device("vol-0abc", "nvme1n1", false, None).unwrap_err();
+        assert!(err.contains("serial cannot be read"), "{err}");
+        let err = check_device("vol-0abc", "loop3", true, None).unwrap_err();
+        assert!(err.contains("not an NVMe namespace"), "{err}");
+        let err = check_device("vol-0abc", "nvme1n1p1", true, Some("vol0abc")).unwrap_err();
+        assert!(err.contains("partition"), "{err}");
+        assert!(check_device("vol-0abc", "xvdu", false, None).is_ok());
+    }
+
+    #[test]
+    fn decisions_are_reported_by_volume_id_and_mount_point() {
+        let summary = |d: &DeviceDecision| -> Vec<(ChangeKind, String, Action)> {
+            decision_changes(d, "vol-1", "/r/mnt/master-vol-1", "/dev/xvdu")
+                .into_iter()
+                .map(|c| (c.kind, c.target, c.action))
+                .collect()
+        };
         assert_eq!(
-            summary,
+            summary(&DeviceDecision::Format(FormatReason::IfBlank)),
             [
-                (ChangeKind::Filesystem, "vol-1", Action::Format),
-                (ChangeKind::Mount, "/r/mnt/master-vol-1", Action::Mount)
+                (ChangeKind::Filesystem, "vol-1".to_owned(), Action::Format),
+                (
+                    ChangeKind::Mount,
+                    "/r/mnt/master-vol-1".to_owned(),
+                    Action::Mount
+                )
             ]
         );
+        assert_eq!(
+            summary(&DeviceDecision::CheckAndMount {
+                uuid: Some("u".into()),
+                unfinished: true
+            }),
+            [
+                (ChangeKind::Volume, "vol-1".to_owned(), Action::Update),
+                (
+                    ChangeKind::Mount,
+                    "/r/mnt/master-vol-1".to_owned(),
+                    Action::Mount
+                )
+            ]
+        );
+        assert!(summary(&DeviceDecision::Refuse("no".into())).is_empty());
     }
 
     #[test]

@@ -106,6 +106,7 @@ mod tests {
                 device: "/dev/xvdu".into(),
                 state: "attached".into(),
             }),
+            cloud: Default::default(),
             etcd: vec![EtcdMembership {
                 cluster: key.into(),
                 member: member.into(),

@@ -17,6 +17,58 @@ pub fn ownership_value(cluster: &str) -> String {
     format!("\"heritage=protokube,protokube/cluster={cluster}\"")
 }
 
+/// The record types protokube writes; a name holding any other type is someone else's.
+pub const WRITTEN_TYPES: [&str; 3] = ["A", "AAAA", "TXT"];
+
+/// Route53's limits on one change batch: resource record values (an UPSERT counts twice) and
+/// characters of those values (likewise).
+pub const BATCH_MAX_RECORDS: usize = 1000;
+pub const BATCH_MAX_CHARS: usize = 32_000;
+
+/// Splits the changes of a zone into batches within Route53's limits, in order, keeping the
+/// changes of one name (its address records and its TXT) in the same batch.
+pub fn batches(changes: &[RecordChange]) -> Vec<Vec<RecordChange>> {
+    let weight = |c: &RecordChange| {
+        let factor = if c.action == RecordAction::Upsert {
+            2
+        } else {
+            1
+        };
+        let chars: usize = c.record.values.iter().map(String::len).sum();
+        (c.record.values.len().max(1) * factor, chars * factor)
+    };
+    // Group by name, in order of first appearance.
+    let mut groups: Vec<Vec<RecordChange>> = Vec::new();
+    for change in changes {
+        match groups
+            .iter_mut()
+            .find(|g| g[0].record.name == change.record.name)
+        {
+            Some(group) => group.push(change.clone()),
+            None => groups.push(vec![change.clone()]),
+        }
+    }
+    let mut out: Vec<Vec<RecordChange>> = Vec::new();
+    let (mut records, mut chars) = (0, 0);
+    for group in groups {
+        let (r, c) = group
+            .iter()
+            .map(weight)
+            .fold((0, 0), |a, w| (a.0 + w.0, a.1 + w.1));
+        let fits = records + r <= BATCH_MAX_RECORDS && chars + c <= BATCH_MAX_CHARS;
+        match out.last_mut() {
+            Some(batch) if fits => batch.extend(group),
+            _ => {
+                out.push(group);
+                (records, chars) = (0, 0);
+            }
+        }
+        records += r;
+        chars += c;
+    }
+    out
+}
+
 /// What happens to one name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NameOutcome {
@@ -43,7 +95,20 @@ pub fn plan_zone(
                 .iter()
                 .find(|r| r.name == record.name && r.record_type == t)
         };
-        let (a, txt, cname) = (find("A"), find("TXT"), find("CNAME"));
+        let (a, aaaa, txt) = (find("A"), find("AAAA"), find("TXT"));
+        let held_otherwise: Vec<String> = existing
+            .iter()
+            .filter(|r| r.name == record.name)
+            .filter_map(|r| {
+                if r.alias {
+                    Some(format!("an alias {} record", r.record_type))
+                } else if !WRITTEN_TYPES.contains(&r.record_type.as_str()) {
+                    Some(format!("a {} record", r.record_type))
+                } else {
+                    None
+                }
+            })
+            .collect();
         let current: Vec<String> = a.map(|a| a.values.clone()).unwrap_or_default();
         let wanted: Vec<String> = record.addresses.iter().map(|a| a.to_string()).collect();
         let mut outcome = NameOutcome {
@@ -61,7 +126,18 @@ pub fn plan_zone(
             outcomes.push(outcome);
             continue;
         }
-        if cname.is_some() || (txt.is_some() && !owned) || (a.is_some() && !owned && !placeholder) {
+        if !held_otherwise.is_empty() {
+            outcome.to = current;
+            outcome.warning = Some(format!(
+                "DNS name `{}` is held through {}, which protokube does not write; left alone",
+                record.name,
+                held_otherwise.join(" and ")
+            ));
+            outcomes.push(outcome);
+            continue;
+        }
+        let foreign_addresses = (a.is_some() && !placeholder) || aaaa.is_some();
+        if !owned && (txt.is_some() || foreign_addresses) {
             outcome.to = current;
             outcome.warning = Some(format!(
                 "DNS record `{}` exists and is not owned by cluster `{cluster}` (no ownership TXT \
@@ -76,6 +152,7 @@ pub fn plan_zone(
             record_type: "A".into(),
             ttl: Some(TTL),
             values: wanted.clone(),
+            alias: false,
         };
         match a {
             None => {
@@ -102,6 +179,7 @@ pub fn plan_zone(
                     record_type: "TXT".into(),
                     ttl: Some(TTL),
                     values: vec![owner.clone()],
+                    alias: false,
                 },
             });
         }
@@ -153,7 +231,100 @@ mod tests {
             record_type: t.into(),
             ttl: Some(TTL),
             values: values.iter().map(|v| v.to_string()).collect(),
+            alias: false,
         }
+    }
+
+    #[test]
+    fn names_held_through_an_alias_or_another_type_are_left_alone() {
+        let owner = ownership_value(C);
+        let records = [
+            desired("api.c.example.com", &[[54, 0, 0, 1]]),
+            desired("mx.c.example.com", &[[10, 0, 0, 1]]),
+            desired("v6.c.example.com", &[[10, 0, 0, 2]]),
+        ];
+        let mut alias = set("api.c.example.com", "A", &[]);
+        alias.alias = true;
+        let existing = [
+            alias,
+            set("api.c.example.com", "TXT", &[&owner]),
+            set("mx.c.example.com", "MX", &["10 mail.example.com"]),
+            set("mx.c.example.com", "TXT", &[&owner]),
+            set("v6.c.example.com", "AAAA", &["fd00::1"]),
+        ];
+        let refs: Vec<&DesiredRecord> = records.iter().collect();
+        let (changes, outcomes) = plan_zone(&refs, &existing, C);
+        assert!(changes.is_empty(), "{changes:#?}");
+        let warning = |n: &str| {
+            outcomes
+                .iter()
+                .find(|o| o.name == n)
+                .unwrap()
+                .warning
+                .clone()
+                .unwrap()
+        };
+        assert!(warning("api.c.example.com").contains("alias A"));
+        assert!(warning("mx.c.example.com").contains("MX"));
+        assert!(warning("v6.c.example.com").contains("not owned"));
+    }
+
+    #[test]
+    fn batches_stay_within_route53_limits_and_keep_names_whole() {
+        let owner = ownership_value(C);
+        let records: Vec<DesiredRecord> = (0..700)
+            .map(|i| {
+                desired(
+                    &format!("etcd-k{i}-a.internal.c.example.com"),
+                    &[[10, 0, (i / 250) as u8, (i % 250) as u8]],
+                )
+            })
+            .collect();
+        let refs: Vec<&DesiredRecord> = records.iter().collect();
+        let (changes, _) = plan_zone(&refs, &[], C);
+        assert_eq!(changes.len(), 1400);
+        let split = batches(&changes);
+        assert!(split.len() > 1);
+        assert_eq!(split.iter().map(Vec::len).sum::<usize>(), 1400);
+        for batch in &split {
+            let values: usize = batch.iter().map(|c| c.record.values.len()).sum();
+            let chars: usize = batch
+                .iter()
+                .flat_map(|c| &c.record.values)
+                .map(String::len)
+                .sum();
+            assert!(
+                values <= BATCH_MAX_RECORDS && chars <= BATCH_MAX_CHARS,
+                "{values} {chars}"
+            );
+            // Each name's A and TXT travel together.
+            for change in batch {
+                assert_eq!(
+                    batch
+                        .iter()
+                        .filter(|c| c.record.name == change.record.name)
+                        .count(),
+                    2
+                );
+            }
+        }
+        assert!(
+            owner.len() * 700 > BATCH_MAX_CHARS,
+            "the TXT values alone exceed one batch"
+        );
+        // Upserts count twice.
+        let upserts: Vec<RecordChange> = changes
+            .iter()
+            .filter(|c| c.record.record_type == "A")
+            .map(|c| RecordChange {
+                action: RecordAction::Upsert,
+                record: c.record.clone(),
+            })
+            .collect();
+        assert!(batches(&upserts)
+            .iter()
+            .all(|b| b.len() * 2 <= BATCH_MAX_RECORDS));
+        assert!(batches(&[]).is_empty());
     }
 
     const C: &str = "c.example.com";

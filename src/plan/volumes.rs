@@ -8,6 +8,8 @@ use crate::cloud::tags::{
 };
 use crate::cloud::{CloudVolume, VolumeAttachment};
 use crate::etcd::{parse_etcd_tag, EtcdMembership};
+use crate::names::etcd_member_name;
+use crate::plan::blank::{CloudWitness, FORMATTED_TAG};
 
 /// Device names under which a volume is the instance's root device; never touched (kops#3167).
 const ROOT_DEVICE_NAMES: &[&str] = &["/dev/sda", "/dev/sda1", "/dev/xvda", "/dev/xvda1"];
@@ -23,6 +25,8 @@ pub struct EtcdVolume {
     pub attachment: Option<VolumeAttachment>,
     /// Its memberships, sorted by cluster key.
     pub etcd: Vec<EtcdMembership>,
+    /// What the cloud says about its contents (the blank proof's first witness).
+    pub cloud: CloudWitness,
 }
 
 /// A volume that matched the filters but is not used, and why.
@@ -55,6 +59,10 @@ pub fn classify(cluster: &str, zone: Option<&str>, cloud_volumes: Vec<CloudVolum
     for volume in cloud_volumes {
         match classify_one(cluster, zone, &volume) {
             Ok(etcd) => discovery.volumes.push(EtcdVolume {
+                cloud: CloudWitness {
+                    formatted_tag: volume.tags.get(FORMATTED_TAG).cloned(),
+                    snapshot_id: volume.snapshot_id.clone(),
+                },
                 attachment: volume.attachments.into_iter().next(),
                 id: volume.id,
                 zone: volume.zone,
@@ -121,6 +129,23 @@ fn classify_one(
     }
     if etcd.is_empty() {
         return Err(format!("it has no `{ETCD_TAG_PREFIX}<cluster>` tag"));
+    }
+    for membership in &etcd {
+        // The member's DNS name and pod name join the key and the member: each must still be
+        // one DNS label.
+        for joined in [
+            etcd_member_name(&membership.cluster, &membership.member),
+            format!("etcd-server-{}", membership.cluster),
+        ] {
+            if joined.len() > 63 {
+                return Err(format!(
+                    "tag `{ETCD_TAG_PREFIX}{}` makes the name `{joined}` of {} characters; a DNS \
+                     label has 63 at most",
+                    membership.cluster,
+                    joined.len()
+                ));
+            }
+        }
     }
     etcd.sort_by(|a, b| a.cluster.cmp(&b.cluster));
     Ok(etcd)
@@ -236,6 +261,7 @@ mod tests {
             zone: "us-test-1a".into(),
             state: "available".into(),
             attachments: vec![],
+            snapshot_id: None,
             tags: tags
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -286,6 +312,13 @@ mod tests {
             ),
             root,
             elsewhere,
+            cloud_volume(
+                "vol-long",
+                &base_tags(&[(
+                    &format!("k8s.io/etcd/{}", "k".repeat(40)),
+                    &format!("{0}/{0}", "m".repeat(30)),
+                )]),
+            ),
         ];
         let discovery = classify(CLUSTER, Some("us-test-1a"), volumes);
         let ids: Vec<_> = discovery.volumes.iter().map(|v| v.id.as_str()).collect();
@@ -302,7 +335,7 @@ mod tests {
             .iter()
             .map(|s| (s.id.as_str(), s.reason.as_str()))
             .collect();
-        assert_eq!(skipped.len(), 6, "{skipped:#?}");
+        assert_eq!(skipped.len(), 7, "{skipped:#?}");
         let reason = |id: &str| skipped.iter().find(|s| s.0 == id).unwrap().1;
         assert!(reason("vol-bad").contains("malformed tag `k8s.io/etcd/main` = `a/b/c`"));
         assert!(reason("vol-half").contains("k8s.io/etcd/events"));
@@ -310,6 +343,11 @@ mod tests {
         assert!(reason("vol-other").contains("KubernetesCluster"));
         assert!(reason("vol-root").contains("root device `/dev/xvda`"));
         assert!(reason("vol-zone").contains("us-test-1b"));
+        assert!(
+            reason("vol-long").contains("76 characters"),
+            "{}",
+            reason("vol-long")
+        );
     }
 
     fn etcd_volume(id: &str, clusters: &[&str]) -> EtcdVolume {
@@ -318,6 +356,7 @@ mod tests {
             zone: "z".into(),
             state: "available".into(),
             attachment: None,
+            cloud: Default::default(),
             etcd: clusters
                 .iter()
                 .map(|c| membership(c, "a", &["a"]))

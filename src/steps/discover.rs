@@ -21,7 +21,9 @@ pub async fn run(
             .attachment
             .as_ref()
             .is_some_and(|a| a.instance_id == instance_id);
-        let mountpoint = settings.root.volume_mountpoint(&volume.id);
+        let mountpoint = settings
+            .root
+            .resolve(crate::paths::volume_mountpoint(&volume.id))?;
         let mounted = attached_here && mounted_at(&table, &mountpoint).is_some();
         report.volumes.push(VolumeReport {
             id: volume.id.clone(),

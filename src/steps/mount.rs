@@ -1,20 +1,23 @@
 //! The mount step: for each etcd volume attached here, find its block device, decide from the
-//! mount table and a probe of the device (plan), then format only a device proven blank, check
-//! an existing ext4, mount, and record the mounts in the state file.
+//! mount table and the blank proof's witnesses (plan), then format only a device every witness
+//! proves blank (and tag the volume with the new filesystem's UUID), check an existing ext4,
+//! mount, and record the mounts in the state file.
 
 use anyhow::{anyhow, bail, Context as _, Result};
 
 use crate::apply::attach::wait_device;
 use crate::apply::blockdev::{self, FoundDevice, FsckResult};
-use crate::apply::files;
-use crate::apply::intent::FormatIntent;
+use crate::apply::{files, intent};
 use crate::paths::{volume_mountpoint, STATE_FILE};
+use crate::plan::blank::{
+    decide_device, predict_device, DeviceDecision, DeviceFacts, FormatReason, FORMATTED_TAG,
+};
 use crate::plan::mounts::{
-    decide_from_mounts, decide_from_probe, decision_changes, format_change, mount_state,
-    state_file_change, FormatReason, MountDecision,
+    decision_changes, finish_change, format_change, mount_change, mount_state, refusal_from_mounts,
+    state_file_change, MountState,
 };
 use crate::plan::volumes::EtcdVolume;
-use crate::report::{Action, Change, ChangeKind, Report};
+use crate::report::{Action, Report};
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
 use crate::state::{MountedVolume, State};
@@ -46,7 +49,7 @@ pub async fn run(
                 }
                 mounted.push(record);
             }
-            Err(err) => errors.push(err),
+            Err(err) => errors.push(err.context(format!("volume `{}`", volume.id))),
         }
     }
     let state = State::new(mounted);
@@ -59,7 +62,7 @@ pub async fn run(
 /// is mounted now.
 async fn mount_volume(
     settings: &Settings,
-    snapshot: &Snapshot<'_>,
+    snapshot: &mut Snapshot<'_>,
     volume: &EtcdVolume,
     report: &mut Report,
 ) -> Result<(MountedVolume, bool)> {
@@ -68,26 +71,24 @@ async fn mount_volume(
         .as_ref()
         .map(|a| a.device.clone())
         .unwrap_or_default();
-    let mountpoint = settings.root.volume_mountpoint(&volume.id);
-    let mountpoint_text = mountpoint.display().to_string();
-    let record = |device: &str| MountedVolume {
+    let mountpoint = settings.root.volume_mountpoint(&volume.id)?;
+    let record = |device: String| MountedVolume {
         volume_id: volume.id.clone(),
         device: device.into(),
         mountpoint: volume_mountpoint(&volume.id),
         etcd: volume.etcd.clone(),
     };
     if snapshot.is_planned(&volume.id) {
-        // Attached only in this dry run's plan: no device to look at yet.
-        let decision = MountDecision::Mount {
-            format: Some(FormatReason::IfBlank),
-        };
-        for change in decision_changes(&decision, &volume.id, &mountpoint_text, &device_name) {
+        // Attached only in this dry run's plan: only the cloud's witness is known.
+        let decision = predict_device(&volume.cloud);
+        let text = mountpoint.display().to_string();
+        for change in decision_changes(&decision, &volume.id, &text, &device_name) {
             report.push(change);
         }
-        return Ok((record(&device_name), false));
+        return Ok((record(device_name), false));
     }
     let device = if settings.dry_run {
-        blockdev::find_device(&settings.root, &volume.id, &device_name).ok_or_else(|| {
+        blockdev::find_device(&settings.root, &volume.id, &device_name)?.ok_or_else(|| {
             anyhow!(
                 "the block device of volume `{}` (attached as `{device_name}`) has not appeared \
                  under `{}`",
@@ -98,86 +99,147 @@ async fn mount_volume(
     } else {
         wait_device(&settings.root, &volume.id, &device_name, &settings.waits).await?
     };
-    let decision = mount_device(settings, volume, &device, report)
-        .with_context(|| format!("volume `{}` on `{}`", volume.id, device.path.display()))?;
-    let mounted_now = !settings.dry_run || decision == MountDecision::Unchanged;
-    Ok((record(&device.host_path.display().to_string()), mounted_now))
+    let mounted_now = mount_device(settings, snapshot, volume, &device, &mountpoint, report)
+        .await
+        .with_context(|| format!("device `{}`", device.path.display()))?;
+    Ok((
+        record(device.host_path.display().to_string()),
+        mounted_now || !settings.dry_run,
+    ))
 }
 
-/// The safety core: decide from the mount table, else from a probe of the device; then format
-/// (only what is proven blank, or protokube's own interrupted format), check and mount.
-fn mount_device(
+/// The safety core: the mount table first, then the witnesses; format only what every witness
+/// proves blank (or protokube's own interrupted format), check an existing ext4, mount. Says
+/// whether the device was mounted already.
+async fn mount_device(
     settings: &Settings,
+    snapshot: &mut Snapshot<'_>,
     volume: &EtcdVolume,
     device: &FoundDevice,
+    mountpoint: &std::path::Path,
     report: &mut Report,
-) -> Result<MountDecision> {
-    blockdev::check_nvme_serial(&settings.root, device, &volume.id)?;
+) -> Result<bool> {
     let root = &settings.root;
-    let mountpoint = root.volume_mountpoint(&volume.id);
-    let mountpoint_text = mountpoint.display().to_string();
+    let text = mountpoint.display().to_string();
     let device_text = device.path.display().to_string();
-    let devno = blockdev::device_number(&device.path)?;
-    let state = mount_state(&blockdev::mount_table()?, &mountpoint, devno);
-    let interrupted = FormatIntent::pending(root, &volume.id);
-    let decision = match decide_from_mounts(&state, &mountpoint_text) {
-        Some(decision) => decision,
-        None => decide_from_probe(&blockdev::probe(&device.path)?, interrupted),
+    let state = mount_state(&blockdev::mount_table()?, mountpoint, device.devno);
+    if state == MountState::MountedHere && blockdev::mounted_device(mountpoint)? == device.devno {
+        report.push(mount_change(
+            Action::Unchanged,
+            &text,
+            format!("{} already mounted", volume.id),
+        ));
+        return Ok(true);
+    }
+    if let Some(why) = refusal_from_mounts(&state, &text) {
+        bail!("{why}");
+    }
+    let (signature, backups, zeros) = blockdev::read_witnesses(&device.path, settings.blank_check)?;
+    let facts = DeviceFacts {
+        cloud: volume.cloud.clone(),
+        signature,
+        backups,
+        zeros,
+        intent: intent::pending(root, &volume.id)?,
     };
-    let format = match &decision {
-        MountDecision::Refuse(why) => bail!("{why}"),
-        MountDecision::Unchanged => None,
-        MountDecision::Mount { format } => *format,
-    };
-    if settings.dry_run || decision == MountDecision::Unchanged {
-        for change in decision_changes(&decision, &volume.id, &mountpoint_text, &device_text) {
+    let decision = decide_device(&facts);
+    if let DeviceDecision::Refuse(why) = &decision {
+        bail!("{why}");
+    }
+    if settings.dry_run {
+        for change in decision_changes(&decision, &volume.id, &text, &device_text) {
             report.push(change);
         }
-        return Ok(decision);
+        return Ok(false);
     }
-    let format_now = |reason: FormatReason, report: &mut Report| -> Result<()> {
-        if reason == FormatReason::Interrupted {
-            report.warn(format!(
-                "an earlier run was killed while formatting volume `{}`; formatting it again",
-                volume.id
-            ));
+    match decision {
+        DeviceDecision::Format(reason) => {
+            format_volume(settings, snapshot, volume, device, reason, report).await?
         }
-        tracing::info!("formatting `{device_text}` of `{}` as ext4", volume.id);
-        FormatIntent::record(root, &volume.id, &device.host_path)?;
-        blockdev::format_ext4(&device.path)?;
-        FormatIntent::clear(root, &volume.id)?;
-        report.push(format_change(&volume.id, reason, &device_text));
-        Ok(())
-    };
-    match format {
-        Some(reason) => format_now(reason, report)?,
-        None => match blockdev::fsck(&device.path) {
-            Ok(FsckResult::Clean) => FormatIntent::clear(root, &volume.id)?,
-            Ok(FsckResult::Corrected(code)) => {
-                report.warn(format!(
-                    "fsck corrected errors on `{device_text}` of volume `{}` (exit {code})",
-                    volume.id
-                ));
-                FormatIntent::clear(root, &volume.id)?;
+        DeviceDecision::CheckAndMount { uuid, unfinished } => match blockdev::fsck(&device.path) {
+            Ok(result) => {
+                if let FsckResult::Corrected(code) = result {
+                    report.warn(format!(
+                        "fsck corrected errors on `{device_text}` of volume `{}` (exit {code})",
+                        volume.id
+                    ));
+                }
+                if unfinished {
+                    let uuid = uuid.unwrap_or_default();
+                    tag_formatted(snapshot, &volume.id, &uuid).await?;
+                    report.push(finish_change(&volume.id, &uuid));
+                }
+                // A record left by a run killed after tagging is finished with too.
+                intent::clear(root, &volume.id)?;
             }
-            Err(_) if interrupted => format_now(FormatReason::Interrupted, report)?,
+            Err(_) if unfinished => {
+                format_volume(
+                    settings,
+                    snapshot,
+                    volume,
+                    device,
+                    FormatReason::Interrupted,
+                    report,
+                )
+                .await?
+            }
             Err(err) => return Err(err),
         },
+        DeviceDecision::Refuse(_) => unreachable!("refusals returned above"),
     }
-    blockdev::mount_ext4(&device.path, &mountpoint)?;
-    report.push(Change {
-        kind: ChangeKind::Mount,
-        target: mountpoint_text,
-        action: Action::Mount,
-        detail: format!("{} from {device_text}", volume.id),
-    });
-    Ok(decision)
+    blockdev::mount_ext4(device, mountpoint)?;
+    report.push(mount_change(
+        Action::Mount,
+        &text,
+        format!("{} from {device_text}", volume.id),
+    ));
+    Ok(false)
+}
+
+/// Formats the device with a new UUID (recorded first, so an interrupted format is recognised
+/// as protokube's own), tags the volume with it, and clears the record.
+async fn format_volume(
+    settings: &Settings,
+    snapshot: &mut Snapshot<'_>,
+    volume: &EtcdVolume,
+    device: &FoundDevice,
+    reason: FormatReason,
+    report: &mut Report,
+) -> Result<()> {
+    if reason == FormatReason::Interrupted {
+        report.warn(format!(
+            "an earlier run was killed while formatting volume `{}`; formatting it again",
+            volume.id
+        ));
+    }
+    let uuid = uuid::Uuid::new_v4().to_string();
+    tracing::info!(
+        "formatting `{}` of `{}` as ext4 (UUID {uuid})",
+        device.path.display(),
+        volume.id
+    );
+    intent::record(&settings.root, &volume.id, &device.host_path, &uuid)?;
+    blockdev::format_ext4(&device.path, &uuid)?;
+    tag_formatted(snapshot, &volume.id, &uuid).await?;
+    intent::clear(&settings.root, &volume.id)?;
+    report.push(format_change(
+        &volume.id,
+        &reason,
+        &device.path.display().to_string(),
+    ));
+    Ok(())
+}
+
+/// Tags the volume `k8s.io/protokube/formatted=<uuid>`: from now on it is never formatted again.
+async fn tag_formatted(snapshot: &mut Snapshot<'_>, volume_id: &str, uuid: &str) -> Result<()> {
+    let volumes = snapshot.clients().await?.volumes;
+    volumes.tag_volume(volume_id, FORMATTED_TAG, uuid).await
 }
 
 /// Writes the state file (or, with dry run, reports whether it would change). An empty state is
 /// the same as none: a run that mounts nothing creates no file.
 fn record_state(settings: &Settings, state: &State, report: &mut Report) -> Result<()> {
-    let path = settings.root.path(STATE_FILE);
+    let path = settings.root.own(STATE_FILE)?;
     let current = files::read_fact(&path)?;
     let change = state_file_change(state, &path, &current)?;
     if !settings.dry_run {

@@ -1,10 +1,11 @@
 //! The publish step: the records etcd peers, nodes and users need, computed from the cloud's
 //! facts (plan), to the hosts file or to Route53.
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 
 use crate::apply::hosts::{read_hosts, write_hosts};
 use crate::apply::route53::{publish, PublishOptions};
+use crate::names::check_dns_name;
 use crate::paths::HOSTS_FILE;
 use crate::plan::hosts::plan_hosts;
 use crate::plan::records::desired_records;
@@ -40,12 +41,16 @@ pub async fn run(
         &volumes,
         &masters,
     );
+    // Names from tags and the spec are untrusted: each must be a DNS name before it is written.
+    for record in &desired {
+        check_dns_name(&record.name).map_err(|why| anyhow!("refusing to publish: {why}"))?;
+    }
     if cluster.dns == DnsProvider::Hosts {
-        let path = settings.root.path(HOSTS_FILE);
+        let path = settings.root.resolve(HOSTS_FILE)?;
         let content = read_hosts(&path)?;
         let plan = plan_hosts(&path.display().to_string(), &content, &desired);
         if !settings.dry_run {
-            write_hosts(&path, &plan.content)?;
+            write_hosts(&path, &content, &plan.content)?;
         }
         for change in plan.changes {
             report.push(change);

@@ -3,10 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context as _, Result};
 
 use crate::apply::files;
-use crate::plan::manifests::{plan_writes, render_all, Placement, RenderInputs};
+use crate::paths::{on_volume, MANIFEST_DIR, ON_VOLUME_MANIFEST_DIR};
+use crate::plan::manifests::{plan_writes, render_all, Layout, Placement, RenderInputs};
 use crate::report::Report;
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
@@ -38,10 +39,35 @@ pub async fn run(
     for warning in warnings {
         report.warn(warning);
     }
+    let root = &settings.root;
+    let mut layout = Layout {
+        root: root.clone(),
+        manifest_dir: root.resolve(MANIFEST_DIR)?,
+        log_dir: root.resolve("/var/log")?,
+        volume_dirs: BTreeMap::new(),
+    };
+    // On a volume, nothing protokube writes or the pod uses may be a symlink: the volume's
+    // contents must not send a write, or etcd's data, anywhere else.
+    for manifest in &manifests {
+        if let Placement::OnVolume {
+            volume_id,
+            data_dir,
+            ..
+        } = &manifest.placement
+        {
+            let mountpoint = root.volume_mountpoint(volume_id)?;
+            let check = || -> Result<_> {
+                on_volume(&mountpoint, data_dir)?;
+                on_volume(&mountpoint, ON_VOLUME_MANIFEST_DIR)
+            };
+            let dir = check().with_context(|| format!("volume `{volume_id}`"))?;
+            layout.volume_dirs.insert(volume_id.clone(), dir);
+        }
+    }
     // What is on disk now; a volume mounted only in this dry run's plan has nothing to read.
     let mut facts = BTreeMap::new();
     for manifest in &manifests {
-        let paths = manifest.paths(&settings.root);
+        let paths = manifest.paths(&layout)?;
         let on_planned_volume = matches!(&manifest.placement,
             Placement::OnVolume { volume_id, .. } if snapshot.is_planned(volume_id));
         let mut read = vec![paths.log];
@@ -54,7 +80,7 @@ pub async fn run(
             facts.insert(path, fact);
         }
     }
-    for change in plan_writes(&settings.root, &manifests, &facts) {
+    for change in plan_writes(&layout, &manifests, &facts)? {
         if !settings.dry_run {
             files::apply(&change)?;
         }

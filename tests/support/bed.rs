@@ -130,7 +130,7 @@ impl Bed {
         fixture(&format!("cluster-completed/{spec}"))
     }
 
-    /// `protokube <command> -o json` as this node, with `extra` flags (`-o` and `--timeout` in them win).
+    /// `protokube <command> -o json` as this node, with `extra` flags (`-o`, `--timeout` and `--root` in them win).
     pub fn run(&self, command: &str, extra: &[&str]) -> RunOutput {
         self.run_with_spec(command, &self.spec(), extra)
     }
@@ -142,8 +142,24 @@ impl Bed {
         spec: &std::path::Path,
         extra: &[&str],
     ) -> RunOutput {
+        self.command(command, spec, extra).run()
+    }
+
+    /// The `protokube` invocation of [`Bed::run_with_spec`], to adjust before running.
+    pub fn command(&self, command: &str, spec: &std::path::Path, extra: &[&str]) -> Protokube {
+        self.command_under(&[], command, spec, extra)
+    }
+
+    /// [`Bed::command`] started by `wrapper` (see [`Protokube::under`]).
+    pub fn command_under(
+        &self,
+        wrapper: &[&str],
+        command: &str,
+        spec: &std::path::Path,
+        extra: &[&str],
+    ) -> Protokube {
         let given = |flag: &str| extra.iter().any(|a| a.split('=').next() == Some(flag));
-        let mut protokube = Protokube::new().args([command]);
+        let mut protokube = Protokube::under(wrapper).args([command]);
         if !given("-o") && !given("--output") {
             protokube = protokube.args(["-o", "json"]);
         }
@@ -156,15 +172,16 @@ impl Bed {
         if let Some(imds) = &self.imds {
             protokube = protokube.imds(imds);
         }
-        protokube = protokube
-            .arg_path("--cluster-spec", spec)
-            .arg_path("--root", self.root.path());
+        protokube = protokube.arg_path("--cluster-spec", spec);
+        if !given("--root") {
+            protokube = protokube.arg_path("--root", self.root.path());
+        }
         protokube = match self.kind {
             NodeKind::HaMaster => protokube.args(["--master", "--zone", "example.com"]),
             NodeKind::GossipMaster => protokube.args(["--master"]),
             NodeKind::GossipWorker | NodeKind::Route53Worker => protokube,
         };
-        protokube.args(extra).run()
+        protokube.args(extra)
     }
 
     /// The emulator (panics for a node without cloud).

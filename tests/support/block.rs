@@ -151,6 +151,42 @@ impl LoopDevice {
         assert!(child.wait().unwrap().success());
     }
 
+    /// Makes its ext4 one `fsck -a` refuses to repair (exit 4): the root directory's inode
+    /// cleared, the filesystem marked as having errors (else preen mode skips it).
+    pub fn damage_ext4(&self) {
+        for request in ["clri <2>", "ssv state 2"] {
+            run("debugfs", &["-w", "-R", request, self.path_str()]);
+        }
+    }
+
+    /// The filesystem UUID `blkid -p` reads, empty when none.
+    pub fn uuid(&self) -> String {
+        let output = Command::new("blkid")
+            .args(["-p", "-o", "value", "-s", "UUID"])
+            .arg(&self.path)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    }
+
+    /// Writes `bytes` at byte `offset` of the device.
+    pub fn write_at(&self, offset: u64, bytes: &[u8]) {
+        use std::os::unix::fs::FileExt as _;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&self.path)
+            .unwrap();
+        file.write_all_at(bytes, offset).unwrap();
+        file.sync_all().unwrap();
+    }
+
+    /// Runs `program args… <device>`, which must succeed.
+    pub fn run_on(&self, program: &str, args: &[&str]) {
+        let mut all: Vec<&str> = args.to_vec();
+        all.push(self.path_str());
+        run(program, &all);
+    }
+
     pub fn path_str(&self) -> &str {
         self.path.to_str().unwrap()
     }
@@ -185,21 +221,44 @@ impl TestRoot {
         self.dir.path().join(host_path.trim_start_matches('/'))
     }
 
-    /// The udev `by-id` link of a Nitro (NVMe) EBS volume, pointing at `device`.
-    pub fn link_by_id(&self, volume_id: &str, device: &Path) {
+    /// The volume as a Nitro instance shows it, under the root: an NVMe namespace
+    /// `/dev/nvme<N>n1` (a device node with `device`'s numbers), the udev by-id link to it
+    /// (`../../nvme<N>n1`), and the controller serial in sysfs naming the volume. Returns the
+    /// namespace's name.
+    pub fn link_by_id(&self, volume_id: &str, device: &Path) -> String {
+        let index = (1..)
+            .find(|n| !self.join(&format!("/dev/nvme{n}n1")).exists())
+            .unwrap();
+        let name = format!("nvme{index}n1");
+        self.device_node(&format!("/dev/{name}"), device);
         let link = self.join(&format!(
             "/dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_{}",
             volume_id.replace('-', "")
         ));
         std::fs::create_dir_all(link.parent().unwrap()).unwrap();
-        std::os::unix::fs::symlink(device, link).unwrap();
+        std::os::unix::fs::symlink(format!("../../{name}"), link).unwrap();
+        let serial = self.join(&format!("/sys/block/{name}/device/serial"));
+        std::fs::create_dir_all(serial.parent().unwrap()).unwrap();
+        std::fs::write(serial, format!("{}\n", volume_id.replace('-', ""))).unwrap();
+        name
     }
 
-    /// A device name such as `/dev/xvdu` under the root, pointing at `device`.
-    pub fn link_device(&self, name: &str, device: &Path) {
-        let link = self.join(name);
-        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
-        std::os::unix::fs::symlink(device, link).unwrap();
+    /// A block device node at `host_path` under the root (e.g. `/dev/xvdu`) with `device`'s
+    /// major and minor numbers: the same disk under another name.
+    pub fn device_node(&self, host_path: &str, device: &Path) {
+        let path = self.join(host_path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let rdev = std::fs::metadata(device).unwrap().rdev();
+        let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: mknod with a valid C string.
+        let rc = unsafe { libc::mknod(c_path.as_ptr(), libc::S_IFBLK | 0o600, rdev) };
+        assert_eq!(
+            rc,
+            0,
+            "mknod {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        );
     }
 
     pub fn mountpoint(&self, volume_id: &str) -> PathBuf {

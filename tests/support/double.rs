@@ -81,6 +81,9 @@ impl VolumeApi for Absent {
     async fn instance_device_names(&self, _: &str) -> Result<Vec<String>> {
         bail!("no volume API in this test")
     }
+    async fn tag_volume(&self, _: &str, _: &str, _: &str) -> Result<()> {
+        bail!("no volume API in this test")
+    }
 }
 
 #[async_trait]

@@ -36,6 +36,27 @@ pub fn fixture(path: &str) -> PathBuf {
         .join(path)
 }
 
+/// A copy of the reference spec `base` (e.g. `ha.yaml`) with one field set: `path` is a list of
+/// keys; the file is written in `dir`.
+pub fn spec_with(dir: &Path, base: &str, path: &[&str], value: serde_yaml::Value) -> PathBuf {
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(fixture(&format!("cluster-completed/{base}"))).unwrap(),
+    )
+    .unwrap();
+    let mut node = &mut doc;
+    for key in path {
+        node = &mut node[*key];
+    }
+    *node = value;
+    let file = dir.join(format!(
+        "{}-{}.yaml",
+        base.trim_end_matches(".yaml"),
+        path.join("-")
+    ));
+    std::fs::write(&file, serde_yaml::to_string(&doc).unwrap()).unwrap();
+    file
+}
+
 /// What a finished `protokube` run left.
 #[derive(Debug)]
 pub struct RunOutput {
@@ -71,7 +92,20 @@ pub struct Protokube {
 
 impl Protokube {
     pub fn new() -> Self {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_protokube"));
+        Self::under(&[])
+    }
+
+    /// `protokube` started by `wrapper` (e.g. `["strace", "-o", "/dev/null", …]`), with the same
+    /// clean environment.
+    pub fn under(wrapper: &[&str]) -> Self {
+        let mut command = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut command = Command::new(program);
+                command.args(args).arg(env!("CARGO_BIN_EXE_protokube"));
+                command
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_protokube")),
+        };
         command.env_clear();
         for keep in ["PATH", "TMPDIR"] {
             if let Some(value) = std::env::var_os(keep) {
@@ -114,9 +148,23 @@ impl Protokube {
         self
     }
 
+    pub fn current_dir(mut self, dir: &Path) -> Self {
+        self.command.current_dir(dir);
+        self
+    }
+
     pub fn arg_path(mut self, flag: &str, path: &Path) -> Self {
         self.command.arg(flag).arg(path);
         self
+    }
+
+    /// Starts it (stdout and stderr discarded); the caller waits.
+    pub fn spawn(mut self) -> std::process::Child {
+        self.command
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawning protokube")
     }
 
     /// Runs to completion (killed after two minutes so a hang fails the test instead of CI).
@@ -140,7 +188,9 @@ impl Protokube {
             std::thread::sleep(Duration::from_millis(10));
         };
         RunOutput {
-            code: status.code().unwrap_or(-1),
+            code: status.code().unwrap_or_else(|| {
+                128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(0)
+            }),
             stdout: std::fs::read_to_string(out_path).unwrap(),
             stderr: std::fs::read_to_string(err_path).unwrap(),
         }

@@ -38,6 +38,30 @@ impl Node {
         })
     }
 
+    /// An etcd volume with `extra` tags, created from a snapshot when `from_snapshot`.
+    pub fn etcd_volume_with(
+        &self,
+        cluster: &str,
+        etcd: &[(&str, &str)],
+        extra: &[(&str, &str)],
+        from_snapshot: bool,
+    ) -> String {
+        super::runtime().block_on(async {
+            let ec2 = self.moto.ec2(REGION).await;
+            let snapshot = match from_snapshot {
+                true => Some(seed::snapshot(&ec2, ZONE).await),
+                false => None,
+            };
+            seed::etcd_volume_with(&ec2, cluster, ZONE, etcd, extra, snapshot.as_deref()).await
+        })
+    }
+
+    /// The volume's tags, as the emulator has them.
+    pub fn volume_tags(&self, volume_id: &str) -> std::collections::BTreeMap<String, String> {
+        super::runtime()
+            .block_on(async { seed::volume_tags(&self.moto.ec2(REGION).await, volume_id).await })
+    }
+
     pub fn mount(&self, cluster: &str, extra: &[&str]) -> RunOutput {
         Protokube::new()
             .moto(&self.moto)

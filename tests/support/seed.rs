@@ -19,11 +19,22 @@ fn tag_spec(kind: ResourceType, pairs: &[(&str, &str)]) -> TagSpecification {
 
 /// Creates a 20 GiB gp3 volume in `zone` with `tags`; returns its id.
 pub async fn volume(ec2: &Client, zone: &str, pairs: &[(&str, &str)]) -> String {
+    volume_from(ec2, zone, pairs, None).await
+}
+
+/// [`volume`], created from `snapshot` when given.
+pub async fn volume_from(
+    ec2: &Client,
+    zone: &str,
+    pairs: &[(&str, &str)],
+    snapshot: Option<&str>,
+) -> String {
     let mut request = ec2
         .create_volume()
         .availability_zone(zone)
         .size(20)
-        .volume_type(aws_sdk_ec2::types::VolumeType::Gp3);
+        .volume_type(aws_sdk_ec2::types::VolumeType::Gp3)
+        .set_snapshot_id(snapshot.map(str::to_owned));
     if !pairs.is_empty() {
         request = request.tag_specifications(tag_spec(ResourceType::Volume, pairs));
     }
@@ -38,6 +49,18 @@ pub async fn volume(ec2: &Client, zone: &str, pairs: &[(&str, &str)]) -> String 
 
 /// Creates an etcd volume as kOps does; `etcd` lists (cluster key, tag value) pairs.
 pub async fn etcd_volume(ec2: &Client, cluster: &str, zone: &str, etcd: &[(&str, &str)]) -> String {
+    etcd_volume_with(ec2, cluster, zone, etcd, &[], None).await
+}
+
+/// [`etcd_volume`] with `extra` tags, created from `snapshot` when given.
+pub async fn etcd_volume_with(
+    ec2: &Client,
+    cluster: &str,
+    zone: &str,
+    etcd: &[(&str, &str)],
+    extra: &[(&str, &str)],
+    snapshot: Option<&str>,
+) -> String {
     let mut pairs: Vec<(String, String)> = vec![
         ("KubernetesCluster".into(), cluster.into()),
         ("k8s.io/role/master".into(), "1".into()),
@@ -46,11 +69,50 @@ pub async fn etcd_volume(ec2: &Client, cluster: &str, zone: &str, etcd: &[(&str,
     for (key, value) in etcd {
         pairs.push((format!("k8s.io/etcd/{key}"), value.to_string()));
     }
+    for (key, value) in extra {
+        pairs.push((key.to_string(), value.to_string()));
+    }
     let borrowed: Vec<(&str, &str)> = pairs
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    volume(ec2, zone, &borrowed).await
+    volume_from(ec2, zone, &borrowed, snapshot).await
+}
+
+/// A snapshot of a fresh volume in `zone`; returns its id.
+pub async fn snapshot(ec2: &Client, zone: &str) -> String {
+    let source = volume(ec2, zone, &[]).await;
+    ec2.create_snapshot()
+        .volume_id(source)
+        .send()
+        .await
+        .expect("CreateSnapshot")
+        .snapshot_id()
+        .unwrap()
+        .to_owned()
+}
+
+/// The tags of a volume.
+pub async fn volume_tags(
+    ec2: &Client,
+    volume_id: &str,
+) -> std::collections::BTreeMap<String, String> {
+    let out = ec2
+        .describe_volumes()
+        .volume_ids(volume_id)
+        .send()
+        .await
+        .expect("DescribeVolumes");
+    out.volumes()[0]
+        .tags()
+        .iter()
+        .map(|t| {
+            (
+                t.key().unwrap().to_owned(),
+                t.value().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
 }
 
 /// Starts an instance in `zone` with `tags`; returns its id.

@@ -55,6 +55,10 @@ fn volume_from_sdk(volume: &aws_sdk_ec2::types::Volume) -> Result<CloudVolume> {
             .as_str()
             .to_owned(),
         attachments,
+        snapshot_id: volume
+            .snapshot_id()
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned),
         tags: volume
             .tags()
             .iter()
@@ -180,6 +184,25 @@ impl VolumeApi for Ec2 {
             .flat_map(|i| i.block_device_mappings())
             .filter_map(|m| m.device_name().map(str::to_owned))
             .collect())
+    }
+
+    async fn tag_volume(&self, volume_id: &str, key: &str, value: &str) -> Result<()> {
+        self.client
+            .create_tags()
+            .resources(volume_id)
+            .tags(
+                aws_sdk_ec2::types::Tag::builder()
+                    .key(key)
+                    .value(value)
+                    .build(),
+            )
+            .send()
+            .await
+            .map_err(sdk_error)
+            .with_context(|| {
+                format!("tagging `{volume_id}` with `{key}={value}` (ec2:CreateTags)")
+            })?;
+        Ok(())
     }
 }
 

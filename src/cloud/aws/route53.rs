@@ -128,6 +128,7 @@ impl DnsApi for Route53 {
                         .iter()
                         .map(|r| r.value().to_owned())
                         .collect(),
+                    alias: set.alias_target().is_some(),
                 });
             }
             match (

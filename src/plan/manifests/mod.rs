@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context as _, Result};
 use serde_yaml::Mapping;
 
-use crate::paths::{HostRoot, MANIFEST_DIR, ON_VOLUME_MANIFEST_DIR};
+use crate::paths::HostRoot;
 use crate::plan::files::{
     plan_file, plan_log_file, plan_symlink, relative_target, FileChange, FileFact,
 };
@@ -31,6 +31,8 @@ pub enum Placement {
     OnVolume {
         volume_id: String,
         mountpoint: String,
+        /// The pod's data directory on the volume, e.g. `var/etcd/data`.
+        data_dir: String,
     },
 }
 
@@ -200,6 +202,7 @@ pub fn render_all(
                     placement: Placement::OnVolume {
                         volume_id: volume.volume_id.clone(),
                         mountpoint,
+                        data_dir: format!("var/etcd/{}", params.data_dir_name),
                     },
                 });
             }
@@ -252,6 +255,19 @@ fn render_component(
     })
 }
 
+/// Where a node's manifests go on this host, resolved by the render step (so `/etc/kubernetes`
+/// or `/var/log` may be symlinks) and given to planning.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub root: HostRoot,
+    /// The manifest directory kubelet reads, resolved.
+    pub manifest_dir: PathBuf,
+    /// The directory of the pods' log files, resolved.
+    pub log_dir: PathBuf,
+    /// Per etcd volume id: its manifest directory on the volume, resolved and checked.
+    pub volume_dirs: BTreeMap<String, PathBuf>,
+}
+
 /// Where a manifest's files go, as paths under the root.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ManifestPaths {
@@ -264,43 +280,47 @@ pub struct ManifestPaths {
 }
 
 impl Manifest {
-    /// The paths this manifest occupies under `root`.
-    pub fn paths(&self, root: &HostRoot) -> ManifestPaths {
+    /// The paths this manifest occupies in `layout`.
+    pub fn paths(&self, layout: &Layout) -> Result<ManifestPaths> {
         let file_name = format!("{}.manifest", self.name);
-        let static_host_path = Path::new(MANIFEST_DIR).join(&file_name);
+        let in_manifest_dir = layout.manifest_dir.join(&file_name);
         let (file, link) = match &self.placement {
-            Placement::Static => (root.path(&static_host_path), None),
-            Placement::OnVolume { mountpoint, .. } => {
-                let on_volume = Path::new(mountpoint)
-                    .join(ON_VOLUME_MANIFEST_DIR)
-                    .join(&file_name);
-                let link = (
-                    root.path(&static_host_path),
-                    relative_target(&static_host_path, &on_volume),
+            Placement::Static => (in_manifest_dir, None),
+            Placement::OnVolume { volume_id, .. } => {
+                let dir = layout.volume_dirs.get(volume_id).ok_or_else(|| {
+                    anyhow!("no manifest directory resolved for volume `{volume_id}`")
+                })?;
+                let on_volume = dir.join(&file_name);
+                let target = relative_target(
+                    &layout.root.host_path_of(&in_manifest_dir),
+                    &layout.root.host_path_of(&on_volume),
                 );
-                (root.path(on_volume), Some(link))
+                (on_volume, Some((in_manifest_dir, target)))
             }
         };
-        ManifestPaths {
+        let log_name = Path::new(&self.log_file.0)
+            .file_name()
+            .ok_or_else(|| anyhow!("log file `{}` has no name", self.log_file.0))?;
+        Ok(ManifestPaths {
             file,
             link,
-            log: root.path(&self.log_file.0),
-        }
+            log: layout.log_dir.join(log_name),
+        })
     }
 }
 
-/// The file changes that put `manifests` in place, given what is at each path now (`facts`,
-/// keyed by the paths of [`Manifest::paths`]; a path missing from `facts` counts as missing):
-/// per manifest its file, its link, and its log file when missing. Mode 0644.
+/// The file changes that put `manifests` in place in `layout`, given what is at each path now
+/// (`facts`, keyed by the paths of [`Manifest::paths`]; a path missing from `facts` counts as
+/// missing): per manifest its file, its link, and its log file when missing. Mode 0644.
 pub fn plan_writes(
-    root: &HostRoot,
+    layout: &Layout,
     manifests: &[Manifest],
     facts: &BTreeMap<PathBuf, FileFact>,
-) -> Vec<FileChange> {
+) -> Result<Vec<FileChange>> {
     let fact = |path: &PathBuf| facts.get(path).unwrap_or(&FileFact::Missing);
     let mut changes = Vec::new();
     for manifest in manifests {
-        let paths = manifest.paths(root);
+        let paths = manifest.paths(layout)?;
         changes.push(plan_file(
             &paths.file,
             fact(&paths.file),
@@ -316,12 +336,13 @@ pub fn plan_writes(
             manifest.log_file.1,
         ));
     }
-    changes
+    Ok(changes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::files::Desired;
     use crate::report::Action;
 
     fn manifest(name: &str, placement: Placement) -> Manifest {
@@ -334,66 +355,69 @@ mod tests {
         }
     }
 
-    #[test]
-    fn etcd_manifests_go_on_their_volume_behind_a_relative_link() {
-        let root = HostRoot::new("/r");
-        let on_volume = manifest(
-            "etcd",
+    fn layout() -> Layout {
+        Layout {
+            root: HostRoot::new("/r"),
+            manifest_dir: "/r/etc/kubernetes/manifests".into(),
+            log_dir: "/r/var/log".into(),
+            volume_dirs: [(
+                "vol-1".to_owned(),
+                PathBuf::from("/r/var/mnt/master-vol-1/k8s.io/manifests"),
+            )]
+            .into(),
+        }
+    }
+
+    fn on_volume(name: &str) -> Manifest {
+        manifest(
+            name,
             Placement::OnVolume {
                 volume_id: "vol-1".into(),
                 mountpoint: "/mnt/master-vol-1".into(),
+                data_dir: "var/etcd/data".into(),
             },
-        );
-        let paths = on_volume.paths(&root);
+        )
+    }
+
+    #[test]
+    fn etcd_manifests_go_on_their_volume_behind_a_relative_link() {
+        // /mnt is a symlink to var/mnt on this host: the link points at the resolved place.
+        let paths = on_volume("etcd").paths(&layout()).unwrap();
         assert_eq!(
             paths.file,
-            Path::new("/r/mnt/master-vol-1/k8s.io/manifests/etcd.manifest")
+            Path::new("/r/var/mnt/master-vol-1/k8s.io/manifests/etcd.manifest")
         );
         let (link, target) = paths.link.unwrap();
         assert_eq!(link, Path::new("/r/etc/kubernetes/manifests/etcd.manifest"));
         assert_eq!(
             target,
-            Path::new("../../../mnt/master-vol-1/k8s.io/manifests/etcd.manifest")
+            Path::new("../../../var/mnt/master-vol-1/k8s.io/manifests/etcd.manifest")
         );
         assert_eq!(paths.log, Path::new("/r/var/log/etcd.log"));
+        let mut unknown = layout();
+        unknown.volume_dirs.clear();
+        assert!(on_volume("etcd").paths(&unknown).is_err());
     }
 
     #[test]
     fn writes_are_planned_from_what_is_on_disk() {
-        let root = HostRoot::new("/r");
-        let manifests = [
-            manifest("kube-proxy", Placement::Static),
-            manifest(
-                "etcd",
-                Placement::OnVolume {
-                    volume_id: "vol-1".into(),
-                    mountpoint: "/mnt/master-vol-1".into(),
-                },
-            ),
-        ];
+        let layout = layout();
+        let manifests = [manifest("kube-proxy", Placement::Static), on_volume("etcd")];
         // A fresh node: everything is created, in order file, link, log per manifest.
-        let fresh = plan_writes(&root, &manifests, &BTreeMap::new());
+        let fresh = plan_writes(&layout, &manifests, &BTreeMap::new()).unwrap();
         let summary: Vec<(String, Action)> = fresh
             .iter()
             .map(|c| (c.path.display().to_string(), c.action))
             .collect();
+        let create = |p: &str| (p.to_owned(), Action::Create);
         assert_eq!(
             summary,
             [
-                (
-                    "/r/etc/kubernetes/manifests/kube-proxy.manifest".to_owned(),
-                    Action::Create
-                ),
-                ("/r/var/log/kube-proxy.log".to_owned(), Action::Create),
-                (
-                    "/r/mnt/master-vol-1/k8s.io/manifests/etcd.manifest".to_owned(),
-                    Action::Create
-                ),
-                (
-                    "/r/etc/kubernetes/manifests/etcd.manifest".to_owned(),
-                    Action::Create
-                ),
-                ("/r/var/log/etcd.log".to_owned(), Action::Create),
+                create("/r/etc/kubernetes/manifests/kube-proxy.manifest"),
+                create("/r/var/log/kube-proxy.log"),
+                create("/r/var/mnt/master-vol-1/k8s.io/manifests/etcd.manifest"),
+                create("/r/etc/kubernetes/manifests/etcd.manifest"),
+                create("/r/var/log/etcd.log"),
             ]
         );
         // As the plan leaves it: nothing to do, and existing log files are not reported.
@@ -401,14 +425,12 @@ mod tests {
             .iter()
             .map(|c| {
                 let fact = match &c.desired {
-                    crate::plan::files::Desired::File { bytes, mode } => FileFact::File {
+                    Desired::File { bytes, mode } => FileFact::File {
                         bytes: bytes.clone(),
                         mode: *mode,
                     },
-                    crate::plan::files::Desired::Symlink(target) => {
-                        FileFact::Symlink(target.clone())
-                    }
-                    crate::plan::files::Desired::LogFile { mode } => FileFact::File {
+                    Desired::Symlink(target) => FileFact::Symlink(target.clone()),
+                    Desired::LogFile { mode } => FileFact::File {
                         bytes: vec![],
                         mode: *mode,
                     },
@@ -416,7 +438,7 @@ mod tests {
                 (c.path.clone(), fact)
             })
             .collect();
-        let converged = plan_writes(&root, &manifests, &facts);
+        let converged = plan_writes(&layout, &manifests, &facts).unwrap();
         assert_eq!(converged.len(), 3);
         assert!(converged.iter().all(|c| c.action == Action::Unchanged));
     }
