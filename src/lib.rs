@@ -29,7 +29,7 @@ use anyhow::Result;
 
 use crate::cli::{Cli, Command};
 use crate::cloud::aws::AwsCloud;
-use crate::cloud::Cloud;
+use crate::cloud::{AccessDenied, Cloud};
 use crate::error::ExitCode;
 use crate::report::{Report, ReportError};
 use crate::settings::Settings;
@@ -37,7 +37,33 @@ use crate::settings::Settings;
 /// Runs the parsed command line against AWS; what it did goes into `report`, also when it fails.
 pub async fn run(cli: &Cli, report: &mut Report) -> Result<()> {
     let settings = Settings::resolve(cli.flags())?;
-    run_with(&cli.command, &settings, &AwsCloud::new(), report).await
+    let cloud = AwsCloud::new(settings.waits.timeout);
+    run_with(&cli.command, &settings, &cloud, report)
+        .await
+        .map_err(|err| explain_denied(err, &settings))
+}
+
+/// A denied permission, said with the role that lacks it (kOps' role names) and where the
+/// policy is documented.
+fn explain_denied(err: anyhow::Error, settings: &Settings) -> anyhow::Error {
+    let Some(denied) = err.chain().find_map(|c| c.downcast_ref::<AccessDenied>()) else {
+        return err;
+    };
+    let cluster = settings
+        .cluster
+        .as_ref()
+        .map_or("<cluster>", |c| c.name.as_str());
+    let role = if settings.master {
+        format!("the control-plane role (kOps: `masters.{cluster}`)")
+    } else {
+        format!("the node role (kOps: `nodes.{cluster}`)")
+    };
+    let hint = format!(
+        "this instance's credentials lack `{}`: grant it to {role}; the README's IAM section lists \
+         every permission protokube uses",
+        denied.permission
+    );
+    err.context(hint)
 }
 
 /// Runs `command` with validated settings against `cloud`.

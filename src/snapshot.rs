@@ -191,10 +191,22 @@ impl<'a> Snapshot<'a> {
                 instance_id: instance_id.to_owned(),
                 device: device.to_owned(),
                 state: "attached".into(),
+                attach_time: None,
             });
         }
         if planned {
             self.mark_planned(volume_id);
+        }
+    }
+
+    /// Records that `volume_id` is detached (or, with dry run, would be).
+    pub fn record_detachment(&mut self, volume_id: &str) {
+        if let Some(volume) = self
+            .discovery
+            .as_mut()
+            .and_then(|d| d.volumes.iter_mut().find(|v| v.id == volume_id))
+        {
+            volume.attachment = None;
         }
     }
 

@@ -52,9 +52,6 @@ impl DnsApi for StrictDns {
             private: false,
         }))
     }
-    async fn zones_named(&self, _name: &str) -> Result<Vec<HostedZone>> {
-        unreachable!("rules are by id")
-    }
     async fn all_zones(&self) -> Result<Vec<HostedZone>> {
         unreachable!("rules are by id")
     }

@@ -111,6 +111,7 @@ impl VolumeApi for StrictVolumes {
                 instance_id: "i-other".into(),
                 device: "/dev/xvdu".into(),
                 state: "attached".into(),
+                attach_time: None,
             }];
             return Ok(AttachOutcome::VolumeTaken(format!(
                 "VolumeInUse: {volume_id} is already attached to an instance"
@@ -134,6 +135,7 @@ impl VolumeApi for StrictVolumes {
                 "attached"
             }
             .into(),
+            attach_time: None,
         }];
         Ok(AttachOutcome::Requested)
     }
@@ -144,6 +146,23 @@ impl VolumeApi for StrictVolumes {
             .unwrap()
             .push("instance_device_names".into());
         Ok(self.rules.mapped_names.clone())
+    }
+
+    async fn detach_volume(
+        &self,
+        volume_id: &str,
+        _instance_id: &str,
+        _dry_run: bool,
+    ) -> Result<()> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("detach {volume_id}"));
+        let mut volumes = self.volumes.lock().unwrap();
+        let volume = volumes.get_mut(volume_id).unwrap();
+        volume.attachments.clear();
+        volume.state = "available".into();
+        Ok(())
     }
 
     async fn tag_volume(&self, volume_id: &str, key: &str, value: &str) -> Result<()> {

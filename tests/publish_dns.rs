@@ -335,12 +335,19 @@ fn gossip_clusters_write_the_hosts_block_and_a_rerun_changes_nothing() {
         REGION,
         &cluster.private[0],
     );
-    // A worker: hosts are published on every node (no --master).
+    // Master a (gossip: every master writes its own hosts file).
     let run = |extra: &[&str]| {
         Protokube::new()
             .moto(&moto)
             .imds(&imds)
-            .args(["publish-dns", "--cluster-id", GOSSIP, "-o", "json"])
+            .args([
+                "publish-dns",
+                "--master",
+                "--cluster-id",
+                GOSSIP,
+                "-o",
+                "json",
+            ])
             .arg_path("--root", root.path())
             .args(extra)
             .run()

@@ -202,7 +202,7 @@ fn a_bad_cluster_name_from_the_instance_tag_changes_nothing() {
     let operations = bed.moto().operations();
     assert_eq!(
         operations,
-        ["DescribeTags"],
+        ["DescribeInstances"],
         "only the read that found the bad name"
     );
     assert_eq!(tree(bed.root.path()), before);

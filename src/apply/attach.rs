@@ -2,13 +2,15 @@
 //! the next device name when one is taken, and the bounded waits for the attachment and for the
 //! block device to appear.
 
+use std::time::{Duration, Instant, SystemTime};
+
 use anyhow::{anyhow, bail, Result};
 
 use crate::apply::blockdev::{self, FoundDevice};
 use crate::cloud::{AttachOutcome, VolumeApi};
 use crate::paths::HostRoot;
-use crate::plan::volumes::free_device_name;
-use crate::wait::{poll_until, Waits};
+use crate::plan::volumes::{attachment_stuck, free_device_name};
+use crate::wait::{poll_until, Backoff, Waits};
 
 /// The outcome of trying to attach one volume.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,7 +46,16 @@ pub async fn attach(
                 used.push(device.to_owned());
                 return Ok(Attached::As(device.to_owned()));
             }
-            AttachOutcome::VolumeTaken(why) => return Ok(Attached::Taken(why)),
+            AttachOutcome::VolumeTaken(why) => {
+                // No idempotency token: the SDK may have retried an attach that succeeded, and
+                // the retry says `VolumeInUse` about our own attachment. Attached here = ours.
+                return Ok(
+                    match attached_device(cloud, volume_id, instance_id).await? {
+                        Some(device) => Attached::As(device),
+                        None => Attached::Taken(why),
+                    },
+                );
+            }
             AttachOutcome::DeviceNameTaken(why) => {
                 tracing::info!("device name `{device}` is in use ({why}); trying the next one");
                 used.push(device.to_owned());
@@ -53,13 +64,46 @@ pub async fn attach(
     }
 }
 
-/// Waits until every volume in `ids` shows as `attached` to `instance_id`.
+/// After `VolumeInUse`: the device `volume_id` is attached to `instance_id` under, if it is
+/// attached here. A read that shows no attachment yet (EC2 is eventually consistent) is repeated
+/// for a few seconds before the volume counts as another node's.
+async fn attached_device(
+    cloud: &dyn VolumeApi,
+    volume_id: &str,
+    instance_id: &str,
+) -> Result<Option<String>> {
+    let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(1));
+    let give_up = Instant::now() + Duration::from_secs(5);
+    loop {
+        let volumes = cloud.volumes_by_id(&[volume_id.to_owned()]).await?;
+        let live: Vec<_> = volumes
+            .iter()
+            .filter(|v| v.id == volume_id)
+            .flat_map(|v| &v.attachments)
+            .filter(|a| !matches!(a.state.as_str(), "detaching" | "detached"))
+            .collect();
+        if let Some(ours) = live.iter().find(|a| a.instance_id == instance_id) {
+            tracing::info!("`{volume_id}` is attached here already (a retried attach)");
+            return Ok(Some(ours.device.clone()));
+        }
+        if !live.is_empty() || Instant::now() >= give_up {
+            return Ok(None);
+        }
+        tokio::time::sleep(backoff.next_delay()).await;
+    }
+}
+
+/// Waits until every volume in `ids` shows as `attached` to `instance_id`. Returns the volumes
+/// whose attachment has been `attaching` longer than allowed (asked at `requested`), if any:
+/// the wait ends there. Another instance's attachment that is `detaching` (a stale read of the
+/// previous owner) is waited out; any other one means another node took the volume.
 pub async fn wait_attached(
     cloud: &dyn VolumeApi,
     instance_id: &str,
     ids: &[String],
+    requested: SystemTime,
     waits: &Waits,
-) -> Result<()> {
+) -> Result<Vec<String>> {
     let what = format!("`{}` to be attached", ids.join("`, `"));
     poll_until(
         &what,
@@ -68,29 +112,38 @@ pub async fn wait_attached(
         waits.attach.clone(),
         || async {
             let volumes = cloud.volumes_by_id(ids).await?;
+            let now = SystemTime::now();
             let mut all = true;
+            let mut stuck = Vec::new();
             for id in ids {
                 let volume = volumes
                     .iter()
                     .find(|v| &v.id == id)
                     .ok_or_else(|| anyhow!("volume `{id}` disappeared while attaching"))?;
-                if let Some(other) = volume
-                    .attachments
-                    .iter()
-                    .find(|a| a.instance_id != instance_id)
-                {
+                if let Some(other) = volume.attachments.iter().find(|a| {
+                    a.instance_id != instance_id
+                        && !matches!(a.state.as_str(), "detaching" | "detached")
+                }) {
                     bail!(
                         "volume `{id}` is attached to `{}`, not to this instance: another node \
                          took it",
                         other.instance_id
                     );
                 }
-                all &= volume
+                match volume
                     .attachments
                     .iter()
-                    .any(|a| a.instance_id == instance_id && a.state == "attached");
+                    .find(|a| a.instance_id == instance_id)
+                {
+                    Some(a) if a.state == "attached" => {}
+                    Some(a) if attachment_stuck(a, Some(requested), now) => stuck.push(id.clone()),
+                    _ => all = false,
+                }
             }
-            Ok(all.then_some(()))
+            if !stuck.is_empty() {
+                return Ok(Some(stuck));
+            }
+            Ok(all.then_some(Vec::new()))
         },
     )
     .await

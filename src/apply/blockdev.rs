@@ -14,7 +14,7 @@ use crate::plan::blank::{
     backup_superblock_offsets, parse_blkid, recognise_backup, zero_check_ranges, BlankCheck,
     Signature, Zeros, BACKUP_READ,
 };
-use crate::plan::mounts::{check_device, parse_mountinfo, MountEntry};
+use crate::plan::mounts::{check_device, mount_containing, parse_mountinfo, MountEntry};
 
 /// The current mounts of this process's mount namespace.
 pub fn mount_table() -> Result<Vec<MountEntry>> {
@@ -277,24 +277,75 @@ pub fn mounted_device(path: &Path) -> Result<(u32, u32)> {
     Ok(split_devno(fs_err::metadata(path)?.dev()))
 }
 
-/// Creates the mount point (mode 0750) and mounts the ext4 device there (`noatime`), then checks
-/// the mount point shows that device.
-pub fn mount_ext4(device: &FoundDevice, mountpoint: &Path) -> Result<()> {
+/// Where a mount is made so that the host (kubelet) sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MountPlace {
+    /// In this mount namespace: it is the host's, or propagates to it.
+    Here,
+    /// In the host's mount namespace (this file names it), by host paths: `--root` is the
+    /// host's root seen from a container (kOps' `-v /:/rootfs`); what kOps did with `nsenter`.
+    Host(PathBuf),
+}
+
+/// Where mounts under `mountpoint` go; refused when the host would not see them: this process
+/// in a mount namespace of its own that does not propagate to init's (a unit with
+/// `PrivateMounts=`, a container without the host's /proc under `--root`).
+pub fn mount_place(root: &HostRoot, mountpoint: &Path) -> Result<MountPlace> {
+    if let Some(host) = host_mount_namespace(root) {
+        return Ok(MountPlace::Host(host));
+    }
+    check_mounts_reach_init(mountpoint)?;
+    Ok(MountPlace::Here)
+}
+
+/// Creates the mount point (mode 0750) and mounts the ext4 device there (`noatime`) in `place`
+/// (and here too when the host's mount does not propagate back), then checks the mount point
+/// shows that device here.
+pub fn mount_ext4(
+    root: &HostRoot,
+    place: &MountPlace,
+    device: &FoundDevice,
+    mountpoint: &Path,
+) -> Result<()> {
     fs_err::create_dir_all(mountpoint).context("creating the mount point")?;
     crate::paths::refuse_symlink(mountpoint)?;
     fs_err::set_permissions(mountpoint, std::fs::Permissions::from_mode(0o750))
         .context("setting the mount point's mode")?;
-    sys_mount::Mount::builder()
-        .fstype("ext4")
-        .flags(sys_mount::MountFlags::NOATIME)
-        .mount(&device.path, mountpoint)
-        .with_context(|| {
-            format!(
-                "mounting `{}` at `{}`",
-                device.path.display(),
-                mountpoint.display()
-            )
-        })?;
+    let mount_here = || {
+        sys_mount::Mount::builder()
+            .fstype("ext4")
+            .flags(sys_mount::MountFlags::NOATIME)
+            .mount(&device.path, mountpoint)
+            .map(drop)
+            .with_context(|| {
+                format!(
+                    "mounting `{}` at `{}`",
+                    device.path.display(),
+                    mountpoint.display()
+                )
+            })
+    };
+    match place {
+        MountPlace::Host(host) => {
+            let (source, target) = (
+                root.host_path_of(&device.path),
+                root.host_path_of(mountpoint),
+            );
+            mount_in_namespace(host, &source, &target).with_context(|| {
+                format!(
+                    "mounting `{}` at `{}` in the host's mount namespace (`{}`)",
+                    source.display(),
+                    target.display(),
+                    host.display()
+                )
+            })?;
+            if mounted_device(mountpoint)? != device.devno {
+                // The host's mounts do not propagate into this container: mount here too.
+                mount_here()?;
+            }
+        }
+        MountPlace::Here => mount_here()?,
+    }
     let shown = mounted_device(mountpoint)?;
     if shown != device.devno {
         bail!(
@@ -307,6 +358,106 @@ pub fn mount_ext4(device: &FoundDevice, mountpoint: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `(device, inode)` of a namespace file, when it can be read and is one (on `nsfs`).
+fn namespace_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt as _;
+    const NSFS_MAGIC: libc::c_long = 0x6e73_6673;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statfs on a valid C string into a zeroed struct it fills.
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(c_path.as_ptr(), &mut fs) } != 0 || fs.f_type != NSFS_MAGIC {
+        return None;
+    }
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The host's mount namespace, when `--root` is the host's root seen from another one.
+fn host_mount_namespace(root: &HostRoot) -> Option<PathBuf> {
+    if root.dir() == Path::new("/") {
+        return None;
+    }
+    let host = root.path("/proc/1/ns/mnt");
+    let theirs = namespace_id(&host)?;
+    let ours = namespace_id(Path::new("/proc/self/ns/mnt"))?;
+    (theirs != ours).then_some(host)
+}
+
+/// Refuses a mount init's mount namespace would not see: this process in a mount namespace of
+/// its own, and the mount point on a mount that does not propagate.
+fn check_mounts_reach_init(mountpoint: &Path) -> Result<()> {
+    let (Some(init), Some(ours)) = (
+        namespace_id(Path::new("/proc/1/ns/mnt")),
+        namespace_id(Path::new("/proc/self/ns/mnt")),
+    ) else {
+        // Init's namespace cannot be read (another PID namespace): nothing to compare.
+        return Ok(());
+    };
+    if init == ours {
+        return Ok(());
+    }
+    let table = mount_table()?;
+    let parent = mountpoint.parent().unwrap_or(mountpoint);
+    if mount_containing(&table, parent).is_some_and(|m| m.shared) {
+        return Ok(());
+    }
+    bail!(
+        "refusing to mount at `{}`: protokube runs in a mount namespace of its own that does not \
+         propagate mounts to the host's, so kubelet would never see the volume; run protokube in \
+         the host's mount namespace (no `PrivateMounts=`/`MountFlags=` in its unit, or \
+         `nsenter --target 1 --mount`), or in a container give it the host's root with its /proc \
+         (`-v /:/rootfs`, `--root /rootfs`) so it mounts there",
+        mountpoint.display()
+    )
+}
+
+/// Mounts `source` at `target` (ext4, `noatime`) inside the mount namespace `namespace`: a
+/// forked child enters it (a threaded process cannot) and mounts by those paths there.
+fn mount_in_namespace(namespace: &Path, source: &Path, target: &Path) -> Result<()> {
+    use std::ffi::CString;
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::ffi::OsStrExt as _;
+    let ns = fs_err::File::open(namespace)?;
+    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).context("a path with a NUL byte");
+    let (source, target, fstype) = (c(source)?, c(target)?, CString::new("ext4")?);
+    // SAFETY: between fork and _exit the child makes only async-signal-safe system calls on
+    // data prepared before the fork.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error()).context("fork");
+    }
+    if pid == 0 {
+        unsafe {
+            let code = if libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNS) != 0 {
+                100 + *libc::__errno_location()
+            } else if libc::mount(
+                source.as_ptr(),
+                target.as_ptr(),
+                fstype.as_ptr(),
+                libc::MS_NOATIME,
+                std::ptr::null(),
+            ) != 0
+            {
+                *libc::__errno_location()
+            } else {
+                0
+            };
+            libc::_exit(code.min(255));
+        }
+    }
+    let mut status = 0;
+    // SAFETY: waiting for the child forked above.
+    if unsafe { libc::waitpid(pid, &mut status, 0) } != pid {
+        return Err(std::io::Error::last_os_error()).context("waiting for the mounting child");
+    }
+    match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
+        Some(0) => Ok(()),
+        Some(code) if code > 100 => Err(std::io::Error::from_raw_os_error(code - 100))
+            .context("entering the host's mount namespace"),
+        Some(code) => Err(std::io::Error::from_raw_os_error(code)).context("mount(2)"),
+        None => bail!("the mounting child died (status {status})"),
+    }
 }
 
 #[cfg(test)]

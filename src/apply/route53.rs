@@ -197,22 +197,20 @@ async fn wait_in_sync(
     .await
 }
 
-/// The hosted zones the rules allow, asking Route53 as little as possible: by id, by name, and
-/// only for `*` the whole list.
+/// The hosted zones the rules allow, with the calls kOps' control-plane role may make: the zone
+/// by id (`GetHostedZone`) for `*/ID` and `NAME/ID`, and the zone listing (`ListHostedZones`)
+/// for `*` and `NAME` — never `ListHostedZonesByName`, which kOps does not grant.
 pub async fn find_zones(dns: &dyn DnsApi, rules: &[ZoneRule]) -> Result<Vec<HostedZone>> {
     let mut zones: Vec<HostedZone> = Vec::new();
-    if rules.contains(&ZoneRule::Any) {
+    if rules
+        .iter()
+        .any(|r| matches!(r, ZoneRule::Any | ZoneRule::Name(_)))
+    {
         zones = dns.all_zones().await?;
     } else {
         for rule in rules {
-            match rule {
-                ZoneRule::Id(id) | ZoneRule::NameId(_, id) => {
-                    if let Some(zone) = dns.zone_by_id(id).await? {
-                        zones.push(zone);
-                    }
-                }
-                ZoneRule::Name(name) => zones.extend(dns.zones_named(name).await?),
-                ZoneRule::Any => {}
+            if let ZoneRule::Id(id) | ZoneRule::NameId(_, id) = rule {
+                zones.extend(dns.zone_by_id(id).await?);
             }
         }
     }

@@ -32,6 +32,9 @@ pub struct VolumeAttachment {
     pub device: String,
     /// `attaching`, `attached`, `detaching`, `detached`, `busy`.
     pub state: String,
+    /// When the attachment began, if the cloud says.
+    #[serde(default)]
+    pub attach_time: Option<std::time::SystemTime>,
 }
 
 /// Which volumes to ask for: a cluster's control-plane volumes in one availability zone, or in
@@ -87,12 +90,16 @@ pub trait VolumeApi: Send + Sync {
 
     /// Sets tag `key` = `value` on the volume.
     async fn tag_volume(&self, volume_id: &str, key: &str, value: &str) -> Result<()>;
+
+    /// Asks to detach `volume_id` from `instance_id` (not forced).
+    async fn detach_volume(&self, volume_id: &str, instance_id: &str, dry_run: bool) -> Result<()>;
 }
 
 /// EC2 instance facts.
 #[async_trait]
 pub trait InstanceApi: Send + Sync {
-    /// The value of tag `key` on instance `instance_id`, if it has one.
+    /// The value of tag `key` on instance `instance_id`, if it has one (read with
+    /// `DescribeInstances`: kOps' worker role has no `DescribeTags`).
     async fn instance_tag(&self, instance_id: &str, key: &str) -> Result<Option<String>>;
 
     /// The cluster's running control-plane instances (tagged `KubernetesCluster=<cluster>` and
@@ -147,8 +154,8 @@ pub enum ChangeResult {
 #[async_trait]
 pub trait DnsApi: Send + Sync {
     async fn zone_by_id(&self, id: &str) -> Result<Option<HostedZone>>;
-    /// Zones whose name is exactly `name` (public and private may share a name).
-    async fn zones_named(&self, name: &str) -> Result<Vec<HostedZone>>;
+    /// Every hosted zone (`ListHostedZones`, which kOps grants; `ListHostedZonesByName` it
+    /// does not).
     async fn all_zones(&self) -> Result<Vec<HostedZone>>;
     /// The record sets at or below `apex` in the zone, read from `apex` on (Route53 lists by
     /// reversed labels, so a subtree is contiguous): cost does not grow with the rest of the zone.
@@ -165,6 +172,28 @@ pub trait DnsApi: Send + Sync {
 pub trait InstanceMetadata: Send + Sync {
     async fn get(&self, path: &str) -> Result<Option<String>>;
 }
+
+/// The cloud refused an operation for lack of a permission (exit 1). The message names the
+/// permission, whatever the cloud said.
+#[derive(Debug)]
+pub struct AccessDenied {
+    /// E.g. `ec2:AttachVolume`.
+    pub permission: String,
+    /// The cloud's own code and message.
+    pub detail: String,
+}
+
+impl std::fmt::Display for AccessDenied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "AWS denied `{}` to the credentials in use ({})",
+            self.permission, self.detail
+        )
+    }
+}
+
+impl std::error::Error for AccessDenied {}
 
 /// The cloud APIs of one region, shared by every step of a run.
 #[derive(Clone)]

@@ -20,6 +20,8 @@ pub struct MountEntry {
     pub mountpoint: String,
     pub fstype: String,
     pub source: String,
+    /// In a peer group (`shared:N`): mounts below it propagate to the group's other members.
+    pub shared: bool,
 }
 
 /// Undoes the octal escapes (`\040` for space, …) the kernel uses in mountinfo fields.
@@ -63,6 +65,7 @@ pub fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
                 mountpoint: unescape_mountinfo(mountpoint),
                 fstype: unescape_mountinfo(fstype),
                 source: unescape_mountinfo(source),
+                shared: fields.iter().skip(6).any(|f| f.starts_with("shared:")),
             })
         })
         .collect()
@@ -72,6 +75,15 @@ pub fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
 pub fn mounted_at<'a>(table: &'a [MountEntry], mountpoint: &Path) -> Option<&'a MountEntry> {
     let wanted = mountpoint.to_string_lossy();
     table.iter().rev().find(|m| m.mountpoint == wanted)
+}
+
+/// The mount `path` lies on: the one with the longest mount point that contains it (of mounts
+/// stacked there, the last, which hides the others).
+pub fn mount_containing<'a>(table: &'a [MountEntry], path: &Path) -> Option<&'a MountEntry> {
+    table
+        .iter()
+        .filter(|m| path.starts_with(&m.mountpoint))
+        .max_by_key(|m| m.mountpoint.len())
 }
 
 /// Where the device `devno` stands relative to `mountpoint` in the mount `table`.
@@ -311,6 +323,16 @@ garbage line
         let entry = mounted_at(&table, Path::new("/tmp/r/mnt/master-vol-2")).unwrap();
         assert_eq!(entry.source, "/dev/loop5");
         assert!(mounted_at(&table, Path::new("/tmp/r/mnt/master-vol-3")).is_none());
+    }
+
+    #[test]
+    fn propagation_and_the_containing_mount() {
+        let table = parse_mountinfo(SAMPLE);
+        let root = mount_containing(&table, Path::new("/var/lib/x")).unwrap();
+        assert_eq!((root.mountpoint.as_str(), root.shared), ("/", true));
+        let inner = mount_containing(&table, Path::new("/tmp/r/mnt/master-vol-2/k8s.io")).unwrap();
+        assert_eq!((inner.devno, inner.shared), ((7, 5), false));
+        assert!(table[1].shared);
     }
 
     #[test]

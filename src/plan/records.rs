@@ -84,6 +84,17 @@ pub fn desired_records(
     records
 }
 
+/// The records a node that is not a master needs: `api.internal.<cluster>` → the running
+/// masters' private addresses. They come from the masters alone (one `DescribeInstances`, all
+/// kOps' node role may call).
+pub fn worker_records(cluster: &str, masters: &[InstanceInfo]) -> Vec<DesiredRecord> {
+    vec![DesiredRecord {
+        name: format!("api.internal.{cluster}"),
+        role: RecordRole::ApiInternal,
+        addresses: sorted(masters.iter().filter_map(|m| m.private_ip).collect()),
+    }]
+}
+
 fn sorted(mut addresses: Vec<Ipv4Addr>) -> Vec<Ipv4Addr> {
     addresses.sort();
     addresses.dedup();
@@ -105,6 +116,7 @@ mod tests {
                 instance_id: i.into(),
                 device: "/dev/xvdu".into(),
                 state: "attached".into(),
+                attach_time: None,
             }),
             cloud: Default::default(),
             etcd: vec![EtcdMembership {

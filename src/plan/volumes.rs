@@ -1,7 +1,9 @@
 //! etcd volume logic without I/O: which volumes are this cluster's etcd volumes (and why others
 //! are skipped), and the order in which `mount` claims them.
 
+use std::collections::BTreeSet;
 use std::fmt;
+use std::time::{Duration, SystemTime};
 
 use crate::cloud::tags::{
     CLUSTER as CLUSTER_TAG, ETCD_PREFIX as ETCD_TAG_PREFIX, MASTER_ROLE as MASTER_ROLE_TAG,
@@ -200,11 +202,24 @@ fn device_slot(name: &str) -> String {
     base.to_owned()
 }
 
+/// How long an attachment may stay `attaching` before it is given up (as the EBS CSI driver
+/// does): then it is detached, and the run ends "not ready".
+pub const STUCK_ATTACHING: Duration = Duration::from_secs(90);
+
 /// What `mount` does with the discovered volumes on this instance.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClaimPlan {
-    /// Volumes attached (or attaching) here already: kept.
+    /// Volumes attached (or attaching) here already: kept, one per etcd cluster key.
     pub kept: Vec<EtcdVolume>,
+    /// Volumes attached here that hold a cluster key a kept volume holds too, and are not
+    /// mounted: detached, so the node that needs one can claim it (kops#5185).
+    pub extra: Vec<EtcdVolume>,
+    /// Kept volumes holding a cluster key another kept volume holds too: mounted, so not
+    /// detached under whoever uses them; warned about.
+    pub doubled: Vec<EtcdVolume>,
+    /// Kept volumes whose attachment has been `attaching` longer than [`STUCK_ATTACHING`]:
+    /// detached, the run ends "not ready".
+    pub stuck: Vec<EtcdVolume>,
     /// Volumes to try to attach, in claim order. A candidate is attached only if none of its
     /// cluster keys is held by the time its turn comes (see [`ClaimPlan::still_wanted`]).
     pub candidates: Vec<EtcdVolume>,
@@ -220,30 +235,86 @@ impl ClaimPlan {
     }
 }
 
-/// Splits discovered volumes into those this instance keeps and those it may claim.
+/// Whether an attachment has been `attaching` for longer than [`STUCK_ATTACHING`] at `now`
+/// (measured from the cloud's attach time, or from `requested`, when this run asked).
+pub fn attachment_stuck(
+    attachment: &VolumeAttachment,
+    requested: Option<SystemTime>,
+    now: SystemTime,
+) -> bool {
+    let since = |t: SystemTime| now.duration_since(t).unwrap_or_default();
+    attachment.state == "attaching"
+        && [attachment.attach_time, requested]
+            .into_iter()
+            .flatten()
+            .any(|t| since(t) > STUCK_ATTACHING)
+}
+
+/// Splits discovered volumes into those this instance keeps, those it detaches (a second volume
+/// of one etcd cluster key; an attachment stuck in `attaching`) and those it may claim.
+/// `mounted` names the volumes mounted here now; `now` is the time the run judges by.
 ///
 /// A volume attached to another instance is never a candidate (the emulator would silently move
 /// an attachment; AWS answers `VolumeInUse`). Volumes that are not `available` are not
 /// candidates either.
-pub fn plan_claims(volumes: &[EtcdVolume], instance_id: &str) -> ClaimPlan {
+pub fn plan_claims(
+    volumes: &[EtcdVolume],
+    instance_id: &str,
+    mounted: &BTreeSet<String>,
+    now: SystemTime,
+) -> ClaimPlan {
     let mut plan = ClaimPlan::default();
+    let mut here = Vec::new();
     for volume in volumes {
         match &volume.attachment {
-            Some(a) if a.instance_id == instance_id => plan.kept.push(volume.clone()),
+            Some(a) if a.instance_id == instance_id => {
+                if matches!(a.state.as_str(), "detaching" | "detached") {
+                    continue;
+                }
+                if attachment_stuck(a, None, now) && !mounted.contains(&volume.id) {
+                    // Its keys stay held this run: it is attached again by a later one.
+                    for membership in &volume.etcd {
+                        if !plan.held_keys.contains(&membership.cluster) {
+                            plan.held_keys.push(membership.cluster.clone());
+                        }
+                    }
+                    plan.stuck.push(volume.clone());
+                } else {
+                    here.push(volume.clone());
+                }
+            }
             Some(_) => {}
             None if volume.state == "available" => plan.candidates.push(volume.clone()),
             None => {}
         }
     }
-    sort_for_claiming(&mut plan.kept);
-    sort_for_claiming(&mut plan.candidates);
-    for volume in &plan.kept {
+    // Keep, per key, a mounted volume first, then one fully attached, then the lowest id.
+    here.sort_by_key(|v| {
+        let attached = v.attachment.as_ref().is_some_and(|a| a.state == "attached");
+        (!mounted.contains(&v.id), !attached, v.id.clone())
+    });
+    let stuck_keys = plan.held_keys.clone();
+    for volume in here {
+        let held_by_kept = volume
+            .etcd
+            .iter()
+            .any(|m| plan.held_keys.contains(&m.cluster) && !stuck_keys.contains(&m.cluster));
+        if held_by_kept {
+            if !mounted.contains(&volume.id) {
+                plan.extra.push(volume);
+                continue;
+            }
+            plan.doubled.push(volume.clone());
+        }
         for membership in &volume.etcd {
             if !plan.held_keys.contains(&membership.cluster) {
                 plan.held_keys.push(membership.cluster.clone());
             }
         }
+        plan.kept.push(volume);
     }
+    sort_for_claiming(&mut plan.kept);
+    sort_for_claiming(&mut plan.candidates);
     plan
 }
 
@@ -284,6 +355,7 @@ mod tests {
             instance_id: "i-1".into(),
             device: "/dev/xvda".into(),
             state: "attached".into(),
+            attach_time: None,
         });
         let mut elsewhere = cloud_volume("vol-zone", &base_tags(&[("k8s.io/etcd/main", "b/a,b")]));
         elsewhere.zone = "us-test-1b".into();
@@ -419,6 +491,7 @@ mod tests {
                 instance_id: instance.into(),
                 device: "/dev/xvdu".into(),
                 state: "attached".into(),
+                attach_time: None,
             });
             v
         };
@@ -429,7 +502,7 @@ mod tests {
             etcd_volume("main-free", &["main"]),
             etcd_volume("cilium-free", &["cilium"]),
         ];
-        let plan = plan_claims(&volumes, "i-me");
+        let plan = plan_claims(&volumes, "i-me", &BTreeSet::new(), SystemTime::now());
         assert_eq!(ids(&plan.kept), ["main-mine"]);
         assert_eq!(
             ids(&plan.candidates),
@@ -455,5 +528,84 @@ mod tests {
         ];
         sort_for_claiming(&mut volumes);
         assert_eq!(ids(&volumes), ["both", "events", "cilium"]);
+    }
+
+    fn attached_here(id: &str, key: &str, state: &str, since: Option<Duration>) -> EtcdVolume {
+        let mut v = etcd_volume(id, &[key]);
+        v.state = "in-use".into();
+        v.attachment = Some(VolumeAttachment {
+            instance_id: "i-me".into(),
+            device: "/dev/xvdu".into(),
+            state: state.into(),
+            attach_time: since.map(|d| SystemTime::UNIX_EPOCH + Duration::from_secs(10_000) - d),
+        });
+        v
+    }
+
+    #[test]
+    fn a_second_volume_of_one_key_is_detached_unless_mounted() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(10_000);
+        let volumes = [
+            attached_here("vol-a", "main", "attached", None),
+            attached_here("vol-b", "main", "attached", None),
+            attached_here("vol-c", "events", "attached", None),
+        ];
+        // Neither mounted: the lowest id is kept.
+        let plan = plan_claims(&volumes, "i-me", &BTreeSet::new(), now);
+        assert_eq!(ids(&plan.kept), ["vol-a", "vol-c"]);
+        assert_eq!(ids(&plan.extra), ["vol-b"]);
+        // The mounted one is kept, whatever its id.
+        let mounted = BTreeSet::from(["vol-b".to_owned()]);
+        let plan = plan_claims(&volumes, "i-me", &mounted, now);
+        assert_eq!(ids(&plan.kept), ["vol-b", "vol-c"]);
+        assert_eq!(ids(&plan.extra), ["vol-a"]);
+        // Both mounted: both kept, the second one named.
+        let mounted = BTreeSet::from(["vol-a".to_owned(), "vol-b".to_owned()]);
+        let plan = plan_claims(&volumes, "i-me", &mounted, now);
+        assert_eq!(
+            (ids(&plan.kept), ids(&plan.extra), ids(&plan.doubled)),
+            (vec!["vol-a", "vol-b", "vol-c"], vec![], vec!["vol-b"])
+        );
+        // A fully attached one before one still attaching.
+        let volumes = [
+            attached_here("vol-a", "main", "attaching", Some(Duration::from_secs(5))),
+            attached_here("vol-b", "main", "attached", None),
+        ];
+        let plan = plan_claims(&volumes, "i-me", &BTreeSet::new(), now);
+        assert_eq!(
+            (ids(&plan.kept), ids(&plan.extra)),
+            (vec!["vol-b"], vec!["vol-a"])
+        );
+    }
+
+    #[test]
+    fn an_attachment_stuck_attaching_is_given_up_after_90_seconds() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(10_000);
+        let volumes = [
+            attached_here("vol-a", "main", "attaching", Some(Duration::from_secs(91))),
+            attached_here(
+                "vol-b",
+                "events",
+                "attaching",
+                Some(Duration::from_secs(30)),
+            ),
+        ];
+        let plan = plan_claims(&volumes, "i-me", &BTreeSet::new(), now);
+        assert_eq!(ids(&plan.stuck), ["vol-a"]);
+        assert_eq!(ids(&plan.kept), ["vol-b"]);
+        // Measured from this run's own request when the cloud gives no time.
+        let fresh = attached_here("vol-c", "main", "attaching", None);
+        let attachment = fresh.attachment.as_ref().unwrap();
+        assert!(!attachment_stuck(attachment, Some(now), now));
+        assert!(attachment_stuck(
+            attachment,
+            Some(now - Duration::from_secs(91)),
+            now
+        ));
+        // Another instance's detaching attachment is not ours to keep or claim.
+        let mut detaching = attached_here("vol-d", "main", "detaching", None);
+        detaching.attachment.as_mut().unwrap().instance_id = "i-old".into();
+        let plan = plan_claims(&[detaching], "i-me", &BTreeSet::new(), now);
+        assert!(plan.kept.is_empty() && plan.candidates.is_empty());
     }
 }

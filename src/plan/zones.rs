@@ -49,13 +49,13 @@ impl ZoneRule {
         })
     }
 
-    /// The rule for `spec.dnsZone`, which kOps lets be a zone id or a zone name.
+    /// The rule for `spec.dnsZone`, which kOps lets be a zone id or a zone name: as kOps
+    /// decides, a value without a dot is an id.
     pub fn from_spec(dns_zone: &str) -> Result<Self, String> {
         let looks_like_id = !dns_zone.contains('.')
-            && dns_zone.starts_with('Z')
-            && dns_zone
-                .bytes()
-                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+            && !dns_zone.is_empty()
+            && dns_zone.len() <= 32
+            && dns_zone.bytes().all(|b| b.is_ascii_alphanumeric());
         if looks_like_id {
             Ok(ZoneRule::Id(dns_zone.to_owned()))
         } else {

@@ -1,10 +1,16 @@
-//! The claim step: keep the etcd volumes attached here, attach free ones in kOps' claim order
-//! (at most one per etcd cluster key; the attach is the lock between nodes), and wait until they
-//! are attached.
+//! The claim step: keep the etcd volumes attached here (one per etcd cluster key), detach a
+//! second volume of a key and an attachment stuck in `attaching`, attach free ones in kOps'
+//! claim order (the attach is the lock between nodes), and wait until they are attached.
+
+use std::collections::BTreeSet;
+use std::time::SystemTime;
 
 use anyhow::Result;
 
 use crate::apply::attach::{attach, wait_attached, Attached};
+use crate::error::NotReady;
+use crate::paths::volume_mountpoint;
+use crate::plan::mounts::mounted_at;
 use crate::plan::volumes::{plan_claims, ClaimPlan, EtcdVolume};
 use crate::report::{Action, Change, ChangeKind, Report};
 use crate::settings::Settings;
@@ -18,7 +24,38 @@ pub async fn run(
 ) -> Result<()> {
     let instance_id = snapshot.identity().await?.instance_id.clone();
     warn_skipped(snapshot, report).await?;
-    let plan = plan_claims(&snapshot.volumes_here().await?, &instance_id);
+    let here = snapshot.volumes_here().await?;
+    let table = snapshot.mount_table()?;
+    let mut mounted = BTreeSet::new();
+    for volume in &here {
+        let mountpoint = settings.root.resolve(volume_mountpoint(&volume.id))?;
+        if mounted_at(&table, &mountpoint).is_some() {
+            mounted.insert(volume.id.clone());
+        }
+    }
+    let requested = SystemTime::now();
+    let plan = plan_claims(&here, &instance_id, &mounted, requested);
+    for (volume, why) in plan
+        .extra
+        .iter()
+        .map(|v| (v, "a second volume of the same etcd cluster on this node"))
+        .chain(
+            plan.stuck
+                .iter()
+                .map(|v| (v, "stuck in `attaching` for over 90 s")),
+        )
+    {
+        detach(settings, snapshot, &instance_id, volume, why, report).await?;
+    }
+    for volume in &plan.doubled {
+        report.warn(format!(
+            "volume `{}` holds etcd {} that another volume mounted on this node holds too; both \
+             are mounted, so neither is detached: unmount `{}` and run again to release it",
+            volume.id,
+            memberships(volume),
+            volume_mountpoint(&volume.id).display()
+        ));
+    }
     let mut held = plan.held_keys.clone();
     let mut waiting: Vec<String> = plan
         .kept
@@ -76,10 +113,57 @@ pub async fn run(
     if plan.kept.is_empty() && held.is_empty() {
         tracing::info!("no etcd volume for this node: none attached here and none free to claim");
     }
+    let mut stuck: Vec<String> = plan.stuck.iter().map(|v| v.id.clone()).collect();
     if !settings.dry_run && !waiting.is_empty() {
         let volumes = snapshot.clients().await?.volumes;
-        wait_attached(&*volumes, &instance_id, &waiting, &settings.waits).await?;
+        let stuck_now = wait_attached(
+            &*volumes,
+            &instance_id,
+            &waiting,
+            requested,
+            &settings.waits,
+        )
+        .await?;
+        for id in &stuck_now {
+            if let Some(volume) = here.iter().find(|v| &v.id == id) {
+                let why = "stuck in `attaching` for over 90 s";
+                detach(settings, snapshot, &instance_id, volume, why, report).await?;
+            }
+        }
+        stuck.extend(stuck_now);
     }
+    if !stuck.is_empty() {
+        return Err(NotReady(format!(
+            "the attachment of `{}` stayed in `attaching` for over 90 s; it was detached so the \
+             next run can attach it again; retry later",
+            stuck.join("`, `")
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// Detaches `volume` from this instance (or, with dry run, says it would).
+async fn detach(
+    settings: &Settings,
+    snapshot: &mut Snapshot<'_>,
+    instance_id: &str,
+    volume: &EtcdVolume,
+    why: &str,
+    report: &mut Report,
+) -> Result<()> {
+    let volumes = snapshot.clients().await?.volumes;
+    volumes
+        .detach_volume(&volume.id, instance_id, settings.dry_run)
+        .await?;
+    tracing::info!("detaching `{}`: {why}", volume.id);
+    report.push(Change {
+        kind: ChangeKind::Volume,
+        target: volume.id.clone(),
+        action: Action::Detach,
+        detail: format!("{why} (etcd {})", memberships(volume)),
+    });
+    snapshot.record_detachment(&volume.id);
     Ok(())
 }
 

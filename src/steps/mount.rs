@@ -134,6 +134,8 @@ async fn mount_device(
     if let Some(why) = refusal_from_mounts(&state, &text) {
         bail!("{why}");
     }
+    // Where the host will see the mount: decided (or refused) before anything is written.
+    let place = blockdev::mount_place(root, mountpoint)?;
     let (signature, backups, zeros) = blockdev::read_witnesses(&device.path, settings.blank_check)?;
     let facts = DeviceFacts {
         cloud: volume.cloud.clone(),
@@ -187,7 +189,7 @@ async fn mount_device(
         },
         DeviceDecision::Refuse(_) => unreachable!("refusals returned above"),
     }
-    blockdev::mount_ext4(device, mountpoint)?;
+    blockdev::mount_ext4(root, &place, device, mountpoint)?;
     report.push(mount_change(
         Action::Mount,
         &text,

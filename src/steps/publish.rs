@@ -8,7 +8,7 @@ use crate::apply::route53::{publish, PublishOptions};
 use crate::names::check_dns_name;
 use crate::paths::HOSTS_FILE;
 use crate::plan::hosts::plan_hosts;
-use crate::plan::records::desired_records;
+use crate::plan::records::{desired_records, worker_records};
 use crate::report::Report;
 use crate::settings::{DnsProvider, Settings};
 use crate::snapshot::Snapshot;
@@ -31,16 +31,22 @@ pub async fn run(
         }
         _ => {}
     }
-    warn_skipped(snapshot, report).await?;
-    let volumes = snapshot.discovery().await?.volumes.clone();
     let masters = snapshot.masters().await?;
-    let desired = desired_records(
-        &cluster.name,
-        &cluster.internal_suffix,
-        &cluster.public_name,
-        &volumes,
-        &masters,
-    );
+    let desired = if settings.master {
+        warn_skipped(snapshot, report).await?;
+        let volumes = snapshot.discovery().await?.volumes.clone();
+        desired_records(
+            &cluster.name,
+            &cluster.internal_suffix,
+            &cluster.public_name,
+            &volumes,
+            &masters,
+        )
+    } else {
+        // A worker needs the masters' addresses only, and may not list volumes (kOps' node
+        // role has `DescribeInstances` alone).
+        worker_records(&cluster.name, &masters)
+    };
     // Names from tags and the spec are untrusted: each must be a DNS name before it is written.
     for record in &desired {
         check_dns_name(&record.name).map_err(|why| anyhow!("refusing to publish: {why}"))?;

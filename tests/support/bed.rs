@@ -36,6 +36,8 @@ pub struct Bed {
     pub volumes: Vec<String>,
     pub disks: Vec<LoopDevice>,
     pub zone_id: Option<String>,
+    /// Whether an HA master passes `--zone example.com` (else the spec's `dnsZone` decides).
+    pub zone_flag: bool,
 }
 
 impl Bed {
@@ -51,6 +53,7 @@ impl Bed {
                 volumes: Vec::new(),
                 disks: Vec::new(),
                 zone_id: None,
+                zone_flag: true,
             };
         }
         let moto = Moto::start();
@@ -117,6 +120,7 @@ impl Bed {
             volumes,
             disks,
             zone_id,
+            zone_flag: true,
         }
     }
 
@@ -177,7 +181,10 @@ impl Bed {
             protokube = protokube.arg_path("--root", self.root.path());
         }
         protokube = match self.kind {
-            NodeKind::HaMaster => protokube.args(["--master", "--zone", "example.com"]),
+            NodeKind::HaMaster if self.zone_flag && !given("--zone") => {
+                protokube.args(["--master", "--zone", "example.com"])
+            }
+            NodeKind::HaMaster => protokube.args(["--master"]),
             NodeKind::GossipMaster => protokube.args(["--master"]),
             NodeKind::GossipWorker | NodeKind::Route53Worker => protokube,
         };

@@ -84,6 +84,9 @@ impl VolumeApi for Absent {
     async fn tag_volume(&self, _: &str, _: &str, _: &str) -> Result<()> {
         bail!("no volume API in this test")
     }
+    async fn detach_volume(&self, _: &str, _: &str, _: bool) -> Result<()> {
+        bail!("no volume API in this test")
+    }
 }
 
 #[async_trait]
@@ -99,9 +102,6 @@ impl InstanceApi for Absent {
 #[async_trait]
 impl DnsApi for Absent {
     async fn zone_by_id(&self, _: &str) -> Result<Option<HostedZone>> {
-        bail!("no DNS API in this test")
-    }
-    async fn zones_named(&self, _: &str) -> Result<Vec<HostedZone>> {
         bail!("no DNS API in this test")
     }
     async fn all_zones(&self) -> Result<Vec<HostedZone>> {

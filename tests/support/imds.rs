@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 const TOKEN: &str = "in-test-imds-token";
 
 pub struct ImdsServer {
-    port: u16,
+    address: std::net::SocketAddr,
     stop: Arc<AtomicBool>,
     requests: Arc<Mutex<Vec<String>>>,
     thread: Option<JoinHandle<()>>,
@@ -20,30 +20,36 @@ pub struct ImdsServer {
 impl ImdsServer {
     /// Serves `items`: paths under `/latest/meta-data/` → values; other paths answer 404.
     pub fn start(items: &[(&str, &str)]) -> Self {
+        Self::serve_on(TcpListener::bind("127.0.0.1:0").unwrap(), items)
+    }
+
+    /// Serves `items` on `listener` (which may belong to another network namespace).
+    pub fn serve_on(listener: TcpListener, items: &[(&str, &str)]) -> Self {
         let items: BTreeMap<String, String> = items
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
+        let address = listener.local_addr().unwrap();
+        listener.set_nonblocking(true).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let thread = {
             let stop = stop.clone();
             let requests = requests.clone();
             std::thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    if let Ok(stream) = stream {
-                        let _ = serve(stream, &items, &requests);
+                while !stop.load(Ordering::SeqCst) {
+                    match listener.accept() {
+                        Ok((stream, _)) => {
+                            let _ = stream.set_nonblocking(false);
+                            let _ = serve(stream, &items, &requests);
+                        }
+                        Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
                     }
                 }
             })
         };
         Self {
-            port,
+            address,
             stop,
             requests,
             thread: Some(thread),
@@ -61,7 +67,7 @@ impl ImdsServer {
     }
 
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}/", self.port)
+        format!("http://{}/", self.address)
     }
 
     /// `METHOD path` of every request served so far.
@@ -73,7 +79,6 @@ impl ImdsServer {
 impl Drop for ImdsServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }

@@ -8,6 +8,7 @@ pub mod bed;
 pub mod block;
 pub mod double;
 pub mod etcd;
+pub mod iam;
 pub mod imds;
 pub mod moto;
 pub mod node;
@@ -128,9 +129,23 @@ impl Protokube {
         self
     }
 
+    /// Runs with these temporary credentials instead of the emulator's test keys.
+    pub fn credentials(mut self, credentials: &iam::Credentials) -> Self {
+        self.command
+            .env("AWS_ACCESS_KEY_ID", &credentials.key)
+            .env("AWS_SECRET_ACCESS_KEY", &credentials.secret)
+            .env("AWS_SESSION_TOKEN", &credentials.token);
+        self
+    }
+
     pub fn imds(mut self, imds: &ImdsServer) -> Self {
         self.command
             .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.endpoint());
+        self
+    }
+
+    pub fn env_remove(mut self, key: &str) -> Self {
+        self.command.env_remove(key);
         self
     }
 

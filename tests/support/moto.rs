@@ -14,7 +14,7 @@ pub struct Moto {
     port: u16,
 }
 
-fn python() -> PathBuf {
+pub fn python() -> PathBuf {
     if let Some(server) = std::env::var_os("PROTOKUBE_MOTO_SERVER") {
         // .../.venv/bin/moto_server -> .../.venv/bin/python
         return Path::new(&server).with_file_name("python");
@@ -62,7 +62,7 @@ impl Moto {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         write!(
             stream,
-            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         )
         .unwrap();
@@ -90,6 +90,29 @@ impl Moto {
             .iter()
             .filter(|o| o.starts_with(method) && o.ends_with("/rrset"))
             .count()
+    }
+
+    /// Turns IAM enforcement on or off: moto's own for EC2 (`/moto-api/reset-auth`: it starts
+    /// with the next request) and the layer's for what moto cannot judge (see
+    /// `scripts/moto_server.py`). Seed first, then turn it on.
+    pub fn enforce_iam(&self, on: bool) {
+        let count = if on { "0" } else { "inf" };
+        self.http_with_body("POST", "/moto-api/reset-auth", count);
+        self.http_with_body(
+            "POST",
+            "/_protokube/iam",
+            &serde_json::json!({ "enforce": on }).to_string(),
+        );
+    }
+
+    /// The operations IAM refused since the last reset.
+    pub fn denied(&self) -> Vec<String> {
+        let body = self.http("GET", "/_protokube/requests");
+        let list: Vec<serde_json::Value> = serde_json::from_str(&body).unwrap();
+        list.iter()
+            .filter(|r| r["denied"] == true)
+            .map(|r| r["operation"].as_str().unwrap_or_default().to_owned())
+            .collect()
     }
 
     /// Replaces the fault rules (see `scripts/moto_server.py`).

@@ -68,7 +68,11 @@ impl Node {
             .imds(&self.imds)
             .args(["mount", "--master", "--cluster-id", cluster, "-o", "json"])
             .arg_path("--root", self.root.path())
-            .args(["--timeout", "20s"])
+            .args(if extra.contains(&"--timeout") {
+                &[][..]
+            } else {
+                &["--timeout", "20s"][..]
+            })
             .args(extra)
             .run()
     }

@@ -6,7 +6,7 @@ use aws_config::SdkConfig;
 use aws_sdk_ec2::error::ProvideErrorMetadata;
 use aws_sdk_ec2::types::Filter;
 
-use super::{required, sdk_error};
+use super::{aws_error, required};
 use crate::cloud::{
     tags, AttachOutcome, CloudVolume, InstanceApi, InstanceInfo, VolumeApi, VolumeAttachment,
     VolumeQuery,
@@ -27,6 +27,27 @@ impl Ec2 {
             client: aws_sdk_ec2::Client::new(config),
         }
     }
+
+    /// One instance, with `DescribeInstances` (the call every kOps role may make).
+    async fn instance(&self, instance_id: &str) -> Result<aws_sdk_ec2::types::Instance> {
+        let output = self
+            .client
+            .describe_instances()
+            .instance_ids(instance_id)
+            .send()
+            .await
+            .map_err(|e| aws_error(e, "ec2:DescribeInstances"))
+            .context("ec2:DescribeInstances")?;
+        output
+            .reservations()
+            .iter()
+            .flat_map(|r| r.instances())
+            .find(|i| i.instance_id() == Some(instance_id))
+            .cloned()
+            .ok_or_else(|| {
+                anyhow::anyhow!("the ec2:DescribeInstances answer has no instance `{instance_id}`")
+            })
+    }
 }
 
 fn filter(name: impl Into<String>, value: impl Into<String>) -> Filter {
@@ -45,6 +66,9 @@ fn volume_from_sdk(volume: &aws_sdk_ec2::types::Volume) -> Result<CloudVolume> {
                 instance_id: required(a.instance_id(), "InstanceId", &answer)?.to_owned(),
                 device: required(a.device(), "Device", &answer)?.to_owned(),
                 state: required(a.state(), "State", &answer)?.as_str().to_owned(),
+                attach_time: a
+                    .attach_time()
+                    .and_then(|t| std::time::SystemTime::try_from(*t).ok()),
             })
         })
         .collect::<Result<Vec<_>>>()?;
@@ -94,7 +118,9 @@ impl VolumeApi for Ec2 {
         let mut pages = request.into_paginator().send();
         let mut volumes = Vec::new();
         while let Some(page) = pages.next().await {
-            let page = page.map_err(sdk_error).with_context(context)?;
+            let page = page
+                .map_err(|e| aws_error(e, "ec2:DescribeVolumes"))
+                .with_context(context)?;
             for volume in page.volumes() {
                 volumes.push(volume_from_sdk(volume).with_context(context)?);
             }
@@ -115,7 +141,7 @@ impl VolumeApi for Ec2 {
             .set_volume_ids(Some(volume_ids.to_vec()))
             .send()
             .await
-            .map_err(sdk_error)
+            .map_err(|e| aws_error(e, "ec2:DescribeVolumes"))
             .with_context(context)?;
         output
             .volumes()
@@ -156,7 +182,7 @@ impl VolumeApi for Ec2 {
                 AttachOutcome::DeviceNameTaken(format!("{code}: {message}"))
             }
             _ => {
-                return Err(sdk_error(err)).with_context(|| {
+                return Err(aws_error(err, "ec2:AttachVolume")).with_context(|| {
                     format!(
                         "attaching `{volume_id}` to `{instance_id}` as `{device}` \
                          (ec2:AttachVolume)"
@@ -167,21 +193,13 @@ impl VolumeApi for Ec2 {
     }
 
     async fn instance_device_names(&self, instance_id: &str) -> Result<Vec<String>> {
-        let output = self
-            .client
-            .describe_instances()
-            .instance_ids(instance_id)
-            .send()
+        let instance = self
+            .instance(instance_id)
             .await
-            .map_err(sdk_error)
-            .with_context(|| {
-                format!("reading the block devices of `{instance_id}` (ec2:DescribeInstances)")
-            })?;
-        Ok(output
-            .reservations()
+            .with_context(|| format!("reading the block devices of `{instance_id}`"))?;
+        Ok(instance
+            .block_device_mappings()
             .iter()
-            .flat_map(|r| r.instances())
-            .flat_map(|i| i.block_device_mappings())
             .filter_map(|m| m.device_name().map(str::to_owned))
             .collect())
     }
@@ -198,29 +216,40 @@ impl VolumeApi for Ec2 {
             )
             .send()
             .await
-            .map_err(sdk_error)
+            .map_err(|e| aws_error(e, "ec2:CreateTags"))
             .with_context(|| {
                 format!("tagging `{volume_id}` with `{key}={value}` (ec2:CreateTags)")
             })?;
         Ok(())
+    }
+
+    async fn detach_volume(&self, volume_id: &str, instance_id: &str, dry_run: bool) -> Result<()> {
+        let result = self
+            .client
+            .detach_volume()
+            .volume_id(volume_id)
+            .instance_id(instance_id)
+            .dry_run(dry_run)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(err) if err.code() == Some("DryRunOperation") => Ok(()),
+            Err(err) => Err(aws_error(err, "ec2:DetachVolume")).with_context(|| {
+                format!("detaching `{volume_id}` from `{instance_id}` (ec2:DetachVolume)")
+            }),
+        }
     }
 }
 
 #[async_trait]
 impl InstanceApi for Ec2 {
     async fn instance_tag(&self, instance_id: &str, key: &str) -> Result<Option<String>> {
-        let output = self
-            .client
-            .describe_tags()
-            .filters(filter("resource-id", instance_id))
-            .filters(filter("key", key))
-            .send()
+        let instance = self
+            .instance(instance_id)
             .await
-            .map_err(sdk_error)
-            .with_context(|| {
-                format!("reading tag `{key}` of instance `{instance_id}` (ec2:DescribeTags)")
-            })?;
-        Ok(output
+            .with_context(|| format!("reading tag `{key}` of instance `{instance_id}`"))?;
+        Ok(instance
             .tags()
             .iter()
             .find(|t| t.key() == Some(key))
@@ -247,7 +276,9 @@ impl InstanceApi for Ec2 {
             .send();
         let mut masters = Vec::new();
         while let Some(page) = pages.next().await {
-            let page = page.map_err(sdk_error).with_context(context)?;
+            let page = page
+                .map_err(|e| aws_error(e, "ec2:DescribeInstances"))
+                .with_context(context)?;
             for instance in page.reservations().iter().flat_map(|r| r.instances()) {
                 let id = required(
                     instance.instance_id(),

@@ -10,7 +10,8 @@ use super::cause_chain;
 use crate::cloud::InstanceMetadata;
 
 /// IMDSv2 with short timeouts and one retry, so that a node without a metadata service fails
-/// within a few seconds. Honours `AWS_EC2_METADATA_SERVICE_ENDPOINT`.
+/// within a few seconds. Honours `AWS_EC2_METADATA_SERVICE_ENDPOINT` and
+/// `AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE=IPv6` (`http://[fd00:ec2::254]`).
 #[derive(Clone, Debug)]
 pub struct Imds {
     client: aws_config::imds::Client,
@@ -44,6 +45,19 @@ impl InstanceMetadata for Imds {
                 if response.response().status().as_u16() == 404 =>
             {
                 Ok(None)
+            }
+            Err(err @ ImdsError::FailedToLoadToken(_)) => {
+                let chain = cause_chain(&err);
+                if chain.contains("timed out") || chain.contains("timeout") {
+                    Err(anyhow!(
+                        "the IMDSv2 token request (PUT /latest/api/token) got no answer: {chain}; \
+                         from a container without host networking the answer is dropped by the \
+                         metadata hop limit of 1 that kOps sets in its launch templates: run with \
+                         host networking or raise the hop limit to 2"
+                    ))
+                } else {
+                    Err(anyhow!("{chain}"))
+                }
             }
             Err(err) => Err(anyhow!("{}", cause_chain(&err))),
         }

@@ -13,22 +13,29 @@ use async_trait::async_trait;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_sdk_ec2::config::http::HttpResponse;
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 
-use super::{Cloud, CloudClients, InstanceMetadata};
+use super::{AccessDenied, Cloud, CloudClients, InstanceMetadata};
+use crate::error::NotReady;
 
 /// Attempts per AWS call (the first try included); throttling and 5xx are retried with backoff.
 const MAX_ATTEMPTS: u32 = 6;
 
 /// AWS: IMDSv2 for the metadata, EC2 and Route53 clients sharing one SDK configuration.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct AwsCloud {
     imds: imds::Imds,
+    /// Every operation, retries included, ends within this (`--timeout`).
+    operation_timeout: Duration,
 }
 
 impl AwsCloud {
-    pub fn new() -> Self {
-        Self::default()
+    pub fn new(operation_timeout: Duration) -> Self {
+        Self {
+            imds: imds::Imds::new(),
+            operation_timeout,
+        }
     }
 }
 
@@ -39,7 +46,7 @@ impl Cloud for AwsCloud {
     }
 
     async fn connect(&self, region: &str) -> Result<CloudClients> {
-        let config = load_sdk_config(region).await;
+        let config = load_sdk_config(region, self.operation_timeout).await;
         let ec2 = Arc::new(ec2::Ec2::new(&config));
         Ok(CloudClients {
             volumes: ec2.clone(),
@@ -50,10 +57,11 @@ impl Cloud for AwsCloud {
 }
 
 /// Loads the one SDK configuration every AWS client of a run shares: region from the node's
-/// identity, standard retries, bounded timeouts, no stalled-stream ticking. Endpoint and
-/// credentials come from the SDK's standard chain, so `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`,
-/// profiles and instance roles work.
-pub async fn load_sdk_config(region: &str) -> SdkConfig {
+/// identity, standard retries, bounded timeouts (each attempt 30 s, each operation with its
+/// retries `operation_timeout`), no stalled-stream ticking. Endpoint and credentials come from
+/// the SDK's standard chain, so `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, profiles and instance
+/// roles work.
+pub async fn load_sdk_config(region: &str, operation_timeout: Duration) -> SdkConfig {
     aws_config::defaults(BehaviorVersion::latest())
         .region(Region::new(region.to_owned()))
         .retry_config(
@@ -65,7 +73,8 @@ pub async fn load_sdk_config(region: &str) -> SdkConfig {
         .timeout_config(
             TimeoutConfig::builder()
                 .connect_timeout(Duration::from_secs(5))
-                .operation_attempt_timeout(Duration::from_secs(30))
+                .operation_attempt_timeout(Duration::from_secs(30).min(operation_timeout))
+                .operation_timeout(operation_timeout)
                 .build(),
         )
         // Stalled-stream protection watches streaming bodies (large downloads) with a 25 ms
@@ -78,16 +87,87 @@ pub async fn load_sdk_config(region: &str) -> SdkConfig {
         .await
 }
 
-/// Turns an SDK error into one readable line: the service's error code and message when the
-/// service answered, else the chain of causes (connection refused, timeout, …).
-pub(crate) fn sdk_error<E, R>(err: SdkError<E, R>) -> anyhow::Error
+/// Error codes AWS gives a caller that lacks a permission.
+const ACCESS_DENIED: [&str; 5] = [
+    "AccessDenied",
+    "AccessDeniedException",
+    "UnauthorizedOperation",
+    "UnauthorizedAccess",
+    "AuthFailure",
+];
+/// Error codes of throttling and of a service that is busy or down: retried by the SDK; when
+/// they outlast its attempts the run is "not ready", not failed.
+const RETRY_LATER: [&str; 13] = [
+    "Throttling",
+    "ThrottlingException",
+    "ThrottledException",
+    "RequestLimitExceeded",
+    "RequestThrottled",
+    "RequestThrottledException",
+    "TooManyRequestsException",
+    "PriorRequestNotComplete",
+    "SlowDown",
+    "ServiceUnavailable",
+    "Unavailable",
+    "InternalError",
+    "InternalFailure",
+];
+
+/// An AWS error as protokube reports it: a missing permission names the permission (real EC2
+/// often says only `UnauthorizedOperation` with an encoded message); throttling, a busy service
+/// or no answer past the SDK's retries and `--timeout` is [`NotReady`] (exit 75); anything else
+/// is the service's code and message, or the chain of causes (connection refused, …).
+pub(crate) fn aws_error<E>(err: SdkError<E, HttpResponse>, permission: &str) -> anyhow::Error
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug + Send + Sync + 'static,
 {
     if let Some(code) = err.code() {
         let message = err.message().unwrap_or("no message");
+        if ACCESS_DENIED.contains(&code) {
+            return AccessDenied {
+                permission: permission.to_owned(),
+                detail: format!("{code}: {message}"),
+            }
+            .into();
+        }
+        if RETRY_LATER.contains(&code) {
+            return NotReady(format!(
+                "AWS kept answering `{permission}` with {code} through {MAX_ATTEMPTS} attempts \
+                 ({message}); retry later"
+            ))
+            .into();
+        }
         return anyhow!("{code}: {message}");
+    }
+    if let SdkError::TimeoutError(_) = err {
+        return NotReady(format!(
+            "AWS did not answer `{permission}` within --timeout, retries included; retry later"
+        ))
+        .into();
+    }
+    if let SdkError::ServiceError(service) = &err {
+        let status = service.raw().status();
+        if status.is_server_error() {
+            return NotReady(format!(
+                "AWS answered `{permission}` with HTTP {} through {MAX_ATTEMPTS} attempts; retry \
+                 later",
+                status.as_u16()
+            ))
+            .into();
+        }
+        return anyhow!(
+            "AWS answered `{permission}` with HTTP {} and no error code",
+            status.as_u16()
+        );
+    }
+    if let SdkError::ResponseError(response) = &err {
+        if response.raw().status().is_server_error() {
+            return NotReady(format!(
+                "AWS answered `{permission}` with a server error through {MAX_ATTEMPTS} \
+                 attempts; retry later"
+            ))
+            .into();
+        }
     }
     anyhow!("{}", cause_chain(&err))
 }

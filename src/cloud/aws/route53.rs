@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_sdk_route53::error::ProvideErrorMetadata;
 
-use super::{required, sdk_error};
+use super::{aws_error, required};
 use crate::cloud::{ChangeResult, DnsApi, HostedZone, RecordAction, RecordChange, RecordSet};
 use crate::names::{is_within, normalize_dns_name};
 
@@ -46,29 +46,9 @@ impl DnsApi for Route53 {
                 "route53:GetHostedZone",
             )?))),
             Err(err) if err.code() == Some("NoSuchHostedZone") => Ok(None),
-            Err(err) => Err(sdk_error(err))
+            Err(err) => Err(aws_error(err, "route53:GetHostedZone"))
                 .with_context(|| format!("reading hosted zone `{id}` (route53:GetHostedZone)")),
         }
-    }
-
-    async fn zones_named(&self, name: &str) -> Result<Vec<HostedZone>> {
-        let output = self
-            .client
-            .list_hosted_zones_by_name()
-            .dns_name(name)
-            .max_items(10)
-            .send()
-            .await
-            .map_err(sdk_error)
-            .with_context(|| {
-                format!("finding hosted zone `{name}` (route53:ListHostedZonesByName)")
-            })?;
-        Ok(output
-            .hosted_zones()
-            .iter()
-            .map(zone_from_sdk)
-            .filter(|z| z.name == normalize_dns_name(name))
-            .collect())
     }
 
     async fn all_zones(&self) -> Result<Vec<HostedZone>> {
@@ -81,7 +61,7 @@ impl DnsApi for Route53 {
                 .set_marker(marker.clone())
                 .send()
                 .await
-                .map_err(sdk_error)
+                .map_err(|e| aws_error(e, "route53:ListHostedZones"))
                 .context("listing hosted zones (route53:ListHostedZones)")?;
             zones.extend(output.hosted_zones().iter().map(zone_from_sdk));
             match output.next_marker() {
@@ -107,12 +87,16 @@ impl DnsApi for Route53 {
                     .start_record_type(record_type.clone()),
                 None => request.start_record_name(apex),
             };
-            let output = request.send().await.map_err(sdk_error).with_context(|| {
-                format!(
-                    "reading the records under `{apex}` in zone `{zone_id}` \
+            let output = request
+                .send()
+                .await
+                .map_err(|e| aws_error(e, "route53:ListResourceRecordSets"))
+                .with_context(|| {
+                    format!(
+                        "reading the records under `{apex}` in zone `{zone_id}` \
                      (route53:ListResourceRecordSets)"
-                )
-            })?;
+                    )
+                })?;
             for set in output.resource_record_sets() {
                 let name = normalize_dns_name(set.name());
                 if !is_within(&name, apex) {
@@ -202,7 +186,9 @@ impl DnsApi for Route53 {
                     err.message().unwrap_or_default().to_owned(),
                 ))
             }
-            Err(err) => Err(sdk_error(err)).with_context(context),
+            Err(err) => {
+                Err(aws_error(err, "route53:ChangeResourceRecordSets")).with_context(context)
+            }
         }
     }
 
@@ -213,7 +199,7 @@ impl DnsApi for Route53 {
             .id(change_id)
             .send()
             .await
-            .map_err(sdk_error)
+            .map_err(|e| aws_error(e, "route53:GetChange"))
             .with_context(|| format!("reading change `{change_id}` (route53:GetChange)"))?;
         let info = required(output.change_info(), "ChangeInfo", "route53:GetChange")?;
         Ok(info.status() == &aws_sdk_route53::types::ChangeStatus::Insync)

@@ -1,0 +1,198 @@
+//! EC2 as it fails for real (DESIGN §3), injected by the test layer in front of the emulator
+//! (`scripts/moto_server.py`), with real loop devices: an AttachVolume that succeeded but whose
+//! answer was lost (the SDK's retry gets `VolumeInUse`), an attachment stuck in `attaching`, a
+//! stale read showing the previous owner's `detaching` attachment, a second volume of one etcd
+//! key attached here, throttling past the SDK's retries, a slow service, and listings whose
+//! pages are empty before the last.
+
+mod support;
+
+use serde_json::json;
+use support::block::LoopDevice;
+use support::node::{Node, REGION};
+use support::seed;
+
+const CLUSTER: &str = "c.example.com";
+
+/// Two volumes of etcd cluster `main` in this zone (members a and b), each on a loop device.
+fn two_mains(node: &Node) -> (Vec<String>, Vec<LoopDevice>) {
+    let disks = vec![LoopDevice::blank(32), LoopDevice::blank(32)];
+    let volumes: Vec<String> = ["a", "b"]
+        .iter()
+        .map(|m| node.etcd_volume(CLUSTER, &[("main", &format!("{m}/a,b"))]))
+        .collect();
+    for (volume, disk) in volumes.iter().zip(&disks) {
+        node.root.link_by_id(volume, &disk.path);
+    }
+    (volumes, disks)
+}
+
+fn attached_here(node: &Node, volumes: &[String]) -> Vec<String> {
+    volumes
+        .iter()
+        .filter(|v| {
+            node.attachments(v)
+                .iter()
+                .any(|(i, _)| *i == node.instance_id)
+        })
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn an_attach_whose_answer_was_lost_is_recognised_as_ours() {
+    let node = Node::start();
+    let (volumes, _disks) = two_mains(&node);
+    // The first AttachVolume succeeds, its answer is lost (503): the SDK retries, and EC2 says
+    // VolumeInUse — about our own attachment.
+    node.moto.set_faults(json!([{
+        "match": "AttachVolume", "after": true, "count": 1,
+        "status": 503, "code": "ServiceUnavailable"
+    }]));
+    let out = node.mount(CLUSTER, &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(
+        attached_here(&node, &volumes).len(),
+        1,
+        "one main volume only"
+    );
+    let attaches = node
+        .moto
+        .operations()
+        .iter()
+        .filter(|o| *o == "AttachVolume")
+        .count();
+    assert_eq!(attaches, 2, "the SDK retried the attach once");
+}
+
+#[test]
+fn an_attachment_stuck_attaching_is_detached_and_the_run_is_not_ready() {
+    let node = Node::start();
+    let disk = LoopDevice::blank(32);
+    let volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
+    node.root.link_by_id(&volume, &disk.path);
+    node.moto
+        .set_faults(json!([{"match": "DescribeVolumes", "stuck_attaching": volume}]));
+    let out = node.mount(CLUSTER, &[]);
+    assert_eq!(out.code, 75, "{out:#?}");
+    assert!(out.error_lines()[0].contains("attaching"), "{out:#?}");
+    let report = out.json();
+    let detached = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["action"] == "detach" && c["target"] == volume.as_str());
+    assert!(detached, "{report:#}");
+    assert!(
+        node.attachments(&volume).is_empty(),
+        "detached in the cloud"
+    );
+    assert!(disk.fs_type().is_none(), "never formatted");
+    // Once EC2 behaves, the next run attaches it again.
+    node.moto.set_faults(json!([]));
+    let out = node.mount(CLUSTER, &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+}
+
+#[test]
+fn a_stale_read_of_the_previous_owner_detaching_is_waited_out() {
+    let node = Node::start();
+    let disk = LoopDevice::blank(32);
+    let volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
+    node.root.link_by_id(&volume, &disk.path);
+    node.moto.set_faults(json!([{
+        "match": "DescribeVolumes", "count": 1,
+        "detaching_shadow": {"volume": volume, "instance": "i-0123456789abcdef0"}
+    }]));
+    let out = node.mount(CLUSTER, &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(disk.fs_type().as_deref(), Some("ext4"));
+}
+
+#[test]
+fn a_second_volume_of_one_etcd_cluster_attached_here_is_detached() {
+    let node = Node::start();
+    let (volumes, disks) = two_mains(&node);
+    support::runtime().block_on(async {
+        let ec2 = node.moto.ec2(REGION).await;
+        seed::attach(&ec2, &volumes[0], &node.instance_id, "/dev/xvdu").await;
+        seed::attach(&ec2, &volumes[1], &node.instance_id, "/dev/xvdv").await;
+    });
+    // Neither is mounted: the one with the lowest id is kept.
+    let (kept, extra) = if volumes[0] < volumes[1] {
+        (0, 1)
+    } else {
+        (1, 0)
+    };
+    let out = node.mount(CLUSTER, &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(attached_here(&node, &volumes), [volumes[kept].clone()]);
+    let report = out.json();
+    assert!(report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["action"] == "detach" && c["target"] == volumes[extra].as_str()));
+    assert_eq!(disks[kept].mounted_at().len(), 1);
+    assert!(disks[extra].mounted_at().is_empty());
+}
+
+#[test]
+fn throttling_past_the_retries_or_a_slow_service_is_not_ready() {
+    let node = Node::start();
+    let _volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
+    node.moto.set_faults(json!([{
+        "match": "DescribeVolumes", "rate": 1.0, "status": 503, "code": "RequestLimitExceeded"
+    }]));
+    let out = node.mount(CLUSTER, &[]);
+    assert_eq!(out.code, 75, "{out:#?}");
+    let line = &out.error_lines()[0];
+    assert!(
+        line.contains("RequestLimitExceeded") && line.contains("ec2:DescribeVolumes"),
+        "{line}"
+    );
+    let tries = node
+        .moto
+        .operations()
+        .iter()
+        .filter(|o| *o == "DescribeVolumes")
+        .count();
+    assert_eq!(tries, 6, "the SDK's attempts, then 75");
+    // An answer slower than --timeout: 75 once the timeout has passed, not after every retry.
+    node.moto
+        .set_faults(json!([{"match": "DescribeVolumes", "delay": 30}]));
+    let out = node.mount(CLUSTER, &["--timeout", "2s"]);
+    assert_eq!(out.code, 75, "{out:#?}");
+    assert!(out.error_lines()[0].contains("--timeout"), "{out:#?}");
+}
+
+#[test]
+fn listings_follow_their_pages_through_empty_ones() {
+    let node = Node::start();
+    let volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
+    node.moto
+        .set_faults(json!([{"match": "DescribeVolumes", "empty_pages": 3}]));
+    let out = support::Protokube::new()
+        .moto(&node.moto)
+        .imds(&node.imds)
+        .args(["discover-volumes", "--cluster-id", CLUSTER, "-o", "json"])
+        .run();
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(out.json()["volumes"][0]["id"], volume.as_str());
+    let pages = node
+        .moto
+        .operations()
+        .iter()
+        .filter(|o| *o == "DescribeVolumes")
+        .count();
+    assert_eq!(pages, 4);
+
+    // The masters, on a worker: DescribeInstances through two empty pages.
+    let bed = support::bed::Bed::new(support::bed::NodeKind::GossipWorker);
+    bed.moto()
+        .set_faults(json!([{"match": "DescribeInstances", "empty_pages": 2}]));
+    let out = bed.run("publish-dns", &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let hosts = std::fs::read_to_string(bed.root.join("/etc/hosts")).unwrap();
+    assert!(hosts.contains("api.internal.minimal.k8s.local"), "{hosts}");
+}
