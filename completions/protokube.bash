@@ -31,6 +31,9 @@ _protokube() {
             protokube,render-manifests)
                 cmd="protokube__subcmd__render__subcmd__manifests"
                 ;;
+            protokube,reset)
+                cmd="protokube__subcmd__reset"
+                ;;
             protokube,sync)
                 cmd="protokube__subcmd__sync"
                 ;;
@@ -49,6 +52,9 @@ _protokube() {
             protokube__subcmd__help,render-manifests)
                 cmd="protokube__subcmd__help__subcmd__render__subcmd__manifests"
                 ;;
+            protokube__subcmd__help,reset)
+                cmd="protokube__subcmd__help__subcmd__reset"
+                ;;
             protokube__subcmd__help,sync)
                 cmd="protokube__subcmd__help__subcmd__sync"
                 ;;
@@ -59,7 +65,7 @@ _protokube() {
 
     case "${cmd}" in
         protokube)
-            opts="-o -v -q -h -V --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verbose --quiet --blank-check --no-progress --help --version discover-volumes mount render-manifests publish-dns sync help"
+            opts="-o -v -q -h -V --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verbose --quiet --blank-check --no-progress --adopt --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help --version discover-volumes mount render-manifests publish-dns sync reset help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -133,6 +139,126 @@ _protokube() {
                     COMPREPLY=($(compgen -W "sampled full" -- "${cur}"))
                     return 0
                     ;;
+                --etcd-image)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-election-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-heartbeat-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --peer-ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --peer-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --peer-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cloud)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --containerized)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bootstrap-master-node-labels)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --channels)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-protocol)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-secret)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-protocol-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-listen-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-secret-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns-update-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --remove-dns-names)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns-server)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --apply-taints)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --initialize-rbac)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --manage-etcd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-backup-image)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-backup-store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -141,7 +267,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__discover__subcmd__volumes)
-            opts="-o -v -q -h --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verbose --quiet --blank-check --no-progress --help"
+            opts="-o -v -q -h --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -215,6 +341,90 @@ _protokube() {
                     COMPREPLY=($(compgen -W "sampled full" -- "${cur}"))
                     return 0
                     ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cloud)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --containerized)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bootstrap-master-node-labels)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --channels)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-protocol)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-secret)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-protocol-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-listen-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-secret-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns-update-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --remove-dns-names)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns-server)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --apply-taints)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --initialize-rbac)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --manage-etcd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-backup-image)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-backup-store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -223,7 +433,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__help)
-            opts="discover-volumes mount render-manifests publish-dns sync help"
+            opts="discover-volumes mount render-manifests publish-dns sync reset help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -306,6 +516,20 @@ _protokube() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        protokube__subcmd__help__subcmd__reset)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         protokube__subcmd__help__subcmd__sync)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -321,7 +545,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__mount)
-            opts="-o -v -q -h --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verbose --quiet --blank-check --no-progress --help"
+            opts="-o -v -q -h --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -393,6 +617,90 @@ _protokube() {
                     ;;
                 --blank-check)
                     COMPREPLY=($(compgen -W "sampled full" -- "${cur}"))
+                    return 0
+                    ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cloud)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --containerized)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bootstrap-master-node-labels)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --channels)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-protocol)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-secret)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-protocol-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-listen-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-secret-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns-update-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --remove-dns-names)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns-server)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --apply-taints)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --initialize-rbac)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --manage-etcd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-backup-image)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-backup-store)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -403,7 +711,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__publish__subcmd__dns)
-            opts="-o -v -q -h --wait --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verbose --quiet --blank-check --no-progress --help"
+            opts="-o -v -q -h --wait --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -475,6 +783,90 @@ _protokube() {
                     ;;
                 --blank-check)
                     COMPREPLY=($(compgen -W "sampled full" -- "${cur}"))
+                    return 0
+                    ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cloud)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --containerized)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bootstrap-master-node-labels)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --channels)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-protocol)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-secret)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-protocol-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-listen-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-secret-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns-update-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --remove-dns-names)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns-server)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --apply-taints)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --initialize-rbac)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --manage-etcd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-backup-image)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-backup-store)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -485,7 +877,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__render__subcmd__manifests)
-            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verbose --quiet --blank-check --no-progress --help"
+            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -593,6 +985,256 @@ _protokube() {
                     ;;
                 --blank-check)
                     COMPREPLY=($(compgen -W "sampled full" -- "${cur}"))
+                    return 0
+                    ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cloud)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --containerized)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bootstrap-master-node-labels)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --channels)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-protocol)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-secret)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-protocol-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-listen-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-secret-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns-update-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --remove-dns-names)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns-server)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --apply-taints)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --initialize-rbac)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --manage-etcd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-backup-image)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-backup-store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        protokube__subcmd__reset)
+            opts="-o -v -q -h --detach --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --cluster-spec)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cluster-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --master)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --instance-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --availability-zone)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --region)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --internal-ip)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --external-ip)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns)
+                    COMPREPLY=($(compgen -W "route53 hosts none" -- "${cur}"))
+                    return 0
+                    ;;
+                --zone)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns-internal-suffix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --templates)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "text json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --blank-check)
+                    COMPREPLY=($(compgen -W "sampled full" -- "${cur}"))
+                    return 0
+                    ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cloud)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --containerized)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bootstrap-master-node-labels)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --channels)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-protocol)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-secret)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-protocol-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-listen-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-secret-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns-update-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --remove-dns-names)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns-server)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --apply-taints)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --initialize-rbac)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --manage-etcd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-backup-image)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-backup-store)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -603,7 +1245,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__sync)
-            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --wait --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verbose --quiet --blank-check --no-progress --help"
+            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --wait --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -711,6 +1353,90 @@ _protokube() {
                     ;;
                 --blank-check)
                     COMPREPLY=($(compgen -W "sampled full" -- "${cur}"))
+                    return 0
+                    ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cloud)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --containerized)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bootstrap-master-node-labels)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --channels)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-protocol)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-secret)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-protocol-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-listen-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-secret-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns-update-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --remove-dns-names)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns-server)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --apply-taints)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --initialize-rbac)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --manage-etcd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-backup-image)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-backup-store)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

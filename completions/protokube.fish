@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_protokube_global_optspecs
-    string join \n cluster-spec= cluster-id= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= v/verbose q/quiet blank-check= no-progress h/help V/version
+    string join \n cluster-spec= cluster-id= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= v/verbose q/quiet blank-check= no-progress adopt etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth v= cloud= gossip= containerized= bootstrap-master-node-labels= node-name= channels= gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= dns-update-interval= remove-dns-names= dns-server= apply-taints= initialize-rbac= manage-etcd= etcd-backup-image= etcd-backup-store= h/help V/version
 end
 
 function __fish_protokube_needs_command
@@ -32,8 +32,8 @@ complete -c protokube -n "__fish_protokube_needs_command" -l root -d 'Directory 
 complete -c protokube -n "__fish_protokube_needs_command" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l region -d 'AWS region [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_needs_command" -l internal-ip -d 'This instance\'s private IPv4 address [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_needs_command" -l external-ip -d 'This instance\'s public IPv4 address [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
 hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
 none\t'Publish nothing'"
@@ -46,11 +46,44 @@ yaml\t''"
 complete -c protokube -n "__fish_protokube_needs_command" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
+complete -c protokube -n "__fish_protokube_needs_command" -l etcd-image -d 'etcd image for every etcd pod [default: spec.etcdClusters[].image, else registry.k8s.io/etcd:<version>-0]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l etcd-election-timeout -d 'etcd election timeout in milliseconds [default: spec leaderElectionTimeout]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l etcd-heartbeat-interval -d 'etcd heartbeat interval in milliseconds [default: spec heartbeatInterval]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l tls-ca -d 'CA file for etcd clients (ETCD_TRUSTED_CA_FILE)' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l tls-cert -d 'Server certificate (ETCD_CERT_FILE); with --tls-key, etcd serves https' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l tls-key -d 'Server key (ETCD_KEY_FILE)' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l peer-ca -d 'CA file for peers (ETCD_PEER_TRUSTED_CA_FILE)' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l peer-cert -d 'Peer certificate (ETCD_PEER_CERT_FILE)' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l peer-key -d 'Peer key (ETCD_PEER_KEY_FILE)' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l cloud -d 'The cloud (only `aws`)' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_needs_command" -l containerized -r
+complete -c protokube -n "__fish_protokube_needs_command" -l bootstrap-master-node-labels -r
+complete -c protokube -n "__fish_protokube_needs_command" -l node-name -r
+complete -c protokube -n "__fish_protokube_needs_command" -l channels -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gossip-protocol -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gossip-listen -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gossip-secret -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gossip-protocol-secondary -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gossip-listen-secondary -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gossip-secret-secondary -r
+complete -c protokube -n "__fish_protokube_needs_command" -l dns-update-interval -r
+complete -c protokube -n "__fish_protokube_needs_command" -l remove-dns-names -r
+complete -c protokube -n "__fish_protokube_needs_command" -l dns-server -r
+complete -c protokube -n "__fish_protokube_needs_command" -l apply-taints -r
+complete -c protokube -n "__fish_protokube_needs_command" -l initialize-rbac -r
+complete -c protokube -n "__fish_protokube_needs_command" -l manage-etcd -r
+complete -c protokube -n "__fish_protokube_needs_command" -l etcd-backup-image -r
+complete -c protokube -n "__fish_protokube_needs_command" -l etcd-backup-store -r
 complete -c protokube -n "__fish_protokube_needs_command" -l dry-run -d 'Compute and report every change, make none'
 complete -c protokube -n "__fish_protokube_needs_command" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
 complete -c protokube -n "__fish_protokube_needs_command" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
 complete -c protokube -n "__fish_protokube_needs_command" -s q -l quiet -d 'Only errors on stderr'
 complete -c protokube -n "__fish_protokube_needs_command" -l no-progress -d 'No progress bars, even on a terminal'
+complete -c protokube -n "__fish_protokube_needs_command" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
+complete -c protokube -n "__fish_protokube_needs_command" -l tls-auth -d 'Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH)'
 complete -c protokube -n "__fish_protokube_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c protokube -n "__fish_protokube_needs_command" -s V -l version -d 'Print version'
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "discover-volumes" -d 'List this cluster\'s etcd volumes in this node\'s availability zone (read-only)'
@@ -58,6 +91,7 @@ complete -c protokube -n "__fish_protokube_needs_command" -f -a "mount" -d 'Clai
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "render-manifests" -d 'Write the static-pod manifests: etcd per mounted member and the control plane on masters, kube-proxy on every node'
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "publish-dns" -d 'Publish the names etcd peers, nodes and users need, to Route53 or /etc/hosts'
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "sync" -d 'Discover, mount, render and publish in one run (what boot scripts and timers call)'
+complete -c protokube -n "__fish_protokube_needs_command" -f -a "reset" -d 'Undo this node\'s part, for a master being retired or a node being repurposed'
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
@@ -67,8 +101,8 @@ complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l region -d 'AWS region [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l internal-ip -d 'This instance\'s private IPv4 address [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l external-ip -d 'This instance\'s public IPv4 address [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
 hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
 none\t'Publish nothing'"
@@ -81,11 +115,34 @@ yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cloud -d 'The cloud (only `aws`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l containerized -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l bootstrap-master-node-labels -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l node-name -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l channels -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-protocol -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-listen -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-secret -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-protocol-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-listen-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-secret-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dns-update-interval -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l remove-dns-names -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dns-server -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l apply-taints -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l initialize-rbac -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l manage-etcd -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l etcd-backup-image -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l etcd-backup-store -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dry-run -d 'Compute and report every change, make none'
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -s q -l quiet -d 'Only errors on stderr'
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l no-progress -d 'No progress bars, even on a terminal'
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
@@ -95,8 +152,8 @@ complete -c protokube -n "__fish_protokube_using_subcommand mount" -l root -d 'D
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l region -d 'AWS region [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l internal-ip -d 'This instance\'s private IPv4 address [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l external-ip -d 'This instance\'s public IPv4 address [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
 hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
 none\t'Publish nothing'"
@@ -109,11 +166,34 @@ yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cloud -d 'The cloud (only `aws`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l containerized -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l bootstrap-master-node-labels -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l node-name -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l channels -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-protocol -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-listen -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-secret -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-protocol-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-listen-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-secret-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dns-update-interval -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l remove-dns-names -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dns-server -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l apply-taints -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l initialize-rbac -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l manage-etcd -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l etcd-backup-image -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l etcd-backup-store -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dry-run -d 'Compute and report every change, make none'
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -s q -l quiet -d 'Only errors on stderr'
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l no-progress -d 'No progress bars, even on a terminal'
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l etcd-image -d 'etcd image for every etcd pod [default: spec.etcdClusters[].image, else registry.k8s.io/etcd:<version>-0]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l etcd-election-timeout -d 'etcd election timeout in milliseconds [default: spec leaderElectionTimeout]' -r
@@ -132,8 +212,8 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l region -d 'AWS region [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l internal-ip -d 'This instance\'s private IPv4 address [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l external-ip -d 'This instance\'s public IPv4 address [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
 hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
 none\t'Publish nothing'"
@@ -146,12 +226,35 @@ yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cloud -d 'The cloud (only `aws`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l containerized -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l bootstrap-master-node-labels -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l node-name -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l channels -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-protocol -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-listen -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-secret -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-protocol-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-listen-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-secret-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dns-update-interval -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l remove-dns-names -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dns-server -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l apply-taints -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l initialize-rbac -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l manage-etcd -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l etcd-backup-image -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l etcd-backup-store -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l tls-auth -d 'Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH)'
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dry-run -d 'Compute and report every change, make none'
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -s q -l quiet -d 'Only errors on stderr'
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l no-progress -d 'No progress bars, even on a terminal'
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
@@ -161,8 +264,8 @@ complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l root
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l region -d 'AWS region [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l internal-ip -d 'This instance\'s private IPv4 address [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l external-ip -d 'This instance\'s public IPv4 address [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
 hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
 none\t'Publish nothing'"
@@ -175,12 +278,35 @@ yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cloud -d 'The cloud (only `aws`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l containerized -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l bootstrap-master-node-labels -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l node-name -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l channels -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-protocol -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-listen -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-secret -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-protocol-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-listen-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-secret-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dns-update-interval -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l remove-dns-names -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dns-server -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l apply-taints -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l initialize-rbac -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l manage-etcd -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l etcd-backup-image -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l etcd-backup-store -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l wait -d 'Wait until Route53 reports the change INSYNC (bounded by --timeout)'
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dry-run -d 'Compute and report every change, make none'
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -s q -l quiet -d 'Only errors on stderr'
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l no-progress -d 'No progress bars, even on a terminal'
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l etcd-image -d 'etcd image for every etcd pod [default: spec.etcdClusters[].image, else registry.k8s.io/etcd:<version>-0]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l etcd-election-timeout -d 'etcd election timeout in milliseconds [default: spec leaderElectionTimeout]' -r
@@ -199,8 +325,8 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -l root -d 'Di
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l region -d 'AWS region [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l internal-ip -d 'This instance\'s private IPv4 address [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l external-ip -d 'This instance\'s public IPv4 address [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
 hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
 none\t'Publish nothing'"
@@ -213,6 +339,28 @@ yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cloud -d 'The cloud (only `aws`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l containerized -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l bootstrap-master-node-labels -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l node-name -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l channels -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-protocol -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-listen -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-secret -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-protocol-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-listen-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-secret-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dns-update-interval -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l remove-dns-names -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dns-server -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l apply-taints -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l initialize-rbac -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l manage-etcd -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l etcd-backup-image -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l etcd-backup-store -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l tls-auth -d 'Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH)'
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l wait -d 'Wait until Route53 reports the change INSYNC (bounded by --timeout)'
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dry-run -d 'Compute and report every change, make none'
@@ -220,10 +368,64 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -l detailed-ex
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -s q -l quiet -d 'Only errors on stderr'
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l no-progress -d 'No progress bars, even on a terminal'
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync help" -f -a "discover-volumes" -d 'List this cluster\'s etcd volumes in this node\'s availability zone (read-only)'
-complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync help" -f -a "mount" -d 'Claim, attach and mount this node\'s etcd volumes (control-plane nodes only)'
-complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync help" -f -a "render-manifests" -d 'Write the static-pod manifests: etcd per mounted member and the control plane on masters, kube-proxy on every node'
-complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync help" -f -a "publish-dns" -d 'Publish the names etcd peers, nodes and users need, to Route53 or /etc/hosts'
-complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync help" -f -a "sync" -d 'Discover, mount, render and publish in one run (what boot scripts and timers call)'
-complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l region -d 'AWS region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
+none\t'Publish nothing'"
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l zone -d 'Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix hosted zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
+json\t''
+yaml\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
+full\t'Every byte of the device'"
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cloud -d 'The cloud (only `aws`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l containerized -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l bootstrap-master-node-labels -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l node-name -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l channels -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-protocol -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-listen -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-secret -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-protocol-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-listen-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-secret-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l dns-update-interval -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l remove-dns-names -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l dns-server -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l apply-taints -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l initialize-rbac -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l manage-etcd -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l etcd-backup-image -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l etcd-backup-store -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l detach -d 'Also detach the etcd volumes from this instance (so another master can claim them)'
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l dry-run -d 'Compute and report every change, make none'
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -s q -l quiet -d 'Only errors on stderr'
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l no-progress -d 'No progress bars, even on a terminal'
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync reset help" -f -a "discover-volumes" -d 'List this cluster\'s etcd volumes in this node\'s availability zone (read-only)'
+complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync reset help" -f -a "mount" -d 'Claim, attach and mount this node\'s etcd volumes (control-plane nodes only)'
+complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync reset help" -f -a "render-manifests" -d 'Write the static-pod manifests: etcd per mounted member and the control plane on masters, kube-proxy on every node'
+complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync reset help" -f -a "publish-dns" -d 'Publish the names etcd peers, nodes and users need, to Route53 or /etc/hosts'
+complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync reset help" -f -a "sync" -d 'Discover, mount, render and publish in one run (what boot scripts and timers call)'
+complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync reset help" -f -a "reset" -d 'Undo this node\'s part, for a master being retired or a node being repurposed'
+complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync reset help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

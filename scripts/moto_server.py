@@ -8,6 +8,10 @@ Where moto is lenient, this layer answers as AWS does (always on):
   - AttachVolume of a volume that is attached already: VolumeInUse (moto attaches it again).
   - A Route53 change batch over 32 000 characters of record values, an UPSERT counting twice:
     InvalidChangeBatch (moto checks the 1 000 records only).
+  - Route53 CREATE of a record set identical to one that was created and then deleted: moto
+    answers "already exists" whenever any record sorts after it in the zone (it looks for the
+    name from that point on, not for the name itself); AWS creates it. The layer lets the
+    CREATE through when the name and type do not exist (`allow_recreate_after_delete`).
 
 Extra endpoints (not AWS):
   GET  /_protokube/requests         -> JSON list of {"service": ..., "operation": ...}, with
@@ -502,7 +506,43 @@ class RecordingApp:
         return operation, form, entry
 
 
+def allow_recreate_after_delete():
+    """moto's CREATE check (moto 5.x `change_resource_record_sets`) refuses a change that is
+    in the zone's journal whenever `get_record_sets(start_name=...)` finds any record from that
+    name on; AWS refuses only when that very name and type exist. Before moto's check, such a
+    journal entry is dropped when the record set does not exist any more."""
+    from moto.route53.models import Route53Backend
+
+    original = Route53Backend.change_resource_record_sets
+
+    def change_resource_record_sets(self, zoneid, change_list):
+        zone = self.get_hosted_zone(zoneid)
+        for value in change_list:
+            if value["Action"] != "CREATE" or value not in zone.rr_changes:
+                continue
+            name = value["ResourceRecordSet"]["Name"].strip(".")
+            kind = value["ResourceRecordSet"]["Type"]
+            exists = any(
+                r.name.strip(".") == name and r.type == kind for r in zone.rrsets
+            )
+            if not exists:
+                stale = [
+                    c
+                    for c in zone.rr_changes
+                    if c["ResourceRecordSet"]["Name"].strip(".") == name
+                    and c["ResourceRecordSet"]["Type"] == kind
+                    and c["Action"] == "CREATE"
+                    and c == value
+                ]
+                for change in stale:
+                    zone.rr_changes.remove(change)
+        return original(self, zoneid, change_list)
+
+    Route53Backend.change_resource_record_sets = change_resource_record_sets
+
+
 def main():
+    allow_recreate_after_delete()
     app = RecordingApp(DomainDispatcherApplication(create_backend_app))
     server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
     print("PORT %d" % server.server_port, flush=True)

@@ -1,12 +1,13 @@
 //! The command line: global flags (each with its `PROTOKUBE_*` variable) and the subcommands.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::builder::BoolishValueParser;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
+use crate::error::UsageError;
 use crate::plan::blank::BlankCheck;
 use crate::plan::manifests::etcd::EtcdOptions;
 use crate::report::OutputFormat;
@@ -18,6 +19,9 @@ use crate::settings::{DnsProvider, Flags};
 /// static-pod manifests and publishes the DNS names etcd peers, nodes and users need. Every command
 /// is one-shot and idempotent: a second run on a converged node changes nothing and says so.
 ///
+/// Without a subcommand, protokube runs as the old daemon did under kOps' nodeup
+/// (protokube.service): `sync` now and every minute until SIGTERM, accepting the old flags.
+///
 /// Exit codes: 0 done, 1 failed, 2 changed (with --detailed-exitcode), 64 usage error,
 /// 75 not ready yet (retry later).
 #[derive(Debug, Parser)]
@@ -27,11 +31,208 @@ pub struct Cli {
     pub global: GlobalArgs,
 
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub legacy: LegacyArgs,
+}
+
+/// The flags kOps' nodeup and older kOps versions give protokube in its unit
+/// (`--cloud=aws --containerized=false --node-name=… --v=4 …`). Those with no meaning here are
+/// accepted and named in one warning; the etcd ones apply when no subcommand is given.
+#[derive(Clone, Debug, Default, Args)]
+#[command(next_help_heading = "Without a subcommand (kOps' protokube.service)")]
+pub struct LegacyArgs {
+    #[command(flatten)]
+    pub etcd: EtcdArgs,
+
+    /// klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv.
+    #[arg(
+        long = "v",
+        value_name = "N",
+        global = true,
+        hide = true,
+        env = "PROTOKUBE_V"
+    )]
+    pub klog_verbosity: Option<u8>,
+
+    /// The cloud (only `aws`).
+    #[arg(
+        long,
+        value_name = "CLOUD",
+        global = true,
+        hide = true,
+        env = "PROTOKUBE_CLOUD"
+    )]
+    pub cloud: Option<String>,
+
+    /// Gossip DNS (the old flag): true means `--dns hosts`.
+    #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1,
+          require_equals = true, default_missing_value = "true",
+          value_parser = BoolishValueParser::new(), env = "PROTOKUBE_GOSSIP")]
+    pub gossip: Option<bool>,
+
+    #[command(flatten)]
+    pub ignored: IgnoredLegacyArgs,
+}
+
+/// Flags of the old daemon that mean nothing here: accepted, named once in a warning.
+#[derive(Clone, Debug, Default, Args)]
+pub struct IgnoredLegacyArgs {
+    #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", env = "PROTOKUBE_CONTAINERIZED")]
+    pub containerized: Option<String>,
+    #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", env = "PROTOKUBE_BOOTSTRAP_MASTER_NODE_LABELS")]
+    pub bootstrap_master_node_labels: Option<String>,
+    #[arg(
+        long,
+        value_name = "NAME",
+        global = true,
+        hide = true,
+        env = "PROTOKUBE_NODE_NAME"
+    )]
+    pub node_name: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        global = true,
+        hide = true,
+        env = "PROTOKUBE_CHANNELS"
+    )]
+    pub channels: Option<String>,
+    #[arg(
+        long,
+        value_name = "PROTOCOL",
+        global = true,
+        hide = true,
+        env = "PROTOKUBE_GOSSIP_PROTOCOL"
+    )]
+    pub gossip_protocol: Option<String>,
+    #[arg(
+        long,
+        value_name = "ADDRESS",
+        global = true,
+        hide = true,
+        env = "PROTOKUBE_GOSSIP_LISTEN"
+    )]
+    pub gossip_listen: Option<String>,
+    #[arg(
+        long,
+        value_name = "SECRET",
+        global = true,
+        hide = true,
+        env = "PROTOKUBE_GOSSIP_SECRET"
+    )]
+    pub gossip_secret: Option<String>,
+    #[arg(
+        long,
+        value_name = "PROTOCOL",
+        global = true,
+        hide = true,
+        env = "PROTOKUBE_GOSSIP_PROTOCOL_SECONDARY"
+    )]
+    pub gossip_protocol_secondary: Option<String>,
+    #[arg(
+        long,
+        value_name = "ADDRESS",
+        global = true,
+        hide = true,
+        env = "PROTOKUBE_GOSSIP_LISTEN_SECONDARY"
+    )]
+    pub gossip_listen_secondary: Option<String>,
+    #[arg(
+        long,
+        value_name = "SECRET",
+        global = true,
+        hide = true,
+        env = "PROTOKUBE_GOSSIP_SECRET_SECONDARY"
+    )]
+    pub gossip_secret_secondary: Option<String>,
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        global = true,
+        hide = true,
+        env = "PROTOKUBE_DNS_UPDATE_INTERVAL"
+    )]
+    pub dns_update_interval: Option<String>,
+    #[arg(
+        long,
+        value_name = "NAMES",
+        global = true,
+        hide = true,
+        env = "PROTOKUBE_REMOVE_DNS_NAMES"
+    )]
+    pub remove_dns_names: Option<String>,
+    #[arg(
+        long,
+        value_name = "SERVER",
+        global = true,
+        hide = true,
+        env = "PROTOKUBE_DNS_SERVER"
+    )]
+    pub dns_server: Option<String>,
+    #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", env = "PROTOKUBE_APPLY_TAINTS")]
+    pub apply_taints: Option<String>,
+    #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", env = "PROTOKUBE_INITIALIZE_RBAC")]
+    pub initialize_rbac: Option<String>,
+    #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", env = "PROTOKUBE_MANAGE_ETCD")]
+    pub manage_etcd: Option<String>,
+    #[arg(
+        long,
+        value_name = "IMAGE",
+        global = true,
+        hide = true,
+        env = "PROTOKUBE_ETCD_BACKUP_IMAGE"
+    )]
+    pub etcd_backup_image: Option<String>,
+    #[arg(
+        long,
+        value_name = "STORE",
+        global = true,
+        hide = true,
+        env = "PROTOKUBE_ETCD_BACKUP_STORE"
+    )]
+    pub etcd_backup_store: Option<String>,
+}
+
+impl IgnoredLegacyArgs {
+    /// The flags given, as typed (`--node-name`), in a fixed order.
+    pub fn given(&self) -> Vec<&'static str> {
+        [
+            ("--apply-taints", &self.apply_taints),
+            (
+                "--bootstrap-master-node-labels",
+                &self.bootstrap_master_node_labels,
+            ),
+            ("--channels", &self.channels),
+            ("--containerized", &self.containerized),
+            ("--dns-server", &self.dns_server),
+            ("--dns-update-interval", &self.dns_update_interval),
+            ("--etcd-backup-image", &self.etcd_backup_image),
+            ("--etcd-backup-store", &self.etcd_backup_store),
+            ("--gossip-listen", &self.gossip_listen),
+            ("--gossip-listen-secondary", &self.gossip_listen_secondary),
+            ("--gossip-protocol", &self.gossip_protocol),
+            (
+                "--gossip-protocol-secondary",
+                &self.gossip_protocol_secondary,
+            ),
+            ("--gossip-secret", &self.gossip_secret),
+            ("--gossip-secret-secondary", &self.gossip_secret_secondary),
+            ("--initialize-rbac", &self.initialize_rbac),
+            ("--manage-etcd", &self.manage_etcd),
+            ("--node-name", &self.node_name),
+            ("--remove-dns-names", &self.remove_dns_names),
+        ]
+        .into_iter()
+        .filter(|(_, value)| value.is_some())
+        .map(|(name, _)| name)
+        .collect()
+    }
 }
 
 /// The subcommands.
-#[derive(Debug, Subcommand)]
+#[derive(Clone, Debug, Subcommand)]
 pub enum Command {
     /// List this cluster's etcd volumes in this node's availability zone (read-only).
     ///
@@ -75,6 +276,26 @@ pub enum Command {
     /// and the cloud asked once per kind of fact: a converged run makes at most 4 AWS calls and
     /// writes nothing. Stops at the first failure (exit 75 when a step is not ready yet).
     Sync(SyncArgs),
+
+    /// Undo this node's part, for a master being retired or a node being repurposed.
+    ///
+    /// Removes the manifests protokube writes (etcd's links first, so kubelet stops etcd), waits
+    /// (bounded by --timeout) until no process uses the etcd volumes and unmounts them (exit 75,
+    /// leaving the node as it was, while one is still in use), detaches them with --detach, takes
+    /// this node's addresses out of the DNS names this cluster owns (a name left with none is
+    /// deleted with its TXT), removes the managed /etc/hosts block and the state file. Never
+    /// formats, never deletes a volume, never touches a name it does not own. `sync` afterwards
+    /// brings the node back.
+    Reset(ResetArgs),
+}
+
+/// Flags of `reset`.
+#[derive(Clone, Debug, Default, Args)]
+#[group(skip)]
+pub struct ResetArgs {
+    /// Also detach the etcd volumes from this instance (so another master can claim them).
+    #[arg(long, env = "PROTOKUBE_DETACH")]
+    pub detach: bool,
 }
 
 /// Flags of `render-manifests`.
@@ -175,6 +396,7 @@ impl Command {
             Command::RenderManifests(_) => "render-manifests",
             Command::PublishDns(_) => "publish-dns",
             Command::Sync(_) => "sync",
+            Command::Reset(_) => "reset",
         }
     }
 }
@@ -237,13 +459,15 @@ pub struct GlobalArgs {
     #[arg(long, global = true, value_name = "REGION", env = "PROTOKUBE_REGION")]
     pub region: Option<String>,
 
-    /// This instance's private IPv4 address [default: from the instance metadata service].
+    /// This instance's private IP address, IPv4 or IPv6 [default: from the instance metadata
+    /// service].
     #[arg(long, global = true, value_name = "IP", env = "PROTOKUBE_INTERNAL_IP")]
-    pub internal_ip: Option<Ipv4Addr>,
+    pub internal_ip: Option<IpAddr>,
 
-    /// This instance's public IPv4 address [default: from the instance metadata service].
+    /// This instance's public IP address, IPv4 or IPv6 [default: from the instance metadata
+    /// service].
     #[arg(long, global = true, value_name = "IP", env = "PROTOKUBE_EXTERNAL_IP")]
-    pub external_ip: Option<Ipv4Addr>,
+    pub external_ip: Option<IpAddr>,
 
     /// Where DNS records go [default: hosts for `.k8s.local` clusters, else route53].
     #[arg(long, global = true, value_enum, env = "PROTOKUBE_DNS")]
@@ -318,19 +542,70 @@ pub struct GlobalArgs {
     /// No progress bars, even on a terminal.
     #[arg(long, global = true, env = "PROTOKUBE_NO_PROGRESS")]
     pub no_progress: bool,
+
+    /// Take over DNS names of this cluster's own set that exist with only A/AAAA records and no
+    /// ownership TXT (left by kOps' dns-controller or the old protokube): the TXT is written
+    /// beside them. Without it such names are left alone with a warning.
+    #[arg(long, global = true, env = "PROTOKUBE_ADOPT")]
+    pub adopt: bool,
 }
 
 impl Cli {
-    /// The flags as plain values for [`crate::settings::Settings::resolve`].
-    pub fn flags(&self) -> Flags {
-        let g = &self.global;
-        let (etcd, wait) = match &self.command {
-            Command::RenderManifests(args) => (args.etcd.options(), false),
-            Command::PublishDns(args) => (EtcdOptions::default(), args.wait),
-            Command::Sync(args) => (args.render.etcd.options(), args.dns.wait),
-            Command::DiscoverVolumes | Command::Mount => (EtcdOptions::default(), false),
+    /// Whether this is the old daemon's invocation: no subcommand.
+    pub fn is_legacy(&self) -> bool {
+        self.command.is_none()
+    }
+
+    /// The command to run: the subcommand, or `sync` for the old daemon's invocation.
+    pub fn to_run(&self) -> Command {
+        self.command
+            .clone()
+            .unwrap_or_else(|| Command::Sync(SyncArgs::default()))
+    }
+
+    /// The verbosity: `-v`s, or the old daemon's `--v=N` (klog's 4 is debug, 6 trace).
+    pub fn verbosity(&self) -> u8 {
+        let klog = match self.legacy.klog_verbosity {
+            Some(n) if n >= 6 => 2,
+            Some(n) if n >= 4 => 1,
+            _ => 0,
         };
-        Flags {
+        self.global.verbose.max(klog)
+    }
+
+    /// The flags as plain values for [`crate::settings::Settings::resolve`]. The old daemon's
+    /// flags are checked here: a cloud other than AWS, or its etcd flags before a subcommand,
+    /// are usage errors.
+    pub fn flags(&self) -> Result<Flags, UsageError> {
+        let g = &self.global;
+        if let Some(cloud) = self.legacy.cloud.as_deref().filter(|c| *c != "aws") {
+            return Err(UsageError(format!(
+                "--cloud: `{}` is not supported; protokube runs on AWS (`--cloud=aws`)",
+                cloud.escape_debug()
+            )));
+        }
+        let legacy_etcd = self.legacy.etcd.options();
+        let (etcd, wait) = match &self.command {
+            _ if self.command.is_some() && legacy_etcd != EtcdOptions::default() => {
+                return Err(UsageError(
+                    "the etcd flags (--etcd-image, --tls-*, --peer-*, …) go after the \
+                     subcommand (`protokube sync --etcd-image …`), or without one"
+                        .to_owned(),
+                ));
+            }
+            None => (legacy_etcd, false),
+            Some(Command::RenderManifests(args)) => (args.etcd.options(), false),
+            Some(Command::PublishDns(args)) => (EtcdOptions::default(), args.wait),
+            Some(Command::Sync(args)) => (args.render.etcd.options(), args.dns.wait),
+            Some(Command::DiscoverVolumes | Command::Mount | Command::Reset(_)) => {
+                (EtcdOptions::default(), false)
+            }
+        };
+        let dns = g.dns.or(match self.legacy.gossip {
+            Some(true) => Some(DnsProvider::Hosts),
+            _ => None,
+        });
+        Ok(Flags {
             cluster_spec: g.cluster_spec.clone(),
             cluster_id: g.cluster_id.clone(),
             master: g.master,
@@ -340,7 +615,7 @@ impl Cli {
             region: g.region.clone(),
             internal_ip: g.internal_ip,
             external_ip: g.external_ip,
-            dns: g.dns,
+            dns,
             zones: g.zones.clone(),
             dns_internal_suffix: g.dns_internal_suffix.clone(),
             templates: g.templates.clone(),
@@ -353,7 +628,14 @@ impl Cli {
             etcd,
             wait,
             blank_check: g.blank_check,
-        }
+            adopt: g.adopt,
+            detach: matches!(&self.command, Some(Command::Reset(args)) if args.detach),
+            renders: matches!(
+                self.command,
+                None | Some(Command::RenderManifests(_) | Command::Sync(_))
+            ),
+            legacy: self.is_legacy(),
+        })
     }
 }
 

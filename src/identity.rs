@@ -1,7 +1,7 @@
 //! This node's identity: instance id, zone, region and addresses from IMDSv2, each overridable by
 //! its flag. Only what a command needs is fetched, and nothing when every flag is given.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 use anyhow::{anyhow, Context as _, Result};
 
@@ -13,8 +13,8 @@ pub struct IdentityOverrides {
     pub instance_id: Option<String>,
     pub availability_zone: Option<String>,
     pub region: Option<String>,
-    pub internal_ip: Option<Ipv4Addr>,
-    pub external_ip: Option<Ipv4Addr>,
+    pub internal_ip: Option<IpAddr>,
+    pub external_ip: Option<IpAddr>,
 }
 
 /// Who and where this node is.
@@ -24,9 +24,9 @@ pub struct NodeIdentity {
     pub availability_zone: String,
     pub region: String,
     /// Resolved only when asked for with [`Want::Addresses`].
-    pub internal_ip: Option<Ipv4Addr>,
+    pub internal_ip: Option<IpAddr>,
     /// Absent on instances without a public address.
-    pub external_ip: Option<Ipv4Addr>,
+    pub external_ip: Option<IpAddr>,
 }
 
 /// What a command needs beyond instance id, zone and region.
@@ -57,6 +57,11 @@ const REGION: Item = Item {
 const INTERNAL_IP: Item = Item {
     flag: "--internal-ip",
     path: "local-ipv4",
+};
+/// An IPv6-only instance has no `local-ipv4`: its address is its IPv6 one.
+const INTERNAL_IPV6: Item = Item {
+    flag: "--internal-ip",
+    path: "ipv6",
 };
 const EXTERNAL_IP: Item = Item {
     flag: "--external-ip",
@@ -124,10 +129,13 @@ pub async fn resolve(
     let (internal_ip, external_ip) = if want == Want::Addresses {
         let internal = match overrides.internal_ip {
             Some(ip) => ip,
-            None => parse_ip(
-                &required(fetch(&INTERNAL_IP).await?, &INTERNAL_IP)?,
-                &INTERNAL_IP,
-            )?,
+            None => match fetch(&INTERNAL_IP).await? {
+                Some(value) => parse_ip(&value, &INTERNAL_IP)?,
+                None => parse_ip(
+                    &required(fetch(&INTERNAL_IPV6).await?, &INTERNAL_IPV6)?,
+                    &INTERNAL_IPV6,
+                )?,
+            },
         };
         let external = match overrides.external_ip {
             Some(ip) => Some(ip),
@@ -152,10 +160,10 @@ pub async fn resolve(
     })
 }
 
-fn parse_ip(value: &str, item: &Item) -> Result<Ipv4Addr> {
+fn parse_ip(value: &str, item: &Item) -> Result<IpAddr> {
     value.trim().parse().map_err(|_| {
         anyhow!(
-            "the EC2 instance metadata service gave `{}` for `{}`, not an IPv4 address; pass {}",
+            "the EC2 instance metadata service gave `{}` for `{}`, not an IP address; pass {}",
             value.escape_debug(),
             item.path,
             item.flag
@@ -237,8 +245,28 @@ mod tests {
         assert_eq!(id.instance_id, "i-0123");
         assert_eq!(id.availability_zone, "us-test-1a");
         assert_eq!(id.region, "us-test-1");
-        assert_eq!(id.internal_ip, Some(Ipv4Addr::new(10, 0, 0, 5)));
+        assert_eq!(id.internal_ip, Some("10.0.0.5".parse().unwrap()));
         assert_eq!(id.external_ip, None);
+    }
+
+    #[test]
+    fn an_ipv6_only_instance_is_known_by_its_ipv6_address() {
+        let mut metadata = ec2_metadata();
+        metadata.items.remove("local-ipv4");
+        metadata.items.insert("ipv6", "2001:db8::5");
+        let id = block_on(resolve(
+            &IdentityOverrides::default(),
+            &metadata,
+            Want::Addresses,
+        ))
+        .unwrap();
+        assert_eq!(id.internal_ip, Some("2001:db8::5".parse().unwrap()));
+        let overrides = IdentityOverrides {
+            internal_ip: Some("2001:db8::9".parse().unwrap()),
+            ..Default::default()
+        };
+        let id = block_on(resolve(&overrides, &ec2_metadata(), Want::Addresses)).unwrap();
+        assert_eq!(id.internal_ip, Some("2001:db8::9".parse().unwrap()));
     }
 
     #[test]

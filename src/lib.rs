@@ -10,6 +10,7 @@ pub mod apply;
 pub mod cli;
 pub mod cloud;
 pub mod cmd;
+pub mod daemon;
 pub mod error;
 pub mod etcd;
 pub mod identity;
@@ -36,9 +37,56 @@ use crate::settings::Settings;
 
 /// Runs the parsed command line against AWS; what it did goes into `report`, also when it fails.
 pub async fn run(cli: &Cli, report: &mut Report) -> Result<()> {
-    let settings = Settings::resolve(cli.flags())?;
+    warn_ignored_flags(cli, report);
+    execute(cli, report).await
+}
+
+/// The old daemon's invocation (no subcommand): `sync` every `interval` until SIGTERM or
+/// SIGINT; `each` gets every run's report and outcome (a failed run is reported and the next one
+/// tried, as the old daemon did). A bad flag is the unit's mistake: an error now, not a failure
+/// every minute.
+pub async fn run_daemon(
+    cli: &Cli,
+    interval: std::time::Duration,
+    mut each: impl FnMut(&Report, &Result<()>),
+) -> Result<()> {
+    cli.flags()?;
+    let mut pause = daemon::Pause::new(interval)?;
+    let mut first = true;
+    loop {
+        let mut report = Report::new("sync", cli.global.dry_run);
+        if std::mem::take(&mut first) {
+            warn_ignored_flags(cli, &mut report);
+        }
+        let result = execute(cli, &mut report).await;
+        if let Err(err) = &result {
+            record_error(&mut report, err);
+        }
+        each(&report, &result);
+        if !pause.next().await {
+            break;
+        }
+    }
+    tracing::info!("stopping: the next run is left to the next start");
+    Ok(())
+}
+
+/// Names, in one warning, the old daemon's flags that mean nothing here.
+fn warn_ignored_flags(cli: &Cli, report: &mut Report) {
+    let ignored = cli.legacy.ignored.given();
+    if !ignored.is_empty() {
+        report.warn(format!(
+            "flags of the old protokube daemon that mean nothing here were ignored: {}",
+            ignored.join(", ")
+        ));
+    }
+}
+
+/// One run of the command line: settings, then the command against AWS.
+async fn execute(cli: &Cli, report: &mut Report) -> Result<()> {
+    let settings = Settings::resolve(cli.flags()?)?;
     let cloud = AwsCloud::new(settings.waits.timeout);
-    run_with(&cli.command, &settings, &cloud, report)
+    run_with(&cli.to_run(), &settings, &cloud, report)
         .await
         .map_err(|err| explain_denied(err, &settings))
 }
@@ -79,6 +127,7 @@ pub async fn run_with(
         Command::RenderManifests(_) => cmd::render_manifests::run(settings, cloud, report).await,
         Command::PublishDns(_) => cmd::publish_dns::run(settings, cloud, report).await,
         Command::Sync(_) => cmd::sync::run(settings, cloud, report).await,
+        Command::Reset(_) => cmd::reset::run(settings, cloud, report).await,
     }
 }
 

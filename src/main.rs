@@ -33,7 +33,14 @@ fn main() -> ExitCode {
             return ExitCode::from(Code::Done.code());
         }
     };
-    protokube::logging::init(cli.global.quiet, cli.global.verbose);
+    if cli.is_legacy() && std::env::args_os().len() <= 1 {
+        // Bare `protokube` is someone at a shell, not nodeup's unit (which always passes flags).
+        eprintln!(
+            "protokube: error: a subcommand is required (`protokube sync`, …); see `protokube --help`"
+        );
+        return ExitCode::from(Code::Usage.code());
+    }
+    protokube::logging::init(cli.global.quiet, cli.verbosity());
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -44,7 +51,24 @@ fn main() -> ExitCode {
             return ExitCode::from(Code::Failed.code());
         }
     };
-    let mut report = Report::new(cli.command.name(), cli.global.dry_run);
+    if cli.is_legacy() {
+        // nodeup's unit: sync every minute until stopped; each run's report and error as usual.
+        let output = cli.global.output;
+        let daemon = protokube::run_daemon(&cli, protokube::daemon::INTERVAL, |report, result| {
+            if let Err(err) = result {
+                eprintln!("{}", protokube::error_line(err));
+            }
+            print_report(report, output);
+        });
+        return match runtime.block_on(daemon) {
+            Ok(()) => ExitCode::from(Code::Done.code()),
+            Err(err) => {
+                eprintln!("{}", protokube::error_line(&err));
+                ExitCode::from(Code::for_error(&err).code())
+            }
+        };
+    }
+    let mut report = Report::new(cli.to_run().name(), cli.global.dry_run);
     let result = runtime.block_on(protokube::run(&cli, &mut report));
     if let Err(err) = &result {
         eprintln!("{}", protokube::error_line(err));

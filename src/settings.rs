@@ -3,7 +3,7 @@
 //! anything else runs. A bad flag is a usage error (exit 64), a bad file or spec value exit 1;
 //! either way nothing has been locked, asked of the cloud or written yet.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,19 +17,25 @@ use crate::names::{
 };
 use crate::paths::HostRoot;
 use crate::plan::blank::BlankCheck;
-use crate::plan::manifests::etcd::EtcdOptions;
+use crate::plan::manifests::etcd::{etcd_image, etcd_ports, EtcdOptions};
 use crate::plan::manifests::templates::{compile_templates, BUILTIN_TEMPLATES};
 use crate::plan::zones::ZoneRule;
 use crate::report::OutputFormat;
 use crate::spec::ClusterDocument;
 use crate::wait::{Progress, Waits};
 
+/// The etcd image of the old daemon's invocation without a spec or `--etcd-image` (kOps
+/// v1.30's default etcd).
+pub const DEFAULT_ETCD_IMAGE: &str = "registry.k8s.io/etcd:3.5.13-0";
+
 /// Where DNS records go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum DnsProvider {
     /// Amazon Route53 hosted zones.
+    #[value(alias = "aws-route53")]
     Route53,
     /// The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters).
+    #[value(alias = "gossip")]
     Hosts,
     /// Publish nothing.
     None,
@@ -45,8 +51,8 @@ pub struct Flags {
     pub instance_id: Option<String>,
     pub availability_zone: Option<String>,
     pub region: Option<String>,
-    pub internal_ip: Option<Ipv4Addr>,
-    pub external_ip: Option<Ipv4Addr>,
+    pub internal_ip: Option<IpAddr>,
+    pub external_ip: Option<IpAddr>,
     pub dns: Option<DnsProvider>,
     pub zones: Vec<String>,
     pub dns_internal_suffix: Option<String>,
@@ -61,6 +67,16 @@ pub struct Flags {
     /// `publish-dns --wait`: wait for Route53 to be `INSYNC`.
     pub wait: bool,
     pub blank_check: BlankCheck,
+    /// `--adopt`: take over this cluster's names that have no ownership record.
+    pub adopt: bool,
+    /// `reset --detach`.
+    pub detach: bool,
+    /// The command renders manifests (`render-manifests`, `sync`): on a master, every etcd
+    /// cluster of the spec must say which etcd to run.
+    pub renders: bool,
+    /// The old daemon's invocation (no subcommand): without a spec, only volumes, etcd pods
+    /// and DNS, as the old protokube did.
+    pub legacy: bool,
 }
 
 /// The cluster's names, derived from its name, the flags and the spec.
@@ -106,6 +122,13 @@ pub struct Settings {
     pub dns_wait: bool,
     /// How much of a device the blank proof reads.
     pub blank_check: BlankCheck,
+    /// `--adopt`: take over this cluster's names that have no ownership record.
+    pub adopt: bool,
+    /// `reset --detach`: detach the etcd volumes too.
+    pub detach: bool,
+    /// Only the etcd pods are rendered (the old daemon's invocation without a spec); the
+    /// kube-* pods stay nodeup's.
+    pub etcd_only: bool,
     dns_flag: Option<DnsProvider>,
     internal_suffix_flag: Option<String>,
 }
@@ -147,6 +170,16 @@ impl Settings {
             check_cluster_name(name)
                 .map_err(|msg| anyhow!("cluster spec `{spec_origin}`: metadata.name: {msg}"))?;
         }
+        if let (true, true, Some(doc)) = (flags.master, flags.renders, &spec) {
+            let clusters = &doc.spec.etcd_clusters;
+            etcd_ports(clusters, [])
+                .and_then(|_| {
+                    clusters
+                        .iter()
+                        .try_for_each(|c| etcd_image(&flags.etcd, clusters, &c.name).map(drop))
+                })
+                .with_context(|| format!("cluster spec `{spec_origin}`"))?;
+        }
         let zone_rules = zone_rules(
             &flags.zones,
             spec.as_ref().and_then(|s| s.spec.dns_zone.as_deref()),
@@ -178,9 +211,18 @@ impl Settings {
                 flags.timeout,
                 Progress::detect(flags.no_progress || flags.quiet),
             ),
-            etcd: flags.etcd,
+            etcd_only: flags.legacy && spec.is_none(),
+            etcd: match (&flags.etcd.etcd_image, flags.legacy && spec.is_none()) {
+                (None, true) => EtcdOptions {
+                    etcd_image: Some(DEFAULT_ETCD_IMAGE.to_owned()),
+                    ..flags.etcd
+                },
+                _ => flags.etcd,
+            },
             dns_wait: flags.wait,
             blank_check: flags.blank_check,
+            adopt: flags.adopt,
+            detach: flags.detach,
             dns_flag: flags.dns,
             internal_suffix_flag,
             spec,

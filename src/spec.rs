@@ -44,6 +44,41 @@ pub struct ClusterSpec {
     pub kube_proxy: Option<Mapping>,
     pub master_public_name: Option<String>,
     pub dns_zone: Option<String>,
+    /// `aws`, `kopeio`: webhook authentication nodeup wires into kube-apiserver.
+    pub authentication: Option<Mapping>,
+    /// Encryption at rest: nodeup points kube-apiserver at its encryption config.
+    pub encryption_config: Option<bool>,
+    /// Every node's kubelet settings; `masterKubelet` overrides them on control-plane nodes.
+    pub kubelet: Option<Mapping>,
+    pub master_kubelet: Option<Mapping>,
+    /// Control-plane nodes off the pod network: no kube-proxy there.
+    pub isolate_masters: Option<bool>,
+    /// An IPv6 CIDR (`::/0`) makes the cluster IPv6.
+    #[serde(rename = "nonMasqueradeCIDR")]
+    pub non_masquerade_cidr: Option<String>,
+}
+
+impl ClusterSpec {
+    /// Whether the cluster runs on IPv6, as kOps decides it: its non-masquerade CIDR is IPv6.
+    pub fn is_ipv6(&self) -> bool {
+        self.non_masquerade_cidr
+            .as_deref()
+            .is_some_and(|cidr| cidr.contains(':'))
+    }
+
+    /// A kubelet setting on this node: `masterKubelet`'s on control-plane nodes, else `kubelet`'s.
+    pub fn kubelet_setting(&self, master: bool, key: &str) -> Option<&serde_yaml::Value> {
+        fn get<'a>(section: &'a Option<Mapping>, key: &str) -> Option<&'a serde_yaml::Value> {
+            section
+                .as_ref()
+                .and_then(|s| s.get(key))
+                .filter(|v| !v.is_null())
+        }
+        master
+            .then(|| get(&self.master_kubelet, key))
+            .flatten()
+            .or_else(|| get(&self.kubelet, key))
+    }
 }
 
 /// One entry of `spec.etcdClusters`.
@@ -59,6 +94,10 @@ pub struct EtcdClusterSpec {
     pub memory_request: Option<String>,
     pub leader_election_timeout: Option<String>,
     pub heartbeat_interval: Option<String>,
+    /// protokube's own: ports for an etcd cluster beyond `main`, `events` and `cilium` (kOps'
+    /// API has none; without them the next free pair is used).
+    pub peer_port: Option<u16>,
+    pub client_port: Option<u16>,
 }
 
 /// One entry of `etcdMembers`.

@@ -4,7 +4,8 @@
 //! addresses. `protokube sync` on each host, then each host's rendered etcd pod runs with
 //! Debian's etcd inside its namespace: one healthy three-member cluster. Then failover: host 1
 //! dies, host 4 takes member `a`'s volume with its data, and the key written before is still
-//! there.
+//! there. The same bring-up runs on IPv6 alone: hosts with only IPv6 addresses on their veths,
+//! instances in IPv6-only subnets, an IPv6 cluster spec.
 
 mod support;
 
@@ -40,7 +41,10 @@ struct Network {
 
 impl Network {
     fn new() -> Self {
-        let id = std::process::id() % 100_000;
+        // Unique per process and per network: the tests of this file run side by side.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let sequence = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = std::process::id() % 100_000 * 10 + sequence;
         let bridge = format!("pkbr{id}");
         ip(&["link", "add", &bridge, "type", "bridge"]);
         ip(&["link", "set", &bridge, "up"]);
@@ -51,7 +55,8 @@ impl Network {
         }
     }
 
-    /// A host namespace with `address`/16 on a veth attached to the bridge; returns its name.
+    /// A host namespace with `address` (with its prefix length) on a veth attached to the
+    /// bridge; returns its name.
     fn host(&mut self, n: usize, address: &str) -> String {
         let ns = format!("{}h{n}", self.prefix);
         let outside = format!("{ns}o");
@@ -61,15 +66,12 @@ impl Network {
             "link", "add", &outside, "type", "veth", "peer", "name", "eth0", "netns", &ns,
         ]);
         ip(&["link", "set", &outside, "master", &self.bridge, "up"]);
-        ip(&[
-            "-n",
-            &ns,
-            "addr",
-            "add",
-            &format!("{address}/16"),
-            "dev",
-            "eth0",
-        ]);
+        // No duplicate address detection: an IPv6 address is usable at once.
+        let mut add = vec!["-n", &ns, "addr", "add", address, "dev", "eth0"];
+        if address.contains(':') {
+            add.push("nodad");
+        }
+        ip(&add);
         ip(&["-n", &ns, "link", "set", "eth0", "up"]);
         ip(&["-n", &ns, "link", "set", "lo", "up"]);
         std::fs::create_dir_all(format!("/etc/netns/{ns}")).unwrap();
@@ -103,12 +105,17 @@ struct Host {
     root: TestRoot,
 }
 
-fn spec(dir: &Path) -> PathBuf {
+/// The gossip cluster's spec, with the etcd Debian ships; on IPv6 with kOps' IPv6
+/// non-masquerade CIDR.
+fn spec(dir: &Path, ipv6: bool) -> PathBuf {
     let mut doc: serde_yaml::Value = serde_yaml::from_str(
         &std::fs::read_to_string(fixture("cluster-completed/minimal_gossip.yaml")).unwrap(),
     )
     .unwrap();
     doc["metadata"]["name"] = CLUSTER.into();
+    if ipv6 {
+        doc["spec"]["nonMasqueradeCIDR"] = "::/0".into();
+    }
     doc["spec"]["masterPublicName"] = format!("api.{CLUSTER}").into();
     doc["spec"]["etcdClusters"][0]["version"] = "3.4.23".into();
     let path = dir.join("cluster.yaml");
@@ -227,7 +234,7 @@ fn three_masters_form_one_etcd_cluster_and_survive_a_failover() {
     let mut net = Network::new();
     let moto = Moto::start();
     let work = tempfile::tempdir().unwrap();
-    let spec = spec(work.path());
+    let spec = spec(work.path(), false);
     let zones = ["us-east-1a", "us-east-1b", "us-east-1c"];
     let addresses = ["10.231.1.10", "10.231.2.10", "10.231.3.10"];
     let disks: Vec<LoopDevice> = (0..3).map(|_| LoopDevice::blank(512)).collect();
@@ -262,7 +269,7 @@ fn three_masters_form_one_etcd_cluster_and_survive_a_failover() {
     });
     let mut hosts = Vec::new();
     for i in 0..3 {
-        let ns = net.host(i + 1, addresses[i]);
+        let ns = net.host(i + 1, &format!("{}/16", addresses[i]));
         let root = TestRoot::new();
         root.link_by_id(&volumes[i], &disks[i].path);
         hosts.push(Host {
@@ -319,7 +326,7 @@ fn three_masters_form_one_etcd_cluster_and_survive_a_failover() {
     });
     // Host 4 in zone a takes over with a new address.
     let address4 = "10.231.1.11";
-    let ns4 = net.host(4, address4);
+    let ns4 = net.host(4, &format!("{address4}/16"));
     let instance4 = support::runtime().block_on(async {
         let ec2 = moto.ec2(REGION).await;
         seed::instance_at(&ec2, &subnets[0], address4, &tags).await
@@ -366,4 +373,77 @@ fn three_masters_form_one_etcd_cluster_and_survive_a_failover() {
     eprintln!("bring-up: {bring_up:?}; failover: {failover:?}");
     drop(etcds);
     drop(host4);
+}
+
+/// The same bring-up on IPv6 alone: three instances in IPv6-only subnets (the emulator gives
+/// each an IPv6 private address, as EC2 does), hosts whose veths carry only those addresses,
+/// the IPv6 cluster's etcd pods listening on `[::]` and finding each other through the AAAA
+/// lines of their hosts files; a key written on one member is read on another.
+#[test]
+fn three_ipv6_masters_form_one_etcd_cluster() {
+    let mut net = Network::new();
+    let moto = Moto::start();
+    let work = tempfile::tempdir().unwrap();
+    let spec = spec(work.path(), true);
+    let zones = ["us-east-1a", "us-east-1b", "us-east-1c"];
+    let disks: Vec<LoopDevice> = (0..3).map(|_| LoopDevice::blank(512)).collect();
+    let tags = [("KubernetesCluster", CLUSTER), ("k8s.io/role/master", "1")];
+    let (instances, addresses, volumes) = support::runtime().block_on(async {
+        let ec2 = moto.ec2(REGION).await;
+        let subnets = seed::ipv6_only_subnets(&ec2, &zones).await;
+        let (mut instances, mut addresses, mut volumes) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, member) in ["a", "b", "c"].iter().enumerate() {
+            let instance = seed::instance_in(&ec2, &subnets[i], None, &tags).await;
+            addresses.push(seed::instance_addresses(&ec2, &instance).await.0);
+            instances.push(instance);
+            let main = format!("{member}/a,b,c");
+            volumes.push(seed::etcd_volume(&ec2, CLUSTER, zones[i], &[("main", &main)]).await);
+        }
+        (instances, addresses, volumes)
+    });
+    let mut hosts = Vec::new();
+    for i in 0..3 {
+        assert!(addresses[i].contains(':'), "{addresses:?}");
+        // One /48 for the three zones' /64s: every host is on the bridge's link.
+        let ns = net.host(i + 1, &format!("{}/48", addresses[i]));
+        let root = TestRoot::new();
+        root.link_by_id(&volumes[i], &disks[i].path);
+        hosts.push(Host {
+            ns,
+            zone: zones[i],
+            address: addresses[i].clone(),
+            instance_id: instances[i].clone(),
+            root,
+        });
+    }
+    for _round in 0..2 {
+        for host in &hosts {
+            sync(&moto, host, &spec);
+        }
+    }
+    let hosts_file = std::fs::read_to_string(format!("/etc/netns/{}/hosts", hosts[0].ns)).unwrap();
+    for (address, member) in addresses.iter().zip(["a", "b", "c"]) {
+        let line = format!("{address}\tetcd-{member}.internal.{CLUSTER}\n");
+        assert!(hosts_file.contains(&line), "{line:?} not in {hosts_file}");
+    }
+    let etcds: Vec<EtcdPod> = hosts.iter().map(start_etcd).collect();
+    let logs: Vec<PathBuf> = hosts
+        .iter()
+        .map(|h| h.root.join("/var/log/etcd.log"))
+        .collect();
+    wait_healthy(&hosts[0].ns, 3, Duration::from_secs(40), &logs);
+    assert!(etcdctl(&hosts[0].ns, &["put", "protokube-key", "over-ipv6"]).is_some());
+    let got = etcdctl(
+        &hosts[2].ns,
+        &["get", "protokube-key", "--print-value-only"],
+    )
+    .unwrap();
+    assert_eq!(got.lines().next(), Some("over-ipv6"), "{got}");
+    // The members advertise their IPv6 names.
+    let members = etcdctl(&hosts[1].ns, &["member", "list"]).unwrap();
+    assert!(
+        members.contains(&format!("etcd-b.internal.{CLUSTER}")),
+        "{members}"
+    );
+    drop(etcds);
 }

@@ -123,6 +123,7 @@ fn options(wait: Option<Duration>) -> PublishOptions {
         wait,
         progress: Progress::Log,
         wait_backoff: Backoff::new(Duration::from_millis(5), Duration::from_millis(20)),
+        policy: Default::default(),
     }
 }
 

@@ -25,6 +25,7 @@ fn hosts_line() -> impl Strategy<Value = String> {
         Just(String::new()),
         Just("\r".to_owned()),
         Just("10.0.0.1\tetcd-a.internal.c".to_owned()),
+        Just("2001:db8::1\tetcd-a.internal.c".to_owned()),
         "[0-9.]{1,15}[ \t][a-z.-]{1,20}",
         "[ -~]{0,40}",
         any::<String>().prop_map(|s| s.replace('\n', "")),
@@ -34,7 +35,13 @@ fn hosts_line() -> impl Strategy<Value = String> {
 fn records() -> impl Strategy<Value = HostRecords> {
     proptest::collection::btree_map(
         "[a-z][a-z0-9.-]{0,20}",
-        proptest::collection::vec(any::<[u8; 4]>().prop_map(std::net::Ipv4Addr::from), 0..3),
+        proptest::collection::vec(
+            prop_oneof![
+                any::<[u8; 4]>().prop_map(std::net::IpAddr::from),
+                any::<[u8; 16]>().prop_map(std::net::IpAddr::from),
+            ],
+            0..3,
+        ),
         0..5,
     )
 }

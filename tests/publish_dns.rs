@@ -361,12 +361,16 @@ fn gossip_clusters_write_the_hosts_block_and_a_rerun_changes_nothing() {
         ),
         "{text:?}"
     );
-    // One line per address, its names sorted.
+    // One line per address, its names sorted: on a master, as current kOps writes it, its own
+    // API at 127.0.0.1, and the etcd members at their masters.
+    let own_api = format!("\n127.0.0.1\tapi.internal.{GOSSIP}\n");
+    assert!(text.contains(&own_api), "{own_api:?} not in {text}");
     for (ip, member) in [(&cluster.private[0], "a"), (&cluster.private[1], "b")] {
-        let line = format!("{ip}\tapi.internal.{GOSSIP} etcd-{member}.internal.{GOSSIP}\n");
+        let line = format!("\n{ip}\tetcd-{member}.internal.{GOSSIP}\n");
         assert!(text.contains(&line), "{line:?} not in {text}");
     }
     assert!(!text.contains("etcd-c."), "{text}");
+    assert!(!text.contains("kops-controller"), "{text}");
     let mtime = std::fs::metadata(&hosts).unwrap().modified().unwrap();
     let out = run(&["--detailed-exitcode"]);
     assert_eq!(out.code, 0, "{out:#?}");
@@ -393,6 +397,25 @@ fn gossip_clusters_write_the_hosts_block_and_a_rerun_changes_nothing() {
         written.contains(&format!("etcd-a.internal.{GOSSIP}")),
         "{written}"
     );
+
+    // Any other node: the API and kops-controller (where a current kOps node fetches its
+    // bootstrap configuration) at the masters; no etcd names.
+    let worker_root = TestRoot::new();
+    let out = Protokube::new()
+        .moto(&moto)
+        .imds(&imds)
+        .args(["publish-dns", "--cluster-id", GOSSIP, "-o", "json"])
+        .arg_path("--root", worker_root.path())
+        .run();
+    assert_eq!(out.code, 0, "{out:#?}");
+    let text = std::fs::read_to_string(worker_root.join("/etc/hosts")).unwrap();
+    let mut masters = cluster.private.clone();
+    masters.sort();
+    for ip in &masters {
+        let line = format!("{ip}\tapi.internal.{GOSSIP} kops-controller.internal.{GOSSIP}\n");
+        assert!(text.contains(&line), "{line:?} not in {text}");
+    }
+    assert!(!text.contains("etcd-"), "{text}");
 }
 
 #[test]
@@ -464,4 +487,94 @@ fn records_on_later_pages_of_the_cluster_subtree_are_found() {
         moto.rrset_requests("GET") > 1,
         "the subtree spans several pages"
     );
+}
+
+/// IPv6 as EC2 gives it: a dual-stack master (private IPv4, and an IPv6 address on its primary
+/// interface) and an IPv6-only master (moto, like EC2 in an IPv6-only subnet, gives it only an
+/// IPv6 private address). Route53 gets `AAAA` beside `A`, only `AAAA` for the IPv6-only one;
+/// hosts files get a line per address of either family.
+#[test]
+fn ipv6_only_and_dual_stack_masters_get_aaaa_records_and_hosts_lines() {
+    const DUAL_V6: &str = "2001:db8:0:2::5";
+    const GOSSIP_DUAL_V6: &str = "2001:db8:0:2::6";
+    let moto = Moto::start();
+    // Per cluster: (dual-stack master, IPv6-only master), their IPv4 and IPv6-only addresses.
+    let (masters, dual_v4, v6_only, zone) = support::runtime().block_on(async {
+        let ec2 = moto.ec2(REGION).await;
+        let (dual_subnet, v6_subnet) = seed::ipv6_subnets(&ec2, "us-east-1a", "us-east-1b").await;
+        let (mut masters, mut dual_v4, mut v6_only) = (Vec::new(), Vec::new(), Vec::new());
+        for (cluster, v6) in [(CLUSTER, DUAL_V6), ("v6.k8s.local", GOSSIP_DUAL_V6)] {
+            let tags = [("KubernetesCluster", cluster), ("k8s.io/role/master", "1")];
+            let a = seed::instance_in(&ec2, &dual_subnet, None, &tags).await;
+            let b = seed::instance_in(&ec2, &v6_subnet, None, &tags).await;
+            seed::assign_ipv6(&ec2, &a, v6).await;
+            for (member, instance, zone) in [("a", &a, "us-east-1a"), ("b", &b, "us-east-1b")] {
+                let main = format!("{member}/a,b");
+                let volume = seed::etcd_volume(&ec2, cluster, zone, &[("main", &main)]).await;
+                seed::attach(&ec2, &volume, instance, "/dev/xvdu").await;
+            }
+            dual_v4.push(seed::instance_addresses(&ec2, &a).await.0);
+            v6_only.push(seed::instance_addresses(&ec2, &b).await.0);
+            masters.push((a, b));
+        }
+        let route53 = moto.route53().await;
+        let zone = seed::hosted_zone(&route53, "example.com").await;
+        (masters, dual_v4, v6_only, zone)
+    });
+    assert!(v6_only.iter().all(|a| a.contains(':')), "{v6_only:?}");
+    let root = TestRoot::new();
+    let imds = ImdsServer::for_instance(&masters[0].0, "us-east-1a", REGION, &dual_v4[0]);
+    let out = publish(&moto, &imds, &root, &["--detailed-exitcode"]);
+    assert_eq!(out.code, 2, "{out:#?}");
+    let records = support::runtime()
+        .block_on(async { seed::zone_records(&moto.route53().await, &zone).await });
+    let get = |name: &str, kind: &str| {
+        records
+            .get(&(name.to_owned(), kind.to_owned()))
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let etcd_a = "etcd-a.internal.c.example.com";
+    let etcd_b = "etcd-b.internal.c.example.com";
+    assert_eq!(get(etcd_a, "A"), [dual_v4[0].clone()]);
+    assert_eq!(get(etcd_a, "AAAA"), [DUAL_V6]);
+    assert_eq!(get(etcd_b, "A"), Vec::<String>::new());
+    assert_eq!(get(etcd_b, "AAAA"), [v6_only[0].clone()]);
+    assert_eq!(get("api.internal.c.example.com", "A"), [dual_v4[0].clone()]);
+    assert_eq!(
+        get("api.internal.c.example.com", "AAAA"),
+        sorted(vec![DUAL_V6.to_owned(), v6_only[0].clone()])
+    );
+    // No public IPv4 here: the public name is reachable over IPv6 alone.
+    assert_eq!(get("api.c.example.com", "A"), Vec::<String>::new());
+    assert_eq!(
+        get("api.c.example.com", "AAAA"),
+        sorted(vec![DUAL_V6.to_owned(), v6_only[0].clone()])
+    );
+    for name in [
+        etcd_a,
+        etcd_b,
+        "api.internal.c.example.com",
+        "api.c.example.com",
+    ] {
+        assert_eq!(get(name, "TXT").len(), 1, "{name}");
+    }
+    let out = publish(&moto, &imds, &root, &["--detailed-exitcode"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+
+    // A gossip worker of the other cluster: a hosts line per address of either family.
+    let worker_root = TestRoot::new();
+    let out = Protokube::new()
+        .moto(&moto)
+        .imds(&imds)
+        .args(["publish-dns", "--cluster-id", "v6.k8s.local", "-o", "json"])
+        .arg_path("--root", worker_root.path())
+        .run();
+    assert_eq!(out.code, 0, "{out:#?}");
+    let text = std::fs::read_to_string(worker_root.join("/etc/hosts")).unwrap();
+    for ip in [dual_v4[1].as_str(), GOSSIP_DUAL_V6, v6_only[1].as_str()] {
+        let line =
+            format!("{ip}\tapi.internal.v6.k8s.local kops-controller.internal.v6.k8s.local\n");
+        assert!(text.contains(&line), "{line:?} not in {text}");
+    }
 }

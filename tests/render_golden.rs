@@ -40,6 +40,7 @@ fn params_from_kops_input(input: &Value) -> EtcdPodParams {
         data_dir_name: string(input, "dataDirName").unwrap(),
         client_port: input["clientPort"].as_u64().unwrap() as u16,
         peer_port: input["peerPort"].as_u64().unwrap() as u16,
+        listen_host: "0.0.0.0".into(),
         cpu_request: string(input, "cpuRequest").unwrap(),
         memory_request: None,
         image: string(input, "imageSource").unwrap(),
@@ -87,9 +88,12 @@ fn etcd_manifests_match_the_kops_goldens() {
 
 /// The Pod inside a nodeup golden task file.
 fn golden_pod(component: &str) -> Value {
-    let docs = documents(&fixture(&format!(
-        "nodeup-golden-minimal/tasks-{component}.yaml"
-    )));
+    golden_pod_in("nodeup-golden-minimal", component)
+}
+
+/// The pod of nodeup's golden tasks for `component` in fixture directory `dir`.
+fn golden_pod_in(dir: &str, component: &str) -> Value {
+    let docs = documents(&fixture(&format!("{dir}/tasks-{component}.yaml")));
     let manifest = docs
         .iter()
         .find(|d| {
@@ -105,6 +109,17 @@ fn render_spec(
     mounted: &[MountedVolume],
 ) -> (Vec<Manifest>, ClusterDocument) {
     let doc = ClusterDocument::load(&fixture(&format!("cluster-completed/{name}.yaml"))).unwrap();
+    let (manifests, warnings) = render_document(&doc, master, mounted);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    (manifests, doc)
+}
+
+/// Renders every manifest of `doc` with the built-in templates; the manifests and the warnings.
+fn render_document(
+    doc: &ClusterDocument,
+    master: bool,
+    mounted: &[MountedVolume],
+) -> (Vec<Manifest>, Vec<String>) {
     let tera = compile_templates(&[]).unwrap();
     let cluster = doc.name().unwrap().to_owned();
     let suffix = format!(".internal.{cluster}");
@@ -118,12 +133,13 @@ fn render_spec(
             spec: &doc.spec,
             mounted,
             etcd: &EtcdOptions::default(),
+            distribution: Default::default(),
+            etcd_only: false,
         },
         &mut warnings,
     )
     .unwrap();
-    assert!(warnings.is_empty(), "{warnings:?}");
-    (manifests, doc)
+    (manifests, warnings)
 }
 
 fn pod_of(manifests: &[Manifest], name: &str) -> Value {
@@ -199,6 +215,7 @@ fn every_completed_spec_renders_its_flags_by_the_kops_rules() {
                 doc.spec.kube_api_server.as_ref(),
                 "KubeAPIServerConfig",
                 &[
+                    "--authentication-token-webhook-config-file=",
                     "--client-ca-file=",
                     "--cloud-config=",
                     "--etcd-cafile=",
@@ -318,4 +335,113 @@ fn rendering_is_deterministic() {
     let (first, _) = render_spec("complex", true, &volumes);
     let (second, _) = render_spec("complex", true, &volumes);
     assert_eq!(first, second);
+}
+
+/// kOps' nodeup goldens for clusters that differ from the minimal one in their API server's
+/// settings — OIDC with extra service-account issuers, AWS IAM authentication, auditing: the
+/// minimal completed spec given the case's `kubeAPIServer` fields and `authentication` renders
+/// a kube-apiserver that differs from the minimal one exactly as kOps' goldens differ (flags,
+/// their order, and mounted host paths).
+#[test]
+fn nodeup_golden_cases_differ_from_minimal_as_kops_does() {
+    let minimal_text =
+        std::fs::read_to_string(fixture("cluster-completed/minimal-1.28.yaml")).unwrap();
+    let minimal: Value = serde_yaml::from_str(&minimal_text).unwrap();
+    let doc_of = |value: &Value| {
+        ClusterDocument::parse(&serde_yaml::to_string(value).unwrap(), "case.yaml").unwrap()
+    };
+    let base_pod = pod_of(
+        &render_document(&doc_of(&minimal), true, &[]).0,
+        "kube-apiserver",
+    );
+    let golden_base = golden_pod("kube-apiserver");
+    for case in ["oidc", "awsiam", "audit"] {
+        let input = &documents(&fixture(&format!("nodeup-golden/{case}/cluster.yaml")))[0];
+        let mut spec = minimal.clone();
+        let api = spec["spec"]["kubeAPIServer"].as_mapping_mut().unwrap();
+        for (key, value) in input["spec"]["kubeAPIServer"]
+            .as_mapping()
+            .into_iter()
+            .flatten()
+        {
+            api.insert(key.clone(), value.clone());
+        }
+        // What kOps' completion derives from the issuer.
+        if let Some(issuer) = input["spec"]["kubeAPIServer"]["serviceAccountIssuer"].as_str() {
+            api.insert(
+                "serviceAccountJWKSURI".into(),
+                format!("{issuer}/openid/v1/jwks").into(),
+            );
+        }
+        if let Some(authentication) = input["spec"].get("authentication") {
+            spec["spec"]
+                .as_mapping_mut()
+                .unwrap()
+                .insert("authentication".into(), authentication.clone());
+        }
+        let (manifests, warnings) = render_document(&doc_of(&spec), true, &[]);
+        assert!(warnings.is_empty(), "{case}: {warnings:?}");
+        let ours = pod_of(&manifests, "kube-apiserver");
+        let golden = golden_pod_in(&format!("nodeup-golden/{case}"), "kube-apiserver");
+        for field in [
+            ["containers", "args"],
+            ["containers", "volumeMounts"],
+            ["volumes", ""],
+        ] {
+            // Feature gates follow the case's Kubernetes version (kOps' completion), not the
+            // fields under test.
+            let list = |pod: &Value| -> Vec<Value> {
+                let v = &pod["spec"][field[0]];
+                let v = if field[1].is_empty() {
+                    v
+                } else {
+                    &v[0][field[1]]
+                };
+                v.as_sequence()
+                    .unwrap()
+                    .iter()
+                    .filter(|a| {
+                        !a.as_str()
+                            .is_some_and(|a| a.starts_with("--feature-gates="))
+                    })
+                    .cloned()
+                    .collect()
+            };
+            let difference = |with: &Value, without: &Value| -> (Vec<Value>, Vec<Value>) {
+                let (with, without) = (list(with), list(without));
+                (
+                    with.iter()
+                        .filter(|x| !without.contains(x))
+                        .cloned()
+                        .collect(),
+                    without
+                        .iter()
+                        .filter(|x| !with.contains(x))
+                        .cloned()
+                        .collect(),
+                )
+            };
+            assert_eq!(
+                difference(&ours, &base_pod),
+                difference(&golden, &golden_base),
+                "{case}: {field:?}"
+            );
+        }
+        // The flags both have come in kOps' order: sorted, then the extra issuers as listed.
+        let common = |pod: &Value, other: &Value| -> Vec<String> {
+            spec_flags_of(pod, &[])
+                .into_iter()
+                .filter(|a| list_contains(other, a))
+                .collect()
+        };
+        assert_eq!(common(&ours, &golden), common(&golden, &ours), "{case}");
+    }
+}
+
+fn list_contains(pod: &Value, arg: &str) -> bool {
+    pod["spec"]["containers"][0]["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .any(|a| a.as_str() == Some(arg))
 }

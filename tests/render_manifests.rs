@@ -363,20 +363,7 @@ fn the_rendered_etcd_pod_runs_a_healthy_etcd() {
         Some(&hosts),
         std::fs::File::create(&wrapper_log).unwrap().into(),
     );
-    let (port, path) = etcd.probe();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let body = loop {
-        if let Some(body) = http_get(port, &path) {
-            break body;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "etcd never answered its liveness probe; wrapper: {}; log: {}",
-            std::fs::read_to_string(&wrapper_log).unwrap_or_default(),
-            std::fs::read_to_string(&etcd.log_host).unwrap_or_default()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    };
+    let body = wait_healthy(&etcd, &wrapper_log);
     assert!(body.contains("\"health\":\"true\""), "{body}");
     // etcd wrote its data on the mounted volume, and its log through the pod's wrapper.
     assert!(etcd.data_host.join("member").exists());
@@ -392,6 +379,139 @@ fn the_rendered_etcd_pod_runs_a_healthy_etcd() {
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+}
+
+/// The answer of the pod's liveness probe once etcd gives one (30 s at most).
+fn wait_healthy(etcd: &EtcdPod, wrapper_log: &Path) -> String {
+    let (port, path) = etcd.probe();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Some(body) = http_get(port, &path) {
+            return body;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "etcd never answered its liveness probe; wrapper: {}; log: {}",
+            std::fs::read_to_string(wrapper_log).unwrap_or_default(),
+            std::fs::read_to_string(&etcd.log_host).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// kOps' `main`, `events` and `cilium` etcd clusters on one master: three pods with ports of
+/// their own (cilium's 2382/4003, as kOps' etcd-manager gives it), valid, and a real etcd run
+/// from the cilium pod answers its health check.
+#[test]
+fn cilium_etcd_gets_its_own_ports_and_runs() {
+    let cluster = "three.example.com";
+    let node = Node::start();
+    let disks = [
+        LoopDevice::blank(64),
+        LoopDevice::blank(64),
+        LoopDevice::blank(512),
+    ];
+    for (disk, key) in disks.iter().zip(["main", "events", "cilium"]) {
+        let volume = node.etcd_volume(cluster, &[(key, "a/a")]);
+        node.root.link_by_id(&volume, &disk.path);
+    }
+    assert_eq!(node.mount(cluster, &[]).code, 0);
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(fixture("cluster-completed/ha.yaml")).unwrap(),
+    )
+    .unwrap();
+    doc["metadata"]["name"] = cluster.into();
+    let clusters = doc["spec"]["etcdClusters"].as_sequence_mut().unwrap();
+    let mut cilium = clusters[1].clone();
+    cilium["name"] = "cilium".into();
+    cilium["version"] = "3.4.23".into();
+    clusters.push(cilium);
+    let spec = node.root.join("/spec.yaml");
+    std::fs::write(&spec, serde_yaml::to_string(&doc).unwrap()).unwrap();
+    let out = render(node.root.path(), &spec, &["--master"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert!(
+        out.json()["warnings"].as_array().unwrap().is_empty(),
+        "{out:#?}"
+    );
+    let mut ports = Vec::new();
+    for (name, peer, client) in [
+        ("etcd", 2380, 4001),
+        ("etcd-events", 2381, 4002),
+        ("etcd-cilium", 2382, 4003),
+    ] {
+        let pod = pod(&manifest_path(&node.root, name));
+        let container = &pod["spec"]["containers"][0];
+        let port = |n: &str| {
+            container["ports"]
+                .as_sequence()
+                .unwrap()
+                .iter()
+                .find(|p| p["name"] == n)
+                .unwrap()["hostPort"]
+                .as_u64()
+                .unwrap()
+        };
+        assert_eq!(
+            (port("serverport"), port("clientport")),
+            (peer, client),
+            "{name}"
+        );
+        ports.extend([peer, client]);
+    }
+    ports.sort_unstable();
+    ports.dedup();
+    assert_eq!(ports.len(), 6);
+    let hosts = node.root.join("/etc-hosts-for-etcd");
+    std::fs::write(
+        &hosts,
+        format!("127.0.0.1 localhost etcd-cilium-a.internal.{cluster}\n"),
+    )
+    .unwrap();
+    let wrapper_log = node.root.join("/etcd-wrapper.err");
+    let etcd = EtcdPod::start(
+        &manifest_path(&node.root, "etcd-cilium"),
+        &node.root,
+        None,
+        Some(&hosts),
+        std::fs::File::create(&wrapper_log).unwrap().into(),
+    );
+    assert_eq!(etcd.probe().0, 4003);
+    let body = wait_healthy(&etcd, &wrapper_log);
+    assert!(body.contains("\"health\":\"true\""), "{body}");
+}
+
+/// A master whose spec does not say which etcd to run fails naming the field, before anything
+/// is written.
+#[test]
+fn an_etcd_cluster_without_version_or_image_is_an_error_naming_the_field() {
+    let disk = LoopDevice::blank(64);
+    let (node, _volume) = mounted_master(&disk);
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(fixture("cluster-completed/ha.yaml")).unwrap(),
+    )
+    .unwrap();
+    doc["spec"]["etcdClusters"][1]
+        .as_mapping_mut()
+        .unwrap()
+        .remove("version");
+    let spec = node.root.join("/spec.yaml");
+    std::fs::write(&spec, serde_yaml::to_string(&doc).unwrap()).unwrap();
+    let out = render(node.root.path(), &spec, &["--master"]);
+    assert_eq!(out.code, 1, "{out:#?}");
+    let line = &out.error_lines()[0];
+    assert!(
+        line.contains("spec.etcdClusters[1].version") && line.contains("--etcd-image"),
+        "{line}"
+    );
+    assert!(!node.root.join("/etc/kubernetes/manifests").exists());
+    // --etcd-image says which etcd to run.
+    let out = render(
+        node.root.path(),
+        &spec,
+        &["--master", "--etcd-image", "registry.k8s.io/etcd:3.5.13-0"],
+    );
+    assert_eq!(out.code, 0, "{out:#?}");
 }
 
 fn http_get(port: u16, path: &str) -> Option<String> {

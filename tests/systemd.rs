@@ -1,6 +1,9 @@
 //! The systemd units in `systemd/` pass `systemd-analyze verify`, run in a root the test builds
-//! so every check has what it needs: the unit tree, the protokube binary at the path ExecStart
-//! names, and the man pages the units' Documentation= lines name.
+//! so every check has what it needs: the unit tree, the protokube binary at the paths ExecStart
+//! names, the environment file and the man pages the units' Documentation= lines name. The
+//! unit nodeup writes (`protokube-nodeup.service`) has nodeup's exact ExecStart line.
+
+mod support;
 
 use std::path::Path;
 
@@ -16,10 +19,18 @@ fn units_pass_systemd_analyze_verify() {
         .status()
         .unwrap();
     assert!(status.success(), "copying the system's unit tree");
-    std::fs::create_dir_all(r("/opt/protokube/bin")).unwrap();
-    std::fs::copy(
-        env!("CARGO_BIN_EXE_protokube"),
-        r("/opt/protokube/bin/protokube"),
+    for bin in ["/opt/protokube/bin", "/opt/kops/bin"] {
+        std::fs::create_dir_all(r(bin)).unwrap();
+        std::fs::copy(
+            env!("CARGO_BIN_EXE_protokube"),
+            r(&format!("{bin}/protokube")),
+        )
+        .unwrap();
+    }
+    std::fs::create_dir_all(r("/etc/sysconfig")).unwrap();
+    std::fs::write(
+        r("/etc/sysconfig/protokube"),
+        "KUBECONFIG=/var/lib/kops/kubeconfig\n",
     )
     .unwrap();
     std::fs::create_dir_all(r("/etc/systemd/system")).unwrap();
@@ -28,7 +39,11 @@ fn units_pass_systemd_analyze_verify() {
         let entry = entry.unwrap();
         std::fs::copy(entry.path(), r("/man/man1").join(entry.file_name())).unwrap();
     }
-    let units = ["protokube.service", "protokube.timer"];
+    let units = [
+        "protokube.service",
+        "protokube.timer",
+        "protokube-nodeup.service",
+    ];
     for unit in units {
         std::fs::copy(
             repo.join("systemd").join(unit),
@@ -57,4 +72,7 @@ fn units_pass_systemd_analyze_verify() {
     assert!(service.contains("SuccessExitStatus=75"));
     let timer = std::fs::read_to_string(repo.join("systemd/protokube.timer")).unwrap();
     assert!(timer.contains("OnBootSec=") && timer.contains("RandomizedDelaySec="));
+    let nodeup = std::fs::read_to_string(repo.join("systemd/protokube-nodeup.service")).unwrap();
+    assert!(nodeup.contains(&format!("ExecStart={}\n", support::NODEUP_EXEC_START)));
+    assert!(nodeup.contains("Restart=always"));
 }

@@ -460,6 +460,105 @@ fn mount_in_namespace(namespace: &Path, source: &Path, target: &Path) -> Result<
     }
 }
 
+/// The processes that use the filesystem on device `devno` (open files, working or root
+/// directory, executable or mapped files), as `pid (command)`, this process excluded; what
+/// `fuser -m` finds, read from `/proc` so it works across mount namespaces.
+pub fn users_of(devno: (u32, u32)) -> Vec<String> {
+    let own = std::process::id().to_string();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let on_device =
+        |path: &Path| std::fs::metadata(path).is_ok_and(|m| split_devno(m.dev()) == devno);
+    let maps_device = format!("{:02x}:{:02x}", devno.0, devno.1);
+    let mut users = Vec::new();
+    for entry in procs.flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) || pid == own {
+            continue;
+        }
+        let dir = entry.path();
+        let mut uses = ["cwd", "root", "exe"]
+            .iter()
+            .any(|link| on_device(&dir.join(link)));
+        if !uses {
+            uses = std::fs::read_dir(dir.join("fd"))
+                .map(|fds| fds.flatten().any(|fd| on_device(&fd.path())))
+                .unwrap_or(false);
+        }
+        if !uses {
+            uses = std::fs::read_to_string(dir.join("maps")).is_ok_and(|maps| {
+                maps.lines()
+                    .any(|l| l.split_whitespace().nth(3) == Some(maps_device.as_str()))
+            });
+        }
+        if uses {
+            let command = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+            users.push(format!("{pid} ({})", command.trim()));
+        }
+    }
+    users
+}
+
+/// Unmounts the filesystem at `mountpoint` (not lazily: a filesystem in use stays mounted and
+/// the error says so).
+pub fn unmount(mountpoint: &Path) -> Result<()> {
+    sys_mount::unmount(mountpoint, sys_mount::UnmountFlags::empty())
+        .with_context(|| format!("unmounting `{}`", mountpoint.display()))
+}
+
+/// The size in bytes of the ext4 filesystem on `path` (from its superblock) and of the device.
+pub fn filesystem_and_device_size(path: &Path) -> Result<(u64, u64)> {
+    let mut file = fs_err::File::open(path).context("opening the device for reading")?;
+    let device = device_size(&mut file, path)?;
+    let mut superblock = vec![0u8; 1024];
+    file.seek(SeekFrom::Start(1024))
+        .and_then(|_| file.read_exact(&mut superblock))
+        .with_context(|| format!("reading the superblock of `{}`", path.display()))?;
+    let filesystem = crate::plan::mounts::ext4_size(&superblock)
+        .ok_or_else(|| anyhow!("`{}` holds no ext4 superblock", path.display()))?;
+    Ok((filesystem, device))
+}
+
+/// Whether this process may grow a mounted ext4 filesystem: the kernel asks for
+/// `CAP_SYS_RESOURCE` (containers and some units drop it).
+pub fn may_grow_online() -> bool {
+    const CAP_SYS_RESOURCE: u32 = 24;
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("CapEff:"))
+            .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+            .is_some_and(|caps| caps & (1 << CAP_SYS_RESOURCE) != 0)
+    })
+}
+
+/// Grows the ext4 filesystem on `path` to the device's size with `resize2fs`: mounted, the
+/// kernel grows it online; not mounted, after the forced check `resize2fs` asks for.
+pub fn grow_ext4(path: &Path, mounted: bool) -> Result<()> {
+    if !mounted {
+        let output = run_tool("e2fsck", &["-f", "-p"], path)?;
+        if !matches!(output.status.code(), Some(0..=1)) {
+            bail!(
+                "`e2fsck -f -p {}` before growing failed ({}): {}",
+                path.display(),
+                output.status,
+                String::from_utf8_lossy(&output.stdout).trim()
+            );
+        }
+    }
+    let output = run_tool("resize2fs", &[], path)?;
+    if !output.status.success() {
+        bail!(
+            "`resize2fs {}` failed ({}): {}",
+            path.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -138,7 +138,19 @@ pub fn apply(change: &FileChange) -> Result<()> {
         Desired::File { bytes, mode } => write_atomic(&change.path, bytes, *mode).map(|_| ()),
         Desired::Symlink(target) => replace_symlink(&change.path, target),
         Desired::LogFile { mode } => create_log_file(&change.path, *mode),
+        Desired::Absent => remove(&change.path),
     }
+}
+
+/// Removes the file or symlink at `path` (gone already: fine) and syncs its directory.
+fn remove(path: &Path) -> Result<()> {
+    match fs_err::remove_file(path) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(err) => return Err(err.into()),
+    }
+    fs_err::File::open(parent(path)?)?.sync_all()?;
+    Ok(())
 }
 
 /// Points `path` at `target` by renaming a new symlink over it, so it is never missing.

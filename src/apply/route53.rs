@@ -6,9 +6,11 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
-use crate::cloud::{ChangeResult, DnsApi, HostedZone};
+use std::net::IpAddr;
+
+use crate::cloud::{ChangeResult, DnsApi, HostedZone, RecordChange, RecordSet};
 use crate::plan::records::DesiredRecord;
-use crate::plan::route53::{apexes, batches, plan_zone, NameOutcome};
+use crate::plan::route53::{apexes, batches, plan_release, plan_zone, NameOutcome, ZonePolicy};
 use crate::plan::zones::{zone_for, ZoneRule};
 use crate::report::{Action, Change, ChangeKind, Report};
 use crate::wait::{poll_until, Backoff, Progress};
@@ -21,13 +23,15 @@ pub struct PublishOptions {
     pub wait: Option<Duration>,
     pub progress: Progress,
     pub wait_backoff: Backoff,
+    pub policy: ZonePolicy,
 }
 
 /// Publishes `desired` (names already checked as DNS names) to the zones the rules allow. Every
-/// name is checked first to be inside a zone and not its apex. Then per zone: read only the cluster's names, plan, send the
-/// changes in batches within Route53's limits (CREATE new, UPSERT changed); when another writer
-/// created a name first, read and plan again what is left (three times at most); optionally
-/// wait for `INSYNC`.
+/// name is checked first to be inside a zone and not its apex. Then per zone: read only the
+/// cluster's names, plan (CREATE new, UPSERT changed, DELETE owned names the cluster no longer
+/// has), send the changes in batches within Route53's limits; when another writer created a
+/// name first, read and plan again what is left (three times at most); optionally wait for
+/// `INSYNC`.
 pub async fn publish(
     dns: &dyn DnsApi,
     desired: &[DesiredRecord],
@@ -36,6 +40,46 @@ pub async fn publish(
     options: &PublishOptions,
     report: &mut Report,
 ) -> Result<()> {
+    let by_zone = names_by_zone(dns, desired, rules).await?;
+    for (zone, records) in by_zone.values() {
+        let plan = |existing: &[RecordSet]| plan_zone(records, existing, cluster, options.policy);
+        let outcomes = publish_zone(dns, zone, records, cluster, options, plan).await?;
+        for outcome in outcomes {
+            report_outcome(report, outcome, &zone.name);
+        }
+    }
+    Ok(())
+}
+
+/// Takes this node's `own` addresses out of the names `cluster` owns among `names` (`reset`),
+/// deleting a name with its TXT when no address is left; same reads, batches and retries as
+/// [`publish`].
+pub async fn release(
+    dns: &dyn DnsApi,
+    names: &[DesiredRecord],
+    own: &[IpAddr],
+    rules: &[ZoneRule],
+    cluster: &str,
+    options: &PublishOptions,
+    report: &mut Report,
+) -> Result<()> {
+    let by_zone = names_by_zone(dns, names, rules).await?;
+    for (zone, records) in by_zone.values() {
+        let plan = |existing: &[RecordSet]| plan_release(existing, own, cluster);
+        let outcomes = publish_zone(dns, zone, records, cluster, options, plan).await?;
+        for outcome in outcomes {
+            report_outcome(report, outcome, &zone.name);
+        }
+    }
+    Ok(())
+}
+
+/// The allowed zone of each name, each name checked to be inside one and not its apex.
+async fn names_by_zone<'a>(
+    dns: &dyn DnsApi,
+    desired: &'a [DesiredRecord],
+    rules: &[ZoneRule],
+) -> Result<BTreeMap<String, (HostedZone, Vec<&'a DesiredRecord>)>> {
     let zones = find_zones(dns, rules).await?;
     let mut by_zone: BTreeMap<String, (HostedZone, Vec<&DesiredRecord>)> = BTreeMap::new();
     for record in desired {
@@ -69,22 +113,18 @@ pub async fn publish(
             .1
             .push(record);
     }
-    for (zone, records) in by_zone.values() {
-        let outcomes = publish_zone(dns, zone, records, cluster, options).await?;
-        for outcome in outcomes {
-            report_outcome(report, outcome, &zone.name);
-        }
-    }
-    Ok(())
+    Ok(by_zone)
 }
 
-/// Publishes the names of one zone; returns what happened to each.
+/// Applies `plan` to the names of one zone (the cluster's subtree and `records`' names read);
+/// returns what happened to each name.
 async fn publish_zone(
     dns: &dyn DnsApi,
     zone: &HostedZone,
     records: &[&DesiredRecord],
     cluster: &str,
     options: &PublishOptions,
+    plan: impl Fn(&[RecordSet]) -> (Vec<RecordChange>, Vec<NameOutcome>),
 ) -> Result<Vec<NameOutcome>> {
     let names: Vec<&str> = records.iter().map(|r| r.name.as_str()).collect();
     let read = || async {
@@ -98,7 +138,7 @@ async fn publish_zone(
     // Each name is reported from the plan whose batch carried it.
     let mut sent: BTreeMap<String, NameOutcome> = BTreeMap::new();
     for attempt in 1..=3 {
-        let (changes, outcomes) = plan_zone(records, &existing, cluster);
+        let (changes, outcomes) = plan(&existing);
         if changes.is_empty() || options.dry_run {
             return Ok(merge(outcomes, sent));
         }
@@ -158,19 +198,29 @@ fn report_outcome(report: &mut Report, outcome: NameOutcome, zone: &str) {
         report.warn(warning);
         return;
     }
+    let list = |values: &[String]| {
+        if values.is_empty() {
+            "none".to_owned()
+        } else {
+            values.join(",")
+        }
+    };
     let detail = if outcome.action == Action::Unchanged && outcome.to.is_empty() {
         "no address known now; left as it is".to_owned()
     } else if outcome.action == Action::Unchanged {
         format!("A {}", outcome.to.join(","))
     } else {
+        let adopted = if outcome.adopted {
+            "; adopted (ownership TXT written)"
+        } else if outcome.action == Action::Delete {
+            "; deleted with its ownership TXT"
+        } else {
+            ""
+        };
         format!(
-            "A {} -> {} (zone {zone})",
-            if outcome.from.is_empty() {
-                "none".to_owned()
-            } else {
-                outcome.from.join(",")
-            },
-            outcome.to.join(","),
+            "A {} -> {} (zone {zone}){adopted}",
+            list(&outcome.from),
+            list(&outcome.to)
         )
     };
     report.push(Change {

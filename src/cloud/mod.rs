@@ -49,8 +49,11 @@ pub struct VolumeQuery {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InstanceInfo {
     pub id: String,
-    pub private_ip: Option<std::net::Ipv4Addr>,
-    pub public_ip: Option<std::net::Ipv4Addr>,
+    /// Its private addresses: the primary private IPv4 and the primary interface's IPv6
+    /// addresses (an instance in an IPv6-only subnet has only those), sorted.
+    pub private_ips: Vec<std::net::IpAddr>,
+    /// Its public addresses: the public IPv4 and its IPv6 addresses (globally routable), sorted.
+    pub public_ips: Vec<std::net::IpAddr>,
 }
 
 /// The answer to an attach request.
@@ -132,6 +135,8 @@ pub struct RecordSet {
 pub enum RecordAction {
     Create,
     Upsert,
+    /// Removes a record set; its values and TTL must be the ones Route53 holds.
+    Delete,
 }
 
 /// One change of a change batch.

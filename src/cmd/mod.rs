@@ -5,4 +5,5 @@ pub mod discover_volumes;
 pub mod mount;
 pub mod publish_dns;
 pub mod render_manifests;
+pub mod reset;
 pub mod sync;

@@ -15,9 +15,17 @@ pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) ->
     // The cluster's names are checked before anything is locked or changed.
     snapshot.cluster().await?;
     let _lock = steps::lock(settings)?;
-    if settings.master {
-        steps::claim::run(settings, &mut snapshot, report).await?;
-        steps::mount::run(settings, &mut snapshot, report).await?;
+    let etcd_manager = match settings.master {
+        true => steps::etcd_manager_runs_here(settings)?,
+        false => None,
+    };
+    match etcd_manager {
+        Some(why) => report.warn(why),
+        None if settings.master => {
+            steps::claim::run(settings, &mut snapshot, report).await?;
+            steps::mount::run(settings, &mut snapshot, report).await?;
+        }
+        None => {}
     }
     steps::render::run(settings, &mut snapshot, report).await?;
     steps::publish::run(settings, &mut snapshot, report).await

@@ -27,6 +27,8 @@ pub enum Desired {
     Symlink(PathBuf),
     /// An empty log file created when missing, never truncated.
     LogFile { mode: u32 },
+    /// Nothing: the file or symlink is removed.
+    Absent,
 }
 
 /// One planned file change: where, what it becomes, and how it is reported.
@@ -49,6 +51,41 @@ impl FileChange {
             detail: self.detail.clone(),
         }
     }
+}
+
+/// Removing the file or symlink at `path` (`reset`); unchanged when nothing is there.
+pub fn plan_removal(path: &Path, current: &FileFact) -> FileChange {
+    let (action, detail) = match current {
+        FileFact::Missing => (Action::Unchanged, "not there".to_owned()),
+        FileFact::Symlink(target) => (Action::Delete, format!("link to {}", target.display())),
+        FileFact::File { bytes, .. } => (Action::Delete, format!("{} bytes", bytes.len())),
+        FileFact::Other => (Action::Delete, "not a regular file".to_owned()),
+    };
+    FileChange {
+        path: path.to_owned(),
+        desired: Desired::Absent,
+        action,
+        detail,
+    }
+}
+
+/// Putting back what `current` was at `path` before a removal (a `reset` that could not finish
+/// leaves the node as it was); `None` for what cannot be put back (nothing, a directory).
+pub fn plan_restore(path: &Path, current: &FileFact) -> Option<FileChange> {
+    let desired = match current {
+        FileFact::File { bytes, mode } => Desired::File {
+            bytes: bytes.clone(),
+            mode: *mode,
+        },
+        FileFact::Symlink(target) => Desired::Symlink(target.clone()),
+        FileFact::Missing | FileFact::Other => return None,
+    };
+    Some(FileChange {
+        path: path.to_owned(),
+        desired,
+        action: Action::Create,
+        detail: "restored".to_owned(),
+    })
 }
 
 /// A regular file: created, updated (with a unified diff of the text, or the mode change) or

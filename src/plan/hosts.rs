@@ -2,7 +2,7 @@
 //! of records makes. Pure.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 use crate::plan::records::DesiredRecord;
 use crate::report::{Action, Change, ChangeKind};
@@ -13,7 +13,7 @@ pub const GUARD_BEGIN: &str = "# Begin host entries managed by kops - do not edi
 pub const GUARD_END: &str = "# End host entries managed by kops";
 
 /// Name → addresses, as the hosts block holds them.
-pub type HostRecords = BTreeMap<String, Vec<Ipv4Addr>>;
+pub type HostRecords = BTreeMap<String, Vec<IpAddr>>;
 
 /// The lines of `content` (split on `\n`), as bytes: a hosts file need not be UTF-8 outside the
 /// block, and what is outside is kept byte for byte.
@@ -40,7 +40,7 @@ pub fn managed_records(content: &[u8]) -> HostRecords {
         }
         let text = String::from_utf8_lossy(trimmed);
         let mut fields = text.split_whitespace();
-        let Some(Ok(address)) = fields.next().map(str::parse::<Ipv4Addr>) else {
+        let Some(Ok(address)) = fields.next().map(str::parse::<IpAddr>) else {
             continue;
         };
         for name in fields {
@@ -62,22 +62,8 @@ pub fn managed_records(content: &[u8]) -> HostRecords {
 /// sorted, lines sorted), and a final newline. A name without addresses gets no line. Applying
 /// it again changes nothing.
 pub fn update_hosts(content: &[u8], records: &HostRecords) -> Vec<u8> {
-    let mut out: Vec<&[u8]> = Vec::new();
-    let mut in_block = false;
-    for line in lines(content) {
-        let trimmed = line.trim_ascii();
-        if trimmed == GUARD_BEGIN.as_bytes() {
-            in_block = true;
-        } else if trimmed == GUARD_END.as_bytes() {
-            in_block = false;
-        } else if !in_block {
-            out.push(line);
-        }
-    }
-    while out.last().is_some_and(|l| l.trim_ascii().is_empty()) {
-        out.pop();
-    }
-    let mut by_address: BTreeMap<Ipv4Addr, Vec<&str>> = BTreeMap::new();
+    let out = unmanaged_lines(content);
+    let mut by_address: BTreeMap<IpAddr, Vec<&str>> = BTreeMap::new();
     for (name, addresses) in records {
         for address in addresses {
             let names = by_address.entry(*address).or_default();
@@ -105,6 +91,74 @@ pub fn update_hosts(content: &[u8], records: &HostRecords) -> Vec<u8> {
     text.extend_from_slice(GUARD_END.as_bytes());
     text.push(b'\n');
     text
+}
+
+/// The lines outside the managed block(s), trailing blank lines trimmed (as kOps does).
+fn unmanaged_lines(content: &[u8]) -> Vec<&[u8]> {
+    let mut out: Vec<&[u8]> = Vec::new();
+    let mut in_block = false;
+    for line in lines(content) {
+        let trimmed = line.trim_ascii();
+        if trimmed == GUARD_BEGIN.as_bytes() {
+            in_block = true;
+        } else if trimmed == GUARD_END.as_bytes() {
+            in_block = false;
+        } else if !in_block {
+            out.push(line);
+        }
+    }
+    while out.last().is_some_and(|l| l.trim_ascii().is_empty()) {
+        out.pop();
+    }
+    out
+}
+
+/// Plans the hosts file without its managed block (`reset`): one `delete` per managed name,
+/// and the file's other lines kept; a file without a block (or a guard line) is left as it is.
+pub fn plan_hosts_removal(target: &str, content: &[u8]) -> HostsPlan {
+    let has_guard = lines(content).any(|line| {
+        let trimmed = line.trim_ascii();
+        trimmed == GUARD_BEGIN.as_bytes() || trimmed == GUARD_END.as_bytes()
+    });
+    if !has_guard {
+        return HostsPlan {
+            content: content.to_vec(),
+            changes: Vec::new(),
+        };
+    }
+    let mut changes: Vec<Change> = managed_records(content)
+        .into_iter()
+        .map(|(name, addresses)| Change {
+            kind: ChangeKind::Hosts,
+            target: name,
+            action: Action::Delete,
+            detail: format!(
+                "{} -> none",
+                addresses
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        })
+        .collect();
+    if changes.is_empty() {
+        // An empty block: the guards alone go.
+        changes.push(Change {
+            kind: ChangeKind::Hosts,
+            target: target.to_owned(),
+            action: Action::Update,
+            detail: "empty managed block removed".to_owned(),
+        });
+    }
+    let mut text = unmanaged_lines(content).join(&b'\n');
+    if !text.is_empty() {
+        text.push(b'\n');
+    }
+    HostsPlan {
+        content: text,
+        changes,
+    }
 }
 
 /// The block's new records: the desired addresses, or for a name whose addresses are unknown
@@ -138,7 +192,7 @@ pub struct HostsPlan {
 pub fn plan_hosts(target: &str, content: &[u8], desired: &[DesiredRecord]) -> HostsPlan {
     let current = managed_records(content);
     let wanted = hosts_records(desired, &current);
-    let show = |a: Option<&Vec<Ipv4Addr>>| {
+    let show = |a: Option<&Vec<IpAddr>>| {
         a.map(|a| {
             a.iter()
                 .map(|x| x.to_string())
@@ -209,6 +263,36 @@ mod tests {
         raw.into_iter()
             .map(|(k, v)| (k, v.iter().map(|a| a.parse().unwrap()).collect()))
             .collect()
+    }
+
+    #[test]
+    fn removal_drops_the_block_and_keeps_every_other_line() {
+        let records = records("a.example.com: [10.0.0.1]\nb.example.com: [10.0.0.2]\n");
+        let original = b"127.0.0.1 localhost\r\n# keep\xff\n";
+        let with_block = update_hosts(original, &records);
+        let plan = plan_hosts_removal("/etc/hosts", &with_block);
+        assert_eq!(plan.content, b"127.0.0.1 localhost\r\n# keep\xff\n");
+        let targets: Vec<(&str, Action)> = plan
+            .changes
+            .iter()
+            .map(|c| (c.target.as_str(), c.action))
+            .collect();
+        assert_eq!(
+            targets,
+            [
+                ("a.example.com", Action::Delete),
+                ("b.example.com", Action::Delete)
+            ]
+        );
+        // Removed once, nothing left to do.
+        let again = plan_hosts_removal("/etc/hosts", &plan.content);
+        assert!(again.changes.is_empty());
+        assert_eq!(again.content, plan.content);
+        // An empty block's guards go too.
+        let empty = update_hosts(b"x\n", &HostRecords::new());
+        let plan = plan_hosts_removal("/etc/hosts", &empty);
+        assert_eq!(plan.content, b"x\n");
+        assert_eq!(plan.changes[0].action, Action::Update);
     }
 
     #[test]

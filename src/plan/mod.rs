@@ -7,6 +7,7 @@ pub mod hosts;
 pub mod manifests;
 pub mod mounts;
 pub mod records;
+pub mod reset;
 pub mod route53;
 pub mod volumes;
 pub mod zones;

@@ -300,9 +300,126 @@ pub fn state_file_change(state: &State, path: &Path, current: &FileFact) -> Resu
     Ok(change)
 }
 
+/// A filesystem is grown when its device is larger by at least this much: less could be
+/// a partial last block group `resize2fs` would not add, and the run would never converge.
+pub const GROW_MIN_BYTES: u64 = 16 << 20;
+
+/// The size in bytes of the ext2/3/4 filesystem whose superblock (the 1 024 bytes at offset
+/// 1 024) is `superblock`; `None` when it is not one.
+pub fn ext4_size(superblock: &[u8]) -> Option<u64> {
+    let u32_at = |at: usize| -> Option<u64> {
+        let bytes: [u8; 4] = superblock.get(at..at + 4)?.try_into().ok()?;
+        Some(u64::from(u32::from_le_bytes(bytes)))
+    };
+    let magic = superblock.get(0x38..0x3a)?;
+    if magic != [0x53, 0xef] {
+        return None;
+    }
+    let log_block_size = u32_at(0x18)?;
+    if log_block_size > 6 {
+        return None;
+    }
+    let block_size = 1024u64 << log_block_size;
+    const INCOMPAT_64BIT: u64 = 0x80;
+    let mut blocks = u32_at(0x4)?;
+    if u32_at(0x60)? & INCOMPAT_64BIT != 0 {
+        blocks |= u32_at(0x150)? << 32;
+    }
+    blocks.checked_mul(block_size)
+}
+
+/// What growing a filesystem to its device's size takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grow {
+    /// It fills its device.
+    No,
+    /// Not mounted yet: `resize2fs` before mounting.
+    Offline { from: u64, to: u64 },
+    /// Mounted: `resize2fs` on the mounted filesystem (the kernel grows it).
+    Online { from: u64, to: u64 },
+    /// Mounted, and this process may not grow it online (no `CAP_SYS_RESOURCE`): a warning,
+    /// and the grow happens at the next mount.
+    Deferred { from: u64, to: u64 },
+}
+
+/// Whether and how a filesystem of `fs_bytes` on a device of `device_bytes` is grown. Pure.
+pub fn plan_grow(fs_bytes: u64, device_bytes: u64, mounted: bool, may_grow_online: bool) -> Grow {
+    if device_bytes < fs_bytes.saturating_add(GROW_MIN_BYTES) {
+        return Grow::No;
+    }
+    let (from, to) = (fs_bytes, device_bytes);
+    match (mounted, may_grow_online) {
+        (false, _) => Grow::Offline { from, to },
+        (true, true) => Grow::Online { from, to },
+        (true, false) => Grow::Deferred { from, to },
+    }
+}
+
+/// The report entry of a grow, targeted by the volume id.
+pub fn grow_change(volume_id: &str, device: &str, from: u64, to: u64, online: bool) -> Change {
+    Change {
+        kind: ChangeKind::Filesystem,
+        target: volume_id.to_owned(),
+        action: Action::Resize,
+        detail: format!(
+            "ext4 on {device} grown {} from {} MiB to {} MiB",
+            if online { "online" } else { "before mounting" },
+            from >> 20,
+            to >> 20
+        ),
+    }
+}
+
+/// The warning for a grow that has to wait for the next mount.
+pub fn deferred_grow_warning(volume_id: &str, device: &str, from: u64, to: u64) -> String {
+    format!(
+        "the filesystem of volume `{volume_id}` on `{device}` ({} MiB) is smaller than its \
+         device ({} MiB); growing it while mounted needs CAP_SYS_RESOURCE, which protokube does \
+         not have here: it is grown at the next mount",
+        from >> 20,
+        to >> 20
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ext4_sizes_come_from_the_superblock() {
+        let mut sb = vec![0u8; 1024];
+        sb[0x38] = 0x53;
+        sb[0x39] = 0xef;
+        sb[0x18..0x1c].copy_from_slice(&2u32.to_le_bytes()); // 4 KiB blocks
+        sb[0x4..0x8].copy_from_slice(&65_536u32.to_le_bytes());
+        assert_eq!(ext4_size(&sb), Some(256 << 20));
+        // 64-bit: the high half counts.
+        sb[0x60..0x64].copy_from_slice(&0x80u32.to_le_bytes());
+        sb[0x150..0x154].copy_from_slice(&1u32.to_le_bytes());
+        assert_eq!(ext4_size(&sb), Some(((1u64 << 32) + 65_536) * 4096));
+        sb[0x38] = 0;
+        assert_eq!(ext4_size(&sb), None);
+        assert_eq!(ext4_size(&[]), None);
+    }
+
+    #[test]
+    fn grows_only_what_its_device_outgrew_and_only_where_it_may() {
+        let mib = 1u64 << 20;
+        assert_eq!(plan_grow(256 * mib, 256 * mib, false, true), Grow::No);
+        assert_eq!(plan_grow(256 * mib, 260 * mib, false, true), Grow::No);
+        let (from, to) = (256 * mib, 512 * mib);
+        assert_eq!(
+            plan_grow(from, to, false, false),
+            Grow::Offline { from, to }
+        );
+        assert_eq!(plan_grow(from, to, true, true), Grow::Online { from, to });
+        assert_eq!(
+            plan_grow(from, to, true, false),
+            Grow::Deferred { from, to }
+        );
+        // A device smaller than its filesystem is never "grown".
+        assert_eq!(plan_grow(to, from, false, true), Grow::No);
+    }
 
     const SAMPLE: &str = "\
 22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw

@@ -2,7 +2,7 @@
 //! computes the same answer. Pure.
 
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use crate::cloud::InstanceInfo;
 use crate::names::etcd_member_name;
@@ -18,6 +18,9 @@ pub enum RecordRole {
     ApiInternal,
     /// `api.<cluster>` (or `spec.masterPublicName`) → public IPs of the running masters.
     ApiPublic,
+    /// `kops-controller.internal.<cluster>` → the masters' private IPs (gossip workers fetch
+    /// their bootstrap configuration there).
+    KopsController,
 }
 
 /// A name and the addresses it should have. Empty addresses mean "unknown right now": the
@@ -27,13 +30,14 @@ pub enum RecordRole {
 pub struct DesiredRecord {
     pub name: String,
     pub role: RecordRole,
-    /// Sorted, without duplicates.
-    pub addresses: Vec<Ipv4Addr>,
+    /// Sorted (IPv4 before IPv6), without duplicates.
+    pub addresses: Vec<IpAddr>,
 }
 
 /// The records for a cluster. `internal_suffix` starts with a dot; `public_name` is
 /// `spec.masterPublicName` or `api.<cluster>`. `etcd_volumes` are the cluster's etcd volumes in
-/// every zone, `masters` its running control-plane instances.
+/// every zone, `masters` its running control-plane instances. Every address family an instance
+/// has is published: IPv4 as `A`, IPv6 as `AAAA`.
 pub fn desired_records(
     cluster: &str,
     internal_suffix: &str,
@@ -41,61 +45,111 @@ pub fn desired_records(
     etcd_volumes: &[EtcdVolume],
     masters: &[InstanceInfo],
 ) -> Vec<DesiredRecord> {
-    let private_ip = |instance_id: &str| {
+    let mut records = etcd_records(internal_suffix, etcd_volumes, masters);
+    records.push(DesiredRecord {
+        name: format!("api.internal.{cluster}"),
+        role: RecordRole::ApiInternal,
+        addresses: private_addresses(masters),
+    });
+    records.push(DesiredRecord {
+        name: public_name.trim_end_matches('.').to_ascii_lowercase(),
+        role: RecordRole::ApiPublic,
+        addresses: sorted(masters.iter().flat_map(|m| m.public_ips.clone()).collect()),
+    });
+    records
+}
+
+/// The hosts-file records of a control-plane node of a cluster without a DNS service, as
+/// current kOps' nodeup writes them: its own API names (`api.internal.<cluster>` and the
+/// spec's public name, when set) at `127.0.0.1`, and the etcd members' names.
+pub fn gossip_master_records(
+    cluster: &str,
+    internal_suffix: &str,
+    spec_public_name: Option<&str>,
+    etcd_volumes: &[EtcdVolume],
+    masters: &[InstanceInfo],
+) -> Vec<DesiredRecord> {
+    let loopback = vec![IpAddr::V4(Ipv4Addr::LOCALHOST)];
+    let mut records = etcd_records(internal_suffix, etcd_volumes, masters);
+    records.push(DesiredRecord {
+        name: format!("api.internal.{cluster}"),
+        role: RecordRole::ApiInternal,
+        addresses: loopback.clone(),
+    });
+    if let Some(name) = spec_public_name {
+        records.push(DesiredRecord {
+            name: name.trim_end_matches('.').to_ascii_lowercase(),
+            role: RecordRole::ApiPublic,
+            addresses: loopback,
+        });
+    }
+    records
+}
+
+/// The records a node that is not a master needs: `api.internal.<cluster>` and
+/// `kops-controller.internal.<cluster>` → the running masters' private addresses. They come
+/// from the masters alone (one `DescribeInstances`, all kOps' node role may call).
+pub fn worker_records(cluster: &str, masters: &[InstanceInfo]) -> Vec<DesiredRecord> {
+    vec![
+        DesiredRecord {
+            name: format!("api.internal.{cluster}"),
+            role: RecordRole::ApiInternal,
+            addresses: private_addresses(masters),
+        },
+        DesiredRecord {
+            name: format!("kops-controller.internal.{cluster}"),
+            role: RecordRole::KopsController,
+            addresses: private_addresses(masters),
+        },
+    ]
+}
+
+/// `etcd-<member>` / `etcd-<key>-<member>` + suffix → the private addresses of the instance the
+/// member's volume is attached to (none: unknown right now).
+fn etcd_records(
+    internal_suffix: &str,
+    etcd_volumes: &[EtcdVolume],
+    masters: &[InstanceInfo],
+) -> Vec<DesiredRecord> {
+    let private_ips = |instance_id: &str| {
         masters
             .iter()
             .find(|m| m.id == instance_id)
-            .and_then(|m| m.private_ip)
+            .map(|m| m.private_ips.clone())
+            .unwrap_or_default()
     };
-    let mut etcd: BTreeMap<String, Vec<Ipv4Addr>> = BTreeMap::new();
+    let mut etcd: BTreeMap<String, Vec<IpAddr>> = BTreeMap::new();
     for volume in etcd_volumes {
-        let address = volume
+        let addresses = volume
             .attachment
             .as_ref()
             .filter(|a| a.state == "attached" || a.state == "attaching")
-            .and_then(|a| private_ip(&a.instance_id));
+            .map(|a| private_ips(&a.instance_id))
+            .unwrap_or_default();
         for membership in &volume.etcd {
             let name = format!(
                 "{}{internal_suffix}",
                 etcd_member_name(&membership.cluster, &membership.member)
             );
-            let addresses = etcd.entry(name).or_default();
-            addresses.extend(address);
+            etcd.entry(name)
+                .or_default()
+                .extend(addresses.iter().copied());
         }
     }
-    let mut records: Vec<DesiredRecord> = etcd
-        .into_iter()
+    etcd.into_iter()
         .map(|(name, addresses)| DesiredRecord {
             name,
             role: RecordRole::EtcdMember,
             addresses: sorted(addresses),
         })
-        .collect();
-    records.push(DesiredRecord {
-        name: format!("api.internal.{cluster}"),
-        role: RecordRole::ApiInternal,
-        addresses: sorted(masters.iter().filter_map(|m| m.private_ip).collect()),
-    });
-    records.push(DesiredRecord {
-        name: public_name.trim_end_matches('.').to_ascii_lowercase(),
-        role: RecordRole::ApiPublic,
-        addresses: sorted(masters.iter().filter_map(|m| m.public_ip).collect()),
-    });
-    records
+        .collect()
 }
 
-/// The records a node that is not a master needs: `api.internal.<cluster>` → the running
-/// masters' private addresses. They come from the masters alone (one `DescribeInstances`, all
-/// kOps' node role may call).
-pub fn worker_records(cluster: &str, masters: &[InstanceInfo]) -> Vec<DesiredRecord> {
-    vec![DesiredRecord {
-        name: format!("api.internal.{cluster}"),
-        role: RecordRole::ApiInternal,
-        addresses: sorted(masters.iter().filter_map(|m| m.private_ip).collect()),
-    }]
+fn private_addresses(masters: &[InstanceInfo]) -> Vec<IpAddr> {
+    sorted(masters.iter().flat_map(|m| m.private_ips.clone()).collect())
 }
 
-fn sorted(mut addresses: Vec<Ipv4Addr>) -> Vec<Ipv4Addr> {
+fn sorted(mut addresses: Vec<IpAddr>) -> Vec<IpAddr> {
     addresses.sort();
     addresses.dedup();
     addresses
@@ -130,8 +184,11 @@ mod tests {
     fn master(id: &str, private: [u8; 4], public: Option<[u8; 4]>) -> InstanceInfo {
         InstanceInfo {
             id: id.into(),
-            private_ip: Some(Ipv4Addr::from(private)),
-            public_ip: public.map(Ipv4Addr::from),
+            private_ips: vec![Ipv4Addr::from(private).into()],
+            public_ips: public
+                .map(|p| Ipv4Addr::from(p).into())
+                .into_iter()
+                .collect(),
         }
     }
 
@@ -203,5 +260,93 @@ mod tests {
             .unwrap()
             .addresses
             .is_empty());
+    }
+
+    fn addresses(records: &[DesiredRecord], name: &str) -> Vec<String> {
+        records
+            .iter()
+            .find(|r| r.name == name)
+            .unwrap_or_else(|| panic!("{name}: {records:#?}"))
+            .addresses
+            .iter()
+            .map(|a| a.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn every_address_family_is_published() {
+        let v6: IpAddr = "2001:db8::1".parse().unwrap();
+        let masters = [
+            // Dual-stack.
+            InstanceInfo {
+                id: "i-1".into(),
+                private_ips: vec!["10.0.0.1".parse().unwrap(), v6],
+                public_ips: vec!["54.0.0.1".parse().unwrap(), v6],
+            },
+            // IPv6 only.
+            InstanceInfo {
+                id: "i-2".into(),
+                private_ips: vec!["2001:db8::2".parse().unwrap()],
+                public_ips: vec!["2001:db8::2".parse().unwrap()],
+            },
+        ];
+        let volumes = [
+            volume("v1", "main", "a", Some("i-1")),
+            volume("v2", "main", "b", Some("i-2")),
+        ];
+        let records = desired_records("c", ".internal.c", "api.c", &volumes, &masters);
+        assert_eq!(
+            addresses(&records, "etcd-a.internal.c"),
+            ["10.0.0.1", "2001:db8::1"]
+        );
+        assert_eq!(addresses(&records, "etcd-b.internal.c"), ["2001:db8::2"]);
+        assert_eq!(
+            addresses(&records, "api.internal.c"),
+            ["10.0.0.1", "2001:db8::1", "2001:db8::2"]
+        );
+        assert_eq!(
+            addresses(&records, "api.c"),
+            ["54.0.0.1", "2001:db8::1", "2001:db8::2"]
+        );
+    }
+
+    #[test]
+    fn gossip_names_as_current_kops_writes_them() {
+        let masters = [
+            master("i-1", [10, 0, 0, 1], None),
+            master("i-2", [10, 0, 0, 2], None),
+        ];
+        let volumes = [volume("v1", "main", "a", Some("i-1"))];
+        // A master: its own API at 127.0.0.1, the public name too when the spec sets one.
+        let records = gossip_master_records(
+            "c.k8s.local",
+            ".internal.c.k8s.local",
+            Some("api.c.k8s.local"),
+            &volumes,
+            &masters,
+        );
+        assert_eq!(
+            addresses(&records, "api.internal.c.k8s.local"),
+            ["127.0.0.1"]
+        );
+        assert_eq!(addresses(&records, "api.c.k8s.local"), ["127.0.0.1"]);
+        assert_eq!(
+            addresses(&records, "etcd-a.internal.c.k8s.local"),
+            ["10.0.0.1"]
+        );
+        assert_eq!(records.len(), 3);
+        let records =
+            gossip_master_records("c.k8s.local", ".internal.c.k8s.local", None, &[], &masters);
+        assert_eq!(records.len(), 1);
+        // Any other node: the API and kops-controller at the masters.
+        let records = worker_records("c.k8s.local", &masters);
+        assert_eq!(
+            addresses(&records, "api.internal.c.k8s.local"),
+            ["10.0.0.1", "10.0.0.2"]
+        );
+        assert_eq!(
+            addresses(&records, "kops-controller.internal.c.k8s.local"),
+            ["10.0.0.1", "10.0.0.2"]
+        );
     }
 }

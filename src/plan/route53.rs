@@ -1,6 +1,9 @@
 //! Route53 planning: the minimal changes for the names of one zone from what the zone holds,
 //! with an external-dns style ownership TXT record beside each name protokube manages. Pure.
 
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+
 use crate::cloud::{RecordAction, RecordChange, RecordSet};
 use crate::names::is_within;
 use crate::plan::records::DesiredRecord;
@@ -78,13 +81,54 @@ pub struct NameOutcome {
     pub to: Vec<String>,
     /// Set when the name is left alone because someone else owns it.
     pub warning: Option<String>,
+    /// Taken over with `--adopt` (its ownership TXT written now).
+    pub adopted: bool,
 }
 
-/// Plans the changes for the names of one zone against what the zone holds. Pure.
+/// What a zone's plan may do beyond writing the desired names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ZonePolicy {
+    /// `--adopt`: take over a name of the cluster's own set that holds only A/AAAA records and
+    /// no ownership TXT at all (left by kOps' dns-controller or the old protokube).
+    pub adopt: bool,
+    /// The cloud's answer named the cluster's etcd members. Owned names the cluster no longer
+    /// has are deleted; an etcd name only while this holds, so an answer that lists no etcd
+    /// volume at all (a glitch, a permission gone) never empties the etcd names.
+    pub etcd_members_known: bool,
+}
+
+/// Whether a record set is one protokube writes: A or AAAA (not an alias), or its TXT holding
+/// exactly the ownership value.
+fn protokube_wrote(set: &RecordSet, owner: &str) -> bool {
+    match set.record_type.as_str() {
+        "A" | "AAAA" => !set.alias,
+        "TXT" => set.values == [owner],
+        _ => false,
+    }
+}
+
+/// Whether `name` is an etcd member's name (`etcd-…` in its first label).
+fn is_etcd_name(name: &str) -> bool {
+    name.starts_with("etcd-")
+}
+
+/// Names `existing` marks as owned by `cluster` (our TXT beside them).
+fn owned_names<'a>(existing: &'a [RecordSet], owner: &str) -> BTreeSet<&'a str> {
+    existing
+        .iter()
+        .filter(|r| r.record_type == "TXT" && r.values.iter().any(|v| v == owner))
+        .map(|r| r.name.as_str())
+        .collect()
+}
+
+/// Plans the changes for the names of one zone against what the zone holds: the desired names
+/// written, and the names this cluster owns that it no longer has deleted with their TXT.
+/// Pure.
 pub fn plan_zone(
     desired: &[&DesiredRecord],
     existing: &[RecordSet],
     cluster: &str,
+    policy: ZonePolicy,
 ) -> (Vec<RecordChange>, Vec<NameOutcome>) {
     let owner = ownership_value(cluster);
     let mut changes = Vec::new();
@@ -109,7 +153,11 @@ pub fn plan_zone(
                 }
             })
             .collect();
-        let current: Vec<String> = a.map(|a| a.values.clone()).unwrap_or_default();
+        let current: Vec<String> = [a, aaaa]
+            .into_iter()
+            .flatten()
+            .flat_map(|set| set.values.clone())
+            .collect();
         let wanted: Vec<String> = record.addresses.iter().map(|a| a.to_string()).collect();
         let mut outcome = NameOutcome {
             name: record.name.clone(),
@@ -117,9 +165,12 @@ pub fn plan_zone(
             from: current.clone(),
             to: wanted.clone(),
             warning: None,
+            adopted: false,
         };
         let owned = txt.is_some_and(|t| t.values.contains(&owner));
-        let placeholder = current == [PLACEHOLDER];
+        let placeholder = a.is_some_and(|a| a.values == [PLACEHOLDER]);
+        // Adopted: no ownership record of anyone, only address records (checked below).
+        let adopted = !owned && txt.is_none() && policy.adopt;
         if wanted.is_empty() {
             // Unknown right now (no master running, volume attached nowhere): keep what is there.
             outcome.to = current;
@@ -137,39 +188,76 @@ pub fn plan_zone(
             continue;
         }
         let foreign_addresses = (a.is_some() && !placeholder) || aaaa.is_some();
-        if !owned && (txt.is_some() || foreign_addresses) {
+        if !owned && !adopted && (txt.is_some() || foreign_addresses) {
             outcome.to = current;
+            let hint = if txt.is_none() {
+                "; if it is this cluster's (written by kOps' dns-controller or the old \
+                 protokube), pass --adopt to take it over"
+            } else {
+                ""
+            };
             outcome.warning = Some(format!(
                 "DNS record `{}` exists and is not owned by cluster `{cluster}` (no ownership TXT \
-                 record {owner}); left alone",
+                 record {owner}); left alone{hint}",
                 record.name
             ));
             outcomes.push(outcome);
             continue;
         }
-        let a_record = RecordSet {
-            name: record.name.clone(),
-            record_type: "A".into(),
-            ttl: Some(TTL),
-            values: wanted.clone(),
-            alias: false,
+        // One record set per address family: A for IPv4, AAAA for IPv6; a family the name no
+        // longer has is deleted.
+        let family = |v6: bool| -> Vec<String> {
+            record
+                .addresses
+                .iter()
+                .filter(|a| a.is_ipv6() == v6)
+                .map(|a| a.to_string())
+                .collect()
         };
-        match a {
-            None => {
-                outcome.action = Action::Create;
+        let before = changes.len();
+        for (record_type, want, have) in [("A", family(false), a), ("AAAA", family(true), aaaa)] {
+            let set = RecordSet {
+                name: record.name.clone(),
+                record_type: record_type.into(),
+                ttl: Some(TTL),
+                values: want.clone(),
+                alias: false,
+            };
+            let action = match have {
+                None if want.is_empty() => None,
+                None => Some(RecordAction::Create),
+                Some(have) if want.is_empty() => {
+                    changes.push(RecordChange {
+                        action: RecordAction::Delete,
+                        record: have.clone(),
+                    });
+                    None
+                }
+                Some(have)
+                    if same_values(&have.values, &want)
+                        && have.ttl == Some(TTL)
+                        && (owned || adopted) =>
+                {
+                    None
+                }
+                Some(_) => Some(RecordAction::Upsert),
+            };
+            if let Some(action) = action {
                 changes.push(RecordChange {
-                    action: RecordAction::Create,
-                    record: a_record,
+                    action,
+                    record: set,
                 });
             }
-            Some(a) if same_values(&a.values, &wanted) && a.ttl == Some(TTL) && owned => {}
-            Some(_) => {
-                outcome.action = Action::Update;
-                changes.push(RecordChange {
-                    action: RecordAction::Upsert,
-                    record: a_record,
-                });
-            }
+        }
+        if changes.len() > before || adopted {
+            outcome.action = if a.is_none() && aaaa.is_none() {
+                Action::Create
+            } else {
+                Action::Update
+            };
+        }
+        if adopted && foreign_addresses {
+            outcome.adopted = true;
         }
         if !owned {
             changes.push(RecordChange {
@@ -184,6 +272,114 @@ pub fn plan_zone(
             });
         }
         outcomes.push(outcome);
+    }
+    // Owned names the cluster no longer has: every record set of ours there goes.
+    let wanted: BTreeSet<&str> = desired.iter().map(|r| r.name.as_str()).collect();
+    for name in owned_names(existing, &owner) {
+        if wanted.contains(name) || (is_etcd_name(name) && !policy.etcd_members_known) {
+            continue;
+        }
+        let sets: Vec<&RecordSet> = existing.iter().filter(|r| r.name == name).collect();
+        if sets.iter().any(|r| !protokube_wrote(r, &owner)) {
+            // Something else lives there too: not protokube's to remove.
+            continue;
+        }
+        let addresses: Vec<String> = sets
+            .iter()
+            .filter(|r| r.record_type != "TXT")
+            .flat_map(|r| r.values.clone())
+            .collect();
+        for set in sets {
+            changes.push(RecordChange {
+                action: RecordAction::Delete,
+                record: set.clone(),
+            });
+        }
+        outcomes.push(NameOutcome {
+            name: name.to_owned(),
+            action: Action::Delete,
+            from: addresses,
+            to: Vec::new(),
+            warning: None,
+            adopted: false,
+        });
+    }
+    (changes, outcomes)
+}
+
+/// Plans taking this node's `own` addresses out of the names of one zone that `cluster` owns
+/// (`reset`): a name left with no address is deleted with its TXT; names not owned, and
+/// other nodes' addresses, are never touched. Pure.
+pub fn plan_release(
+    existing: &[RecordSet],
+    own: &[IpAddr],
+    cluster: &str,
+) -> (Vec<RecordChange>, Vec<NameOutcome>) {
+    let owner = ownership_value(cluster);
+    let own: BTreeSet<String> = own.iter().map(ToString::to_string).collect();
+    let mut changes = Vec::new();
+    let mut outcomes = Vec::new();
+    for name in owned_names(existing, &owner) {
+        let sets: Vec<&RecordSet> = existing.iter().filter(|r| r.name == name).collect();
+        let held = |r: &&&RecordSet| !r.alias && (r.record_type == "A" || r.record_type == "AAAA");
+        let from: Vec<String> = sets
+            .iter()
+            .filter(held)
+            .flat_map(|r| r.values.clone())
+            .collect();
+        if !from.iter().any(|v| own.contains(v)) {
+            continue;
+        }
+        let to: Vec<String> = from.iter().filter(|v| !own.contains(*v)).cloned().collect();
+        let others = sets.iter().any(|r| !protokube_wrote(r, &owner));
+        for set in sets.iter().filter(held) {
+            let left: Vec<String> = set
+                .values
+                .iter()
+                .filter(|v| !own.contains(*v))
+                .cloned()
+                .collect();
+            if left.len() == set.values.len() {
+                continue;
+            }
+            changes.push(if left.is_empty() {
+                RecordChange {
+                    action: RecordAction::Delete,
+                    record: (*set).clone(),
+                }
+            } else {
+                RecordChange {
+                    action: RecordAction::Upsert,
+                    record: RecordSet {
+                        values: left,
+                        ..(*set).clone()
+                    },
+                }
+            });
+        }
+        let deleted = to.is_empty() && !others;
+        if deleted {
+            changes.extend(
+                sets.iter()
+                    .filter(|r| r.record_type == "TXT")
+                    .map(|r| RecordChange {
+                        action: RecordAction::Delete,
+                        record: (*r).clone(),
+                    }),
+            );
+        }
+        outcomes.push(NameOutcome {
+            name: name.to_owned(),
+            action: if deleted {
+                Action::Delete
+            } else {
+                Action::Update
+            },
+            from,
+            to,
+            warning: None,
+            adopted: false,
+        });
     }
     (changes, outcomes)
 }
@@ -236,6 +432,63 @@ mod tests {
     }
 
     #[test]
+    fn each_address_family_gets_its_record_set() {
+        let owner = ownership_value(C);
+        let mut dual = desired("etcd-a.internal.c.example.com", &[[10, 0, 0, 1]]);
+        dual.addresses.push("2001:db8::1".parse().unwrap());
+        let refs = [&dual];
+        // New: A, AAAA and the ownership TXT.
+        let (changes, outcomes) = plan_zone(&refs, &[], C, ZonePolicy::default());
+        let summary: Vec<(RecordAction, &str, Vec<String>)> = changes
+            .iter()
+            .map(|c| {
+                (
+                    c.action,
+                    c.record.record_type.as_str(),
+                    c.record.values.clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (RecordAction::Create, "A", vec!["10.0.0.1".to_owned()]),
+                (RecordAction::Create, "AAAA", vec!["2001:db8::1".to_owned()]),
+                (RecordAction::Create, "TXT", vec![owner.clone()]),
+            ]
+        );
+        assert_eq!(outcomes[0].action, Action::Create);
+        // Converged: nothing.
+        let existing = [
+            set("etcd-a.internal.c.example.com", "A", &["10.0.0.1"]),
+            set("etcd-a.internal.c.example.com", "AAAA", &["2001:db8::1"]),
+            set("etcd-a.internal.c.example.com", "TXT", &[&owner]),
+        ];
+        let (changes, outcomes) = plan_zone(&refs, &existing, C, ZonePolicy::default());
+        assert!(changes.is_empty(), "{changes:#?}");
+        assert_eq!(outcomes[0].action, Action::Unchanged);
+        // The member moved to an IPv6-only master: its A record goes, its AAAA is updated.
+        let v6_only = DesiredRecord {
+            addresses: vec!["2001:db8::2".parse().unwrap()],
+            ..dual.clone()
+        };
+        let (changes, outcomes) = plan_zone(&[&v6_only], &existing, C, ZonePolicy::default());
+        let summary: Vec<(RecordAction, &str)> = changes
+            .iter()
+            .map(|c| (c.action, c.record.record_type.as_str()))
+            .collect();
+        assert_eq!(
+            summary,
+            [(RecordAction::Delete, "A"), (RecordAction::Upsert, "AAAA")]
+        );
+        assert_eq!(
+            changes[0].record, existing[0],
+            "a delete names the set as it is"
+        );
+        assert_eq!(outcomes[0].action, Action::Update);
+    }
+
+    #[test]
     fn names_held_through_an_alias_or_another_type_are_left_alone() {
         let owner = ownership_value(C);
         let records = [
@@ -253,7 +506,7 @@ mod tests {
             set("v6.c.example.com", "AAAA", &["fd00::1"]),
         ];
         let refs: Vec<&DesiredRecord> = records.iter().collect();
-        let (changes, outcomes) = plan_zone(&refs, &existing, C);
+        let (changes, outcomes) = plan_zone(&refs, &existing, C, ZonePolicy::default());
         assert!(changes.is_empty(), "{changes:#?}");
         let warning = |n: &str| {
             outcomes
@@ -281,7 +534,7 @@ mod tests {
             })
             .collect();
         let refs: Vec<&DesiredRecord> = records.iter().collect();
-        let (changes, _) = plan_zone(&refs, &[], C);
+        let (changes, _) = plan_zone(&refs, &[], C, ZonePolicy::default());
         assert_eq!(changes.len(), 1400);
         let split = batches(&changes);
         assert!(split.len() > 1);
@@ -351,7 +604,7 @@ mod tests {
             set("unknown.c.example.com", "TXT", &[&owner]),
         ];
         let refs: Vec<&DesiredRecord> = records.iter().collect();
-        let (changes, outcomes) = plan_zone(&refs, &existing, C);
+        let (changes, outcomes) = plan_zone(&refs, &existing, C, ZonePolicy::default());
         let summary: Vec<(RecordAction, &str, &str)> = changes
             .iter()
             .map(|c| {
@@ -388,12 +641,214 @@ mod tests {
             &[[10, 0, 0, 2], [10, 0, 0, 1]],
         )];
         let refs: Vec<&DesiredRecord> = records.iter().collect();
-        let (changes, _) = plan_zone(&refs, &[], C);
+        let (changes, _) = plan_zone(&refs, &[], C, ZonePolicy::default());
         let applied: Vec<RecordSet> = changes.into_iter().map(|c| c.record).collect();
         assert_eq!(applied[1].values, [owner]);
-        let (changes, outcomes) = plan_zone(&refs, &applied, C);
+        let (changes, outcomes) = plan_zone(&refs, &applied, C, ZonePolicy::default());
         assert!(changes.is_empty(), "{changes:?}");
         assert_eq!(outcomes[0].action, Action::Unchanged);
+    }
+
+    #[test]
+    fn owned_names_the_cluster_no_longer_has_are_deleted_with_their_txt() {
+        let owner = ownership_value(C);
+        let records = [desired("etcd-a.internal.c.example.com", &[[10, 0, 0, 1]])];
+        let existing = [
+            set("etcd-a.internal.c.example.com", "A", &["10.0.0.1"]),
+            set("etcd-a.internal.c.example.com", "TXT", &[&owner]),
+            set("etcd-b.internal.c.example.com", "A", &["10.0.0.2"]),
+            set("etcd-b.internal.c.example.com", "TXT", &[&owner]),
+            set("old.c.example.com", "AAAA", &["fd00::1"]),
+            set("old.c.example.com", "TXT", &[&owner]),
+            // Not ours, or not only ours: kept.
+            set("etcd-c.internal.c.example.com", "A", &["10.0.0.3"]),
+            set("shared.c.example.com", "A", &["10.0.0.4"]),
+            set("shared.c.example.com", "MX", &["10 mail.example.com"]),
+            set("shared.c.example.com", "TXT", &[&owner]),
+        ];
+        let refs: Vec<&DesiredRecord> = records.iter().collect();
+        let known = ZonePolicy {
+            etcd_members_known: true,
+            ..ZonePolicy::default()
+        };
+        let (changes, outcomes) = plan_zone(&refs, &existing, C, known);
+        let summary: Vec<(RecordAction, &str, &str)> = changes
+            .iter()
+            .map(|c| {
+                (
+                    c.action,
+                    c.record.name.as_str(),
+                    c.record.record_type.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (RecordAction::Delete, "etcd-b.internal.c.example.com", "A"),
+                (RecordAction::Delete, "etcd-b.internal.c.example.com", "TXT"),
+                (RecordAction::Delete, "old.c.example.com", "AAAA"),
+                (RecordAction::Delete, "old.c.example.com", "TXT"),
+            ]
+        );
+        assert_eq!(
+            changes[0].record, existing[2],
+            "deletes name the sets as they are"
+        );
+        let deleted: Vec<&str> = outcomes
+            .iter()
+            .filter(|o| o.action == Action::Delete)
+            .map(|o| o.name.as_str())
+            .collect();
+        assert_eq!(
+            deleted,
+            ["etcd-b.internal.c.example.com", "old.c.example.com"]
+        );
+        // An answer without etcd members keeps every etcd name.
+        let (changes, _) = plan_zone(&refs, &existing, C, ZonePolicy::default());
+        let names: Vec<&str> = changes.iter().map(|c| c.record.name.as_str()).collect();
+        assert_eq!(names, ["old.c.example.com", "old.c.example.com"]);
+    }
+
+    #[test]
+    fn adopt_takes_over_address_only_names_without_any_ownership_record() {
+        let records = [
+            desired("api.internal.c.example.com", &[[10, 0, 0, 1]]),
+            desired("etcd-a.internal.c.example.com", &[[10, 0, 0, 2]]),
+            desired("other.c.example.com", &[[10, 0, 0, 3]]),
+        ];
+        let existing = [
+            // As dns-controller leaves them: addresses, no TXT.
+            set("api.internal.c.example.com", "A", &["10.0.0.1"]),
+            set("etcd-a.internal.c.example.com", "A", &["10.9.9.9"]),
+            // Someone else's ownership record: never adopted.
+            set("other.c.example.com", "A", &["10.0.0.3"]),
+            set("other.c.example.com", "TXT", &["\"heritage=external-dns\""]),
+        ];
+        let refs: Vec<&DesiredRecord> = records.iter().collect();
+        let (changes, outcomes) = plan_zone(&refs, &existing, C, ZonePolicy::default());
+        assert!(changes.is_empty());
+        let warnings: Vec<&str> = outcomes
+            .iter()
+            .filter_map(|o| o.warning.as_deref())
+            .collect();
+        assert_eq!(warnings.len(), 3);
+        assert!(warnings[0].contains("--adopt"), "{}", warnings[0]);
+        assert!(!warnings[2].contains("--adopt"), "{}", warnings[2]);
+
+        let adopt = ZonePolicy {
+            adopt: true,
+            ..ZonePolicy::default()
+        };
+        let (changes, outcomes) = plan_zone(&refs, &existing, C, adopt);
+        let summary: Vec<(RecordAction, &str, &str)> = changes
+            .iter()
+            .map(|c| {
+                (
+                    c.action,
+                    c.record.name.as_str(),
+                    c.record.record_type.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (RecordAction::Create, "api.internal.c.example.com", "TXT"),
+                (RecordAction::Upsert, "etcd-a.internal.c.example.com", "A"),
+                (RecordAction::Create, "etcd-a.internal.c.example.com", "TXT"),
+            ]
+        );
+        assert!(outcomes[0].adopted && outcomes[1].adopted);
+        assert_eq!(outcomes[0].action, Action::Update);
+        assert!(outcomes[2].warning.is_some());
+        // Once adopted, converged without the flag.
+        let mut applied: Vec<RecordSet> = existing.to_vec();
+        for change in changes {
+            applied.retain(|r| {
+                !(r.name == change.record.name && r.record_type == change.record.record_type)
+            });
+            applied.push(change.record);
+        }
+        let (changes, _) = plan_zone(&refs, &applied, C, ZonePolicy::default());
+        assert!(changes.is_empty(), "{changes:#?}");
+    }
+
+    #[test]
+    fn release_takes_only_this_nodes_addresses_out_of_owned_names() {
+        let owner = ownership_value(C);
+        let existing = [
+            set("api.internal.c.example.com", "A", &["10.0.0.1", "10.0.0.2"]),
+            set("api.internal.c.example.com", "TXT", &[&owner]),
+            set("etcd-a.internal.c.example.com", "A", &["10.0.0.1"]),
+            set("etcd-a.internal.c.example.com", "AAAA", &["fd00::1"]),
+            set("etcd-a.internal.c.example.com", "TXT", &[&owner]),
+            set("etcd-b.internal.c.example.com", "A", &["10.0.0.2"]),
+            set("etcd-b.internal.c.example.com", "TXT", &[&owner]),
+            set("foreign.c.example.com", "A", &["10.0.0.1"]),
+        ];
+        let own: Vec<IpAddr> = vec!["10.0.0.1".parse().unwrap(), "fd00::1".parse().unwrap()];
+        let (changes, outcomes) = plan_release(&existing, &own, C);
+        let summary: Vec<(RecordAction, &str, &str, Vec<String>)> = changes
+            .iter()
+            .map(|c| {
+                (
+                    c.action,
+                    c.record.name.as_str(),
+                    c.record.record_type.as_str(),
+                    c.record.values.clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (
+                    RecordAction::Upsert,
+                    "api.internal.c.example.com",
+                    "A",
+                    vec!["10.0.0.2".to_owned()]
+                ),
+                (
+                    RecordAction::Delete,
+                    "etcd-a.internal.c.example.com",
+                    "A",
+                    vec!["10.0.0.1".to_owned()]
+                ),
+                (
+                    RecordAction::Delete,
+                    "etcd-a.internal.c.example.com",
+                    "AAAA",
+                    vec!["fd00::1".to_owned()]
+                ),
+                (
+                    RecordAction::Delete,
+                    "etcd-a.internal.c.example.com",
+                    "TXT",
+                    vec![owner.clone()]
+                ),
+            ]
+        );
+        let actions: Vec<(&str, Action)> = outcomes
+            .iter()
+            .map(|o| (o.name.as_str(), o.action))
+            .collect();
+        assert_eq!(
+            actions,
+            [
+                ("api.internal.c.example.com", Action::Update),
+                ("etcd-a.internal.c.example.com", Action::Delete)
+            ]
+        );
+        // Applied, a second release has nothing left to do.
+        let after: Vec<RecordSet> = vec![
+            set("api.internal.c.example.com", "A", &["10.0.0.2"]),
+            set("api.internal.c.example.com", "TXT", &[&owner]),
+            existing[5].clone(),
+            existing[6].clone(),
+            existing[7].clone(),
+        ];
+        assert!(plan_release(&after, &own, C).0.is_empty());
     }
 
     #[test]

@@ -7,10 +7,12 @@ pub mod discover;
 pub mod mount;
 pub mod publish;
 pub mod render;
+pub mod reset;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 
 use crate::apply::files::RunLock;
+use crate::paths::MANIFEST_DIR;
 use crate::settings::Settings;
 
 /// The run lock for a mutating command; none with `--dry-run`, which changes nothing.
@@ -20,6 +22,32 @@ pub fn lock(settings: &Settings) -> Result<Option<RunLock>> {
     } else {
         RunLock::acquire(&settings.root, settings.waits.timeout).map(Some)
     }
+}
+
+/// The etcd-manager pods kOps (1.12 and later) runs on this node, if any: they own the etcd
+/// volumes (same tags, same mount points), so protokube must not claim, mount or run etcd on
+/// them. A sentence naming them, or `None`.
+pub fn etcd_manager_runs_here(settings: &Settings) -> Result<Option<String>> {
+    let dir = settings.root.resolve(MANIFEST_DIR)?;
+    let entries = match fs_err::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err).context("listing the static-pod manifests"),
+    };
+    let mut found: Vec<String> = entries
+        .filter_map(|entry| entry.ok())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("etcd-manager-") && name.ends_with(".manifest"))
+        .collect();
+    found.sort();
+    Ok((!found.is_empty()).then(|| {
+        format!(
+            "etcd-manager runs on this node ({} in `{}`) and owns the etcd volumes: protokube \
+             leaves them, and etcd, to it",
+            found.join(", "),
+            dir.display()
+        )
+    }))
 }
 
 /// The first of several errors (the run's error line); the others are logged.

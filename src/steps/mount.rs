@@ -13,8 +13,8 @@ use crate::plan::blank::{
     decide_device, predict_device, DeviceDecision, DeviceFacts, FormatReason, FORMATTED_TAG,
 };
 use crate::plan::mounts::{
-    decision_changes, finish_change, format_change, mount_change, mount_state, refusal_from_mounts,
-    state_file_change, MountState,
+    decision_changes, deferred_grow_warning, finish_change, format_change, grow_change,
+    mount_change, mount_state, plan_grow, refusal_from_mounts, state_file_change, Grow, MountState,
 };
 use crate::plan::volumes::EtcdVolume;
 use crate::report::{Action, Report};
@@ -129,6 +129,7 @@ async fn mount_device(
             &text,
             format!("{} already mounted", volume.id),
         ));
+        grow_mounted(settings, volume, device, report)?;
         return Ok(true);
     }
     if let Some(why) = refusal_from_mounts(&state, &text) {
@@ -148,8 +149,26 @@ async fn mount_device(
     if let DeviceDecision::Refuse(why) = &decision {
         bail!("{why}");
     }
+    // An existing filesystem whose device was enlarged is grown before it is mounted.
+    let grow = match &decision {
+        DeviceDecision::CheckAndMount { .. } => {
+            let (filesystem, size) = blockdev::filesystem_and_device_size(&device.path)?;
+            match plan_grow(filesystem, size, false, false) {
+                Grow::Offline { from, to } => {
+                    Some(grow_change(&volume.id, &device_text, from, to, false))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    };
     if settings.dry_run {
-        for change in decision_changes(&decision, &volume.id, &text, &device_text) {
+        let mut changes = decision_changes(&decision, &volume.id, &text, &device_text);
+        if let Some(grow) = grow {
+            let mount = changes.len().saturating_sub(1);
+            changes.insert(mount, grow);
+        }
+        for change in changes {
             report.push(change);
         }
         return Ok(false);
@@ -173,6 +192,10 @@ async fn mount_device(
                 }
                 // A record left by a run killed after tagging is finished with too.
                 intent::clear(root, &volume.id)?;
+                if let Some(grow) = grow {
+                    blockdev::grow_ext4(&device.path, false)?;
+                    report.push(grow);
+                }
             }
             Err(_) if unfinished => {
                 format_volume(
@@ -196,6 +219,37 @@ async fn mount_device(
         format!("{} from {device_text}", volume.id),
     ));
     Ok(false)
+}
+
+/// Grows a mounted filesystem its device outgrew: online where this process may, else a
+/// warning (the next mount grows it). The kernel refusing an online grow is a warning too.
+fn grow_mounted(
+    settings: &Settings,
+    volume: &EtcdVolume,
+    device: &FoundDevice,
+    report: &mut Report,
+) -> Result<()> {
+    let device_text = device.path.display().to_string();
+    let (filesystem, size) = blockdev::filesystem_and_device_size(&device.path)?;
+    match plan_grow(filesystem, size, true, blockdev::may_grow_online()) {
+        Grow::No | Grow::Offline { .. } => {}
+        Grow::Deferred { from, to } => {
+            report.warn(deferred_grow_warning(&volume.id, &device_text, from, to));
+        }
+        Grow::Online { from, to } => {
+            if !settings.dry_run {
+                if let Err(err) = blockdev::grow_ext4(&device.path, true) {
+                    report.warn(format!(
+                        "{}: {err:#}",
+                        deferred_grow_warning(&volume.id, &device_text, from, to)
+                    ));
+                    return Ok(());
+                }
+            }
+            report.push(grow_change(&volume.id, &device_text, from, to, true));
+        }
+    }
+    Ok(())
 }
 
 /// Formats the device with a new UUID (recorded first, so an interrupted format is recognised

@@ -8,7 +8,8 @@ use crate::apply::route53::{publish, PublishOptions};
 use crate::names::check_dns_name;
 use crate::paths::HOSTS_FILE;
 use crate::plan::hosts::plan_hosts;
-use crate::plan::records::{desired_records, worker_records};
+use crate::plan::records::{desired_records, gossip_master_records, worker_records};
+use crate::plan::route53::ZonePolicy;
 use crate::report::Report;
 use crate::settings::{DnsProvider, Settings};
 use crate::snapshot::Snapshot;
@@ -32,16 +33,34 @@ pub async fn run(
         _ => {}
     }
     let masters = snapshot.masters().await?;
+    let mut etcd_members_known = false;
     let desired = if settings.master {
         warn_skipped(snapshot, report).await?;
         let volumes = snapshot.discovery().await?.volumes.clone();
-        desired_records(
-            &cluster.name,
-            &cluster.internal_suffix,
-            &cluster.public_name,
-            &volumes,
-            &masters,
-        )
+        etcd_members_known = volumes.iter().any(|v| !v.etcd.is_empty());
+        if cluster.dns == DnsProvider::Hosts {
+            // Without a DNS service, as current kOps' nodeup: the API at 127.0.0.1 here.
+            let spec_public_name = settings
+                .spec
+                .as_ref()
+                .and_then(|s| s.spec.master_public_name.as_ref())
+                .map(|_| cluster.public_name.as_str());
+            gossip_master_records(
+                &cluster.name,
+                &cluster.internal_suffix,
+                spec_public_name,
+                &volumes,
+                &masters,
+            )
+        } else {
+            desired_records(
+                &cluster.name,
+                &cluster.internal_suffix,
+                &cluster.public_name,
+                &volumes,
+                &masters,
+            )
+        }
     } else {
         // A worker needs the masters' addresses only, and may not list volumes (kOps' node
         // role has `DescribeInstances` alone).
@@ -69,6 +88,10 @@ pub async fn run(
         wait: settings.dns_wait.then_some(settings.waits.timeout),
         progress: settings.waits.progress,
         wait_backoff: settings.waits.dns.clone(),
+        policy: ZonePolicy {
+            adopt: settings.adopt,
+            etcd_members_known,
+        },
     };
     publish(
         &*dns,

@@ -3,25 +3,36 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{anyhow, Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 
 use crate::apply::files;
 use crate::paths::{on_volume, MANIFEST_DIR, ON_VOLUME_MANIFEST_DIR};
-use crate::plan::manifests::{plan_writes, render_all, Layout, Placement, RenderInputs};
+use crate::plan::manifests::nodeup::Distribution;
+use crate::plan::manifests::{
+    plan_version_records, plan_writes, render_all, version_record_paths, Layout, Placement,
+    RenderInputs,
+};
 use crate::report::Report;
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
+use crate::spec::ClusterSpec;
+use crate::steps;
 
 pub async fn run(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     report: &mut Report,
 ) -> Result<()> {
-    let spec = settings.spec.as_ref().ok_or_else(|| {
-        anyhow!("render-manifests needs the cluster spec: pass --cluster-spec FILE")
-    })?;
+    // The old daemon's invocation without a spec renders the etcd pods alone, from the volumes.
+    let no_spec = ClusterSpec::default();
+    let spec = match &settings.spec {
+        Some(doc) => &doc.spec,
+        None if settings.etcd_only => &no_spec,
+        None => bail!("render-manifests needs the cluster spec: pass --cluster-spec FILE"),
+    };
     let cluster = snapshot.cluster().await?;
-    let mounted = if settings.master {
+    // Where etcd-manager runs, the volumes and etcd are its own, whatever is mounted.
+    let mounted = if settings.master && steps::etcd_manager_runs_here(settings)?.is_none() {
         snapshot.mounted()?
     } else {
         Vec::new()
@@ -30,9 +41,11 @@ pub async fn run(
         cluster_name: &cluster.name,
         internal_suffix: &cluster.internal_suffix,
         master: settings.master,
-        spec: &spec.spec,
+        spec,
         mounted: &mounted,
         etcd: &settings.etcd,
+        distribution: read_distribution(&settings.root)?,
+        etcd_only: settings.etcd_only,
     };
     let mut warnings = Vec::new();
     let manifests = render_all(&settings.templates, &inputs, &mut warnings)?;
@@ -80,11 +93,28 @@ pub async fn run(
             facts.insert(path, fact);
         }
     }
-    for change in plan_writes(&layout, &manifests, &facts)? {
+    for path in version_record_paths(&layout, &manifests)? {
+        let fact = files::read_fact(&path)?;
+        facts.insert(path, fact);
+    }
+    // The version guard first: a refused upgrade writes nothing.
+    let mut changes = plan_version_records(&layout, &manifests, &facts)?;
+    changes.extend(plan_writes(&layout, &manifests, &facts)?);
+    for change in changes {
         if !settings.dry_run {
             files::apply(&change)?;
         }
         report.push(change.change());
     }
     Ok(())
+}
+
+/// The host's distribution from `<root>/etc/os-release` (none: another Linux).
+fn read_distribution(root: &crate::paths::HostRoot) -> Result<Distribution> {
+    let path = root.resolve("/etc/os-release")?;
+    match fs_err::read_to_string(&path) {
+        Ok(text) => Ok(Distribution::from_os_release(&text)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Distribution::Other),
+        Err(err) => Err(err).context("reading the host's os-release"),
+    }
 }

@@ -22,13 +22,21 @@ pub use imds::ImdsServer;
 pub use moto::Moto;
 
 /// The completed cluster specs in `tests/fixtures/kops/cluster-completed/`, by file stem.
-pub const COMPLETED_SPECS: [&str; 5] = [
+pub const COMPLETED_SPECS: [&str; 6] = [
     "complex",
     "ha",
     "minimal-1.28",
     "minimal-etcd",
+    "minimal-ipv6",
     "minimal_gossip",
 ];
+
+/// The ExecStart line kOps' nodeup (v1.30.3) writes into `protokube.service`, for its test
+/// cluster `minimal.example.com` (`reference/README.md` §Invocation).
+pub const NODEUP_EXEC_START: &str = "/opt/kops/bin/protokube --bootstrap-master-node-labels=true \
+     --cloud=aws --cluster-id=minimal.example.com --containerized=false \
+     --dns-internal-suffix=.internal.minimal.example.com --master=true \
+     --node-name=master.hostname.invalid --v=4 --zone=*/Z1AFAKE1ZON3YO";
 
 /// Reference data copied from kOps (see `tests/fixtures/kops/README.md`).
 pub fn fixture(path: &str) -> PathBuf {
@@ -178,6 +186,15 @@ impl Protokube {
         self.command
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .spawn()
+            .expect("spawning protokube")
+    }
+
+    /// Starts it with its output going to `stdout` and `stderr`; the caller waits.
+    pub fn spawn_to(mut self, stdout: std::fs::File, stderr: std::fs::File) -> std::process::Child {
+        self.command
+            .stdout(stdout)
+            .stderr(stderr)
             .spawn()
             .expect("spawning protokube")
     }

@@ -292,6 +292,16 @@ pub async fn instance_at(
     private_ip: &str,
     pairs: &[(&str, &str)],
 ) -> String {
+    instance_in(ec2, subnet, Some(private_ip), pairs).await
+}
+
+/// Starts an instance in `subnet`, with a fixed private address if given; returns its id.
+pub async fn instance_in(
+    ec2: &Client,
+    subnet: &str,
+    private_ip: Option<&str>,
+    pairs: &[(&str, &str)],
+) -> String {
     let images = ec2.describe_images().send().await.expect("DescribeImages");
     let image = images.images()[0].image_id().unwrap().to_owned();
     let output = ec2
@@ -301,10 +311,103 @@ pub async fn instance_at(
         .min_count(1)
         .max_count(1)
         .subnet_id(subnet)
-        .private_ip_address(private_ip)
+        .set_private_ip_address(private_ip.map(str::to_owned))
         .tag_specifications(tag_spec(ResourceType::Instance, pairs))
         .send()
         .await
         .expect("RunInstances");
     output.instances()[0].instance_id().unwrap().to_owned()
+}
+
+/// A VPC with an IPv6 block and two subnets: a dual-stack one (`10.0.1.0/24`,
+/// `2001:db8:0:2::/64`) in `dual_zone`, an IPv6-only one (`2001:db8:0:1::/64`) in `v6_zone`.
+/// Returns (dual-stack subnet, IPv6-only subnet).
+pub async fn ipv6_subnets(ec2: &Client, dual_zone: &str, v6_zone: &str) -> (String, String) {
+    let vpc = ec2
+        .create_vpc()
+        .cidr_block("10.0.0.0/16")
+        .amazon_provided_ipv6_cidr_block(true)
+        .send()
+        .await
+        .expect("CreateVpc");
+    let vpc = vpc.vpc().unwrap().vpc_id().unwrap().to_owned();
+    let dual = created_subnet(
+        ec2.create_subnet()
+            .vpc_id(&vpc)
+            .cidr_block("10.0.1.0/24")
+            .ipv6_cidr_block("2001:db8:0:2::/64")
+            .availability_zone(dual_zone),
+    )
+    .await;
+    let v6 = created_subnet(
+        ec2.create_subnet()
+            .vpc_id(&vpc)
+            .ipv6_cidr_block("2001:db8:0:1::/64")
+            .ipv6_native(true)
+            .availability_zone(v6_zone),
+    )
+    .await;
+    (dual, v6)
+}
+
+/// A VPC with one IPv6-only subnet per zone (`2001:db8:0:<n>::/64`, n from 1); their ids.
+pub async fn ipv6_only_subnets(ec2: &Client, zones: &[&str]) -> Vec<String> {
+    let vpc = ec2
+        .create_vpc()
+        .cidr_block("10.0.0.0/16")
+        .amazon_provided_ipv6_cidr_block(true)
+        .send()
+        .await
+        .expect("CreateVpc");
+    let vpc = vpc.vpc().unwrap().vpc_id().unwrap().to_owned();
+    let mut ids = Vec::new();
+    for (n, zone) in zones.iter().enumerate() {
+        let request = ec2
+            .create_subnet()
+            .vpc_id(&vpc)
+            .ipv6_cidr_block(format!("2001:db8:0:{}::/64", n + 1))
+            .ipv6_native(true)
+            .availability_zone(*zone);
+        ids.push(created_subnet(request).await);
+    }
+    ids
+}
+
+/// The id of the subnet `request` creates. moto counts 2^64-5 free addresses in an IPv6-only
+/// subnet, more than the SDK's integer holds: the answer fails to decode, but the subnet
+/// exists and its id is in the answer.
+async fn created_subnet(
+    request: aws_sdk_ec2::operation::create_subnet::builders::CreateSubnetFluentBuilder,
+) -> String {
+    match request.send().await {
+        Ok(out) => out.subnet().unwrap().subnet_id().unwrap().to_owned(),
+        Err(aws_sdk_ec2::error::SdkError::ServiceError(err)) => {
+            let body = String::from_utf8_lossy(err.raw().body().bytes().unwrap());
+            let start = body.find("<subnetId>").expect("CreateSubnet answer") + 10;
+            let end = start + body[start..].find('<').unwrap();
+            body[start..end].to_owned()
+        }
+        Err(err) => panic!("CreateSubnet: {err:?}"),
+    }
+}
+
+/// Gives an instance's primary network interface the IPv6 address `address` (as EC2 does for
+/// an instance in a dual-stack subnet; moto keeps only addresses assigned this way).
+pub async fn assign_ipv6(ec2: &Client, instance_id: &str, address: &str) {
+    let out = ec2
+        .describe_instances()
+        .instance_ids(instance_id)
+        .send()
+        .await
+        .expect("DescribeInstances");
+    let eni = out.reservations()[0].instances()[0].network_interfaces()[0]
+        .network_interface_id()
+        .unwrap()
+        .to_owned();
+    ec2.assign_ipv6_addresses()
+        .network_interface_id(eni)
+        .ipv6_addresses(address)
+        .send()
+        .await
+        .expect("AssignIpv6Addresses");
 }

@@ -1,5 +1,7 @@
 //! EC2 through the AWS SDK: the cluster's volumes, attaching them, and the cluster's instances.
 
+use std::net::IpAddr;
+
 use anyhow::{Context as _, Result};
 use async_trait::async_trait;
 use aws_config::SdkConfig;
@@ -286,15 +288,39 @@ impl InstanceApi for Ec2 {
                     "ec2:DescribeInstances",
                 )
                 .with_context(context)?;
-                let ip = |s: Option<&str>| s.and_then(|s| s.parse().ok());
+                let (private_ips, public_ips) = instance_addresses(instance);
                 masters.push(InstanceInfo {
                     id: id.to_owned(),
-                    private_ip: ip(instance.private_ip_address()),
-                    public_ip: ip(instance.public_ip_address()),
+                    private_ips,
+                    public_ips,
                 });
             }
         }
         masters.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(masters)
     }
+}
+
+/// An instance's private and public addresses: the primary private address (IPv4, or IPv6 in an
+/// IPv6-only subnet), the primary IPv6 address and those of the primary network interface; the
+/// public IPv4 and, since they are routable, the IPv6 ones. Sorted, IPv4 first.
+fn instance_addresses(instance: &aws_sdk_ec2::types::Instance) -> (Vec<IpAddr>, Vec<IpAddr>) {
+    let parse = |s: Option<&str>| s.and_then(|s| s.parse::<IpAddr>().ok());
+    let mut private: Vec<IpAddr> = Vec::new();
+    private.extend(parse(instance.private_ip_address()));
+    private.extend(parse(instance.ipv6_address()));
+    let primary = instance
+        .network_interfaces()
+        .iter()
+        .find(|ni| ni.attachment().and_then(|a| a.device_index()) == Some(0));
+    for address in primary.map(|ni| ni.ipv6_addresses()).unwrap_or_default() {
+        private.extend(parse(address.ipv6_address()));
+    }
+    private.sort();
+    private.dedup();
+    let mut public: Vec<IpAddr> = parse(instance.public_ip_address()).into_iter().collect();
+    public.extend(private.iter().filter(|a| a.is_ipv6()));
+    public.sort();
+    public.dedup();
+    (private, public)
 }

@@ -152,6 +152,7 @@ impl DnsApi for Route53 {
                     .action(match change.action {
                         RecordAction::Create => ChangeAction::Create,
                         RecordAction::Upsert => ChangeAction::Upsert,
+                        RecordAction::Delete => ChangeAction::Delete,
                     })
                     .resource_record_set(set.build()?)
                     .build()?,

@@ -1,7 +1,7 @@
 //! The etcd member pod (kOps' legacy protokube layout): names, ports, environment order, TLS
 //! directories, computed from the mounted volume's membership and the spec. Pure.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{anyhow, bail, Result};
 use serde::Serialize;
@@ -55,6 +55,8 @@ pub struct EtcdPodParams {
     pub data_dir_name: String,
     pub client_port: u16,
     pub peer_port: u16,
+    /// Where etcd listens: `0.0.0.0`, or `[::]` on an IPv6 cluster.
+    pub listen_host: String,
     pub cpu_request: String,
     pub memory_request: Option<String>,
     pub image: String,
@@ -109,11 +111,11 @@ impl EtcdPodParams {
             },
             EnvVar {
                 name: "ETCD_LISTEN_PEER_URLS",
-                value: format!("{s}://0.0.0.0:{}", self.peer_port),
+                value: format!("{s}://{}:{}", self.listen_host, self.peer_port),
             },
             EnvVar {
                 name: "ETCD_LISTEN_CLIENT_URLS",
-                value: format!("{s}://0.0.0.0:{}", self.client_port),
+                value: format!("{s}://{}:{}", self.listen_host, self.client_port),
             },
             EnvVar {
                 name: "ETCD_ADVERTISE_CLIENT_URLS",
@@ -258,55 +260,122 @@ fn volume_name_for(path: &str) -> String {
     name.trim_end_matches('-').to_owned()
 }
 
-/// Fixed facts of an etcd cluster key (kOps v1.10).
+/// Fixed facts of an etcd cluster key (kOps v1.10; other keys named the same way).
 struct KeyFacts {
     pod_name: String,
     cluster_name: String,
     data_dir_name: String,
-    peer_port: u16,
-    client_port: u16,
     cpu_request: &'static str,
 }
 
-fn key_facts(key: &str) -> Result<KeyFacts> {
-    Ok(match key {
+fn key_facts(key: &str) -> KeyFacts {
+    match key {
         "main" => KeyFacts {
             pod_name: "etcd-server".into(),
             cluster_name: crate::names::etcd_cluster_name("main"),
             data_dir_name: "data".into(),
-            peer_port: 2380,
-            client_port: 4001,
             cpu_request: "200m",
         },
-        "events" => KeyFacts {
-            pod_name: "etcd-server-events".into(),
-            cluster_name: crate::names::etcd_cluster_name("events"),
-            data_dir_name: "data-events".into(),
-            peer_port: 2381,
-            client_port: 4002,
+        other => KeyFacts {
+            pod_name: format!("etcd-server-{other}"),
+            cluster_name: crate::names::etcd_cluster_name(other),
+            data_dir_name: format!("data-{other}"),
             cpu_request: "100m",
         },
-        other => bail!(
-            "etcd cluster `{other}` is not supported by the legacy etcd layout (only `main` and \
-             `events` have their own ports); it is not rendered"
-        ),
-    })
+    }
 }
 
-/// The image: `--etcd-image`, else the spec's image, else `registry.k8s.io/etcd:<version>-0`.
-fn etcd_image(options: &EtcdOptions, spec: Option<&EtcdClusterSpec>, key: &str) -> Result<String> {
+/// Peer and client ports per etcd cluster key: `main` 2380/4001, `events` 2381/4002, kOps'
+/// `cilium` 2382/4003; any other key the spec's `peerPort`/`clientPort`, else the next pair no
+/// other cluster uses (from 2382/4003), in the order of `spec.etcdClusters`, then keys found only
+/// on volumes (`extra_keys`) by name. Every port is used once.
+pub fn etcd_ports<'a>(
+    clusters: &'a [EtcdClusterSpec],
+    extra_keys: impl IntoIterator<Item = &'a str>,
+) -> Result<BTreeMap<String, (u16, u16)>> {
+    let mut keys: Vec<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
+    let mut extra: Vec<&str> = extra_keys
+        .into_iter()
+        .filter(|k| !keys.contains(k))
+        .collect();
+    extra.sort_unstable();
+    extra.dedup();
+    keys.extend(extra);
+    // Fixed and spec-given pairs first, so that the next free pairs skip them.
+    let mut ports: BTreeMap<String, (u16, u16)> = BTreeMap::new();
+    let mut owner: BTreeMap<u16, &str> = BTreeMap::new();
+    for key in &keys {
+        let spec = clusters.iter().find(|c| c.name == *key);
+        let pair = match (*key, spec.map(|c| (c.peer_port, c.client_port))) {
+            ("main", _) => (2380, 4001),
+            ("events", _) => (2381, 4002),
+            ("cilium", _) => (2382, 4003),
+            (_, Some((Some(peer), Some(client)))) => (peer, client),
+            (_, Some((Some(_), None) | (None, Some(_)))) => bail!(
+                "spec.etcdClusters `{key}`: give both `peerPort` and `clientPort`, or neither"
+            ),
+            _ => continue,
+        };
+        for port in [pair.0, pair.1] {
+            if let Some(other) = owner.insert(port, key) {
+                bail!(
+                    "etcd clusters `{other}` and `{key}` would both use port {port}; give them \
+                     ports of their own (`peerPort`, `clientPort`) in spec.etcdClusters"
+                );
+            }
+        }
+        ports.insert(key.to_string(), pair);
+    }
+    let (mut peer, mut client) = (2382u16, 4003u16);
+    for key in &keys {
+        if ports.contains_key(*key) {
+            continue;
+        }
+        let exhausted = || anyhow!("no free ports left for etcd cluster `{key}`");
+        while owner.contains_key(&peer) {
+            peer = peer.checked_add(1).ok_or_else(exhausted)?;
+        }
+        owner.insert(peer, key);
+        while owner.contains_key(&client) {
+            client = client.checked_add(1).ok_or_else(exhausted)?;
+        }
+        owner.insert(client, key);
+        ports.insert(key.to_string(), (peer, client));
+    }
+    Ok(ports)
+}
+
+/// The image of etcd cluster `key`: `--etcd-image`, else its spec entry's `image`, else
+/// `registry.k8s.io/etcd:<version>-0`. Neither is an error naming the field to set.
+pub fn etcd_image(
+    options: &EtcdOptions,
+    clusters: &[EtcdClusterSpec],
+    key: &str,
+) -> Result<String> {
     if let Some(image) = &options.etcd_image {
         return Ok(image.clone());
     }
-    if let Some(image) = spec.and_then(|s| s.image.clone()) {
+    let Some((index, spec)) = clusters.iter().enumerate().find(|(_, c)| c.name == key) else {
+        bail!(
+            "etcd cluster `{key}` is on a volume of this node but not in spec.etcdClusters, so \
+             nothing says which etcd to run: add it to the spec with a `version`, or pass \
+             --etcd-image"
+        );
+    };
+    if let Some(image) = spec.image.clone().filter(|i| !i.is_empty()) {
         return Ok(image);
     }
-    let version = spec.and_then(|s| s.version.clone()).ok_or_else(|| {
-        anyhow!(
-            "no image for etcd cluster `{key}`: set spec.etcdClusters[].image or .version, or \
-             pass --etcd-image"
-        )
-    })?;
+    let version = spec
+        .version
+        .as_deref()
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| {
+            anyhow!(
+                "`spec.etcdClusters[{index}].version` (etcd cluster `{key}`) is not set, nor \
+                 `.image`: set one of them (the completed spec kOps writes has the version), or \
+                 pass --etcd-image"
+            )
+        })?;
     let version = version.trim_start_matches('v');
     Ok(if version.contains('-') {
         format!("registry.k8s.io/etcd:{version}")
@@ -332,15 +401,33 @@ fn milliseconds(flag: Option<u32>, spec: Option<&String>, field: &str) -> Result
     Ok(Some((nanos / 1_000_000).to_string()))
 }
 
+/// Where a member's pod comes from beyond its membership: the spec's cluster entry, the
+/// legacy flags, the ports, the internal DNS suffix (starting with a dot) and whether the
+/// cluster runs on IPv6.
+#[derive(Clone, Copy, Debug)]
+pub struct MemberInputs<'a> {
+    pub spec: Option<&'a EtcdClusterSpec>,
+    pub options: &'a EtcdOptions,
+    pub image: &'a str,
+    pub ports: (u16, u16),
+    pub internal_suffix: &'a str,
+    pub ipv6: bool,
+}
+
 /// The pod parameters for `membership`, held by a volume mounted at `mount_host_path`.
-/// `internal_suffix` starts with a dot (`.internal.c.example.com`).
 pub fn pod_params(
     membership: &EtcdMembership,
     mount_host_path: &str,
-    spec: Option<&EtcdClusterSpec>,
-    options: &EtcdOptions,
-    internal_suffix: &str,
+    inputs: &MemberInputs<'_>,
 ) -> Result<EtcdPodParams> {
+    let MemberInputs {
+        spec,
+        options,
+        image,
+        ports: (peer_port, client_port),
+        internal_suffix,
+        ipv6,
+    } = *inputs;
     // The state file is on disk and could have been edited: names go into DNS names, pod
     // names and paths, so they are checked again here.
     for name in std::iter::once(&membership.cluster)
@@ -360,7 +447,7 @@ pub fn pod_params(
             membership.member
         );
     }
-    let facts = key_facts(&membership.cluster)?;
+    let facts = key_facts(&membership.cluster);
     let node = |member: &str| {
         let name = crate::names::etcd_member_name(&membership.cluster, member);
         EtcdNode {
@@ -369,7 +456,7 @@ pub fn pod_params(
         }
     };
     Ok(EtcdPodParams {
-        image: etcd_image(options, spec, &membership.cluster)?,
+        image: image.to_owned(),
         cpu_request: spec
             .and_then(|s| s.cpu_request.clone())
             .unwrap_or_else(|| facts.cpu_request.to_owned()),
@@ -401,8 +488,9 @@ pub fn pod_params(
         pod_name: facts.pod_name,
         cluster_name: facts.cluster_name,
         data_dir_name: facts.data_dir_name,
-        peer_port: facts.peer_port,
-        client_port: facts.client_port,
+        peer_port,
+        client_port,
+        listen_host: if ipv6 { "[::]" } else { "0.0.0.0" }.to_owned(),
     })
 }
 
@@ -414,23 +502,46 @@ mod tests {
         EtcdMembership::new(cluster, member, members)
     }
 
-    fn spec(version: &str) -> EtcdClusterSpec {
+    fn spec(name: &str, version: &str) -> EtcdClusterSpec {
         EtcdClusterSpec {
-            name: "main".into(),
+            name: name.into(),
             version: Some(version.into()),
             ..Default::default()
         }
     }
 
+    /// The pod parameters as rendering makes them, from the spec's clusters.
+    fn params(
+        m: &EtcdMembership,
+        clusters: &[EtcdClusterSpec],
+        options: &EtcdOptions,
+        ipv6: bool,
+    ) -> Result<EtcdPodParams> {
+        let ports = etcd_ports(clusters, [m.cluster.as_str()])?;
+        let image = etcd_image(options, clusters, &m.cluster)?;
+        pod_params(
+            m,
+            "/mnt/master-vol-1",
+            &MemberInputs {
+                spec: clusters.iter().find(|c| c.name == m.cluster),
+                options,
+                image: &image,
+                ports: ports[&m.cluster],
+                internal_suffix: ".internal.ha.example.com",
+                ipv6,
+            },
+        )
+    }
+
     #[test]
     fn kops_ha_tags_give_names_initial_cluster_and_dns_names() {
-        let suffix = ".internal.ha.example.com";
-        let params = pod_params(
+        let clusters = [spec("main", "3.5.13"), spec("events", "3.5.13")];
+        let options = EtcdOptions::default();
+        let params = params(
             &membership("main", "b", &["a", "b", "c"]),
-            "/mnt/master-vol-1",
-            Some(&spec("3.5.13")),
-            &EtcdOptions::default(),
-            suffix,
+            &clusters,
+            &options,
+            false,
         )
         .unwrap();
         assert_eq!(params.pod_name, "etcd-server");
@@ -444,19 +555,21 @@ mod tests {
         );
         assert_eq!(params.image, "registry.k8s.io/etcd:3.5.13-0");
         assert_eq!(params.token, "etcd-cluster-token-etcd");
+        assert_eq!(params.listen_host, "0.0.0.0");
 
-        let events = pod_params(
+        let with_image = EtcdOptions {
+            etcd_image: Some("img".into()),
+            ..Default::default()
+        };
+        let events = self::params(
             &membership("events", "a", &["a", "b", "c"]),
-            "/mnt/master-vol-2",
-            None,
-            &EtcdOptions {
-                etcd_image: Some("img".into()),
-                ..Default::default()
-            },
-            suffix,
+            &[],
+            &with_image,
+            false,
         )
         .unwrap();
         assert_eq!(events.pod_name, "etcd-server-events");
+        assert_eq!(events.image, "img");
         assert_eq!(
             events.me.internal_name,
             "etcd-events-a.internal.ha.example.com"
@@ -467,54 +580,131 @@ mod tests {
     }
 
     #[test]
-    fn single_master_tag_value() {
-        let params = pod_params(
-            &membership("main", "us-test-1a", &["us-test-1a"]),
-            "/mnt/master-vol-1",
-            Some(&spec("3.5.13")),
+    fn an_ipv6_cluster_listens_on_every_ipv6_address() {
+        let params = params(
+            &membership("main", "a", &["a"]),
+            &[spec("main", "3.5.13")],
             &EtcdOptions::default(),
-            ".internal.minimal.example.com",
+            true,
+        )
+        .unwrap();
+        let ctx = params.context().into_json();
+        let env = ctx["env"].as_array().unwrap();
+        let value = |name: &str| {
+            env.iter()
+                .find(|e| e["name"] == name)
+                .map(|e| e["value"].as_str().unwrap().to_owned())
+                .unwrap()
+        };
+        assert_eq!(value("ETCD_LISTEN_PEER_URLS"), "http://[::]:2380");
+        assert_eq!(value("ETCD_LISTEN_CLIENT_URLS"), "http://[::]:4001");
+    }
+
+    #[test]
+    fn clusters_beyond_main_and_events_get_ports_of_their_own() {
+        let clusters = [
+            spec("main", "3.5.13"),
+            spec("events", "3.5.13"),
+            spec("cilium", "3.5.13"),
+        ];
+        let ports = etcd_ports(&clusters, []).unwrap();
+        assert_eq!(ports["cilium"], (2382, 4003));
+        let cilium = params(
+            &membership("cilium", "a", &["a"]),
+            &clusters,
+            &EtcdOptions::default(),
+            false,
+        )
+        .unwrap();
+        assert_eq!(cilium.pod_name, "etcd-server-cilium");
+        assert_eq!(cilium.cluster_name, "etcd-cilium");
+        assert_eq!(cilium.data_dir_name, "data-cilium");
+        assert_eq!(
+            cilium.me.internal_name,
+            "etcd-cilium-a.internal.ha.example.com"
+        );
+        assert_eq!(cilium.token, "etcd-cluster-token-etcd-cilium");
+        // Other keys: the next free pair in spec order, then keys only volumes know, by name;
+        // a spec's own ports are kept and skipped.
+        let mut given = spec("given", "3.5.13");
+        (given.peer_port, given.client_port) = (Some(2383), Some(4004));
+        let clusters = [
+            spec("main", "3.5.13"),
+            spec("zeta", "3.5.13"),
+            given,
+            spec("cilium", "3.5.13"),
+            spec("alpha", "3.5.13"),
+        ];
+        let ports = etcd_ports(&clusters, ["main", "onvolume"]).unwrap();
+        assert_eq!(ports["cilium"], (2382, 4003));
+        assert_eq!(ports["given"], (2383, 4004));
+        assert_eq!(ports["zeta"], (2384, 4005));
+        assert_eq!(ports["alpha"], (2385, 4006));
+        assert_eq!(ports["onvolume"], (2386, 4007));
+        let ports = etcd_ports(&[spec("main", "1"), spec("foo", "1")], []).unwrap();
+        assert_eq!(ports["foo"], (2382, 4003));
+        // Clashes are errors naming both clusters.
+        let mut clash = spec("clash", "1");
+        (clash.peer_port, clash.client_port) = (Some(2380), Some(5000));
+        let err = etcd_ports(&[spec("main", "1"), clash], []).unwrap_err();
+        assert!(err.to_string().contains("`main` and `clash`"), "{err}");
+        let mut half = spec("half", "1");
+        half.peer_port = Some(3000);
+        assert!(etcd_ports(&[half], []).is_err());
+    }
+
+    #[test]
+    fn no_version_and_no_image_is_an_error_naming_the_field() {
+        let mut no_version = spec("events", "");
+        no_version.version = None;
+        let clusters = [spec("main", "3.5.13"), no_version];
+        let err = etcd_image(&EtcdOptions::default(), &clusters, "events").unwrap_err();
+        assert!(
+            err.to_string().contains("`spec.etcdClusters[1].version`")
+                && err.to_string().contains("--etcd-image"),
+            "{err}"
+        );
+        let err = etcd_image(&EtcdOptions::default(), &clusters, "cilium").unwrap_err();
+        assert!(
+            err.to_string().contains("not in spec.etcdClusters"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn single_master_tag_value() {
+        let params = params(
+            &membership("main", "us-test-1a", &["us-test-1a"]),
+            &[spec("main", "3.5.13")],
+            &EtcdOptions::default(),
+            false,
         )
         .unwrap();
         assert_eq!(
             params.initial_cluster(),
-            "etcd-us-test-1a=http://etcd-us-test-1a.internal.minimal.example.com:2380"
+            "etcd-us-test-1a=http://etcd-us-test-1a.internal.ha.example.com:2380"
         );
     }
 
     #[test]
     fn flags_override_the_spec_and_durations_become_milliseconds() {
-        let mut s = spec("3.5.13");
+        let mut s = spec("main", "3.5.13");
         s.image = Some("spec-image".into());
         s.leader_election_timeout = Some("1s".into());
         s.heartbeat_interval = Some("100ms".into());
-        let params = pod_params(
+        let params = params(
             &membership("main", "a", &["a"]),
-            "/mnt/x",
-            Some(&s),
+            &[s],
             &EtcdOptions {
                 etcd_election_timeout: Some(2500),
                 ..Default::default()
             },
-            ".i",
+            false,
         )
         .unwrap();
         assert_eq!(params.image, "spec-image");
         assert_eq!(params.election_timeout.as_deref(), Some("2500"));
         assert_eq!(params.heartbeat_interval.as_deref(), Some("100"));
-    }
-
-    #[test]
-    fn other_keys_are_refused() {
-        let err = pod_params(
-            &membership("cilium", "a", &["a"]),
-            "/mnt/x",
-            None,
-            &EtcdOptions::default(),
-            ".i",
-        )
-        .unwrap_err();
-        assert!(err.to_string().contains("`cilium`"), "{err}");
     }
 
     #[test]
@@ -525,7 +715,7 @@ mod tests {
             membership("main", "z", &["a"]),
         ] {
             assert!(
-                pod_params(&m, "/mnt/x", None, &EtcdOptions::default(), ".i").is_err(),
+                params(&m, &[spec("main", "1")], &EtcdOptions::default(), false).is_err(),
                 "{m:?}"
             );
         }

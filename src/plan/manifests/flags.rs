@@ -203,11 +203,17 @@ fn flag_values(field: &FlagField, value: &Value, path: &str) -> Result<Vec<Strin
             })?;
             one(format_go_duration(nanos))
         }
-        FieldType::Quantity => match value {
-            Value::String(s) => one(s.clone()),
-            Value::Number(n) => one(n.to_string()),
-            _ => Err(anyhow!("`{path}` must be a quantity such as `100m` or `2`")),
-        },
+        FieldType::Quantity => {
+            let text = match value {
+                Value::String(s) => s.trim().to_owned(),
+                Value::Number(n) => n.to_string(),
+                _ => bail!("`{path}` must be a quantity such as `100m` or `2`"),
+            };
+            let decimal = format_quantity(&text).map_err(|e| {
+                anyhow!("`{path}`: `{}` is not a quantity: {e}", text.escape_debug())
+            })?;
+            one(decimal)
+        }
         FieldType::Nested(_) => Ok(Vec::new()),
     }
 }
@@ -226,6 +232,208 @@ fn scalar_text(value: &Value, path: &str) -> Result<String> {
         Value::Bool(b) => Ok(b.to_string()),
         Value::Number(n) if n.is_i64() || n.is_u64() => Ok(n.to_string()),
         _ => Err(anyhow!("`{path}` must map strings to strings")),
+    }
+}
+
+/// A Kubernetes quantity (`500m`, `1.5`, `2k`, `1Ki`, `1e3`) as kOps' flag builder prints it:
+/// `resource.Quantity.AsDec().String()`, the decimal form a component's float flag parses
+/// (`500m` → `0.500`, `2k` → `2000`). Follows apimachinery's `ParseQuantity`: the digits keep
+/// their scale, and a value it cannot hold exactly in 64 bits is rounded up to nano units.
+pub fn format_quantity(text: &str) -> Result<String, String> {
+    if text.is_empty() {
+        return Err("empty".into());
+    }
+    if text == "0" {
+        return Ok("0".into());
+    }
+    let parsed = QuantityText::parse(text)?;
+    let (base, exponent) = quantity_suffix(parsed.suffix)
+        .ok_or_else(|| format!("unknown suffix `{}`", parsed.suffix))?;
+    let digits = parsed.num.len() as i32 + parsed.denom.len() as i32;
+    // apimachinery's fast path: the value fits an int64 at a scale of nano units or coarser.
+    let (precision, mut scale, mantissa) = if base == 10 {
+        (18 - digits, exponent, 1i128)
+    } else if parsed.denom.is_empty() {
+        let precision = 15 - parsed.num.len() as i32 - (exponent as f32 * 3.0 / 10.0) as i32 - 1;
+        (precision, 0, 1i128 << exponent)
+    } else {
+        (-1, 0, 1)
+    };
+    if precision >= 0 {
+        scale -= parsed.denom.len() as i32;
+        if scale >= -9 {
+            let shifted: i128 = format!("{}{}", parsed.num, parsed.denom)
+                .parse()
+                .map_err(|_| "not a number".to_owned())?;
+            let value = shifted * mantissa;
+            if value <= i64::MAX as i128 {
+                return Ok(decimal_string(
+                    if parsed.positive { value } else { -value },
+                    -scale,
+                ));
+            }
+        }
+    }
+    // The exact path: the digits as written, the suffix applied, rounded up to nano units.
+    let too_large = || "too large".to_owned();
+    let mut unscaled: i128 = format!("{}{}", parsed.num, parsed.denom)
+        .parse()
+        .map_err(|_| too_large())?;
+    let mut dec_scale = parsed.denom.len() as i32;
+    if base == 10 {
+        dec_scale -= exponent;
+    } else {
+        unscaled = unscaled
+            .checked_mul(1i128 << exponent)
+            .ok_or_else(too_large)?;
+    }
+    if unscaled != 0 {
+        if dec_scale > 9 {
+            let divisor = 10i128
+                .checked_pow((dec_scale - 9) as u32)
+                .ok_or_else(too_large)?;
+            let rounded_up = unscaled % divisor != 0;
+            unscaled = unscaled / divisor + i128::from(rounded_up);
+        } else {
+            let factor = 10i128
+                .checked_pow((9 - dec_scale) as u32)
+                .ok_or_else(too_large)?;
+            unscaled = unscaled.checked_mul(factor).ok_or_else(too_large)?;
+        }
+        dec_scale = 9;
+    }
+    if base == 2 && unscaled > i128::from(i64::MAX) * 1_000_000_000 {
+        // apimachinery caps binary quantities at 2^63-1.
+        return Ok(decimal_string(
+            if parsed.positive {
+                i64::MAX as i128
+            } else {
+                -(i64::MAX as i128)
+            },
+            0,
+        ));
+    }
+    Ok(decimal_string(
+        if parsed.positive { unscaled } else { -unscaled },
+        dec_scale,
+    ))
+}
+
+/// The parts of a quantity's text, as apimachinery's `parseQuantityString` splits it.
+struct QuantityText<'a> {
+    positive: bool,
+    /// Integer digits, leading zeros removed (`"0"` when none are left).
+    num: &'a str,
+    /// Fraction digits.
+    denom: &'a str,
+    suffix: &'a str,
+}
+
+impl<'a> QuantityText<'a> {
+    fn parse(text: &'a str) -> Result<Self, String> {
+        let bytes = text.as_bytes();
+        let (positive, mut pos) = match bytes.first() {
+            Some(b'-') => (false, 1),
+            Some(b'+') => (true, 1),
+            _ => (true, 0),
+        };
+        while pos < bytes.len() && bytes[pos] == b'0' {
+            pos += 1;
+        }
+        let digits_end = |from: usize| {
+            (from..bytes.len())
+                .find(|&i| !bytes[i].is_ascii_digit())
+                .unwrap_or(bytes.len())
+        };
+        let num_end = digits_end(pos);
+        let num = if num_end == pos {
+            "0"
+        } else {
+            &text[pos..num_end]
+        };
+        pos = num_end;
+        let mut denom = "";
+        if bytes.get(pos) == Some(&b'.') {
+            let end = digits_end(pos + 1);
+            denom = &text[pos + 1..end];
+            pos = end;
+        }
+        let suffix = &text[pos..];
+        // A suffix is letters from `eEinumkKMGTP`, then for an exponent a sign and digits.
+        let letters = suffix
+            .find(|c: char| !"eEinumkKMGTP".contains(c))
+            .unwrap_or(suffix.len());
+        let rest = &suffix[letters..];
+        let rest = rest.strip_prefix(['-', '+']).unwrap_or(rest);
+        if !rest.bytes().all(|b| b.is_ascii_digit()) {
+            return Err("not a number with an optional suffix".into());
+        }
+        Ok(Self {
+            positive,
+            num,
+            denom,
+            suffix,
+        })
+    }
+}
+
+/// A suffix's base and exponent: decimal SI (`m`, `k`, `M`, …), binary SI (`Ki`, `Mi`, …) or a
+/// decimal exponent (`e3`, `E-2`).
+fn quantity_suffix(suffix: &str) -> Option<(i32, i32)> {
+    let decimal = [
+        ("n", -9),
+        ("u", -6),
+        ("m", -3),
+        ("", 0),
+        ("k", 3),
+        ("M", 6),
+        ("G", 9),
+        ("T", 12),
+        ("P", 15),
+        ("E", 18),
+    ];
+    let binary = [
+        ("Ki", 10),
+        ("Mi", 20),
+        ("Gi", 30),
+        ("Ti", 40),
+        ("Pi", 50),
+        ("Ei", 60),
+    ];
+    if let Some((_, e)) = decimal.iter().find(|(s, _)| *s == suffix) {
+        return Some((10, *e));
+    }
+    if let Some((_, e)) = binary.iter().find(|(s, _)| *s == suffix) {
+        return Some((2, *e));
+    }
+    let exponent = suffix.strip_prefix(['e', 'E'])?;
+    (!exponent.is_empty())
+        .then(|| exponent.parse::<i32>().ok())
+        .flatten()
+        .filter(|e| e.abs() <= 36)
+        .map(|e| (10, e))
+}
+
+/// `unscaled × 10^-scale` as Go's `inf.Dec.String()` prints it: the scale's digits after the
+/// point (`500, 3` → `0.500`), zeros appended for a negative scale (`2, -3` → `2000`).
+fn decimal_string(unscaled: i128, scale: i32) -> String {
+    let sign = if unscaled < 0 { "-" } else { "" };
+    let digits = unscaled.unsigned_abs().to_string();
+    if scale <= 0 {
+        if unscaled == 0 {
+            return digits;
+        }
+        return format!(
+            "{sign}{digits}{}",
+            "0".repeat(scale.unsigned_abs() as usize)
+        );
+    }
+    let scale = scale as usize;
+    if digits.len() <= scale {
+        format!("{sign}0.{}{digits}", "0".repeat(scale - digits.len()))
+    } else {
+        let (whole, fraction) = digits.split_at(digits.len() - scale);
+        format!("{sign}{whole}.{fraction}")
     }
 }
 
@@ -423,6 +631,44 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("not a duration"), "{err}");
+    }
+
+    #[test]
+    fn quantities_are_printed_as_kops_prints_them() {
+        for (input, expected) in [
+            ("500m", "0.500"),
+            ("3140m", "3.140"),
+            ("1.5", "1.5"),
+            ("1.50", "1.50"),
+            ("0.5", "0.5"),
+            ("2k", "2000"),
+            ("2", "2"),
+            ("0", "0"),
+            ("100", "100"),
+            ("1e3", "1000"),
+            ("1E-2", "0.01"),
+            ("1Ki", "1024"),
+            ("1.5Ki", "1536.000000000"),
+            ("10u", "0.000010"),
+            ("12n", "0.000000012"),
+            ("-2", "-2"),
+            ("-500m", "-0.500"),
+            ("+5", "5"),
+            ("007", "7"),
+            ("1.0000000001", "1.000000001"),
+            ("0.1n", "0.000000001"),
+            ("m", "0.000"),
+            ("123456789012345678901", "123456789012345678901.000000000"),
+        ] {
+            assert_eq!(format_quantity(input).as_deref(), Ok(expected), "{input}");
+        }
+        for bad in ["", "1x", "1.2.3", "5 m", "1e", "--1", "1Kib"] {
+            assert!(format_quantity(bad).is_err(), "{bad}");
+        }
+        let flags = build("KubeControllerManagerConfig", "kubeAPIQPS: 500m\n").unwrap();
+        assert_eq!(flags, ["--kube-api-qps=0.500"]);
+        let flags = build("KubeControllerManagerConfig", "kubeAPIQPS: 20\n").unwrap();
+        assert_eq!(flags, ["--kube-api-qps=20"]);
     }
 
     #[test]

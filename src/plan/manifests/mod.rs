@@ -4,7 +4,9 @@
 
 pub mod etcd;
 pub mod flags;
+pub mod nodeup;
 pub mod templates;
+pub mod upgrade;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,8 +18,10 @@ use crate::paths::HostRoot;
 use crate::plan::files::{
     plan_file, plan_log_file, plan_symlink, relative_target, FileChange, FileFact,
 };
-use crate::plan::manifests::etcd::{pod_params, EtcdOptions};
+use crate::plan::manifests::etcd::{etcd_image, etcd_ports, pod_params, EtcdOptions, MemberInputs};
 use crate::plan::manifests::flags::FlagTable;
+use crate::plan::manifests::nodeup::{ComponentArgs, Distribution};
+use crate::plan::manifests::upgrade::{check_upgrade, EtcdVersion, VERSION_FILE};
 use crate::spec::ClusterSpec;
 use crate::state::MountedVolume;
 
@@ -33,6 +37,9 @@ pub enum Placement {
         mountpoint: String,
         /// The pod's data directory on the volume, e.g. `var/etcd/data`.
         data_dir: String,
+        /// The etcd version the pod runs (from its image's tag, else the spec's version);
+        /// `None` when neither says.
+        etcd_version: Option<EtcdVersion>,
     },
 }
 
@@ -58,6 +65,11 @@ pub struct RenderInputs<'a> {
     pub spec: &'a ClusterSpec,
     pub mounted: &'a [MountedVolume],
     pub etcd: &'a EtcdOptions,
+    /// The node's distribution, where nodeup's defaults depend on it.
+    pub distribution: Distribution,
+    /// Only the etcd pods (the old protokube's scope, run without a spec): the kube-* pods
+    /// stay nodeup's.
+    pub etcd_only: bool,
 }
 
 /// A control-plane or node component and its spec section.
@@ -112,6 +124,7 @@ fn component_context(
     component: &Component,
     section: &Mapping,
     inputs: &RenderInputs<'_>,
+    warnings: &mut Vec<String>,
 ) -> Result<tera::Context> {
     let path = component.spec_path;
     let image = section
@@ -119,12 +132,27 @@ fn component_context(
         .and_then(|v| v.as_str())
         .filter(|s| !s.is_empty())
         .ok_or_else(|| anyhow!("`{path}.image` is not set; use the completed cluster spec"))?;
+    let internal_api_name = format!("api.internal.{}", inputs.cluster_name);
+    let api_server_url = if inputs.master {
+        "https://127.0.0.1".to_owned()
+    } else {
+        format!("https://{internal_api_name}")
+    };
+    let table = FlagTable::builtin();
+    let args: ComponentArgs = match component.name {
+        "kube-apiserver" => nodeup::api_server(table, inputs.spec, section)?,
+        "kube-controller-manager" => {
+            nodeup::controller_manager(table, inputs.spec, section, inputs.distribution)?
+        }
+        "kube-scheduler" => nodeup::scheduler(table, section)?,
+        _ => nodeup::proxy(table, section, &api_server_url)?,
+    };
+    warnings.extend(args.warnings);
     let mut ctx = tera::Context::new();
     ctx.insert("image", image);
-    ctx.insert(
-        "spec_flags",
-        &FlagTable::builtin().build(component.section, section, path)?,
-    );
+    ctx.insert("args", &args.flags);
+    ctx.insert("mounts", &args.mounts);
+    ctx.insert("volume_plugin_dir", &args.volume_plugin_dir);
     ctx.insert(
         "cpu_request",
         &quantity(section, "cpuRequest", path)?.unwrap_or_else(|| component.default_cpu.to_owned()),
@@ -134,7 +162,6 @@ fn component_context(
     ctx.insert("memory_limit", &quantity(section, "memoryLimit", path)?);
     ctx.insert("cluster_name", inputs.cluster_name);
     ctx.insert("master_public_name", &inputs.spec.master_public_name);
-    let internal_api_name = format!("api.internal.{}", inputs.cluster_name);
     ctx.insert("internal_api_name", &internal_api_name);
     let secure_port = match section.get("securePort") {
         None | Some(serde_yaml::Value::Null) => 443,
@@ -144,18 +171,13 @@ fn component_context(
             .ok_or_else(|| anyhow!("`{path}.securePort` must be a port number"))?,
     };
     ctx.insert("secure_port", &secure_port);
-    let api_server_url = if inputs.master {
-        "https://127.0.0.1".to_owned()
-    } else {
-        format!("https://{internal_api_name}")
-    };
     ctx.insert("api_server_url", &api_server_url);
     Ok(ctx)
 }
 
-/// Renders and validates every manifest this node gets; nothing is written here. Problems that
-/// do not stop the others (an etcd cluster key the legacy layout cannot run) are pushed to
-/// `warnings`.
+/// Renders and validates every manifest this node gets; nothing is written here. A member the
+/// pod cannot be made for (a name an edited state file made unsafe) is skipped with a warning;
+/// an etcd cluster without an image to run is an error.
 pub fn render_all(
     tera: &tera::Tera,
     inputs: &RenderInputs<'_>,
@@ -163,6 +185,14 @@ pub fn render_all(
 ) -> Result<Vec<Manifest>> {
     let mut manifests = Vec::new();
     if inputs.master {
+        let clusters = &inputs.spec.etcd_clusters;
+        let ports = etcd_ports(
+            clusters,
+            inputs
+                .mounted
+                .iter()
+                .flat_map(|v| v.etcd.iter().map(|m| m.cluster.as_str())),
+        )?;
         let mut seen_keys: Vec<&str> = Vec::new();
         for volume in inputs.mounted {
             for membership in &volume.etcd {
@@ -173,19 +203,20 @@ pub fn render_all(
                     );
                 }
                 seen_keys.push(&membership.cluster);
-                let spec = inputs
-                    .spec
-                    .etcd_clusters
-                    .iter()
-                    .find(|c| c.name == membership.cluster);
+                let key = membership.cluster.as_str();
+                let image = etcd_image(inputs.etcd, clusters, key)?;
                 let mountpoint = volume.mountpoint.display().to_string();
-                let params = match pod_params(
-                    membership,
-                    &mountpoint,
-                    spec,
-                    inputs.etcd,
-                    inputs.internal_suffix,
-                ) {
+                let member_inputs = MemberInputs {
+                    spec: clusters.iter().find(|c| c.name == key),
+                    options: inputs.etcd,
+                    image: &image,
+                    ports: *ports
+                        .get(key)
+                        .ok_or_else(|| anyhow!("no ports for etcd cluster `{key}`"))?,
+                    internal_suffix: inputs.internal_suffix,
+                    ipv6: inputs.spec.is_ipv6(),
+                };
+                let params = match pod_params(membership, &mountpoint, &member_inputs) {
                     Ok(params) => params,
                     Err(err) => {
                         warnings.push(format!("volume `{}`: {err:#}", volume.volume_id));
@@ -203,9 +234,19 @@ pub fn render_all(
                         volume_id: volume.volume_id.clone(),
                         mountpoint,
                         data_dir: format!("var/etcd/{}", params.data_dir_name),
+                        etcd_version: EtcdVersion::of_image(&image).or_else(|| {
+                            clusters
+                                .iter()
+                                .find(|c| c.name == key)
+                                .and_then(|c| c.version.as_deref())
+                                .and_then(EtcdVersion::parse)
+                        }),
                     },
                 });
             }
+        }
+        if inputs.etcd_only {
+            return Ok(manifests);
         }
         for component in [&API_SERVER, &CONTROLLER_MANAGER, &SCHEDULER] {
             let section = match component.section {
@@ -219,14 +260,22 @@ pub fn render_all(
                     component.spec_path
                 )
             })?;
-            manifests.push(render_component(tera, component, section, inputs)?);
+            manifests.push(render_component(
+                tera, component, section, inputs, warnings,
+            )?);
         }
+    }
+    if inputs.etcd_only {
+        return Ok(manifests);
     }
     match &inputs.spec.kube_proxy {
         Some(section) if section.get("enabled").and_then(|v| v.as_bool()) == Some(false) => {
             tracing::info!("kube-proxy is disabled in the spec (spec.kubeProxy.enabled: false)");
         }
-        Some(section) => manifests.push(render_component(tera, &PROXY, section, inputs)?),
+        Some(_) if inputs.master && inputs.spec.isolate_masters == Some(true) => {
+            tracing::info!("no kube-proxy on this control-plane node (spec.isolateMasters: true)");
+        }
+        Some(section) => manifests.push(render_component(tera, &PROXY, section, inputs, warnings)?),
         None => bail!("`spec.kubeProxy` is missing; use the completed cluster spec"),
     }
     Ok(manifests)
@@ -237,9 +286,10 @@ fn render_component(
     component: &Component,
     section: &Mapping,
     inputs: &RenderInputs<'_>,
+    warnings: &mut Vec<String>,
 ) -> Result<Manifest> {
     let template = format!("{}.yaml", component.name);
-    let ctx = component_context(component, section, inputs)
+    let ctx = component_context(component, section, inputs, warnings)
         .with_context(|| format!("building the {} manifest", component.name))?;
     let contents = templates::render(tera, &template, &ctx)?;
     templates::validate_pod(&contents, &template)?;
@@ -309,6 +359,88 @@ impl Manifest {
     }
 }
 
+/// Where each etcd volume records the etcd version its data last ran.
+pub fn version_record_paths(layout: &Layout, manifests: &[Manifest]) -> Result<Vec<PathBuf>> {
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for manifest in manifests {
+        if let Placement::OnVolume { volume_id, .. } = &manifest.placement {
+            let dir = layout.volume_dirs.get(volume_id).ok_or_else(|| {
+                anyhow!("no manifest directory resolved for volume `{volume_id}`")
+            })?;
+            let path = dir.join(VERSION_FILE);
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+        }
+    }
+    Ok(paths)
+}
+
+/// The etcd version guard: each etcd pod's version checked against the one its volume
+/// records (a downgrade, or a skipped minor, is an error naming the volume and what to do),
+/// then the record written with the version the volume's data now runs (the highest of its
+/// pods'). Checked before anything is written; the record is written before the manifests.
+pub fn plan_version_records(
+    layout: &Layout,
+    manifests: &[Manifest],
+    facts: &BTreeMap<PathBuf, FileFact>,
+) -> Result<Vec<FileChange>> {
+    let mut by_volume: BTreeMap<&str, Vec<(&str, Option<EtcdVersion>)>> = BTreeMap::new();
+    for manifest in manifests {
+        if let Placement::OnVolume {
+            volume_id,
+            etcd_version,
+            ..
+        } = &manifest.placement
+        {
+            by_volume
+                .entry(volume_id)
+                .or_default()
+                .push((&manifest.name, *etcd_version));
+        }
+    }
+    let mut changes = Vec::new();
+    for (volume_id, pods) in by_volume {
+        let dir = layout
+            .volume_dirs
+            .get(volume_id)
+            .ok_or_else(|| anyhow!("no manifest directory resolved for volume `{volume_id}`"))?;
+        let path = dir.join(VERSION_FILE);
+        let fact = facts.get(&path).unwrap_or(&FileFact::Missing);
+        let recorded = match fact {
+            FileFact::File { bytes, .. } => Some(
+                std::str::from_utf8(bytes)
+                    .ok()
+                    .and_then(EtcdVersion::parse)
+                    .ok_or_else(|| {
+                        anyhow!(
+                            "`{}` on volume `{volume_id}` does not hold an etcd version                              (`3.5.13`); write the version its data last ran there",
+                            path.display()
+                        )
+                    })?,
+            ),
+            FileFact::Missing => None,
+            FileFact::Symlink(_) | FileFact::Other => bail!(
+                "`{}` on volume `{volume_id}` is not a regular file",
+                path.display()
+            ),
+        };
+        for (pod, wanted) in &pods {
+            if let (Some(recorded), Some(wanted)) = (recorded, wanted) {
+                check_upgrade(recorded, *wanted).map_err(|why| {
+                    anyhow!("refusing to run `{pod}` on volume `{volume_id}`: {why}")
+                })?;
+            }
+        }
+        if let Some(now) = pods.iter().filter_map(|(_, v)| *v).max() {
+            let mut change = plan_file(&path, fact, &format!("{now}\n"), 0o644);
+            change.detail = format!("etcd {now} (the version this volume's etcd data runs)");
+            changes.push(change);
+        }
+    }
+    Ok(changes)
+}
+
 /// The file changes that put `manifests` in place in `layout`, given what is at each path now
 /// (`facts`, keyed by the paths of [`Manifest::paths`]; a path missing from `facts` counts as
 /// missing): per manifest its file, its link, and its log file when missing. Mode 0644.
@@ -375,8 +507,66 @@ mod tests {
                 volume_id: "vol-1".into(),
                 mountpoint: "/mnt/master-vol-1".into(),
                 data_dir: "var/etcd/data".into(),
+                etcd_version: EtcdVersion::parse("3.5.13"),
             },
         )
+    }
+
+    #[test]
+    fn the_version_record_guards_upgrades_and_follows_the_data() {
+        let layout = layout();
+        let record = PathBuf::from("/r/var/mnt/master-vol-1/k8s.io/manifests/etcd-version");
+        let paths =
+            version_record_paths(&layout, &[on_volume("etcd"), on_volume("etcd-events")]).unwrap();
+        assert_eq!(paths, std::slice::from_ref(&record));
+        let with = |text: &str| -> BTreeMap<PathBuf, FileFact> {
+            [(
+                record.clone(),
+                FileFact::File {
+                    bytes: text.as_bytes().to_vec(),
+                    mode: 0o644,
+                },
+            )]
+            .into()
+        };
+        // First run: the version is recorded.
+        let changes =
+            plan_version_records(&layout, &[on_volume("etcd")], &BTreeMap::new()).unwrap();
+        assert_eq!(changes.len(), 1);
+        assert_eq!(changes[0].action, Action::Create);
+        assert_eq!(
+            changes[0].desired,
+            Desired::File {
+                bytes: b"3.5.13\n".to_vec(),
+                mode: 0o644
+            }
+        );
+        // Converged, and one minor up: fine.
+        let same = plan_version_records(&layout, &[on_volume("etcd")], &with("3.5.13\n")).unwrap();
+        assert_eq!(same[0].action, Action::Unchanged);
+        let up = plan_version_records(&layout, &[on_volume("etcd")], &with("3.4.23\n")).unwrap();
+        assert_eq!(up[0].action, Action::Update);
+        // Back a minor, or two ahead: refused, naming the volume.
+        let err = plan_version_records(&layout, &[on_volume("etcd")], &with("3.6.0\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("vol-1") && err.contains("3.6.0"), "{err}");
+        let err = plan_version_records(&layout, &[on_volume("etcd")], &with("3.3.0\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("one minor version at a time"), "{err}");
+        let err = plan_version_records(&layout, &[on_volume("etcd")], &with("garbage"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("does not hold an etcd version"), "{err}");
+        // An image without a version: no guard, no record.
+        let mut unknown = on_volume("etcd");
+        if let Placement::OnVolume { etcd_version, .. } = &mut unknown.placement {
+            *etcd_version = None;
+        }
+        assert!(plan_version_records(&layout, &[unknown], &with("3.6.0\n"))
+            .unwrap()
+            .is_empty());
     }
 
     #[test]
@@ -434,6 +624,7 @@ mod tests {
                         bytes: vec![],
                         mode: *mode,
                     },
+                    Desired::Absent => FileFact::Missing,
                 };
                 (c.path.clone(), fact)
             })

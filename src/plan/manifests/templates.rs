@@ -1,9 +1,8 @@
 //! The template engine: Tera with the built-in templates (or `--templates` overrides), the
-//! `yaml` filter every interpolated value goes through, the `flags` function that merges a
-//! template's fixed flags with the spec's, and the check that a rendered manifest is one valid
-//! `v1 Pod`.
+//! `yaml` filter every interpolated value goes through, and the check that a rendered manifest
+//! is one valid `v1 Pod`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use k8s_openapi::api::core::v1::Pod;
@@ -55,7 +54,6 @@ pub fn compile_templates(overrides: &[(String, String)]) -> Result<Tera> {
         .map_err(|err| anyhow!("{}", tera_error_chain(&err)))
         .context("compiling the manifest templates")?;
     tera.register_filter("yaml", yaml_filter);
-    tera.register_function("flags", flags_function);
     Ok(tera)
 }
 
@@ -70,14 +68,16 @@ pub fn tera_error_chain(err: &tera::Error) -> String {
     parts.join(": ")
 }
 
-/// Renders one template with a context.
+/// Renders one template with a context. Leading blank lines are dropped: Tera keeps the line
+/// break after a comment that opens a template.
 pub fn render(tera: &Tera, template: &str, context: &tera::Context) -> Result<String> {
-    tera.render(template, context).map_err(|err| {
+    let text = tera.render(template, context).map_err(|err| {
         anyhow!(
             "rendering template `{template}`: {}",
             tera_error_chain(&err)
         )
-    })
+    })?;
+    Ok(text.trim_start_matches(['\n', '\r']).to_owned())
 }
 
 /// `{{ value | yaml }}`: a string becomes a double-quoted YAML scalar with every special
@@ -121,54 +121,6 @@ pub fn quote_yaml(s: &str) -> String {
         }
     }
     out.push('"');
-    out
-}
-
-/// `flags(spec=[...], fixed=[...], defaults=[...])`: the component's flag list, sorted.
-/// `fixed` flags (set by the node setup, like nodeup does) replace spec flags of the same name;
-/// spec flags replace `defaults` of the same name.
-fn flags_function(args: &HashMap<String, Value>) -> tera::Result<Value> {
-    let list = |key: &str| -> tera::Result<Vec<String>> {
-        match args.get(key) {
-            None | Some(Value::Null) => Ok(Vec::new()),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|v| {
-                    v.as_str().map(str::to_owned).ok_or_else(|| {
-                        tera::Error::msg(format!("flags: `{key}` holds a non-string"))
-                    })
-                })
-                .collect(),
-            Some(_) => Err(tera::Error::msg(format!("flags: `{key}` must be a list"))),
-        }
-    };
-    let merged = merge_flags(&list("fixed")?, &list("spec")?, &list("defaults")?);
-    Ok(Value::Array(
-        merged.into_iter().map(Value::String).collect(),
-    ))
-}
-
-fn flag_name(flag: &str) -> &str {
-    flag.split_once('=').map_or(flag, |(name, _)| name)
-}
-
-/// Merges flag lists by precedence (fixed, then spec, then defaults) and sorts the result.
-pub fn merge_flags(fixed: &[String], spec: &[String], defaults: &[String]) -> Vec<String> {
-    let fixed_names: BTreeSet<&str> = fixed.iter().map(|f| flag_name(f)).collect();
-    let spec_names: BTreeSet<&str> = spec.iter().map(|f| flag_name(f)).collect();
-    let mut out: Vec<String> = fixed.to_vec();
-    out.extend(
-        spec.iter()
-            .filter(|f| !fixed_names.contains(flag_name(f)))
-            .cloned(),
-    );
-    out.extend(
-        defaults
-            .iter()
-            .filter(|f| !fixed_names.contains(flag_name(f)) && !spec_names.contains(flag_name(f)))
-            .cloned(),
-    );
-    out.sort();
     out
 }
 
@@ -228,29 +180,6 @@ mod tests {
             assert_eq!(mapping.len(), 1, "{hostile:?}");
             assert_eq!(docs[0]["value"].as_str(), Some(hostile), "{hostile:?}");
         }
-    }
-
-    #[test]
-    fn flag_precedence_fixed_then_spec_then_defaults() {
-        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        let merged = merge_flags(
-            &s(&["--tls-cert-file=/fixed", "--b=1"]),
-            &s(&["--tls-cert-file=/spec", "--master=https://spec", "--v=2"]),
-            &s(&[
-                "--master=https://127.0.0.1",
-                "--conntrack-max-per-core=131072",
-            ]),
-        );
-        assert_eq!(
-            merged,
-            s(&[
-                "--b=1",
-                "--conntrack-max-per-core=131072",
-                "--master=https://spec",
-                "--tls-cert-file=/fixed",
-                "--v=2"
-            ])
-        );
     }
 
     #[test]

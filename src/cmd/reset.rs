@@ -1,0 +1,23 @@
+//! `reset`: undo this node's part (manifests, mounts, with `--detach` attachments, its DNS
+//! addresses, the hosts block, the state) under the run lock; `sync` brings it back.
+
+use anyhow::Result;
+
+use crate::cloud::Cloud;
+use crate::report::Report;
+use crate::settings::Settings;
+use crate::snapshot::{Snapshot, VolumeScope};
+use crate::steps;
+
+pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) -> Result<()> {
+    let mut snapshot = Snapshot::new(settings, cloud, VolumeScope::Region);
+    // The cluster's names are checked before anything is locked or changed.
+    snapshot.cluster().await?;
+    if settings.master {
+        if let Some(why) = steps::etcd_manager_runs_here(settings)? {
+            anyhow::bail!("{why}; protokube did not mount them and does not reset them");
+        }
+    }
+    let _lock = steps::lock(settings)?;
+    steps::reset::run(settings, &mut snapshot, report).await
+}

@@ -1,0 +1,41 @@
+//! The old daemon's rhythm: kOps' nodeup starts protokube with no subcommand under
+//! `protokube.service` (`Restart=always`); it runs `sync` now and then every minute, and ends
+//! between runs on SIGTERM (or SIGINT), as the old daemon's unit expects. `crate::run_daemon`
+//! drives the runs; this module only waits between them.
+
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use tokio::signal::unix::{signal, Signal, SignalKind};
+
+/// How long the daemon waits between runs (the old daemon's loop).
+pub const INTERVAL: Duration = Duration::from_secs(60);
+
+/// The pause between runs, cut short by a stop signal. The signals are caught from creation
+/// on, so one that arrives during a run lets the run finish and is seen at the next wait: a
+/// node is never left half-changed by a stop.
+pub struct Pause {
+    interval: Duration,
+    terminate: Signal,
+    interrupt: Signal,
+}
+
+impl Pause {
+    /// Catches SIGTERM and SIGINT from now on.
+    pub fn new(interval: Duration) -> Result<Self> {
+        Ok(Self {
+            interval,
+            terminate: signal(SignalKind::terminate()).context("handling SIGTERM")?,
+            interrupt: signal(SignalKind::interrupt()).context("handling SIGINT")?,
+        })
+    }
+
+    /// Waits one interval: true to run again, false when a stop signal came.
+    pub async fn next(&mut self) -> bool {
+        tokio::select! {
+            () = tokio::time::sleep(self.interval) => true,
+            _ = self.terminate.recv() => false,
+            _ = self.interrupt.recv() => false,
+        }
+    }
+}

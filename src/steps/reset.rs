@@ -1,0 +1,296 @@
+//! The reset step: this node's part undone, in an order that keeps etcd's data safe — the
+//! manifests protokube wrote first (kubelet stops etcd), then, once no process uses them, the
+//! volumes unmounted (and detached with `--detach`), this node's addresses taken out of the
+//! names the cluster owns, the managed hosts block and the state file removed. Never formats,
+//! never deletes a volume. A volume still in use after `--timeout` puts the manifests back and
+//! exits 75: the node is left as it was.
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use anyhow::{Context as _, Result};
+
+use crate::apply::hosts::{read_hosts, write_hosts};
+use crate::apply::route53::{release, PublishOptions};
+use crate::apply::{blockdev, files};
+use crate::error::NotReady;
+use crate::paths::{HOSTS_FILE, MANIFEST_DIR, STATE_FILE};
+use crate::plan::files::{plan_removal, plan_restore, FileChange, FileFact};
+use crate::plan::hosts::plan_hosts_removal;
+use crate::plan::mounts::mounted_at;
+use crate::plan::records::desired_records;
+use crate::plan::reset::{manifests_to_remove, ManifestEntry};
+use crate::plan::route53::ZonePolicy;
+use crate::report::{Action, Change, ChangeKind, Report};
+use crate::settings::{DnsProvider, Settings};
+use crate::snapshot::Snapshot;
+use crate::state::State;
+use crate::wait::{poll_until, Backoff};
+
+/// One of this node's etcd volumes: attached here (the cloud says so), mounted here (the mount
+/// table says so), or both.
+struct NodeVolume {
+    id: String,
+    mountpoint: PathBuf,
+    /// The mounted filesystem's device number, when mounted.
+    mounted: Option<(u32, u32)>,
+    attached: bool,
+}
+
+pub async fn run(
+    settings: &Settings,
+    snapshot: &mut Snapshot<'_>,
+    report: &mut Report,
+) -> Result<()> {
+    let cluster = snapshot.cluster().await?;
+    // Facts first, the whole plan reported before anything changes.
+    let manifests = manifest_removals(settings)?;
+    let volumes = node_volumes(settings, snapshot).await?;
+    let state_path = settings.root.own(STATE_FILE)?;
+    let state_removal = plan_removal(&state_path, &files::read_fact(&state_path)?);
+
+    for change in &manifests {
+        report.push(change.change());
+    }
+    if settings.dry_run {
+        report_volumes(settings, &volumes, report);
+        release_names(settings, snapshot, &cluster, report).await?;
+        report.push(state_removal.change());
+        return Ok(());
+    }
+    // What the manifests were, to put them back if the volumes cannot be freed.
+    let before: Vec<(PathBuf, FileFact)> = manifests
+        .iter()
+        .map(|c| Ok((c.path.clone(), files::read_fact(&c.path)?)))
+        .collect::<Result<_>>()?;
+    for change in &manifests {
+        files::apply(change)?;
+    }
+    if let Err(err) = wait_until_free(settings, &volumes).await {
+        for (path, fact) in &before {
+            if let Some(restore) = plan_restore(path, fact) {
+                files::apply(&restore)
+                    .with_context(|| format!("putting back `{}`", path.display()))?;
+            }
+        }
+        return Err(err.context("the manifests were put back; nothing else was changed"));
+    }
+    for volume in &volumes {
+        if volume.mounted.is_some() {
+            blockdev::unmount(&volume.mountpoint)?;
+        }
+    }
+    let instance_id = snapshot.identity().await?.instance_id.clone();
+    for volume in volumes.iter().filter(|v| v.attached && settings.detach) {
+        let api = snapshot.clients().await?.volumes;
+        api.detach_volume(&volume.id, &instance_id, false).await?;
+        snapshot.record_detachment(&volume.id);
+    }
+    report_volumes(settings, &volumes, report);
+    release_names(settings, snapshot, &cluster, report).await?;
+    files::apply(&state_removal)?;
+    report.push(state_removal.change());
+    Ok(())
+}
+
+/// Removals of the manifests protokube wrote into the manifest directory.
+fn manifest_removals(settings: &Settings) -> Result<Vec<FileChange>> {
+    let dir = settings.root.resolve(MANIFEST_DIR)?;
+    let entries = match fs_err::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => return Err(err).context("listing the static-pod manifests"),
+    };
+    let mut listed = Vec::new();
+    for entry in entries {
+        let entry = entry.context("listing the static-pod manifests")?;
+        let link = match files::read_fact(&entry.path())? {
+            FileFact::Symlink(target) => Some(target),
+            _ => None,
+        };
+        listed.push(ManifestEntry {
+            name: entry.file_name().to_string_lossy().into_owned(),
+            link,
+        });
+    }
+    let renders_spec_manifests = settings.spec.is_some() && !settings.etcd_only;
+    manifests_to_remove(&listed, renders_spec_manifests)
+        .into_iter()
+        .map(|name| {
+            let path = dir.join(name);
+            Ok(plan_removal(&path, &files::read_fact(&path)?))
+        })
+        .collect()
+}
+
+/// This node's etcd volumes: attached here (masters ask the cloud) or recorded in the state
+/// file, with whether each is mounted at its mount point.
+async fn node_volumes(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<Vec<NodeVolume>> {
+    let mut attached = BTreeSet::new();
+    if settings.master {
+        let instance_id = snapshot.identity().await?.instance_id.clone();
+        for volume in snapshot.volumes_here().await? {
+            // A detach under way is as good as done: asking again would be refused.
+            if volume
+                .attachment
+                .as_ref()
+                .is_some_and(|a| a.instance_id == instance_id && a.state != "detaching")
+            {
+                attached.insert(volume.id);
+            }
+        }
+    }
+    let state = State::load(&settings.root.own(STATE_FILE)?)?.unwrap_or_default();
+    let ids: BTreeSet<String> = attached
+        .iter()
+        .cloned()
+        .chain(state.volumes.into_iter().map(|v| v.volume_id))
+        .collect();
+    let table = blockdev::mount_table()?;
+    let mut volumes = Vec::new();
+    for id in ids {
+        let mountpoint = settings.root.volume_mountpoint(&id)?;
+        let mounted = mounted_at(&table, &mountpoint).map(|m| m.devno);
+        volumes.push(NodeVolume {
+            attached: attached.contains(&id),
+            id,
+            mountpoint,
+            mounted,
+        });
+    }
+    Ok(volumes)
+}
+
+/// The volumes' entries in the report: unmounts, then detaches with `--detach`.
+fn report_volumes(settings: &Settings, volumes: &[NodeVolume], report: &mut Report) {
+    for volume in volumes.iter().filter(|v| v.mounted.is_some()) {
+        report.push(Change {
+            kind: ChangeKind::Mount,
+            target: volume.mountpoint.display().to_string(),
+            action: Action::Unmount,
+            detail: volume.id.clone(),
+        });
+    }
+    for volume in volumes.iter().filter(|v| v.attached && settings.detach) {
+        report.push(Change {
+            kind: ChangeKind::Volume,
+            target: volume.id.clone(),
+            action: Action::Detach,
+            detail: "from this instance".to_owned(),
+        });
+    }
+}
+
+/// Waits, bounded by `--timeout`, until no process uses a mounted volume (kubelet stops etcd
+/// once its manifest is gone); exit 75 naming the users when one stays.
+async fn wait_until_free(settings: &Settings, volumes: &[NodeVolume]) -> Result<()> {
+    let mounted: Vec<(&NodeVolume, (u32, u32))> = volumes
+        .iter()
+        .filter_map(|v| v.mounted.map(|devno| (v, devno)))
+        .collect();
+    if mounted.is_empty() {
+        return Ok(());
+    }
+    let busy = || -> Vec<String> {
+        mounted
+            .iter()
+            .filter_map(|(volume, devno)| {
+                let users = blockdev::users_of(*devno);
+                (!users.is_empty()).then(|| {
+                    format!(
+                        "`{}` ({}) is used by {}",
+                        volume.mountpoint.display(),
+                        volume.id,
+                        users.join(", ")
+                    )
+                })
+            })
+            .collect()
+    };
+    let waited = poll_until(
+        "the etcd volumes to be free",
+        settings.waits.timeout,
+        settings.waits.progress,
+        Backoff::new(
+            std::time::Duration::from_millis(200),
+            std::time::Duration::from_secs(2),
+        ),
+        || async { Ok(busy().is_empty().then_some(())) },
+    )
+    .await;
+    if waited.is_err() {
+        return Err(NotReady(format!(
+            "{}; stop what holds it and run `protokube reset` again",
+            busy().join("; ")
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// Takes this node out of DNS: its addresses out of the Route53 names the cluster owns
+/// (masters), or the managed hosts block removed (every node with hosts DNS).
+async fn release_names(
+    settings: &Settings,
+    snapshot: &mut Snapshot<'_>,
+    cluster: &crate::settings::Cluster,
+    report: &mut Report,
+) -> Result<()> {
+    match cluster.dns {
+        DnsProvider::None => Ok(()),
+        DnsProvider::Hosts => {
+            let path = settings.root.resolve(HOSTS_FILE)?;
+            let content = read_hosts(&path)?;
+            let plan = plan_hosts_removal(&path.display().to_string(), &content);
+            if !settings.dry_run {
+                write_hosts(&path, &content, &plan.content)?;
+            }
+            for change in plan.changes {
+                report.push(change);
+            }
+            Ok(())
+        }
+        DnsProvider::Route53 if !settings.master => Ok(()),
+        DnsProvider::Route53 => {
+            let identity = snapshot.identity().await?.clone();
+            let masters = snapshot.masters().await?;
+            let mut own: Vec<IpAddr> = masters
+                .iter()
+                .filter(|m| m.id == identity.instance_id)
+                .flat_map(|m| m.private_ips.iter().chain(&m.public_ips).copied())
+                .chain(identity.internal_ip)
+                .chain(identity.external_ip)
+                .collect();
+            own.sort();
+            own.dedup();
+            let volumes = snapshot.discovery().await?.volumes.clone();
+            // The names whose zones and subtrees are read; every owned name there is looked at.
+            let names = desired_records(
+                &cluster.name,
+                &cluster.internal_suffix,
+                &cluster.public_name,
+                &volumes,
+                &masters,
+            );
+            let dns = snapshot.clients().await?.dns;
+            let options = PublishOptions {
+                dry_run: settings.dry_run,
+                wait: settings.dns_wait.then_some(settings.waits.timeout),
+                progress: settings.waits.progress,
+                wait_backoff: settings.waits.dns.clone(),
+                policy: ZonePolicy::default(),
+            };
+            release(
+                &*dns,
+                &names,
+                &own,
+                &settings.zone_rules,
+                &cluster.name,
+                &options,
+                report,
+            )
+            .await
+        }
+    }
+}

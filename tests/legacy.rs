@@ -1,0 +1,240 @@
+//! The old daemon's invocation (DESIGN §2): kOps' nodeup starts protokube with no subcommand and
+//! its own flags (`tests/support` has the ExecStart line of nodeup's unit). protokube runs
+//! `sync` and keeps running; the flags it has no use for are named once; SIGTERM ends it cleanly
+//! between runs. Without a spec it does the old protokube's job (volumes, etcd pods, DNS); with
+//! `PROTOKUBE_CLUSTER_SPEC` the whole `sync`.
+
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use support::block::LoopDevice;
+use support::node::{Node, REGION};
+use support::{fixture, seed, Protokube, NODEUP_EXEC_START};
+
+const CLUSTER: &str = "minimal.example.com";
+
+/// nodeup's flags, the zone id pointed at the emulator's zone.
+fn nodeup_args(zone_id: &str) -> Vec<String> {
+    NODEUP_EXEC_START
+        .split_whitespace()
+        .skip(1)
+        .map(|a| a.replace("Z1AFAKE1ZON3YO", zone_id))
+        .collect()
+}
+
+/// Waits until `ready` holds (30 s at most), failing with `what` and the daemon's stderr.
+fn wait_for(what: &str, stderr: &Path, ready: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ready() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} never happened; stderr:\n{}",
+            std::fs::read_to_string(stderr).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A master of `minimal.example.com` with its `main` volume and the cluster's hosted zone.
+fn master(disk: &LoopDevice) -> (Node, String, String) {
+    let node = Node::start();
+    let volume = node.etcd_volume(CLUSTER, &[("main", "us-east-1a/us-east-1a")]);
+    node.root.link_by_id(&volume, &disk.path);
+    let zone = support::runtime().block_on(async {
+        // The instance is the cluster's master, as kOps tags it.
+        let ec2 = node.moto.ec2(REGION).await;
+        for (key, value) in [("KubernetesCluster", CLUSTER), ("k8s.io/role/master", "1")] {
+            let tag = aws_sdk_ec2::types::Tag::builder()
+                .key(key)
+                .value(value)
+                .build();
+            ec2.create_tags()
+                .resources(&node.instance_id)
+                .tags(tag)
+                .send()
+                .await
+                .unwrap();
+        }
+        seed::hosted_zone(&node.moto.route53().await, "example.com").await
+    });
+    (node, volume, zone)
+}
+
+#[test]
+fn nodeups_exec_start_runs_sync_until_sigterm() {
+    let disk = LoopDevice::blank(64);
+    let (node, volume, zone) = master(&disk);
+    let logs = tempfile::tempdir().unwrap();
+    let (out, err) = (logs.path().join("stdout"), logs.path().join("stderr"));
+    let mut daemon = Protokube::new()
+        .moto(&node.moto)
+        .imds(&node.imds)
+        .env("PROTOKUBE_ROOT", node.root.path())
+        .args(nodeup_args(&zone))
+        .spawn_to(
+            std::fs::File::create(&out).unwrap(),
+            std::fs::File::create(&err).unwrap(),
+        );
+    // The first sync: the volume mounted, its etcd pod (the default image: no spec), its name in
+    // Route53; not the kube-* pods, which stay nodeup's.
+    let manifests = node.root.join("/etc/kubernetes/manifests");
+    wait_for("the etcd manifest", &err, || {
+        manifests.join("etcd.manifest").exists()
+    });
+    wait_for("the first report", &err, || {
+        std::fs::read_to_string(&out).is_ok_and(|t| t.contains("etcd-us-east-1a.internal"))
+    });
+    let manifest = std::fs::read_to_string(manifests.join("etcd.manifest")).unwrap();
+    assert!(
+        manifest.contains("registry.k8s.io/etcd:3.5.13-0"),
+        "{manifest}"
+    );
+    assert!(!manifests.join("kube-apiserver.manifest").exists());
+    assert!(disk.mounted_at().len() == 1, "{volume} is mounted");
+    let records = support::runtime()
+        .block_on(async { seed::zone_records(&node.moto.route53().await, &zone).await });
+    let name = format!("etcd-us-east-1a.internal.{CLUSTER}");
+    assert_eq!(
+        records[&(name, "A".to_owned())].1,
+        [support::runtime()
+            .block_on(async {
+                seed::instance_addresses(&node.moto.ec2(REGION).await, &node.instance_id).await
+            })
+            .0],
+        "{records:?}"
+    );
+    // Still running between runs; SIGTERM ends it at once, cleanly.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(daemon.try_wait().unwrap().is_none(), "the daemon exited");
+    let stopped = Instant::now();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &daemon.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = loop {
+        if let Some(exit) = daemon.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(
+            stopped.elapsed() < Duration::from_secs(10),
+            "SIGTERM did not stop it"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(exit.code(), Some(0), "{exit:?}");
+    let stderr = std::fs::read_to_string(&err).unwrap();
+    // The flags it has no use for, named once; `--v=4` is debug logging.
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("flags of the old protokube daemon"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    for flag in [
+        "--bootstrap-master-node-labels",
+        "--containerized",
+        "--node-name",
+    ] {
+        assert!(warnings[0].contains(flag), "{}", warnings[0]);
+    }
+    assert!(stderr.contains("DEBUG"), "--v=4 gives debug logs: {stderr}");
+}
+
+#[test]
+fn with_a_spec_from_the_environment_file_it_runs_the_whole_sync() {
+    let disk = LoopDevice::blank(64);
+    let (node, _volume, zone) = master(&disk);
+    let logs = tempfile::tempdir().unwrap();
+    let (out, err) = (logs.path().join("stdout"), logs.path().join("stderr"));
+    let mut daemon = Protokube::new()
+        .moto(&node.moto)
+        .imds(&node.imds)
+        .env("PROTOKUBE_ROOT", node.root.path())
+        .env(
+            "PROTOKUBE_CLUSTER_SPEC",
+            fixture("cluster-completed/minimal-1.28.yaml"),
+        )
+        .args(nodeup_args(&zone))
+        .spawn_to(
+            std::fs::File::create(&out).unwrap(),
+            std::fs::File::create(&err).unwrap(),
+        );
+    let manifests = node.root.join("/etc/kubernetes/manifests");
+    wait_for("the control plane's manifests", &err, || {
+        [
+            "etcd",
+            "kube-apiserver",
+            "kube-controller-manager",
+            "kube-scheduler",
+            "kube-proxy",
+        ]
+        .iter()
+        .all(|m| manifests.join(format!("{m}.manifest")).exists())
+    });
+    // The spec's etcd version, not the default.
+    let manifest = std::fs::read_to_string(manifests.join("etcd.manifest")).unwrap();
+    assert!(
+        manifest.contains("registry.k8s.io/etcd:3.5.13-0"),
+        "{manifest}"
+    );
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+}
+
+#[test]
+fn a_cloud_other_than_aws_is_a_usage_error() {
+    let out = Protokube::new()
+        .args(["--cloud=gce", "--master=true", "--cluster-id", CLUSTER])
+        .run();
+    assert_eq!(out.code, 64, "{out:#?}");
+    assert!(out.error_lines()[0].contains("--cloud"), "{out:#?}");
+    let out = Protokube::new()
+        .args(["--etcd-image", "x", "sync", "--cluster-id", CLUSTER])
+        .run();
+    assert_eq!(out.code, 64, "{out:#?}");
+}
+
+/// On a node where kOps' etcd-manager runs (its static pods in the manifest directory), the
+/// etcd volumes are its own: `sync` leaves them (and etcd) alone with a warning and still does
+/// the rest; `mount` refuses. Nothing is attached or formatted.
+#[test]
+fn where_etcd_manager_runs_the_volumes_are_left_to_it() {
+    let disk = LoopDevice::blank(64);
+    let (node, volume, zone) = master(&disk);
+    let manifests = node.root.join("/etc/kubernetes/manifests");
+    std::fs::create_dir_all(&manifests).unwrap();
+    std::fs::write(manifests.join("etcd-manager-main.manifest"), "kind: Pod\n").unwrap();
+    let sync = Protokube::new()
+        .moto(&node.moto)
+        .imds(&node.imds)
+        .args(["sync", "--master", "--cluster-id", CLUSTER, "-o", "json"])
+        .args(["--zone", &format!("*/{zone}")])
+        .arg_path("--root", node.root.path())
+        .arg_path(
+            "--cluster-spec",
+            &fixture("cluster-completed/minimal-1.28.yaml"),
+        )
+        .run();
+    assert_eq!(sync.code, 0, "{sync:#?}");
+    assert!(manifests.join("kube-apiserver.manifest").exists());
+    let warnings = sync.json()["warnings"].to_string();
+    assert!(
+        warnings.contains("etcd-manager-main.manifest"),
+        "{warnings}"
+    );
+    assert!(
+        node.attachments(&volume).is_empty(),
+        "the volume was attached"
+    );
+    assert!(disk.fs_type().is_none());
+    assert!(!manifests.join("etcd.manifest").exists());
+    let mount = node.mount(CLUSTER, &[]);
+    assert_eq!(mount.code, 1, "{mount:#?}");
+    assert!(
+        mount.error_lines()[0].contains("etcd-manager"),
+        "{mount:#?}"
+    );
+    assert!(node.attachments(&volume).is_empty());
+}

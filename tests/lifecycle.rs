@@ -1,0 +1,582 @@
+//! A node's whole life against the local emulator and real loop devices: `reset` (its dry run,
+//! its refusal while a volume is in use, idempotence, `sync` bringing the node back with its
+//! data), growing an enlarged volume, owned names the cluster no longer has, `--adopt`, and
+//! the etcd version guard.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use support::bed::{change_set, Bed, NodeKind, HA, REGION};
+use support::{seed, Protokube};
+
+type Records = BTreeMap<(String, String), (Option<i64>, Vec<String>)>;
+
+fn records(node: &Bed) -> Records {
+    support::runtime().block_on(async {
+        seed::zone_records(&node.moto().route53().await, node.zone_id.as_ref().unwrap()).await
+    })
+}
+
+fn key(name: &str, kind: &str) -> (String, String) {
+    (name.to_owned(), kind.to_owned())
+}
+
+fn owner() -> String {
+    format!("\"heritage=protokube,protokube/cluster={HA}\"")
+}
+
+/// Writes record sets (UPSERT, TTL 300) into the node's zone.
+fn put(node: &Bed, sets: &[(&str, &str, &[&str])]) {
+    let sets: Vec<(String, &str, Vec<String>)> = sets
+        .iter()
+        .map(|(name, kind, values)| {
+            (
+                (*name).to_owned(),
+                *kind,
+                values.iter().map(|v| (*v).to_owned()).collect(),
+            )
+        })
+        .collect();
+    support::runtime().block_on(async {
+        seed::records(
+            &node.moto().route53().await,
+            node.zone_id.as_ref().unwrap(),
+            &sets,
+        )
+        .await
+    });
+}
+
+fn manifest_names(node: &Bed) -> Vec<String> {
+    let dir = node.root.join("/etc/kubernetes/manifests");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn warnings(out: &support::RunOutput) -> Vec<String> {
+    out.json()["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn reset_undoes_exactly_what_its_dry_run_lists_and_sync_brings_the_node_back() {
+    let node = Bed::new(NodeKind::HaMaster);
+    let out = node.run("sync", &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let data = node.root.mountpoint(&node.volumes[0]).join("keep.txt");
+    std::fs::write(&data, "etcd data").unwrap();
+    let uuids: Vec<String> = node.disks.iter().map(|d| d.uuid()).collect();
+    // Another master's name (owned), and a record that is not ours.
+    let owner = owner();
+    put(
+        &node,
+        &[
+            ("etcd-b.internal.ha.example.com", "A", &["10.9.9.2"]),
+            ("etcd-b.internal.ha.example.com", "TXT", &[&owner]),
+            ("foreign.ha.example.com", "A", &[&node.private_ip]),
+        ],
+    );
+    let before = records(&node);
+
+    let dry = node.run("reset", &["--dry-run"]);
+    assert_eq!(dry.code, 0, "{dry:#?}");
+    let planned = change_set(&dry.json());
+    assert_eq!(records(&node), before, "a dry run changes nothing");
+    assert_eq!(manifest_names(&node).len(), 6);
+
+    let out = node.run("reset", &["--detailed-exitcode"]);
+    assert_eq!(out.code, 2, "{out:#?}");
+    assert_eq!(
+        change_set(&out.json()),
+        planned,
+        "the dry run is the run's plan"
+    );
+    for action in ["unmount", "delete"] {
+        assert!(
+            planned.iter().any(|(_, _, a)| a == action),
+            "{action} in {planned:#?}"
+        );
+    }
+    // Nothing of this node is left: manifests, mounts, its addresses, the state.
+    assert!(
+        manifest_names(&node).is_empty(),
+        "{:?}",
+        manifest_names(&node)
+    );
+    for disk in &node.disks {
+        assert!(disk.mounted_at().is_empty(), "{:?}", disk.mounted_at());
+    }
+    assert!(!node.root.join("/var/lib/protokube/state.json").exists());
+    let after = records(&node);
+    for name in [
+        "etcd-a.internal.ha.example.com",
+        "etcd-events-a.internal.ha.example.com",
+        "api.internal.ha.example.com",
+    ] {
+        assert!(!after.contains_key(&key(name, "A")), "{name}: {after:#?}");
+        assert!(!after.contains_key(&key(name, "TXT")), "{name}: {after:#?}");
+    }
+    // Other nodes' names and foreign records are untouched.
+    for name in ["etcd-b.internal.ha.example.com", "foreign.ha.example.com"] {
+        assert_eq!(
+            after.get(&key(name, "A")),
+            before.get(&key(name, "A")),
+            "{name}"
+        );
+    }
+    assert!(after.contains_key(&key("etcd-b.internal.ha.example.com", "TXT")));
+    // Never formats, never deletes a volume: the volumes are still attached (no --detach).
+    let tags = support::runtime().block_on(async {
+        let ec2 = node.moto().ec2(REGION).await;
+        seed::volume_tags(&ec2, &node.volumes[0]).await
+    });
+    assert!(!tags.is_empty());
+
+    // A second reset changes nothing.
+    let again = node.run("reset", &["--detailed-exitcode"]);
+    assert_eq!(again.code, 0, "{again:#?}");
+    assert_eq!(again.json()["changed"], false, "{again:#?}");
+
+    // sync brings the node back with its data: no format.
+    let back = node.run("sync", &[]);
+    assert_eq!(back.code, 0, "{back:#?}");
+    assert!(
+        !change_set(&back.json())
+            .iter()
+            .any(|(_, _, a)| a == "format"),
+        "{back:#?}"
+    );
+    let now: Vec<String> = node.disks.iter().map(|d| d.uuid()).collect();
+    assert_eq!(now, uuids);
+    assert_eq!(std::fs::read_to_string(&data).unwrap(), "etcd data");
+    assert_eq!(manifest_names(&node).len(), 6);
+    let restored = records(&node);
+    assert_eq!(
+        restored
+            .get(&key("etcd-a.internal.ha.example.com", "A"))
+            .map(|r| r.1.clone()),
+        Some(vec![node.private_ip.clone()])
+    );
+}
+
+#[test]
+fn reset_detach_releases_the_volumes_for_another_master() {
+    let node = Bed::new(NodeKind::HaMaster);
+    assert_eq!(node.run("sync", &[]).code, 0);
+    let out = node.run("reset", &["--detach"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let detached: Vec<String> = change_set(&out.json())
+        .into_iter()
+        .filter(|(kind, _, action)| kind == "volume" && action == "detach")
+        .map(|(_, target, _)| target)
+        .collect();
+    let mut expected = node.volumes.clone();
+    expected.sort();
+    assert_eq!(detached, expected);
+    let states = support::runtime().block_on(async {
+        let ec2 = node.moto().ec2(REGION).await;
+        let out = ec2
+            .describe_volumes()
+            .set_volume_ids(Some(node.volumes.clone()))
+            .send()
+            .await
+            .unwrap();
+        out.volumes()
+            .iter()
+            .map(|v| v.attachments().len())
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(states, [0, 0], "detached");
+    // Idempotent, and sync claims them again.
+    assert_eq!(node.run("reset", &["--detach"]).json()["changed"], false);
+    assert_eq!(node.run("sync", &[]).code, 0);
+    assert_eq!(manifest_names(&node).len(), 6);
+}
+
+#[test]
+fn reset_while_a_process_uses_a_volume_exits_75_and_leaves_the_node_as_it_was() {
+    let node = Bed::new(NodeKind::HaMaster);
+    assert_eq!(node.run("sync", &[]).code, 0);
+    let mountpoint = node.root.mountpoint(&node.volumes[0]);
+    let file = mountpoint.join("held.txt");
+    std::fs::write(&file, "x").unwrap();
+    // A process holding a file open on the volume.
+    let mut holder = std::process::Command::new("sh")
+        .args(["-c", "exec 3<\"$0\"; exec sleep 60", file.to_str().unwrap()])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let manifests = manifest_names(&node);
+    let before = records(&node);
+    let out = node.run("reset", &["--timeout", "2s"]);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_eq!(out.code, 75, "{out:#?}");
+    let error = out.error_lines().join("\n");
+    assert!(
+        error.contains(&holder.id().to_string()) && error.contains("sleep"),
+        "{error}"
+    );
+    assert_eq!(manifest_names(&node), manifests, "manifests put back");
+    assert_eq!(
+        node.disks[0].mounted_at(),
+        [mountpoint.display().to_string()]
+    );
+    assert!(node.root.join("/var/lib/protokube/state.json").exists());
+    assert_eq!(records(&node), before);
+    // Converged as before.
+    let out = node.run("sync", &["--detailed-exitcode"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+}
+
+#[test]
+fn a_gossip_worker_reset_removes_its_hosts_block_and_kube_proxy() {
+    let node = Bed::new(NodeKind::GossipWorker);
+    std::fs::create_dir_all(node.root.join("/etc")).unwrap();
+    std::fs::write(node.root.join("/etc/hosts"), "127.0.0.1\tlocalhost\n").unwrap();
+    assert_eq!(node.run("sync", &[]).code, 0);
+    let hosts = std::fs::read_to_string(node.root.join("/etc/hosts")).unwrap();
+    assert!(hosts.contains("kops-controller.internal"), "{hosts}");
+    assert_eq!(manifest_names(&node), ["kube-proxy.manifest"]);
+    let dry = node.run("reset", &["--dry-run"]);
+    let out = node.run("reset", &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(change_set(&out.json()), change_set(&dry.json()));
+    assert_eq!(
+        std::fs::read_to_string(node.root.join("/etc/hosts")).unwrap(),
+        "127.0.0.1\tlocalhost\n"
+    );
+    assert!(manifest_names(&node).is_empty());
+    assert_eq!(node.run("reset", &[]).json()["changed"], false);
+}
+
+/// `df`'s size in 1 KiB blocks of the filesystem at `path`.
+fn df_kib(path: &Path) -> u64 {
+    let out = std::process::Command::new("df")
+        .args(["--output=size", "-k"])
+        .arg(path)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .nth(1)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn an_enlarged_volume_is_grown_online_where_allowed_else_at_the_next_mount() {
+    let node = Bed::new(NodeKind::HaMaster);
+    assert_eq!(node.run("sync", &[]).code, 0);
+    let mountpoint = node.root.mountpoint(&node.volumes[0]);
+    std::fs::write(mountpoint.join("keep.txt"), "etcd data").unwrap();
+    let small = df_kib(&mountpoint);
+    // The EBS volume was enlarged: the loop device grows under the mounted filesystem.
+    let disk = &node.disks[0];
+    let status = std::process::Command::new("truncate")
+        .args(["-s", "256M"])
+        .arg(&disk.backing)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let status = std::process::Command::new("losetup")
+        .arg("-c")
+        .arg(&disk.path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+
+    let dry = node.run("sync", &["--dry-run"]);
+    let out = node.run("sync", &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(change_set(&out.json()), change_set(&dry.json()));
+    let resized = |out: &support::RunOutput| {
+        change_set(&out.json())
+            .into_iter()
+            .any(|(kind, target, action)| {
+                kind == "filesystem" && target == node.volumes[0] && action == "resize"
+            })
+    };
+    if resized(&out) {
+        // The kernel grew it online (this process has CAP_SYS_RESOURCE).
+        assert!(
+            df_kib(&mountpoint) > small * 3,
+            "{} vs {small}",
+            df_kib(&mountpoint)
+        );
+    } else {
+        // No CAP_SYS_RESOURCE: a warning, and the grow happens at the next mount.
+        let warned = warnings(&out);
+        assert!(
+            warned.iter().any(|w| w.contains("grown at the next mount")),
+            "{warned:#?}"
+        );
+        assert_eq!(df_kib(&mountpoint), small);
+        let status = std::process::Command::new("umount")
+            .arg(&mountpoint)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let dry = node.run("sync", &["--dry-run"]);
+        let out = node.run("sync", &[]);
+        assert_eq!(out.code, 0, "{out:#?}");
+        // A dry run cannot read the files of a volume it has not mounted (it announces them
+        // as created, see the README); everything else is the run's plan.
+        let off_volume = |out: &support::RunOutput| {
+            let mut set = change_set(&out.json());
+            set.retain(|(_, target, _)| !target.starts_with(&mountpoint.display().to_string()));
+            set
+        };
+        assert_eq!(off_volume(&out), off_volume(&dry));
+        assert!(resized(&dry) && resized(&out), "{out:#?}");
+        assert!(
+            df_kib(&mountpoint) > small * 3,
+            "{} vs {small}",
+            df_kib(&mountpoint)
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(mountpoint.join("keep.txt")).unwrap(),
+        "etcd data"
+    );
+    // Converged: nothing more to grow.
+    let out = node.run("sync", &["--detailed-exitcode"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+}
+
+#[test]
+fn owned_names_of_members_gone_from_the_tags_are_deleted_and_foreign_ones_stay() {
+    let node = Bed::new(NodeKind::HaMaster);
+    assert_eq!(node.run("sync", &[]).code, 0);
+    let owner = owner();
+    // What an earlier sync published for b and c; and a foreign record of the same shape.
+    put(
+        &node,
+        &[
+            ("etcd-b.internal.ha.example.com", "A", &["10.9.9.2"]),
+            ("etcd-b.internal.ha.example.com", "TXT", &[&owner]),
+            ("etcd-c.internal.ha.example.com", "A", &["10.9.9.3"]),
+            ("etcd-c.internal.ha.example.com", "TXT", &[&owner]),
+            ("etcd-events-b.internal.ha.example.com", "A", &["10.9.9.2"]),
+            ("etcd-events-b.internal.ha.example.com", "TXT", &[&owner]),
+            ("etcd-d.internal.ha.example.com", "A", &["10.9.9.4"]),
+        ],
+    );
+    // While b and c are members (their volumes merely unattached), their names stay.
+    let out = node.run("sync", &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert!(records(&node).contains_key(&key("etcd-b.internal.ha.example.com", "A")));
+
+    // The cluster shrinks to one member: a/a,b,c becomes a/a, b and c's volumes go.
+    support::runtime().block_on(async {
+        let ec2 = node.moto().ec2(REGION).await;
+        let all = ec2
+            .describe_volumes()
+            .filters(
+                aws_sdk_ec2::types::Filter::builder()
+                    .name("tag:KubernetesCluster")
+                    .values(HA)
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap();
+        for volume in all.volumes() {
+            let id = volume.volume_id().unwrap().to_owned();
+            if node.volumes.contains(&id) {
+                let tags = seed::volume_tags(&ec2, &id).await;
+                let etcd_key = tags.keys().find(|k| k.starts_with("k8s.io/etcd/")).unwrap();
+                ec2.create_tags()
+                    .resources(&id)
+                    .tags(
+                        aws_sdk_ec2::types::Tag::builder()
+                            .key(etcd_key)
+                            .value("a/a")
+                            .build(),
+                    )
+                    .send()
+                    .await
+                    .unwrap();
+            } else {
+                ec2.delete_volume().volume_id(&id).send().await.unwrap();
+            }
+        }
+    });
+    let dry = node.run("sync", &["--dry-run"]);
+    let out = node.run("sync", &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(change_set(&out.json()), change_set(&dry.json()));
+    let after = records(&node);
+    for name in [
+        "etcd-b.internal.ha.example.com",
+        "etcd-c.internal.ha.example.com",
+        "etcd-events-b.internal.ha.example.com",
+    ] {
+        assert!(!after.contains_key(&key(name, "A")), "{name}: {after:#?}");
+        assert!(!after.contains_key(&key(name, "TXT")), "{name}: {after:#?}");
+        assert!(
+            change_set(&out.json()).contains(&("dns".into(), name.into(), "delete".into())),
+            "{out:#?}"
+        );
+    }
+    assert_eq!(
+        after
+            .get(&key("etcd-d.internal.ha.example.com", "A"))
+            .map(|r| r.1.clone()),
+        Some(vec!["10.9.9.4".to_owned()]),
+        "a foreign record stays"
+    );
+    assert!(after.contains_key(&key("etcd-a.internal.ha.example.com", "A")));
+    // Converged.
+    assert_eq!(node.run("sync", &["--detailed-exitcode"]).code, 0);
+}
+
+#[test]
+fn names_dns_controller_left_are_adopted_only_with_adopt() {
+    let node = Bed::new(NodeKind::HaMaster);
+    // As kOps' dns-controller leaves them: addresses, no ownership TXT.
+    put(
+        &node,
+        &[
+            ("api.internal.ha.example.com", "A", &[&node.private_ip]),
+            ("etcd-a.internal.ha.example.com", "A", &["10.9.9.9"]),
+        ],
+    );
+    let out = node.run("sync", &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let warned = warnings(&out);
+    for name in [
+        "api.internal.ha.example.com",
+        "etcd-a.internal.ha.example.com",
+    ] {
+        assert!(
+            warned
+                .iter()
+                .any(|w| w.contains(name) && w.contains("--adopt")),
+            "{name}: {warned:#?}"
+        );
+    }
+    let left = records(&node);
+    assert_eq!(
+        left.get(&key("etcd-a.internal.ha.example.com", "A"))
+            .map(|r| r.1.clone()),
+        Some(vec!["10.9.9.9".to_owned()])
+    );
+    assert!(!left.contains_key(&key("etcd-a.internal.ha.example.com", "TXT")));
+
+    let dry = node.run("sync", &["--adopt", "--dry-run"]);
+    let out = node.run("sync", &["--adopt"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(change_set(&out.json()), change_set(&dry.json()));
+    let adopted = records(&node);
+    for name in [
+        "api.internal.ha.example.com",
+        "etcd-a.internal.ha.example.com",
+    ] {
+        assert_eq!(
+            adopted.get(&key(name, "TXT")).map(|r| r.1.clone()),
+            Some(vec![owner()]),
+            "{name}"
+        );
+        assert_eq!(
+            adopted.get(&key(name, "A")).map(|r| r.1.clone()),
+            Some(vec![node.private_ip.clone()]),
+            "{name}"
+        );
+    }
+    // Converged, and no flag needed any more.
+    let out = node.run("sync", &["--detailed-exitcode"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert!(warnings(&out).iter().all(|w| !w.contains("--adopt")));
+}
+
+/// `ha.yaml` with every etcd cluster at `version`.
+fn spec_at_version(dir: &Path, version: &str) -> std::path::PathBuf {
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(support::fixture("cluster-completed/ha.yaml")).unwrap(),
+    )
+    .unwrap();
+    for cluster in doc["spec"]["etcdClusters"].as_sequence_mut().unwrap() {
+        cluster["version"] = serde_yaml::Value::from(version);
+    }
+    let file = dir.join(format!("ha-etcd-{version}.yaml"));
+    std::fs::write(&file, serde_yaml::to_string(&doc).unwrap()).unwrap();
+    file
+}
+
+#[test]
+fn an_etcd_downgrade_or_a_skipped_minor_is_refused_before_anything_is_written() {
+    let node = Bed::new(NodeKind::HaMaster);
+    let dir = tempfile::tempdir().unwrap();
+    // ha.yaml runs etcd 3.5.13: the volume records it.
+    assert_eq!(node.run("sync", &[]).code, 0);
+    let record = node
+        .root
+        .mountpoint(&node.volumes[0])
+        .join("k8s.io/manifests/etcd-version");
+    assert_eq!(std::fs::read_to_string(&record).unwrap(), "3.5.13\n");
+    let manifest = node
+        .root
+        .mountpoint(&node.volumes[0])
+        .join("k8s.io/manifests/etcd.manifest");
+    let before = std::fs::read(&manifest).unwrap();
+
+    // 3.5 data, a spec asking for 3.4: refused, nothing written.
+    let older = spec_at_version(dir.path(), "3.4.13");
+    let out = node.run_with_spec("sync", &older, &[]);
+    assert_eq!(out.code, 1, "{out:#?}");
+    let error = out.error_lines().join("\n");
+    assert!(
+        error.contains("3.5.13")
+            && error.contains("3.4.13")
+            && node.volumes.iter().any(|v| error.contains(v.as_str())),
+        "{error}"
+    );
+    assert_eq!(std::fs::read(&manifest).unwrap(), before);
+    assert_eq!(std::fs::read_to_string(&record).unwrap(), "3.5.13\n");
+    assert_eq!(
+        out.json()["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["action"] != "unchanged")
+            .count(),
+        0,
+        "{out:#?}"
+    );
+
+    // 3.4 data, a spec asking for 3.6: refused with the path forward.
+    std::fs::write(&record, "3.4.23\n").unwrap();
+    let skip = spec_at_version(dir.path(), "3.6.0");
+    let out = Protokube::new()
+        .args(["render-manifests"])
+        .arg_path("--root", node.root.path())
+        .arg_path("--cluster-spec", &skip)
+        .args(["--master", "--cluster-id", HA])
+        .run();
+    assert_eq!(out.code, 1, "{out:#?}");
+    let error = out.error_lines().join("\n");
+    assert!(error.contains("3.5.x first"), "{error}");
+    assert_eq!(std::fs::read(&manifest).unwrap(), before);
+
+    // One minor up is an upgrade: done, and recorded.
+    let next = spec_at_version(dir.path(), "3.5.15");
+    let out = node.run_with_spec("sync", &next, &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(std::fs::read_to_string(&record).unwrap(), "3.5.15\n");
+}
