@@ -40,15 +40,10 @@ pub async fn publish(
     options: &PublishOptions,
     report: &mut Report,
 ) -> Result<()> {
-    let by_zone = names_by_zone(dns, desired, rules).await?;
-    for (zone, records) in by_zone.values() {
-        let plan = |existing: &[RecordSet]| plan_zone(records, existing, cluster, options.policy);
-        let outcomes = publish_zone(dns, zone, records, cluster, options, plan).await?;
-        for outcome in outcomes {
-            report_outcome(report, outcome, &zone.name);
-        }
-    }
-    Ok(())
+    let plan = |records: &[&DesiredRecord], existing: &[RecordSet]| {
+        plan_zone(records, existing, cluster, options.policy)
+    };
+    each_zone(dns, desired, rules, cluster, options, report, plan).await
 }
 
 /// Takes this node's `own` addresses out of the names `cluster` owns among `names` (`reset`),
@@ -63,9 +58,23 @@ pub async fn release(
     options: &PublishOptions,
     report: &mut Report,
 ) -> Result<()> {
+    let plan = |_: &[&DesiredRecord], existing: &[RecordSet]| plan_release(existing, own, cluster);
+    each_zone(dns, names, rules, cluster, options, report, plan).await
+}
+
+/// Runs `plan` on each allowed zone's names (read, sent and reported by [`publish_zone`]).
+async fn each_zone(
+    dns: &dyn DnsApi,
+    names: &[DesiredRecord],
+    rules: &[ZoneRule],
+    cluster: &str,
+    options: &PublishOptions,
+    report: &mut Report,
+    plan: impl Fn(&[&DesiredRecord], &[RecordSet]) -> (Vec<RecordChange>, Vec<NameOutcome>),
+) -> Result<()> {
     let by_zone = names_by_zone(dns, names, rules).await?;
     for (zone, records) in by_zone.values() {
-        let plan = |existing: &[RecordSet]| plan_release(existing, own, cluster);
+        let plan = |existing: &[RecordSet]| plan(records, existing);
         let outcomes = publish_zone(dns, zone, records, cluster, options, plan).await?;
         for outcome in outcomes {
             report_outcome(report, outcome, &zone.name);

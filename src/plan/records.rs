@@ -211,16 +211,7 @@ mod tests {
             &volumes,
             &masters,
         );
-        let get = |name: &str| {
-            records
-                .iter()
-                .find(|r| r.name == name)
-                .unwrap_or_else(|| panic!("{name}: {records:#?}"))
-                .addresses
-                .iter()
-                .map(|a| a.to_string())
-                .collect::<Vec<_>>()
-        };
+        let get = |name: &str| addresses(&records, name);
         assert_eq!(get("etcd-a.internal.c.example.com"), ["10.0.0.1"]);
         assert_eq!(get("etcd-b.internal.c.example.com"), Vec::<String>::new());
         assert_eq!(get("etcd-events-a.internal.c.example.com"), ["10.0.0.1"]);

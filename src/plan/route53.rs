@@ -582,6 +582,20 @@ mod tests {
 
     const C: &str = "c.example.com";
 
+    /// (action, name, type) of each change.
+    fn summary(changes: &[RecordChange]) -> Vec<(RecordAction, &str, &str)> {
+        changes
+            .iter()
+            .map(|c| {
+                (
+                    c.action,
+                    c.record.name.as_str(),
+                    c.record.record_type.as_str(),
+                )
+            })
+            .collect()
+    }
+
     #[test]
     fn create_take_over_placeholder_update_and_leave_foreign_alone() {
         let owner = ownership_value(C);
@@ -605,16 +619,7 @@ mod tests {
         ];
         let refs: Vec<&DesiredRecord> = records.iter().collect();
         let (changes, outcomes) = plan_zone(&refs, &existing, C, ZonePolicy::default());
-        let summary: Vec<(RecordAction, &str, &str)> = changes
-            .iter()
-            .map(|c| {
-                (
-                    c.action,
-                    c.record.name.as_str(),
-                    c.record.record_type.as_str(),
-                )
-            })
-            .collect();
+        let summary = summary(&changes);
         assert_eq!(
             summary,
             [
@@ -672,16 +677,7 @@ mod tests {
             ..ZonePolicy::default()
         };
         let (changes, outcomes) = plan_zone(&refs, &existing, C, known);
-        let summary: Vec<(RecordAction, &str, &str)> = changes
-            .iter()
-            .map(|c| {
-                (
-                    c.action,
-                    c.record.name.as_str(),
-                    c.record.record_type.as_str(),
-                )
-            })
-            .collect();
+        let summary = summary(&changes);
         assert_eq!(
             summary,
             [
@@ -741,16 +737,7 @@ mod tests {
             ..ZonePolicy::default()
         };
         let (changes, outcomes) = plan_zone(&refs, &existing, C, adopt);
-        let summary: Vec<(RecordAction, &str, &str)> = changes
-            .iter()
-            .map(|c| {
-                (
-                    c.action,
-                    c.record.name.as_str(),
-                    c.record.record_type.as_str(),
-                )
-            })
-            .collect();
+        let summary = summary(&changes);
         assert_eq!(
             summary,
             [

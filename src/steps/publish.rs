@@ -4,7 +4,7 @@
 use anyhow::{anyhow, Result};
 
 use crate::apply::hosts::{read_hosts, write_hosts};
-use crate::apply::route53::{publish, PublishOptions};
+use crate::apply::route53::publish;
 use crate::names::check_dns_name;
 use crate::paths::HOSTS_FILE;
 use crate::plan::hosts::plan_hosts;
@@ -83,16 +83,11 @@ pub async fn run(
         return Ok(());
     }
     let dns = snapshot.clients().await?.dns;
-    let options = PublishOptions {
-        dry_run: settings.dry_run,
-        wait: settings.dns_wait.then_some(settings.waits.timeout),
-        progress: settings.waits.progress,
-        wait_backoff: settings.waits.dns.clone(),
-        policy: ZonePolicy {
-            adopt: settings.adopt,
-            etcd_members_known,
-        },
+    let policy = ZonePolicy {
+        adopt: settings.adopt,
+        etcd_members_known,
     };
+    let options = super::publish_options(settings, policy);
     publish(
         &*dns,
         &desired,

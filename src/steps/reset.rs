@@ -12,10 +12,10 @@ use std::path::PathBuf;
 use anyhow::{Context as _, Result};
 
 use crate::apply::hosts::{read_hosts, write_hosts};
-use crate::apply::route53::{release, PublishOptions};
+use crate::apply::route53::release;
 use crate::apply::{blockdev, files};
 use crate::error::NotReady;
-use crate::paths::{HOSTS_FILE, MANIFEST_DIR, STATE_FILE};
+use crate::paths::{HOSTS_FILE, STATE_FILE};
 use crate::plan::files::{plan_removal, plan_restore, FileChange, FileFact};
 use crate::plan::hosts::plan_hosts_removal;
 use crate::plan::mounts::mounted_at;
@@ -96,23 +96,14 @@ pub async fn run(
 
 /// Removals of the manifests protokube wrote into the manifest directory.
 fn manifest_removals(settings: &Settings) -> Result<Vec<FileChange>> {
-    let dir = settings.root.resolve(MANIFEST_DIR)?;
-    let entries = match fs_err::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(err) => return Err(err).context("listing the static-pod manifests"),
-    };
+    let (dir, names) = super::manifest_dir_entries(settings)?;
     let mut listed = Vec::new();
-    for entry in entries {
-        let entry = entry.context("listing the static-pod manifests")?;
-        let link = match files::read_fact(&entry.path())? {
+    for name in names {
+        let link = match files::read_fact(&dir.join(&name))? {
             FileFact::Symlink(target) => Some(target),
             _ => None,
         };
-        listed.push(ManifestEntry {
-            name: entry.file_name().to_string_lossy().into_owned(),
-            link,
-        });
+        listed.push(ManifestEntry { name, link });
     }
     let renders_spec_manifests = settings.spec.is_some() && !settings.etcd_only;
     manifests_to_remove(&listed, renders_spec_manifests)
@@ -274,13 +265,7 @@ async fn release_names(
                 &masters,
             );
             let dns = snapshot.clients().await?.dns;
-            let options = PublishOptions {
-                dry_run: settings.dry_run,
-                wait: settings.dns_wait.then_some(settings.waits.timeout),
-                progress: settings.waits.progress,
-                wait_backoff: settings.waits.dns.clone(),
-                policy: ZonePolicy::default(),
-            };
+            let options = super::publish_options(settings, ZonePolicy::default());
             release(
                 &*dns,
                 &names,
