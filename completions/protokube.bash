@@ -65,7 +65,7 @@ _protokube() {
 
     case "${cmd}" in
         protokube)
-            opts="-o -v -q -h -V --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verbose --quiet --blank-check --no-progress --adopt --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help --version discover-volumes mount render-manifests publish-dns sync reset help"
+            opts="-o -v -q -h -V --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --verbose --quiet --blank-check --no-progress --adopt --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help --version discover-volumes mount render-manifests publish-dns sync reset help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -132,6 +132,10 @@ _protokube() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verify-interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -267,7 +271,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__discover__subcmd__volumes)
-            opts="-o -v -q -h --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -334,6 +338,10 @@ _protokube() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verify-interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -545,7 +553,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__mount)
-            opts="-o -v -q -h --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -612,6 +620,10 @@ _protokube() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verify-interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -711,7 +723,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__publish__subcmd__dns)
-            opts="-o -v -q -h --wait --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --wait --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -778,6 +790,10 @@ _protokube() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verify-interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -877,7 +893,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__render__subcmd__manifests)
-            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -980,6 +996,10 @@ _protokube() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verify-interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1079,7 +1099,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__reset)
-            opts="-o -v -q -h --detach --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --detach --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1146,6 +1166,10 @@ _protokube() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verify-interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1245,7 +1269,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__sync)
-            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --wait --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --wait --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1348,6 +1372,10 @@ _protokube() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verify-interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

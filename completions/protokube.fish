@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_protokube_global_optspecs
-    string join \n cluster-spec= cluster-id= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= v/verbose q/quiet blank-check= no-progress adopt etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth v= cloud= gossip= containerized= bootstrap-master-node-labels= node-name= channels= gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= dns-update-interval= remove-dns-names= dns-server= apply-taints= initialize-rbac= manage-etcd= etcd-backup-image= etcd-backup-store= h/help V/version
+    string join \n cluster-spec= cluster-id= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= verify-interval= v/verbose q/quiet blank-check= no-progress adopt etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth v= cloud= gossip= containerized= bootstrap-master-node-labels= node-name= channels= gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= dns-update-interval= remove-dns-names= dns-server= apply-taints= initialize-rbac= manage-etcd= etcd-backup-image= etcd-backup-store= h/help V/version
 end
 
 function __fish_protokube_needs_command
@@ -44,6 +44,7 @@ complete -c protokube -n "__fish_protokube_needs_command" -s o -l output -d 'Rep
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_needs_command" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
 complete -c protokube -n "__fish_protokube_needs_command" -l etcd-image -d 'etcd image for every etcd pod [default: spec.etcdClusters[].image, else registry.k8s.io/etcd:<version>-0]' -r
@@ -113,6 +114,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -s
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
@@ -164,6 +166,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand mount" -s o -l outpu
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
@@ -224,6 +227,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -s
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
@@ -276,6 +280,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -s o -l
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
@@ -337,6 +342,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -s o -l output
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
@@ -390,6 +396,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand reset" -s o -l outpu
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r

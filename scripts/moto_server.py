@@ -14,8 +14,11 @@ Where moto is lenient, this layer answers as AWS does (always on):
     CREATE through when the name and type do not exist (`allow_recreate_after_delete`).
 
 Extra endpoints (not AWS):
-  GET  /_protokube/requests         -> JSON list of {"service": ..., "operation": ...}, with
-                                       "denied": true where IAM (below) refused it
+  GET  /_protokube/requests         -> JSON list of {"service": ..., "operation": ...,
+                                       "overlapping": [operations still unanswered when it
+                                       arrived]}, with "denied": true where IAM (below) refused
+                                       it (a client that issues calls concurrently shows in
+                                       "overlapping")
   POST /_protokube/requests/reset   -> forget the recorded requests
   POST /_protokube/iam              -> body {"enforce": true|false}: evaluate IAM as AWS does
        where moto cannot. moto enforces EC2 actions (after `POST /moto-api/reset-auth`) against
@@ -254,6 +257,8 @@ class RecordingApp:
         # moto's own check must not let another through with it).
         self.serve_lock = threading.RLock()
         self.requests = []
+        # Requests arrived and not yet answered.
+        self.in_flight = []
         self.faults = []
         self.enforce_iam = False
 
@@ -316,8 +321,12 @@ class RecordingApp:
         if path.startswith("/moto-api"):
             return self.inner(environ, start_response)
         operation, form, entry = self.record(environ)
-        with self.serve_lock:
-            return self.serve(environ, start_response, operation, form, entry)
+        try:
+            with self.serve_lock:
+                return self.serve(environ, start_response, operation, form, entry)
+        finally:
+            with self.lock:
+                self.in_flight.remove(entry)
 
     def serve(self, environ, start_response, operation, form, entry):
         _, region, service = credential(environ)
@@ -502,6 +511,8 @@ class RecordingApp:
             operation = "%s %s" % (environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
         entry = {"service": service, "operation": operation}
         with self.lock:
+            entry["overlapping"] = [other["operation"] for other in self.in_flight]
+            self.in_flight.append(entry)
             self.requests.append(entry)
         return operation, form, entry
 

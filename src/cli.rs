@@ -520,6 +520,12 @@ pub struct GlobalArgs {
     #[arg(long, global = true, value_name = "DURATION", default_value = "5m", value_parser = parse_duration, env = "PROTOKUBE_TIMEOUT")]
     pub timeout: Duration,
 
+    /// How long a converged node trusts what its last full check of the cloud found: within it,
+    /// `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it,
+    /// or on any change, volumes and records are checked in full. `0` checks fully every run.
+    #[arg(long, global = true, value_name = "DURATION", default_value = "15m", value_parser = parse_duration, env = "PROTOKUBE_VERIFY_INTERVAL")]
+    pub verify_interval: Duration,
+
     /// More log output on stderr (-v debug, -vv trace).
     #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet", env = "PROTOKUBE_VERBOSE")]
     pub verbose: u8,
@@ -623,6 +629,7 @@ impl Cli {
             output: g.output,
             detailed_exitcode: g.detailed_exitcode,
             timeout: g.timeout,
+            verify_interval: g.verify_interval,
             quiet: g.quiet,
             no_progress: g.no_progress,
             etcd,

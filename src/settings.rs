@@ -61,6 +61,7 @@ pub struct Flags {
     pub output: OutputFormat,
     pub detailed_exitcode: bool,
     pub timeout: Duration,
+    pub verify_interval: Duration,
     pub quiet: bool,
     pub no_progress: bool,
     pub etcd: EtcdOptions,
@@ -118,6 +119,8 @@ pub struct Settings {
     pub detailed_exitcode: bool,
     /// `--timeout` and the backoffs of every wait.
     pub waits: Waits,
+    /// `--verify-interval`: how long a converged master trusts its last full check (0: never).
+    pub verify_interval: Duration,
     pub etcd: EtcdOptions,
     pub dns_wait: bool,
     /// How much of a device the blank proof reads.
@@ -211,6 +214,7 @@ impl Settings {
                 flags.timeout,
                 Progress::detect(flags.no_progress || flags.quiet),
             ),
+            verify_interval: flags.verify_interval,
             etcd_only: flags.legacy && spec.is_none(),
             etcd: match (&flags.etcd.etcd_image, flags.legacy && spec.is_none()) {
                 (None, true) => EtcdOptions {

@@ -9,14 +9,17 @@ use std::collections::BTreeSet;
 use anyhow::{anyhow, bail, Context as _, Result};
 
 use crate::apply::blockdev;
-use crate::cloud::{tags, Cloud, CloudClients, InstanceInfo, VolumeAttachment, VolumeQuery};
+use crate::cloud::{
+    tags, Cloud, CloudClients, CloudVolume, InstanceInfo, VolumeAttachment, VolumeQuery,
+};
 use crate::identity::{self, NodeIdentity};
 use crate::names::check_cluster_name;
 use crate::paths::{volume_mountpoint, HostRoot, STATE_FILE};
 use crate::plan::mounts::{mounted_at, MountEntry};
+use crate::plan::records::DesiredRecord;
 use crate::plan::volumes::{classify, Discovery, EtcdVolume};
 use crate::settings::{Cluster, Settings};
-use crate::state::{MountedVolume, State};
+use crate::state::{KnownZones, MountedVolume, State, Verified};
 
 /// Which of the cluster's volumes a run asks the cloud for: those in this node's zone (mount,
 /// discover-volumes), or those in every zone (DNS needs every member's attachment).
@@ -35,10 +38,27 @@ pub struct Snapshot<'a> {
     clients: Option<CloudClients>,
     cluster: Option<Cluster>,
     discovery: Option<Discovery>,
+    /// The cloud's volume answer `discovery` was classified from.
+    volume_answer: Option<Vec<CloudVolume>>,
     masters: Option<Vec<InstanceInfo>>,
     mounted: Option<Vec<MountedVolume>>,
     /// Volumes attached or mounted only in this dry run's plan: nothing on the host to read.
     planned: BTreeSet<String>,
+    /// What `sync` on a master knows from, and learns for, its last full check (DESIGN §8).
+    pub verification: Verification,
+}
+
+/// What the run knows from and for the recorded full check (`sync` on a master; empty
+/// otherwise, so every other command checks in full).
+#[derive(Clone, Debug, Default)]
+pub struct Verification {
+    /// The names the recorded check found published; `Some` only when this run trusts it.
+    pub trusted_names: Option<Vec<DesiredRecord>>,
+    /// The hosted zones the rules chose: remembered, or found in this run.
+    pub zones: Option<KnownZones>,
+    /// Set by the publish step when every name stands in Route53 as desired (no name left
+    /// alone with a warning): the names as they stand now.
+    pub names_verified: Option<Vec<DesiredRecord>>,
 }
 
 impl<'a> Snapshot<'a> {
@@ -51,9 +71,11 @@ impl<'a> Snapshot<'a> {
             identity: None,
             clients: None,
             discovery: None,
+            volume_answer: None,
             masters: None,
             mounted: None,
             planned: BTreeSet::new(),
+            verification: Verification::default(),
         }
     }
 
@@ -123,26 +145,70 @@ impl<'a> Snapshot<'a> {
     /// The cluster's etcd volumes (one listing per run, in this run's scope) and the ones skipped.
     pub async fn discovery(&mut self) -> Result<&Discovery> {
         if self.discovery.is_none() {
-            let cluster = self.cluster().await?.name;
-            let zone = match self.scope {
-                VolumeScope::Zone => Some(self.identity().await?.availability_zone.clone()),
-                VolumeScope::Region => None,
-            };
-            let query = VolumeQuery {
-                cluster: cluster.clone(),
-                zone: zone.clone(),
-            };
+            let query = self.volume_query().await?;
             let found = self.clients().await?.volumes.find_volumes(&query).await?;
-            tracing::debug!(
-                "{} volume(s) of cluster `{cluster}` in `{}`",
-                found.len(),
-                zone.as_deref().unwrap_or("every zone")
-            );
-            self.discovery = Some(classify(&cluster, zone.as_deref(), found));
+            self.record_volume_answer(&query, found);
         }
         self.discovery
             .as_ref()
             .ok_or_else(|| anyhow!("volumes not discovered"))
+    }
+
+    /// The full check's two independent questions, asked at once: the cluster's volumes and
+    /// its running masters.
+    pub async fn fetch_volumes_and_masters(&mut self) -> Result<()> {
+        let query = self.volume_query().await?;
+        let clients = self.clients().await?;
+        let (volumes, masters) = tokio::try_join!(
+            clients.volumes.find_volumes(&query),
+            clients.instances.running_masters(&query.cluster)
+        )?;
+        self.record_volume_answer(&query, volumes);
+        self.masters = Some(masters);
+        Ok(())
+    }
+
+    /// Takes the volumes, and the names, from the recorded check instead of asking the cloud.
+    pub async fn trust(&mut self, recorded: &Verified) -> Result<()> {
+        let query = self.volume_query().await?;
+        self.record_volume_answer(&query, recorded.volumes.clone());
+        self.verification.trusted_names = Some(recorded.published.clone());
+        Ok(())
+    }
+
+    /// The cloud's answer the volumes were classified from (after [`Snapshot::discovery`]).
+    pub fn volume_answer(&self) -> Option<&[CloudVolume]> {
+        self.volume_answer.as_deref()
+    }
+
+    /// The cluster's running masters, when they have been asked for.
+    pub fn masters_known(&self) -> Option<&[InstanceInfo]> {
+        self.masters.as_deref()
+    }
+
+    /// The volume query of this run's scope.
+    async fn volume_query(&mut self) -> Result<VolumeQuery> {
+        let cluster = self.cluster().await?.name;
+        let zone = match self.scope {
+            VolumeScope::Zone => Some(self.identity().await?.availability_zone.clone()),
+            VolumeScope::Region => None,
+        };
+        Ok(VolumeQuery { cluster, zone })
+    }
+
+    fn record_volume_answer(&mut self, query: &VolumeQuery, found: Vec<CloudVolume>) {
+        tracing::debug!(
+            "{} volume(s) of cluster `{}` in `{}`",
+            found.len(),
+            query.cluster,
+            query.zone.as_deref().unwrap_or("every zone")
+        );
+        self.discovery = Some(classify(
+            &query.cluster,
+            query.zone.as_deref(),
+            found.clone(),
+        ));
+        self.volume_answer = Some(found);
     }
 
     /// The cluster's etcd volumes in this node's zone.

@@ -1,51 +1,13 @@
-//! `<root>/var/lib/protokube/state.json`: what `mount` mounted, read by `render-manifests`.
-//! Versioned; written atomically and only when it changes.
+//! Reading `<root>/var/lib/protokube/state.json` (its contents are `plan::state`): a missing file
+//! is no state; a garbled or newer one is refused with the path and the way out.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context as _, Result};
-use serde::{Deserialize, Serialize};
 
-use crate::etcd::EtcdMembership;
-
-/// The state file's format version; a newer one is refused rather than misread.
-pub const STATE_VERSION: u32 = 1;
-
-/// The state file.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct State {
-    pub version: u32,
-    /// Mounted etcd volumes, sorted by volume id.
-    pub volumes: Vec<MountedVolume>,
-}
-
-/// One mounted etcd volume. Paths are host paths (without `--root`), as manifests need them.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MountedVolume {
-    pub volume_id: String,
-    /// The block device it was found at, e.g. `/dev/xvdu` or `/dev/disk/by-id/nvme-…`.
-    pub device: PathBuf,
-    /// `/mnt/master-<volume id>`.
-    pub mountpoint: PathBuf,
-    pub etcd: Vec<EtcdMembership>,
-}
+pub use crate::plan::state::{KnownZones, MountedVolume, State, Verified, STATE_VERSION};
 
 impl State {
-    pub fn new(mut volumes: Vec<MountedVolume>) -> Self {
-        volumes.sort_by(|a, b| a.volume_id.cmp(&b.volume_id));
-        Self {
-            version: STATE_VERSION,
-            volumes,
-        }
-    }
-
-    /// The serialized form: pretty JSON with a final newline; same state, same bytes.
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut bytes = serde_json::to_vec_pretty(self).context("serializing the state")?;
-        bytes.push(b'\n');
-        Ok(bytes)
-    }
-
     /// Reads the state file at `path`; `None` when there is none yet.
     pub fn load(path: &Path) -> Result<Option<Self>> {
         let text = match fs_err::read_to_string(path) {
@@ -74,6 +36,7 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::etcd::EtcdMembership;
 
     fn volume(id: &str) -> MountedVolume {
         MountedVolume {

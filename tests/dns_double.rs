@@ -9,8 +9,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 use async_trait::async_trait;
-use protokube::apply::route53::{publish, PublishOptions};
-use protokube::cloud::{ChangeResult, DnsApi, HostedZone, RecordAction, RecordChange, RecordSet};
+use protokube::apply::route53::{publish, PublishOptions, Remembered};
+use protokube::cloud::{
+    ChangeResult, DnsApi, HostedZone, RecordAction, RecordChange, RecordSet, ZoneGone,
+};
 use protokube::error::NotReady;
 use protokube::plan::records::{DesiredRecord, RecordRole};
 use protokube::plan::route53::ownership_value;
@@ -46,6 +48,7 @@ impl StrictDns {
 #[async_trait]
 impl DnsApi for StrictDns {
     async fn zone_by_id(&self, id: &str) -> Result<Option<HostedZone>> {
+        self.calls.lock().unwrap().push(format!("zone {id}"));
         Ok((id == "Z1").then(|| HostedZone {
             id: "Z1".into(),
             name: "example.com".into(),
@@ -55,8 +58,15 @@ impl DnsApi for StrictDns {
     async fn all_zones(&self) -> Result<Vec<HostedZone>> {
         unreachable!("rules are by id")
     }
-    async fn records_under(&self, _zone_id: &str, apex: &str) -> Result<Vec<RecordSet>> {
+    async fn records_under(&self, zone_id: &str, apex: &str) -> Result<Vec<RecordSet>> {
         self.calls.lock().unwrap().push(format!("read {apex}"));
+        if zone_id != "Z1" {
+            // Route53's NoSuchHostedZone.
+            return Err(ZoneGone {
+                zone_id: zone_id.into(),
+            }
+            .into());
+        }
         Ok(self.records.lock().unwrap().values().cloned().collect())
     }
     async fn change_records(
@@ -161,6 +171,7 @@ fn a_create_conflict_with_our_own_cluster_is_re_read_and_upserted() {
         &[ZoneRule::Id("Z1".into())],
         CLUSTER,
         &options(None),
+        Remembered::default(),
         &mut report,
     ))
     .unwrap();
@@ -168,6 +179,7 @@ fn a_create_conflict_with_our_own_cluster_is_re_read_and_upserted() {
     assert_eq!(
         dns.calls(),
         [
+            "zone Z1",
             "read c.example.com",
             "change 2",
             "read c.example.com",
@@ -189,6 +201,7 @@ fn a_create_conflict_with_a_foreign_record_leaves_it_alone() {
         &[ZoneRule::Id("Z1".into())],
         CLUSTER,
         &options(None),
+        Remembered::default(),
         &mut report,
     ))
     .unwrap();
@@ -208,6 +221,7 @@ fn wait_polls_a_pending_change_until_insync_and_gives_up_with_75() {
         &[ZoneRule::Id("Z1".into())],
         CLUSTER,
         &options(Some(Duration::from_secs(5))),
+        Remembered::default(),
         &mut report,
     ))
     .unwrap();
@@ -222,9 +236,105 @@ fn wait_polls_a_pending_change_until_insync_and_gives_up_with_75() {
         &[ZoneRule::Id("Z1".into())],
         CLUSTER,
         &options(Some(Duration::from_millis(100))),
+        Remembered::default(),
         &mut report,
     ))
     .unwrap_err();
     assert!(err.is::<NotReady>(), "{err:#}");
     assert!(err.to_string().contains("INSYNC"), "{err}");
+}
+
+#[test]
+fn a_remembered_zone_is_not_looked_up_and_a_gone_one_is_looked_up_again_before_any_write() {
+    let name = "etcd-a.internal.c.example.com";
+    let zone = |id: &str| HostedZone {
+        id: id.into(),
+        name: "example.com".into(),
+        private: false,
+    };
+    let publish_with = |dns: &StrictDns, remembered: &[HostedZone]| {
+        let mut report = Report::new("publish-dns", false);
+        let remembered = Remembered {
+            zones: Some(remembered),
+            names: None,
+        };
+        let published = block_on(publish(
+            dns,
+            &[desired(name, [10, 0, 0, 1])],
+            &[ZoneRule::Id("Z1".into())],
+            CLUSTER,
+            &options(None),
+            remembered,
+            &mut report,
+        ))
+        .unwrap();
+        (published, report)
+    };
+    let dns = StrictDns::default();
+    let (published, _) = publish_with(&dns, &[zone("Z1")]);
+    assert_eq!(dns.calls(), ["read c.example.com", "change 2"]);
+    assert!(published.in_place);
+    // The remembered zone was deleted (and the cluster's zone made again as Z1).
+    let dns = StrictDns::default();
+    let (published, report) = publish_with(&dns, &[zone("Zgone")]);
+    assert_eq!(
+        dns.calls(),
+        [
+            "read c.example.com",
+            "zone Z1",
+            "read c.example.com",
+            "change 2"
+        ]
+    );
+    assert_eq!(published.zones, [zone("Z1")]);
+    assert_eq!(report.changes[0].action, Action::Create);
+}
+
+#[test]
+fn names_a_trusted_check_found_in_place_are_reported_without_asking_route53() {
+    let dns = StrictDns::default();
+    let records = [desired("etcd-a.internal.c.example.com", [10, 0, 0, 1])];
+    let zones = [HostedZone {
+        id: "Z1".into(),
+        name: "example.com".into(),
+        private: false,
+    }];
+    let mut report = Report::new("sync", false);
+    let remembered = Remembered {
+        zones: Some(&zones),
+        names: Some(&records),
+    };
+    let rules = [ZoneRule::Id("Z1".into())];
+    let published = block_on(publish(
+        &dns,
+        &records,
+        &rules,
+        CLUSTER,
+        &options(None),
+        remembered,
+        &mut report,
+    ))
+    .unwrap();
+    assert!(dns.calls().is_empty(), "{:?}", dns.calls());
+    assert!(published.in_place);
+    assert_eq!(report.changes[0].action, Action::Unchanged);
+    assert_eq!(report.changes[0].detail, "A 10.0.0.1");
+    // Other names than the trusted ones: Route53 is read.
+    let moved = [desired("etcd-a.internal.c.example.com", [10, 0, 0, 2])];
+    let remembered = Remembered {
+        zones: Some(&zones),
+        names: Some(&records),
+    };
+    let mut report = Report::new("sync", false);
+    block_on(publish(
+        &dns,
+        &moved,
+        &rules,
+        CLUSTER,
+        &options(None),
+        remembered,
+        &mut report,
+    ))
+    .unwrap();
+    assert_eq!(dns.calls(), ["read c.example.com", "change 2"]);
 }

@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 
 use std::net::IpAddr;
 
-use crate::cloud::{ChangeResult, DnsApi, HostedZone, RecordChange, RecordSet};
+use crate::cloud::{ChangeResult, DnsApi, HostedZone, RecordChange, RecordSet, ZoneGone};
 use crate::plan::records::DesiredRecord;
 use crate::plan::route53::{apexes, batches, plan_release, plan_zone, NameOutcome, ZonePolicy};
 use crate::plan::zones::{zone_for, ZoneRule};
@@ -26,24 +26,65 @@ pub struct PublishOptions {
     pub policy: ZonePolicy,
 }
 
+/// What publishing remembers between runs (`sync` on a master, DESIGN §8).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Remembered<'a> {
+    /// The zones found for the rules by an earlier run: not looked up again, unless Route53
+    /// answers that one of them does not exist.
+    pub zones: Option<&'a [HostedZone]>,
+    /// The names as the last full check found them in Route53, when this run trusts it: if they
+    /// are the desired ones, Route53 is not asked at all.
+    pub names: Option<&'a [DesiredRecord]>,
+}
+
+/// What a publish found.
+#[derive(Clone, Debug)]
+pub struct Published {
+    /// The zones the rules chose (to remember).
+    pub zones: Vec<HostedZone>,
+    /// Every name stands in Route53 as desired now (none left alone with a warning).
+    pub in_place: bool,
+}
+
 /// Publishes `desired` (names already checked as DNS names) to the zones the rules allow. Every
 /// name is checked first to be inside a zone and not its apex. Then per zone: read only the
 /// cluster's names, plan (CREATE new, UPSERT changed, DELETE owned names the cluster no longer
 /// has), send the changes in batches within Route53's limits; when another writer created a
 /// name first, read and plan again what is left (three times at most); optionally wait for
-/// `INSYNC`.
+/// `INSYNC`. With names `remembered` as desired, only reports them.
 pub async fn publish(
     dns: &dyn DnsApi,
     desired: &[DesiredRecord],
     rules: &[ZoneRule],
     cluster: &str,
     options: &PublishOptions,
+    remembered: Remembered<'_>,
     report: &mut Report,
-) -> Result<()> {
+) -> Result<Published> {
     let plan = |records: &[&DesiredRecord], existing: &[RecordSet]| {
         plan_zone(records, existing, cluster, options.policy)
     };
-    each_zone(dns, desired, rules, cluster, options, report, plan).await
+    let run = ZoneRun {
+        dns,
+        rules,
+        cluster,
+        options,
+    };
+    if let (Some(zones), Some(names)) = (remembered.zones, remembered.names) {
+        if names == desired {
+            // The trusted check found these very names in place: nothing to ask Route53.
+            for (zone, records) in names_by_zone(zones, desired)?.values() {
+                for record in records {
+                    report_outcome(report, NameOutcome::unchanged(record), &zone.name);
+                }
+            }
+            return Ok(Published {
+                zones: zones.to_vec(),
+                in_place: true,
+            });
+        }
+    }
+    run.each_zone(desired, remembered.zones, report, plan).await
 }
 
 /// Takes this node's `own` addresses out of the names `cluster` owns among `names` (`reset`),
@@ -59,40 +100,88 @@ pub async fn release(
     report: &mut Report,
 ) -> Result<()> {
     let plan = |_: &[&DesiredRecord], existing: &[RecordSet]| plan_release(existing, own, cluster);
-    each_zone(dns, names, rules, cluster, options, report, plan).await
+    let run = ZoneRun {
+        dns,
+        rules,
+        cluster,
+        options,
+    };
+    run.each_zone(names, None, report, plan).await.map(drop)
 }
 
-/// Runs `plan` on each allowed zone's names (read, sent and reported by [`publish_zone`]).
-async fn each_zone(
-    dns: &dyn DnsApi,
-    names: &[DesiredRecord],
-    rules: &[ZoneRule],
-    cluster: &str,
-    options: &PublishOptions,
-    report: &mut Report,
-    plan: impl Fn(&[&DesiredRecord], &[RecordSet]) -> (Vec<RecordChange>, Vec<NameOutcome>),
-) -> Result<()> {
-    let by_zone = names_by_zone(dns, names, rules).await?;
-    for (zone, records) in by_zone.values() {
-        let plan = |existing: &[RecordSet]| plan(records, existing);
-        let outcomes = publish_zone(dns, zone, records, cluster, options, plan).await?;
-        for outcome in outcomes {
-            report_outcome(report, outcome, &zone.name);
+/// One walk over the allowed zones.
+struct ZoneRun<'a> {
+    dns: &'a dyn DnsApi,
+    rules: &'a [ZoneRule],
+    cluster: &'a str,
+    options: &'a PublishOptions,
+}
+
+type ZoneNames<'a> = BTreeMap<String, (HostedZone, Vec<&'a DesiredRecord>)>;
+
+impl ZoneRun<'_> {
+    /// Runs `plan` on each allowed zone's names: every zone's names read first (a remembered
+    /// zone that is gone is looked up again, before anything is written), then each zone's
+    /// changes sent and reported by [`publish_zone`].
+    async fn each_zone(
+        &self,
+        names: &[DesiredRecord],
+        remembered: Option<&[HostedZone]>,
+        report: &mut Report,
+        plan: impl Fn(&[&DesiredRecord], &[RecordSet]) -> (Vec<RecordChange>, Vec<NameOutcome>),
+    ) -> Result<Published> {
+        let mut zones = match remembered {
+            Some(zones) => zones.to_vec(),
+            None => find_zones(self.dns, self.rules).await?,
+        };
+        let mut by_zone = names_by_zone(&zones, names)?;
+        let mut existing = match self.read_all(&by_zone).await {
+            Err(err) if remembered.is_some() && err.downcast_ref::<ZoneGone>().is_some() => {
+                tracing::info!("{err}; looking the hosted zones up again");
+                zones = find_zones(self.dns, self.rules).await?;
+                by_zone = names_by_zone(&zones, names)?;
+                self.read_all(&by_zone).await?
+            }
+            read => read?,
+        };
+        let mut in_place = true;
+        for (id, (zone, records)) in &by_zone {
+            let plan = |existing: &[RecordSet]| plan(records, existing);
+            let first = existing.remove(id).unwrap_or_default();
+            let outcomes = publish_zone(self, zone, records, first, plan).await?;
+            for outcome in outcomes {
+                in_place &= outcome.warning.is_none();
+                report_outcome(report, outcome, &zone.name);
+            }
         }
+        Ok(Published { zones, in_place })
     }
-    Ok(())
+
+    /// The record sets under each zone's names, by zone id.
+    async fn read_all(&self, by_zone: &ZoneNames<'_>) -> Result<BTreeMap<String, Vec<RecordSet>>> {
+        let mut existing = BTreeMap::new();
+        for (id, (zone, records)) in by_zone {
+            existing.insert(id.clone(), self.read(zone, records).await?);
+        }
+        Ok(existing)
+    }
+
+    /// The record sets under `records`' names in `zone` (the cluster's subtree, one read).
+    async fn read(&self, zone: &HostedZone, records: &[&DesiredRecord]) -> Result<Vec<RecordSet>> {
+        let names: Vec<&str> = records.iter().map(|r| r.name.as_str()).collect();
+        let mut existing = Vec::new();
+        for apex in apexes(&names, self.cluster) {
+            existing.extend(self.dns.records_under(&zone.id, &apex).await?);
+        }
+        Ok(existing)
+    }
 }
 
 /// The allowed zone of each name, each name checked to be inside one and not its apex.
-async fn names_by_zone<'a>(
-    dns: &dyn DnsApi,
-    desired: &'a [DesiredRecord],
-    rules: &[ZoneRule],
-) -> Result<BTreeMap<String, (HostedZone, Vec<&'a DesiredRecord>)>> {
-    let zones = find_zones(dns, rules).await?;
-    let mut by_zone: BTreeMap<String, (HostedZone, Vec<&DesiredRecord>)> = BTreeMap::new();
+fn names_by_zone<'a>(zones: &[HostedZone], desired: &'a [DesiredRecord]) -> Result<ZoneNames<'a>> {
+    let mut by_zone: ZoneNames<'a> = BTreeMap::new();
     for record in desired {
-        let Some(zone) = zone_for(&record.name, &zones)? else {
+        let Some(zone) = zone_for(&record.name, zones)? else {
             bail!(
                 "no hosted zone for `{}`; create one or choose it with --zone (allowed: {})",
                 record.name,
@@ -125,25 +214,16 @@ async fn names_by_zone<'a>(
     Ok(by_zone)
 }
 
-/// Applies `plan` to the names of one zone (the cluster's subtree and `records`' names read);
-/// returns what happened to each name.
+/// Applies `plan` to the names of one zone, starting from `existing` (read by the caller; read
+/// again after a conflict); returns what happened to each name.
 async fn publish_zone(
-    dns: &dyn DnsApi,
+    run: &ZoneRun<'_>,
     zone: &HostedZone,
     records: &[&DesiredRecord],
-    cluster: &str,
-    options: &PublishOptions,
+    mut existing: Vec<RecordSet>,
     plan: impl Fn(&[RecordSet]) -> (Vec<RecordChange>, Vec<NameOutcome>),
 ) -> Result<Vec<NameOutcome>> {
-    let names: Vec<&str> = records.iter().map(|r| r.name.as_str()).collect();
-    let read = || async {
-        let mut existing = Vec::new();
-        for apex in apexes(&names, cluster) {
-            existing.extend(dns.records_under(&zone.id, &apex).await?);
-        }
-        anyhow::Ok(existing)
-    };
-    let mut existing = read().await?;
+    let (dns, options) = (run.dns, run.options);
     // Each name is reported from the plan whose batch carried it.
     let mut sent: BTreeMap<String, NameOutcome> = BTreeMap::new();
     for attempt in 1..=3 {
@@ -183,7 +263,7 @@ async fn publish_zone(
                     "another writer changed zone `{}` first ({message}); reading it again",
                     zone.name
                 );
-                existing = read().await?;
+                existing = run.read(zone, records).await?;
             }
             Some(message) => bail!(
                 "zone `{}` keeps changing under protokube: {message}; run again",

@@ -11,8 +11,8 @@ use anyhow::Result;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-/// An EBS volume as the cloud reports it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// An EBS volume as the cloud reports it (kept in the state file as the last verified answer).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CloudVolume {
     pub id: String,
     pub zone: String,
@@ -45,8 +45,9 @@ pub struct VolumeQuery {
     pub zone: Option<String>,
 }
 
-/// A running instance's addresses.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A running instance: its addresses and the EBS volumes attached to it, as `DescribeInstances`
+/// reports them (kept in the state file as the last verified answer).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InstanceInfo {
     pub id: String,
     /// Its private addresses: the primary private IPv4 and the primary interface's IPv6
@@ -54,6 +55,19 @@ pub struct InstanceInfo {
     pub private_ips: Vec<std::net::IpAddr>,
     /// Its public addresses: the public IPv4 and its IPv6 addresses (globally routable), sorted.
     pub public_ips: Vec<std::net::IpAddr>,
+    /// Its EBS volumes (block device mappings), sorted by device name.
+    #[serde(default)]
+    pub volumes: Vec<InstanceVolume>,
+}
+
+/// An EBS volume in an instance's block device mappings.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct InstanceVolume {
+    /// E.g. `/dev/xvdu`.
+    pub device: String,
+    pub volume_id: String,
+    /// `attaching`, `attached`, `detaching`, `detached`.
+    pub status: String,
 }
 
 /// The answer to an attach request.
@@ -111,7 +125,7 @@ pub trait InstanceApi: Send + Sync {
 }
 
 /// A Route53 hosted zone. Names are lowercase, without the trailing dot.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostedZone {
     /// Without the `/hostedzone/` prefix.
     pub id: String,
@@ -164,6 +178,7 @@ pub trait DnsApi: Send + Sync {
     async fn all_zones(&self) -> Result<Vec<HostedZone>>;
     /// The record sets at or below `apex` in the zone, read from `apex` on (Route53 lists by
     /// reversed labels, so a subtree is contiguous): cost does not grow with the rest of the zone.
+    /// A zone that does not exist (any more) is the error [`ZoneGone`].
     async fn records_under(&self, zone_id: &str, apex: &str) -> Result<Vec<RecordSet>>;
     async fn change_records(&self, zone_id: &str, changes: &[RecordChange])
         -> Result<ChangeResult>;
@@ -199,6 +214,21 @@ impl std::fmt::Display for AccessDenied {
 }
 
 impl std::error::Error for AccessDenied {}
+
+/// A hosted zone protokube remembered does not exist any more (`NoSuchHostedZone`): the zones
+/// are looked up again.
+#[derive(Debug)]
+pub struct ZoneGone {
+    pub zone_id: String,
+}
+
+impl std::fmt::Display for ZoneGone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "hosted zone `{}` does not exist", self.zone_id)
+    }
+}
+
+impl std::error::Error for ZoneGone {}
 
 /// The cloud APIs of one region, shared by every step of a run.
 #[derive(Clone)]

@@ -1,5 +1,7 @@
 //! `sync`: claim, mount, render and publish in one run under one lock, each step planning from
-//! the one snapshot the steps before it updated; stops at the first failure.
+//! the one snapshot the steps before it updated; stops at the first failure. On a master the
+//! verify step asks the cloud first (once, while the last full check holds) and records a full
+//! check at the end.
 
 use anyhow::Result;
 
@@ -13,8 +15,13 @@ pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) ->
     // One region-wide listing serves mount (this zone) and DNS (every member).
     let mut snapshot = Snapshot::new(settings, cloud, VolumeScope::Region);
     // The cluster's names are checked before anything is locked or changed.
-    snapshot.cluster().await?;
+    let cluster = snapshot.cluster().await?;
     let _lock = steps::lock(settings)?;
+    // A master asks the cloud once while its last full check holds (DESIGN §8).
+    let verify = match settings.master {
+        true => Some(steps::verify::begin(settings, &mut snapshot).await?),
+        false => None,
+    };
     let etcd_manager = match settings.master {
         true => steps::etcd_manager_runs_here(settings)?,
         false => None,
@@ -28,5 +35,9 @@ pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) ->
         None => {}
     }
     steps::render::run(settings, &mut snapshot, report).await?;
-    steps::publish::run(settings, &mut snapshot, report).await
+    steps::publish::run(settings, &mut snapshot, report).await?;
+    match verify {
+        Some(verify) => steps::verify::finish(settings, &snapshot, &verify, cluster.dns, report),
+        None => Ok(()),
+    }
 }

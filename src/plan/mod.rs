@@ -9,5 +9,7 @@ pub mod mounts;
 pub mod records;
 pub mod reset;
 pub mod route53;
+pub mod state;
+pub mod verify;
 pub mod volumes;
 pub mod zones;

@@ -9,8 +9,8 @@ use anyhow::{Context as _, Result};
 
 use crate::plan::blank::{DeviceDecision, FormatReason};
 use crate::plan::files::{plan_file, FileChange, FileFact};
+use crate::plan::state::State;
 use crate::report::{Action, Change, ChangeKind};
-use crate::state::State;
 
 /// One line of `/proc/self/mountinfo`, the parts we use.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -556,7 +556,7 @@ garbage line
                 .action,
             Action::Unchanged
         );
-        let state = State::new(vec![crate::state::MountedVolume {
+        let state = State::new(vec![crate::plan::state::MountedVolume {
             volume_id: "vol-1".into(),
             device: "/dev/xvdu".into(),
             mountpoint: "/mnt/master-vol-1".into(),

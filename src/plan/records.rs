@@ -4,12 +4,15 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 
+use serde::{Deserialize, Serialize};
+
 use crate::cloud::InstanceInfo;
 use crate::names::etcd_member_name;
 use crate::plan::volumes::EtcdVolume;
 
 /// What a record is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum RecordRole {
     /// `etcd-<member>` / `etcd-<key>-<member>` + internal suffix → private IP of the instance the
     /// member's volume is attached to.
@@ -26,7 +29,7 @@ pub enum RecordRole {
 /// A name and the addresses it should have. Empty addresses mean "unknown right now": the
 /// current record is kept (a member whose volume is attached nowhere keeps its record, so DNS
 /// does not flap during a failover).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct DesiredRecord {
     pub name: String,
     pub role: RecordRole,
@@ -189,6 +192,7 @@ mod tests {
                 .map(|p| Ipv4Addr::from(p).into())
                 .into_iter()
                 .collect(),
+            volumes: Vec::new(),
         }
     }
 
@@ -273,12 +277,14 @@ mod tests {
                 id: "i-1".into(),
                 private_ips: vec!["10.0.0.1".parse().unwrap(), v6],
                 public_ips: vec!["54.0.0.1".parse().unwrap(), v6],
+                volumes: Vec::new(),
             },
             // IPv6 only.
             InstanceInfo {
                 id: "i-2".into(),
                 private_ips: vec!["2001:db8::2".parse().unwrap()],
                 public_ips: vec!["2001:db8::2".parse().unwrap()],
+                volumes: Vec::new(),
             },
         ];
         let volumes = [

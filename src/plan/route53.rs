@@ -85,6 +85,21 @@ pub struct NameOutcome {
     pub adopted: bool,
 }
 
+impl NameOutcome {
+    /// A name that stands as desired.
+    pub fn unchanged(record: &DesiredRecord) -> Self {
+        let addresses: Vec<String> = record.addresses.iter().map(|a| a.to_string()).collect();
+        Self {
+            name: record.name.clone(),
+            action: Action::Unchanged,
+            from: addresses.clone(),
+            to: addresses,
+            warning: None,
+            adopted: false,
+        }
+    }
+}
+
 /// What a zone's plan may do beyond writing the desired names.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ZonePolicy {

@@ -6,7 +6,8 @@ use anyhow::{bail, Result};
 use crate::cloud::HostedZone;
 
 /// One `--zone` rule.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ZoneRule {
     /// `*` or `*/*`: any hosted zone.
     Any,

@@ -8,6 +8,7 @@ pub mod mount;
 pub mod publish;
 pub mod render;
 pub mod reset;
+pub mod verify;
 
 use anyhow::{Context as _, Result};
 

@@ -52,9 +52,8 @@ pub async fn run(
             Err(err) => errors.push(err.context(format!("volume `{}`", volume.id))),
         }
     }
-    let state = State::new(mounted);
-    record_state(settings, &state, report)?;
-    snapshot.record_mounted(state.volumes);
+    let volumes = record_state(settings, mounted, report)?;
+    snapshot.record_mounted(volumes);
     super::first_error(errors)
 }
 
@@ -292,15 +291,26 @@ async fn tag_formatted(snapshot: &mut Snapshot<'_>, volume_id: &str, uuid: &str)
     volumes.tag_volume(volume_id, FORMATTED_TAG, uuid).await
 }
 
-/// Writes the state file (or, with dry run, reports whether it would change). An empty state is
-/// the same as none: a run that mounts nothing creates no file.
-fn record_state(settings: &Settings, state: &State, report: &mut Report) -> Result<()> {
+/// Records `mounted` in the state file, keeping what else it holds (or, with dry run, reports
+/// whether it would change); returns the mounted volumes, sorted. An empty state is the same as
+/// none: a run that mounts nothing creates no file. A state file that cannot be read is
+/// rewritten from what is mounted.
+fn record_state(
+    settings: &Settings,
+    mounted: Vec<MountedVolume>,
+    report: &mut Report,
+) -> Result<Vec<MountedVolume>> {
     let path = settings.root.own(STATE_FILE)?;
+    let previous = State::load(&path).unwrap_or_else(|err| {
+        tracing::debug!("{err:#}");
+        None
+    });
+    let state = previous.unwrap_or_default().with_volumes(mounted);
     let current = files::read_fact(&path)?;
-    let change = state_file_change(state, &path, &current)?;
+    let change = state_file_change(&state, &path, &current)?;
     if !settings.dry_run {
         files::apply(&change).context("saving the protokube state")?;
     }
     report.push(change.change());
-    Ok(())
+    Ok(state.volumes)
 }

@@ -4,7 +4,7 @@
 use anyhow::{anyhow, Result};
 
 use crate::apply::hosts::{read_hosts, write_hosts};
-use crate::apply::route53::publish;
+use crate::apply::route53::{publish, Remembered};
 use crate::names::check_dns_name;
 use crate::paths::HOSTS_FILE;
 use crate::plan::hosts::plan_hosts;
@@ -13,6 +13,7 @@ use crate::plan::route53::ZonePolicy;
 use crate::report::Report;
 use crate::settings::{DnsProvider, Settings};
 use crate::snapshot::Snapshot;
+use crate::state::KnownZones;
 use crate::steps::discover::warn_skipped;
 
 pub async fn run(
@@ -88,13 +89,30 @@ pub async fn run(
         etcd_members_known,
     };
     let options = super::publish_options(settings, policy);
-    publish(
+    let verification = &snapshot.verification;
+    let remembered = Remembered {
+        zones: verification
+            .zones
+            .as_ref()
+            .and_then(|known| known.for_rules(&settings.zone_rules)),
+        names: verification.trusted_names.as_deref(),
+    };
+    let published = publish(
         &*dns,
         &desired,
         &settings.zone_rules,
         &cluster.name,
         &options,
+        remembered,
         report,
     )
-    .await
+    .await?;
+    snapshot.verification.zones = Some(KnownZones {
+        rules: settings.zone_rules.clone(),
+        zones: published.zones,
+    });
+    // What a dry run plans is not in place yet.
+    snapshot.verification.names_verified =
+        (published.in_place && !settings.dry_run).then_some(desired);
+    Ok(())
 }

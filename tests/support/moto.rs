@@ -83,6 +83,29 @@ impl Moto {
             .collect()
     }
 
+    /// Each operation served since the last reset, with the operations that were still
+    /// unanswered when it arrived (issued concurrently with it).
+    pub fn overlaps(&self) -> Vec<(String, Vec<String>)> {
+        let body = self.http("GET", "/_protokube/requests");
+        let list: Vec<serde_json::Value> = serde_json::from_str(&body).unwrap();
+        list.iter()
+            .map(|r| {
+                let overlapping = r["overlapping"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|o| o.as_str().unwrap_or_default().to_owned())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                (
+                    r["operation"].as_str().unwrap_or_default().to_owned(),
+                    overlapping,
+                )
+            })
+            .collect()
+    }
+
     /// How many Route53 record-set requests with this HTTP method were served
     /// (`GET`: ListResourceRecordSets, `POST`: ChangeResourceRecordSets).
     pub fn rrset_requests(&self, method: &str) -> usize {

@@ -10,8 +10,8 @@ use aws_sdk_ec2::types::Filter;
 
 use super::{aws_error, required};
 use crate::cloud::{
-    tags, AttachOutcome, CloudVolume, InstanceApi, InstanceInfo, VolumeApi, VolumeAttachment,
-    VolumeQuery,
+    tags, AttachOutcome, CloudVolume, InstanceApi, InstanceInfo, InstanceVolume, VolumeApi,
+    VolumeAttachment, VolumeQuery,
 };
 
 /// Largest page `DescribeVolumes` allows; with server-side filters one page is the normal case.
@@ -289,16 +289,39 @@ impl InstanceApi for Ec2 {
                 )
                 .with_context(context)?;
                 let (private_ips, public_ips) = instance_addresses(instance);
+                let volumes = instance_volumes(instance).with_context(context)?;
                 masters.push(InstanceInfo {
                     id: id.to_owned(),
                     private_ips,
                     public_ips,
+                    volumes,
                 });
             }
         }
         masters.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(masters)
     }
+}
+
+/// An instance's EBS volumes from its block device mappings, sorted by device name; a mapping
+/// without a device name or volume id is an error (instance-store mappings carry no `Ebs`).
+fn instance_volumes(instance: &aws_sdk_ec2::types::Instance) -> Result<Vec<InstanceVolume>> {
+    let mut volumes = Vec::new();
+    for mapping in instance.block_device_mappings() {
+        let Some(ebs) = mapping.ebs() else { continue };
+        let op = "ec2:DescribeInstances";
+        volumes.push(InstanceVolume {
+            device: required(mapping.device_name(), "BlockDeviceMappings.DeviceName", op)?
+                .to_owned(),
+            volume_id: required(ebs.volume_id(), "BlockDeviceMappings.Ebs.VolumeId", op)?
+                .to_owned(),
+            status: required(ebs.status(), "BlockDeviceMappings.Ebs.Status", op)?
+                .as_str()
+                .to_owned(),
+        });
+    }
+    volumes.sort();
+    Ok(volumes)
 }
 
 /// An instance's private and public addresses: the primary private address (IPv4, or IPv6 in an

@@ -6,7 +6,9 @@ use aws_config::SdkConfig;
 use aws_sdk_route53::error::ProvideErrorMetadata;
 
 use super::{aws_error, required};
-use crate::cloud::{ChangeResult, DnsApi, HostedZone, RecordAction, RecordChange, RecordSet};
+use crate::cloud::{
+    ChangeResult, DnsApi, HostedZone, RecordAction, RecordChange, RecordSet, ZoneGone,
+};
 use crate::names::{is_within, normalize_dns_name};
 
 /// Records per `ListResourceRecordSets` page: a cluster's own subtree (A and TXT for its etcd
@@ -87,9 +89,16 @@ impl DnsApi for Route53 {
                     .start_record_type(record_type.clone()),
                 None => request.start_record_name(apex),
             };
-            let output = request
-                .send()
-                .await
+            let output = match request.send().await {
+                Err(err) if err.code() == Some("NoSuchHostedZone") => {
+                    return Err(ZoneGone {
+                        zone_id: zone_id.to_owned(),
+                    }
+                    .into())
+                }
+                other => other,
+            };
+            let output = output
                 .map_err(|e| aws_error(e, "route53:ListResourceRecordSets"))
                 .with_context(|| {
                     format!(

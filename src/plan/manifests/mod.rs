@@ -22,8 +22,8 @@ use crate::plan::manifests::etcd::{etcd_image, etcd_ports, pod_params, EtcdOptio
 use crate::plan::manifests::flags::FlagTable;
 use crate::plan::manifests::nodeup::{ComponentArgs, Distribution};
 use crate::plan::manifests::upgrade::{check_upgrade, EtcdVersion, VERSION_FILE};
+use crate::plan::state::MountedVolume;
 use crate::spec::ClusterSpec;
-use crate::state::MountedVolume;
 
 /// Where a manifest goes.
 #[derive(Clone, Debug, PartialEq, Eq)]

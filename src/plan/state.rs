@@ -1,0 +1,148 @@
+//! The state file's contents (`<root>/var/lib/protokube/state.json`, read in `state.rs`): what
+//! `mount` mounted, read by `render-manifests`; what the last full check of the cloud found, so
+//! a converged `sync` asks the cloud once (DESIGN §8); the hosted zones found for the `--zone`
+//! rules. Versioned; serialized deterministically.
+
+use std::path::PathBuf;
+
+use anyhow::{Context as _, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::cloud::{CloudVolume, HostedZone, InstanceInfo};
+use crate::etcd::EtcdMembership;
+use crate::plan::records::DesiredRecord;
+use crate::plan::zones::ZoneRule;
+
+/// The state file's format version; a newer one is refused rather than misread.
+pub const STATE_VERSION: u32 = 1;
+
+/// The state file.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct State {
+    pub version: u32,
+    /// Mounted etcd volumes, sorted by volume id.
+    pub volumes: Vec<MountedVolume>,
+    /// What the last full check of the cloud found, when it found the node converged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<Verified>,
+    /// The hosted zones the `--zone` rules chose, once found (zones do not move).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zones: Option<KnownZones>,
+}
+
+/// What the last full check found: the cloud's two answers, and the names as they stood
+/// afterwards. A converged `sync` compares one fresh `DescribeInstances` answer with `masters`
+/// and, while they agree and `--verify-interval` has not passed since `at`, trusts the rest.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verified {
+    /// When the check was made (RFC 3339, UTC, seconds).
+    #[serde(with = "rfc3339")]
+    pub at: std::time::SystemTime,
+    /// The cluster's running masters (`DescribeInstances`).
+    pub masters: Vec<InstanceInfo>,
+    /// The cluster's volumes in every zone (`DescribeVolumes`).
+    pub volumes: Vec<CloudVolume>,
+    /// The names published to Route53 and verified there (none for the hosts file, which is
+    /// read on every run anyway).
+    pub published: Vec<DesiredRecord>,
+}
+
+/// The hosted zones found for a set of `--zone` rules.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KnownZones {
+    pub rules: Vec<ZoneRule>,
+    pub zones: Vec<HostedZone>,
+}
+
+impl KnownZones {
+    /// The zones, when they were found for these `rules`.
+    pub fn for_rules(&self, rules: &[ZoneRule]) -> Option<&[HostedZone]> {
+        (self.rules == rules).then_some(self.zones.as_slice())
+    }
+}
+
+/// `SystemTime` as RFC 3339 text.
+mod rfc3339 {
+    use serde::{de::Error as _, Deserialize, Deserializer, Serializer};
+    use std::time::SystemTime;
+
+    pub fn serialize<S: Serializer>(at: &SystemTime, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&humantime::format_rfc3339_seconds(*at))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<SystemTime, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        humantime::parse_rfc3339_weak(&text).map_err(D::Error::custom)
+    }
+}
+
+/// One mounted etcd volume. Paths are host paths (without `--root`), as manifests need them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MountedVolume {
+    pub volume_id: String,
+    /// The block device it was found at, e.g. `/dev/xvdu` or `/dev/disk/by-id/nvme-…`.
+    pub device: PathBuf,
+    /// `/mnt/master-<volume id>`.
+    pub mountpoint: PathBuf,
+    pub etcd: Vec<EtcdMembership>,
+}
+
+impl State {
+    pub fn new(mut volumes: Vec<MountedVolume>) -> Self {
+        volumes.sort_by(|a, b| a.volume_id.cmp(&b.volume_id));
+        Self {
+            version: STATE_VERSION,
+            volumes,
+            verified: None,
+            zones: None,
+        }
+    }
+
+    /// This state with `volumes` mounted, the rest kept.
+    pub fn with_volumes(self, volumes: Vec<MountedVolume>) -> Self {
+        Self {
+            verified: self.verified,
+            zones: self.zones,
+            ..Self::new(volumes)
+        }
+    }
+
+    /// The serialized form: pretty JSON with a final newline; same state, same bytes.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut bytes = serde_json::to_vec_pretty(self).context("serializing the state")?;
+        bytes.push(b'\n');
+        Ok(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_verified_time_is_rfc3339_and_absent_parts_are_left_out() {
+        let state = State::new(Vec::new());
+        let text = String::from_utf8(state.to_bytes().unwrap()).unwrap();
+        assert!(
+            !text.contains("verified") && !text.contains("zones"),
+            "{text}"
+        );
+        let verified = Verified {
+            at: std::time::UNIX_EPOCH + std::time::Duration::from_secs(86_400),
+            masters: vec![],
+            volumes: vec![],
+            published: vec![],
+        };
+        let state = State {
+            verified: Some(verified.clone()),
+            ..state
+        };
+        let text = String::from_utf8(state.to_bytes().unwrap()).unwrap();
+        assert!(text.contains(r#""at": "1970-01-02T00:00:00Z""#), "{text}");
+        let back: State = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.verified, Some(verified));
+        // A state file without them (an older protokube's) still reads.
+        let old: State = serde_json::from_str(r#"{"version": 1, "volumes": []}"#).unwrap();
+        assert_eq!(old, State::new(Vec::new()));
+    }
+}

@@ -1,0 +1,301 @@
+//! Whether a converged master can trust its last full check of the cloud (DESIGN §8): the one
+//! fresh `DescribeInstances` answer against the recorded one, the interval, and the local facts
+//! the rest of the run would act on. Pure.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, SystemTime};
+
+use crate::cloud::InstanceInfo;
+use crate::plan::state::Verified;
+use crate::plan::volumes::{classify, plan_claims, ClaimPlan};
+
+/// What this run does with the cloud.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Check {
+    /// The recorded check still holds: the volumes and the names are taken from it.
+    Trusted,
+    /// Ask the cloud for everything, for this reason.
+    Full(String),
+}
+
+/// Whether a full check is due before asking anything: nothing recorded, or the interval
+/// passed (an interval of 0 never trusts). `Some(reason)` when it is.
+pub fn due(recorded: Option<&Verified>, now: SystemTime, interval: Duration) -> Option<String> {
+    if interval.is_zero() {
+        return Some("--verify-interval is 0".to_owned());
+    }
+    let Some(recorded) = recorded else {
+        return Some("nothing verified yet".to_owned());
+    };
+    match now.duration_since(recorded.at) {
+        Ok(age) if age < interval => None,
+        Ok(age) => Some(format!(
+            "last verified {} ago (--verify-interval {})",
+            humantime::format_duration(Duration::from_secs(age.as_secs())),
+            humantime::format_duration(interval)
+        )),
+        Err(_) => Some("last verified in the future (the clock went back)".to_owned()),
+    }
+}
+
+/// The facts of this node a trusted run relies on.
+#[derive(Clone, Debug)]
+pub struct Local<'a> {
+    pub cluster: &'a str,
+    pub instance_id: &'a str,
+    pub zone: &'a str,
+    /// The etcd volumes mounted at their own mount points here.
+    pub mounted: &'a BTreeSet<String>,
+}
+
+/// Decides, once the masters have been asked for, whether the recorded check (not yet due, see
+/// [`due`]) holds: the answer is the recorded one, this instance is among the masters (so a
+/// change of its own attachments shows in the answer), and the recorded volumes leave nothing
+/// to claim, release or mount here.
+pub fn decide(recorded: &Verified, masters: &[InstanceInfo], local: &Local<'_>) -> Check {
+    if let Some(change) = masters_change(&recorded.masters, masters) {
+        return Check::Full(change);
+    }
+    if !masters.iter().any(|m| m.id == local.instance_id) {
+        return Check::Full(format!(
+            "this instance `{}` is not among the cluster's running masters",
+            local.instance_id
+        ));
+    }
+    let discovery = classify(local.cluster, None, recorded.volumes.clone());
+    let here: Vec<_> = discovery
+        .volumes
+        .into_iter()
+        .filter(|v| v.zone == local.zone)
+        .collect();
+    // Attach times play no part: a trusted answer has no attachment in progress.
+    let plan = plan_claims(&here, local.instance_id, local.mounted, recorded.at);
+    let pending = !plan.extra.is_empty()
+        || !plan.stuck.is_empty()
+        || !plan.doubled.is_empty()
+        || plan
+            .candidates
+            .iter()
+            .any(|v| ClaimPlan::still_wanted(v, &plan.held_keys));
+    if pending {
+        return Check::Full("volumes to claim or release in this zone".to_owned());
+    }
+    let attached_here = here.iter().filter(|v| {
+        v.attachment
+            .as_ref()
+            .is_some_and(|a| a.instance_id == local.instance_id)
+    });
+    for volume in attached_here {
+        if let Some(state) = volume
+            .attachment
+            .as_ref()
+            .map(|a| a.state.as_str())
+            .filter(|s| *s != "attached")
+        {
+            return Check::Full(format!("volume `{}` is `{state}` here", volume.id));
+        }
+        if !local.mounted.contains(&volume.id) {
+            return Check::Full(format!(
+                "volume `{}` is attached here but not mounted",
+                volume.id
+            ));
+        }
+    }
+    Check::Trusted
+}
+
+/// What differs between the recorded masters and the fresh answer, in words; `None` when
+/// nothing does.
+pub fn masters_change(recorded: &[InstanceInfo], fresh: &[InstanceInfo]) -> Option<String> {
+    let find = |list: &[InstanceInfo], id: &str| list.iter().find(|m| m.id == id).cloned();
+    for master in fresh {
+        match find(recorded, &master.id) {
+            None => return Some(format!("master `{}` is new", master.id)),
+            Some(before) if before.private_ips != master.private_ips => {
+                return Some(format!("the private addresses of `{}` changed", master.id))
+            }
+            Some(before) if before.public_ips != master.public_ips => {
+                return Some(format!("the public addresses of `{}` changed", master.id))
+            }
+            Some(before) if before.volumes != master.volumes => {
+                return Some(format!("the volumes attached to `{}` changed", master.id))
+            }
+            Some(_) => {}
+        }
+    }
+    recorded
+        .iter()
+        .find(|m| find(fresh, &m.id).is_none())
+        .map(|gone| format!("master `{}` is gone", gone.id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cloud::{CloudVolume, InstanceVolume, VolumeAttachment};
+    use std::collections::BTreeMap;
+
+    const C: &str = "c.example.com";
+
+    fn master(id: &str, ip: &str, volumes: &[&str]) -> InstanceInfo {
+        InstanceInfo {
+            id: id.into(),
+            private_ips: vec![ip.parse().unwrap()],
+            public_ips: vec![],
+            volumes: volumes
+                .iter()
+                .enumerate()
+                .map(|(i, v)| InstanceVolume {
+                    device: format!("/dev/xvd{}", (b'u' + i as u8) as char),
+                    volume_id: (*v).into(),
+                    status: "attached".into(),
+                })
+                .collect(),
+        }
+    }
+
+    fn volume(id: &str, member: &str, zone: &str, on: Option<&str>) -> CloudVolume {
+        let tags: BTreeMap<String, String> = [
+            ("KubernetesCluster", C),
+            ("k8s.io/role/master", "1"),
+            ("k8s.io/etcd/main", &format!("{member}/a,b")[..]),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        CloudVolume {
+            id: id.into(),
+            zone: zone.into(),
+            state: if on.is_some() { "in-use" } else { "available" }.into(),
+            attachments: on
+                .map(|instance| VolumeAttachment {
+                    instance_id: instance.into(),
+                    device: "/dev/xvdu".into(),
+                    state: "attached".into(),
+                    attach_time: None,
+                })
+                .into_iter()
+                .collect(),
+            tags,
+            snapshot_id: None,
+        }
+    }
+
+    fn recorded(masters: Vec<InstanceInfo>, volumes: Vec<CloudVolume>) -> Verified {
+        Verified {
+            at: SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000),
+            masters,
+            volumes,
+            published: vec![],
+        }
+    }
+
+    fn converged() -> Verified {
+        recorded(
+            vec![
+                master("i-a", "10.0.0.1", &["vol-a"]),
+                master("i-b", "10.0.0.2", &["vol-b"]),
+            ],
+            vec![
+                volume("vol-a", "a", "za", Some("i-a")),
+                volume("vol-b", "b", "zb", Some("i-b")),
+            ],
+        )
+    }
+
+    fn decide_with(recorded: &Verified, masters: &[InstanceInfo], mounted: &[&str]) -> Check {
+        let mounted: BTreeSet<String> = mounted.iter().map(|v| (*v).to_owned()).collect();
+        let local = Local {
+            cluster: C,
+            instance_id: "i-a",
+            zone: "za",
+            mounted: &mounted,
+        };
+        decide(recorded, masters, &local)
+    }
+
+    fn reason(check: Check) -> String {
+        match check {
+            Check::Full(reason) => reason,
+            Check::Trusted => panic!("trusted"),
+        }
+    }
+
+    #[test]
+    fn a_full_check_is_due_without_a_record_after_the_interval_and_with_interval_zero() {
+        let record = converged();
+        let minute = Duration::from_secs(60);
+        assert_eq!(due(Some(&record), record.at + minute, 15 * minute), None);
+        let late = due(Some(&record), record.at + 16 * minute, 15 * minute).unwrap();
+        assert_eq!(late, "last verified 16m ago (--verify-interval 15m)");
+        assert!(due(Some(&record), record.at, Duration::ZERO).is_some());
+        assert!(due(None, record.at, 15 * minute).is_some());
+        let back = due(Some(&record), record.at - minute, 15 * minute).unwrap();
+        assert!(back.contains("clock"), "{back}");
+    }
+
+    #[test]
+    fn the_same_answer_with_everything_mounted_is_trusted() {
+        let record = converged();
+        assert_eq!(
+            decide_with(&record, &record.masters, &["vol-a"]),
+            Check::Trusted
+        );
+    }
+
+    #[test]
+    fn each_change_in_the_answer_is_named() {
+        let record = converged();
+        let mut moved = record.masters.clone();
+        moved[1].private_ips = vec!["10.0.0.9".parse().unwrap()];
+        assert_eq!(
+            reason(decide_with(&record, &moved, &["vol-a"])),
+            "the private addresses of `i-b` changed"
+        );
+        let mut public = record.masters.clone();
+        public[1].public_ips = vec!["54.0.0.9".parse().unwrap()];
+        assert!(reason(decide_with(&record, &public, &["vol-a"])).contains("public"));
+        let gone = vec![record.masters[0].clone()];
+        assert_eq!(
+            reason(decide_with(&record, &gone, &["vol-a"])),
+            "master `i-b` is gone"
+        );
+        let mut new = record.masters.clone();
+        new.push(master("i-c", "10.0.0.3", &[]));
+        assert_eq!(
+            reason(decide_with(&record, &new, &["vol-a"])),
+            "master `i-c` is new"
+        );
+        // A member's volume moved from i-b to a new i-c: both show it.
+        let moved_volume = vec![record.masters[0].clone(), master("i-b", "10.0.0.2", &[])];
+        assert_eq!(
+            reason(decide_with(&record, &moved_volume, &["vol-a"])),
+            "the volumes attached to `i-b` changed"
+        );
+    }
+
+    #[test]
+    fn local_facts_that_do_not_hold_force_a_full_check() {
+        let record = converged();
+        // The volume attached here is not mounted (after a reboot).
+        assert_eq!(
+            reason(decide_with(&record, &record.masters, &[])),
+            "volume `vol-a` is attached here but not mounted"
+        );
+        // This instance is not a tagged master: its own attachments are not in the answer.
+        let others = recorded(
+            vec![master("i-b", "10.0.0.2", &["vol-b"])],
+            record.volumes.clone(),
+        );
+        assert!(reason(decide_with(&others, &others.masters, &["vol-a"])).contains("i-a"));
+        // A free member in this zone while this node holds none: a claim to make.
+        let free = recorded(
+            vec![master("i-a", "10.0.0.1", &[])],
+            vec![volume("vol-a", "a", "za", None)],
+        );
+        assert_eq!(
+            reason(decide_with(&free, &free.masters, &[])),
+            "volumes to claim or release in this zone"
+        );
+    }
+}

@@ -1,0 +1,167 @@
+//! The verify step of `sync` on a master (DESIGN §8): before the other steps, ask the cloud
+//! once and decide from the last full check whether that is enough (`plan/verify.rs`); after
+//! them, record what a full check found. The record is bookkeeping in the state file, not a
+//! change of the node: it is never reported, and a dry run leaves it alone.
+
+use std::collections::BTreeSet;
+use std::time::SystemTime;
+
+use anyhow::{Context as _, Result};
+
+use crate::apply::files;
+use crate::paths::STATE_FILE;
+use crate::plan::files::plan_file;
+use crate::plan::mounts::mounted_at;
+use crate::plan::verify::{decide, due, Check, Local};
+use crate::report::{Action, ChangeKind, Report};
+use crate::settings::{DnsProvider, Settings};
+use crate::snapshot::Snapshot;
+use crate::state::{State, Verified};
+
+/// What [`begin`] decided, for [`finish`].
+#[derive(Clone, Debug)]
+pub struct Verify {
+    pub check: Check,
+    /// When the cloud was asked: a full check is recorded as of this moment.
+    started: SystemTime,
+}
+
+/// Asks the cloud what this run needs: the masters alone while the recorded check holds, else
+/// the volumes and the masters at once. The snapshot then holds both.
+pub async fn begin(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<Verify> {
+    let state = load(settings)?;
+    snapshot.verification.zones = state.zones.clone();
+    let started = SystemTime::now();
+    let recorded = state.verified.as_ref();
+    let check = match (due(recorded, started, settings.verify_interval), recorded) {
+        (None, Some(recorded)) => {
+            let masters = snapshot.masters().await?;
+            let identity = snapshot.identity().await?.clone();
+            let cluster = snapshot.cluster().await?.name;
+            let mounted = mounted_volumes(settings, snapshot, recorded)?;
+            let local = Local {
+                cluster: &cluster,
+                instance_id: &identity.instance_id,
+                zone: &identity.availability_zone,
+                mounted: &mounted,
+            };
+            let check = decide(recorded, &masters, &local);
+            match check {
+                Check::Trusted => snapshot.trust(recorded).await?,
+                Check::Full(_) => {
+                    snapshot.discovery().await?;
+                }
+            }
+            check
+        }
+        (reason, _) => {
+            snapshot.fetch_volumes_and_masters().await?;
+            Check::Full(reason.unwrap_or_default())
+        }
+    };
+    match &check {
+        Check::Trusted => tracing::debug!(
+            "the masters are as last verified: volumes and records taken from the check of {}",
+            recorded.map_or_else(String::new, |r| humantime::format_rfc3339_seconds(r.at)
+                .to_string())
+        ),
+        Check::Full(reason) => tracing::info!("full check of volumes and records: {reason}"),
+    }
+    Ok(Verify { check, started })
+}
+
+/// After a successful run: a full check that left the cloud's volumes as it found them (no
+/// attach, detach or format tag) and found every name as desired is recorded as verified; any
+/// other full check forgets the record, so the next run checks in full again. A trusted run
+/// keeps the record (with the names, if it had to publish them). The zones found are kept.
+pub fn finish(
+    settings: &Settings,
+    snapshot: &Snapshot<'_>,
+    verify: &Verify,
+    dns: DnsProvider,
+    report: &Report,
+) -> Result<()> {
+    if settings.dry_run {
+        return Ok(());
+    }
+    let names = match dns {
+        DnsProvider::Route53 => snapshot.verification.names_verified.clone(),
+        DnsProvider::Hosts | DnsProvider::None => Some(Vec::new()),
+    };
+    let state = load(settings)?;
+    let verified = match &verify.check {
+        Check::Trusted => state.verified.clone().map(|recorded| Verified {
+            published: names.unwrap_or(recorded.published.clone()),
+            ..recorded
+        }),
+        Check::Full(_) => {
+            let volumes_untouched = !report
+                .changes
+                .iter()
+                .any(|c| c.kind == ChangeKind::Volume || c.action == Action::Format);
+            match (
+                volumes_untouched,
+                names,
+                snapshot.masters_known(),
+                snapshot.volume_answer(),
+            ) {
+                (true, Some(published), Some(masters), Some(volumes)) => Some(Verified {
+                    at: verify.started,
+                    masters: masters.to_vec(),
+                    volumes: volumes.to_vec(),
+                    published,
+                }),
+                _ => None,
+            }
+        }
+    };
+    let state = State {
+        verified,
+        zones: snapshot.verification.zones.clone(),
+        ..state
+    };
+    save(settings, &state)
+}
+
+/// The state file as it is; an unreadable one counts as none (the mount step rewrites it).
+fn load(settings: &Settings) -> Result<State> {
+    let path = settings.root.own(STATE_FILE)?;
+    Ok(State::load(&path)
+        .unwrap_or_else(|err| {
+            tracing::debug!("{err:#}");
+            None
+        })
+        .unwrap_or_else(|| State::new(Vec::new())))
+}
+
+/// Writes the state file atomically, when its bytes change.
+fn save(settings: &Settings, state: &State) -> Result<()> {
+    let path = settings.root.own(STATE_FILE)?;
+    let current = files::read_fact(&path)?;
+    let text = String::from_utf8(state.to_bytes()?).context("serializing the state")?;
+    let change = plan_file(&path, &current, &text, 0o644);
+    if change.action != Action::Unchanged {
+        files::apply(&change).context("recording the verified state")?;
+    }
+    Ok(())
+}
+
+/// The recorded volumes that are mounted at their own mount points here.
+fn mounted_volumes(
+    settings: &Settings,
+    snapshot: &Snapshot<'_>,
+    recorded: &Verified,
+) -> Result<BTreeSet<String>> {
+    let table = snapshot.mount_table()?;
+    let mut mounted = BTreeSet::new();
+    for volume in &recorded.volumes {
+        // An id that is no path component is no volume of ours (classify skips it).
+        let Ok(mountpoint) = settings.root.volume_mountpoint(&volume.id) else {
+            continue;
+        };
+        if mounted_at(&table, &mountpoint).is_some() {
+            mounted.insert(volume.id.clone());
+        }
+    }
+    Ok(mounted)
+}

@@ -1,0 +1,290 @@
+//! Fleet scale (DESIGN §8): a converged master's `sync` asks the cloud once (`DescribeInstances`)
+//! and Route53 never; the full check (every `--verify-interval`, and whenever that answer
+//! changes) asks for volumes and masters at once and reads each zone once, the zone id
+//! remembered. Counted by the emulator's request recorder (`scripts/moto_server.py`); moto
+//! itself serves every call.
+
+mod support;
+
+use std::time::Duration;
+
+use support::bed::{Bed, NodeKind, REGION};
+use support::seed;
+
+/// The operations of the last run, sorted.
+fn operations(node: &Bed) -> Vec<String> {
+    let mut operations = node.moto().operations();
+    operations.sort();
+    operations
+}
+
+/// Runs `sync` as the bed's master with `extra` flags; it must succeed. Returns the sorted
+/// operations it made.
+fn sync(node: &Bed, extra: &[&str]) -> Vec<String> {
+    node.moto().reset_operations();
+    let out = node.run("sync", extra);
+    assert_eq!(out.code, 0, "{out:#?}");
+    operations(node)
+}
+
+/// A full check: volumes and masters, one read of the zone, no zone lookup.
+fn assert_full_check(operations: &[String]) {
+    assert_eq!(
+        operations
+            .iter()
+            .filter(|o| !o.contains("/rrset") && !o.contains("/change/"))
+            .collect::<Vec<_>>(),
+        ["DescribeInstances", "DescribeVolumes"],
+        "{operations:?}"
+    );
+    let reads = operations
+        .iter()
+        .filter(|o| o.starts_with("GET") && o.ends_with("/rrset"))
+        .count();
+    assert_eq!(reads, 1, "{operations:?}");
+}
+
+/// The values of one record set of the cluster's zone.
+fn record(node: &Bed, name: &str, kind: &str) -> Option<Vec<String>> {
+    let records = support::runtime().block_on(async {
+        seed::zone_records(&node.moto().route53().await, node.zone_id.as_ref().unwrap()).await
+    });
+    records
+        .get(&(name.to_owned(), kind.to_owned()))
+        .map(|(_, values)| values.clone())
+}
+
+fn state(node: &Bed) -> serde_json::Value {
+    let path = node.root.join("/var/lib/protokube/state.json");
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// The bed's master brought up and converged: cold run, then the first full check.
+fn converged_master() -> Bed {
+    let node = Bed::new(NodeKind::HaMaster);
+    sync(&node, &[]);
+    assert_full_check(&sync(&node, &[]));
+    assert_eq!(sync(&node, &[]), ["DescribeInstances"]);
+    node
+}
+
+/// The volume holding etcd member `member` of cluster `key` (tag `k8s.io/etcd/<key>`).
+fn member_volume(node: &Bed, key: &str, member: &str) -> String {
+    support::runtime().block_on(async {
+        let ec2 = node.moto().ec2(REGION).await;
+        let out = ec2
+            .describe_volumes()
+            .filters(
+                aws_sdk_ec2::types::Filter::builder()
+                    .name(format!("tag:k8s.io/etcd/{key}"))
+                    .values(format!("{member}/a,b,c"))
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap();
+        out.volumes()[0].volume_id().unwrap().to_owned()
+    })
+}
+
+/// A running master of the bed's cluster in `zone`; returns (id, private address).
+fn new_master(node: &Bed, zone: &str) -> (String, String) {
+    support::runtime().block_on(async {
+        let ec2 = node.moto().ec2(REGION).await;
+        let tags = [
+            ("KubernetesCluster", support::bed::HA),
+            ("k8s.io/role/master", "1"),
+        ];
+        let id = seed::instance(&ec2, zone, &tags).await;
+        let (ip, _) = seed::instance_addresses(&ec2, &id).await;
+        (id, ip)
+    })
+}
+
+#[test]
+fn a_converged_master_asks_once_and_checks_in_full_after_the_interval() {
+    let node = converged_master();
+    let recorded = state(&node)["verified"]["at"].as_str().unwrap().to_owned();
+    assert!(
+        state(&node)["zones"]["zones"][0]["id"].is_string(),
+        "{}",
+        state(&node)
+    );
+
+    // The interval passes: the next run checks in full, and records when.
+    std::thread::sleep(Duration::from_millis(2100));
+    assert_full_check(&sync(&node, &["--verify-interval", "2s"]));
+    let again = state(&node)["verified"]["at"].as_str().unwrap().to_owned();
+    assert!(again > recorded, "{recorded} -> {again}");
+    assert_eq!(
+        sync(&node, &["--verify-interval", "2s"]),
+        ["DescribeInstances"]
+    );
+
+    // The full check's two EC2 questions are asked at once: with DescribeVolumes slow, the
+    // other arrives while it is unanswered (or the other way round).
+    node.moto()
+        .set_faults(serde_json::json!([{"match": "DescribeVolumes", "delay": 0.5}]));
+    assert_full_check(&sync(&node, &["--verify-interval", "0"]));
+    let overlaps = node.moto().overlaps();
+    let concurrent = overlaps.iter().any(|(op, during)| {
+        (op == "DescribeInstances" && during.contains(&"DescribeVolumes".to_owned()))
+            || (op == "DescribeVolumes" && during.contains(&"DescribeInstances".to_owned()))
+    });
+    assert!(concurrent, "{overlaps:?}");
+    node.moto().set_faults(serde_json::json!([]));
+
+    // `--verify-interval 0`: every run is a full check.
+    assert_full_check(&sync(&node, &["--verify-interval", "0"]));
+    assert_full_check(&sync(&node, &["--verify-interval", "0"]));
+}
+
+#[test]
+fn each_change_in_the_answer_triggers_the_full_check_in_the_same_run() {
+    let node = converged_master();
+    let internal = "api.internal.ha.example.com";
+    let etcd_b = "etcd-b.internal.ha.example.com";
+    assert_eq!(
+        record(&node, internal, "A"),
+        Some(vec![node.private_ip.clone()])
+    );
+
+    // A new master appears, with member b's volumes attached: full check, names converge, and
+    // the run after it is converged again.
+    let (b, b_ip) = new_master(&node, "us-east-1b");
+    let main_b = member_volume(&node, "main", "b");
+    support::runtime().block_on(async {
+        let ec2 = node.moto().ec2(REGION).await;
+        seed::attach(&ec2, &main_b, &b, "/dev/xvdu").await;
+    });
+    assert_full_check(&sync(&node, &[]));
+    let mut both = vec![node.private_ip.clone(), b_ip.clone()];
+    both.sort();
+    assert_eq!(record(&node, internal, "A"), Some(both));
+    assert_eq!(record(&node, etcd_b, "A"), Some(vec![b_ip.clone()]));
+    assert_eq!(sync(&node, &[]), ["DescribeInstances"]);
+
+    // Member b's volume moves to another instance (b2): both masters' volumes changed.
+    let (b2, b2_ip) = new_master(&node, "us-east-1b");
+    assert_full_check(&sync(&node, &[])); // b2 is new
+    support::runtime().block_on(async {
+        let ec2 = node.moto().ec2(REGION).await;
+        ec2.detach_volume()
+            .volume_id(&main_b)
+            .instance_id(&b)
+            .send()
+            .await
+            .unwrap();
+        seed::attach(&ec2, &main_b, &b2, "/dev/xvdu").await;
+    });
+    assert_full_check(&sync(&node, &[]));
+    assert_eq!(record(&node, etcd_b, "A"), Some(vec![b2_ip.clone()]));
+    assert_eq!(sync(&node, &[]), ["DescribeInstances"]);
+
+    // A master's address changes (an Elastic IP associated): its public name follows.
+    let public_ip = support::runtime().block_on(async {
+        let ec2 = node.moto().ec2(REGION).await;
+        let address = ec2
+            .allocate_address()
+            .domain(aws_sdk_ec2::types::DomainType::Vpc)
+            .send()
+            .await
+            .unwrap();
+        ec2.associate_address()
+            .allocation_id(address.allocation_id().unwrap())
+            .instance_id(&b2)
+            .send()
+            .await
+            .unwrap();
+        address.public_ip().unwrap().to_owned()
+    });
+    assert_full_check(&sync(&node, &[]));
+    let public = record(&node, "api.ha.example.com", "A").unwrap();
+    assert!(public.contains(&public_ip), "{public:?}");
+    assert_eq!(sync(&node, &[]), ["DescribeInstances"]);
+
+    // A master is terminated: its address leaves the shared names at once.
+    support::runtime().block_on(async {
+        let ec2 = node.moto().ec2(REGION).await;
+        ec2.terminate_instances()
+            .instance_ids(&b)
+            .send()
+            .await
+            .unwrap();
+    });
+    assert_full_check(&sync(&node, &[]));
+    let internal_now = record(&node, internal, "A").unwrap();
+    assert!(!internal_now.contains(&b_ip), "{internal_now:?}");
+    assert!(internal_now.contains(&b2_ip), "{internal_now:?}");
+    assert_eq!(sync(&node, &[]), ["DescribeInstances"]);
+}
+
+#[test]
+fn a_record_edited_behind_protokubes_back_is_mended_by_the_next_full_check() {
+    let node = converged_master();
+    let name = "etcd-a.internal.ha.example.com";
+    support::runtime().block_on(async {
+        seed::records(
+            &node.moto().route53().await,
+            node.zone_id.as_ref().unwrap(),
+            &[(name.to_owned(), "A", vec!["192.0.2.99".to_owned()])],
+        )
+        .await
+    });
+    // Within the interval the answer is unchanged: the edit is not seen yet.
+    assert_eq!(
+        sync(&node, &["--verify-interval", "2s"]),
+        ["DescribeInstances"]
+    );
+    assert_eq!(
+        record(&node, name, "A"),
+        Some(vec!["192.0.2.99".to_owned()])
+    );
+    // No later than the interval: the full check finds and mends it.
+    std::thread::sleep(Duration::from_millis(2100));
+    node.moto().reset_operations();
+    let out = node.run("sync", &["--verify-interval", "2s", "--detailed-exitcode"]);
+    assert_eq!(out.code, 2, "{out:#?}");
+    assert_eq!(
+        record(&node, name, "A"),
+        Some(vec![node.private_ip.clone()])
+    );
+    assert_eq!(
+        sync(&node, &["--verify-interval", "2s"]),
+        ["DescribeInstances"]
+    );
+}
+
+#[test]
+fn a_dry_run_trusts_as_the_run_does_and_records_nothing() {
+    let node = converged_master();
+    let before = std::fs::read(node.root.join("/var/lib/protokube/state.json")).unwrap();
+    node.moto().reset_operations();
+    let out = node.run("sync", &["--dry-run", "--detailed-exitcode"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(operations(&node), ["DescribeInstances"]);
+    let dry = support::bed::change_set(&out.json());
+    let out = node.run("sync", &["--dry-run", "--verify-interval", "0"]);
+    assert_eq!(
+        support::bed::change_set(&out.json()),
+        dry,
+        "a full check reports what a trusted run reports"
+    );
+    assert_eq!(
+        std::fs::read(node.root.join("/var/lib/protokube/state.json")).unwrap(),
+        before
+    );
+}
+
+#[test]
+fn gossip_nodes_ask_describe_instances_once() {
+    // A worker needs the masters' addresses only.
+    let worker = Bed::new(NodeKind::GossipWorker);
+    sync(&worker, &[]);
+    assert_eq!(sync(&worker, &[]), ["DescribeInstances"]);
+    // A gossip master: its full check has no zone to read, then one call.
+    let master = Bed::new(NodeKind::GossipMaster);
+    sync(&master, &[]);
+    assert_eq!(sync(&master, &[]), ["DescribeInstances", "DescribeVolumes"]);
+    assert_eq!(sync(&master, &[]), ["DescribeInstances"]);
+}
