@@ -19,9 +19,6 @@ _protokube() {
             protokube,discover-volumes)
                 cmd="protokube__subcmd__discover__subcmd__volumes"
                 ;;
-            protokube,help)
-                cmd="protokube__subcmd__help"
-                ;;
             protokube,mount)
                 cmd="protokube__subcmd__mount"
                 ;;
@@ -37,26 +34,8 @@ _protokube() {
             protokube,sync)
                 cmd="protokube__subcmd__sync"
                 ;;
-            protokube__subcmd__help,discover-volumes)
-                cmd="protokube__subcmd__help__subcmd__discover__subcmd__volumes"
-                ;;
-            protokube__subcmd__help,help)
-                cmd="protokube__subcmd__help__subcmd__help"
-                ;;
-            protokube__subcmd__help,mount)
-                cmd="protokube__subcmd__help__subcmd__mount"
-                ;;
-            protokube__subcmd__help,publish-dns)
-                cmd="protokube__subcmd__help__subcmd__publish__subcmd__dns"
-                ;;
-            protokube__subcmd__help,render-manifests)
-                cmd="protokube__subcmd__help__subcmd__render__subcmd__manifests"
-                ;;
-            protokube__subcmd__help,reset)
-                cmd="protokube__subcmd__help__subcmd__reset"
-                ;;
-            protokube__subcmd__help,sync)
-                cmd="protokube__subcmd__help__subcmd__sync"
+            protokube,version)
+                cmd="protokube__subcmd__version"
                 ;;
             *)
                 ;;
@@ -65,7 +44,7 @@ _protokube() {
 
     case "${cmd}" in
         protokube)
-            opts="-o -v -q -h -V --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --verbose --quiet --blank-check --no-progress --adopt --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help --version discover-volumes mount render-manifests publish-dns sync reset help"
+            opts="-o -v -q -h -V --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --adopt --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help --version discover-volumes mount render-manifests publish-dns sync reset version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -136,6 +115,14 @@ _protokube() {
                     return 0
                     ;;
                 --verify-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --metrics-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -271,7 +258,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__discover__subcmd__volumes)
-            opts="-o -v -q -h --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -342,6 +329,14 @@ _protokube() {
                     return 0
                     ;;
                 --verify-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --metrics-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -440,120 +435,8 @@ _protokube() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        protokube__subcmd__help)
-            opts="discover-volumes mount render-manifests publish-dns sync reset help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        protokube__subcmd__help__subcmd__discover__subcmd__volumes)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        protokube__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        protokube__subcmd__help__subcmd__mount)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        protokube__subcmd__help__subcmd__publish__subcmd__dns)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        protokube__subcmd__help__subcmd__render__subcmd__manifests)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        protokube__subcmd__help__subcmd__reset)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        protokube__subcmd__help__subcmd__sync)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         protokube__subcmd__mount)
-            opts="-o -v -q -h --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -624,6 +507,14 @@ _protokube() {
                     return 0
                     ;;
                 --verify-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --metrics-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -723,7 +614,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__publish__subcmd__dns)
-            opts="-o -v -q -h --wait --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --wait --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -794,6 +685,14 @@ _protokube() {
                     return 0
                     ;;
                 --verify-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --metrics-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -893,7 +792,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__render__subcmd__manifests)
-            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1000,6 +899,14 @@ _protokube() {
                     return 0
                     ;;
                 --verify-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --metrics-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1099,7 +1006,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__reset)
-            opts="-o -v -q -h --detach --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --detach --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1170,6 +1077,14 @@ _protokube() {
                     return 0
                     ;;
                 --verify-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --metrics-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1269,7 +1184,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__sync)
-            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --wait --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --wait --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1376,6 +1291,192 @@ _protokube() {
                     return 0
                     ;;
                 --verify-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --metrics-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --blank-check)
+                    COMPREPLY=($(compgen -W "sampled full" -- "${cur}"))
+                    return 0
+                    ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cloud)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --containerized)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bootstrap-master-node-labels)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --channels)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-protocol)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-secret)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-protocol-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-listen-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-secret-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns-update-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --remove-dns-names)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns-server)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --apply-taints)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --initialize-rbac)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --manage-etcd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-backup-image)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-backup-store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        protokube__subcmd__version)
+            opts="-o -v -q -h --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --adopt --v --cloud --gossip --containerized --bootstrap-master-node-labels --node-name --channels --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --initialize-rbac --manage-etcd --etcd-backup-image --etcd-backup-store --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --cluster-spec)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cluster-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --master)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --instance-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --availability-zone)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --region)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --internal-ip)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --external-ip)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns)
+                    COMPREPLY=($(compgen -W "route53 hosts none" -- "${cur}"))
+                    return 0
+                    ;;
+                --zone)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns-internal-suffix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --templates)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "text json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verify-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --metrics-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

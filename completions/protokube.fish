@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_protokube_global_optspecs
-    string join \n cluster-spec= cluster-id= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= verify-interval= v/verbose q/quiet blank-check= no-progress adopt etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth v= cloud= gossip= containerized= bootstrap-master-node-labels= node-name= channels= gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= dns-update-interval= remove-dns-names= dns-server= apply-taints= initialize-rbac= manage-etcd= etcd-backup-image= etcd-backup-store= h/help V/version
+    string join \n cluster-spec= cluster-id= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= verify-interval= log-format= metrics-file= v/verbose q/quiet blank-check= no-progress adopt etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth v= cloud= gossip= containerized= bootstrap-master-node-labels= node-name= channels= gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= dns-update-interval= remove-dns-names= dns-server= apply-taints= initialize-rbac= manage-etcd= etcd-backup-image= etcd-backup-store= h/help V/version
 end
 
 function __fish_protokube_needs_command
@@ -45,6 +45,9 @@ json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_needs_command" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for log shippers'"
+complete -c protokube -n "__fish_protokube_needs_command" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
 complete -c protokube -n "__fish_protokube_needs_command" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
 complete -c protokube -n "__fish_protokube_needs_command" -l etcd-image -d 'etcd image for every etcd pod [default: spec.etcdClusters[].image, else registry.k8s.io/etcd:<version>-0]' -r
@@ -93,7 +96,7 @@ complete -c protokube -n "__fish_protokube_needs_command" -f -a "render-manifest
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "publish-dns" -d 'Publish the names etcd peers, nodes and users need, to Route53 or /etc/hosts'
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "sync" -d 'Discover, mount, render and publish in one run (what boot scripts and timers call)'
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "reset" -d 'Undo this node\'s part, for a master being retired or a node being repurposed'
-complete -c protokube -n "__fish_protokube_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c protokube -n "__fish_protokube_needs_command" -f -a "version" -d 'Print the build: version, git commit, build date, rustc, target and enabled features (`-o json` for one object)'
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -115,6 +118,9 @@ json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for log shippers'"
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
@@ -167,6 +173,9 @@ json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for log shippers'"
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
@@ -228,6 +237,9 @@ json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for log shippers'"
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
@@ -281,6 +293,9 @@ json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for log shippers'"
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
@@ -343,6 +358,9 @@ json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for log shippers'"
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
@@ -397,6 +415,9 @@ json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for log shippers'"
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
@@ -429,10 +450,58 @@ complete -c protokube -n "__fish_protokube_using_subcommand reset" -s q -l quiet
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l no-progress -d 'No progress bars, even on a terminal'
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync reset help" -f -a "discover-volumes" -d 'List this cluster\'s etcd volumes in this node\'s availability zone (read-only)'
-complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync reset help" -f -a "mount" -d 'Claim, attach and mount this node\'s etcd volumes (control-plane nodes only)'
-complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync reset help" -f -a "render-manifests" -d 'Write the static-pod manifests: etcd per mounted member and the control plane on masters, kube-proxy on every node'
-complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync reset help" -f -a "publish-dns" -d 'Publish the names etcd peers, nodes and users need, to Route53 or /etc/hosts'
-complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync reset help" -f -a "sync" -d 'Discover, mount, render and publish in one run (what boot scripts and timers call)'
-complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync reset help" -f -a "reset" -d 'Undo this node\'s part, for a master being retired or a node being repurposed'
-complete -c protokube -n "__fish_protokube_using_subcommand help; and not __fish_seen_subcommand_from discover-volumes mount render-manifests publish-dns sync reset help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l region -d 'AWS region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
+none\t'Publish nothing'"
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l zone -d 'Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix hosted zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand version" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
+json\t''
+yaml\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for log shippers'"
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
+full\t'Every byte of the device'"
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l cloud -d 'The cloud (only `aws`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l containerized -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l bootstrap-master-node-labels -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l node-name -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l channels -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-protocol -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-listen -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-secret -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-protocol-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-listen-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-secret-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l dns-update-interval -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l remove-dns-names -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l dns-server -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l apply-taints -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l initialize-rbac -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l manage-etcd -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l etcd-backup-image -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l etcd-backup-store -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l dry-run -d 'Compute and report every change, make none'
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
+complete -c protokube -n "__fish_protokube_using_subcommand version" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
+complete -c protokube -n "__fish_protokube_using_subcommand version" -s q -l quiet -d 'Only errors on stderr'
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l no-progress -d 'No progress bars, even on a terminal'
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
+complete -c protokube -n "__fish_protokube_using_subcommand version" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -7,17 +7,21 @@
 export CARGO_TARGET_DIR
 
 MOTO_VERSION="5.2.5"
+# The Prometheus text-format parser the metrics tests read the metrics file with.
+PROMETHEUS_CLIENT_VERSION="0.21.1"
 
-# ensure_moto: create .venv with moto[server] unless it is already there; sets MOTO_SERVER_BIN.
+# ensure_moto: create .venv with moto[server] (and prometheus_client) unless it is already there;
+# sets MOTO_SERVER_BIN.
 ensure_moto() {
   local venv=.venv
   MOTO_SERVER_BIN="$PWD/$venv/bin/moto_server"
-  if [ -x "$MOTO_SERVER_BIN" ] && "$venv/bin/python" -c "import moto, sys; sys.exit(moto.__version__ != '$MOTO_VERSION')" 2>/dev/null; then
+  if [ -x "$MOTO_SERVER_BIN" ] && "$venv/bin/python" -c "import moto, prometheus_client, sys; sys.exit(moto.__version__ != '$MOTO_VERSION')" 2>/dev/null; then
     return 0
   fi
   echo "setting up $venv with moto[server]==$MOTO_VERSION" >&2
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$MOTO_VERSION"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$MOTO_VERSION" \
+    "prometheus_client==$PROMETHEUS_CLIENT_VERSION"
 }
 
 # start_moto DIR: start the emulator in the background (log and pid under DIR); sets MOTO_URL

@@ -25,7 +25,12 @@ use crate::settings::{DnsProvider, Flags};
 /// Exit codes: 0 done, 1 failed, 2 changed (with --detailed-exitcode), 64 usage error,
 /// 75 not ready yet (retry later).
 #[derive(Debug, Parser)]
-#[command(name = "protokube", version, max_term_width = 100)]
+#[command(
+    name = "protokube",
+    version,
+    long_version = crate::version::LONG_VERSION,
+    max_term_width = 100
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -273,8 +278,10 @@ pub enum Command {
     ///
     /// Control-plane nodes (--master) run all four steps; other nodes render kube-proxy and, for
     /// gossip (`hosts`) DNS, update /etc/hosts. One lock for the whole run, one combined report,
-    /// and the cloud asked once per kind of fact: a converged run makes at most 4 AWS calls and
-    /// writes nothing. Stops at the first failure (exit 75 when a step is not ready yet).
+    /// and the cloud asked once per kind of fact: a converged master makes one AWS call
+    /// (DescribeInstances) and writes nothing; volumes and records are checked in full every
+    /// --verify-interval and whenever that answer changes. Stops at the first failure (exit 75
+    /// when a step is not ready yet).
     Sync(SyncArgs),
 
     /// Undo this node's part, for a master being retired or a node being repurposed.
@@ -287,6 +294,10 @@ pub enum Command {
     /// formats, never deletes a volume, never touches a name it does not own. `sync` afterwards
     /// brings the node back.
     Reset(ResetArgs),
+
+    /// Print the build: version, git commit, build date, rustc, target and enabled features
+    /// (`-o json` for one object).
+    Version,
 }
 
 /// Flags of `reset`.
@@ -397,6 +408,7 @@ impl Command {
             Command::PublishDns(_) => "publish-dns",
             Command::Sync(_) => "sync",
             Command::Reset(_) => "reset",
+            Command::Version => "version",
         }
     }
 }
@@ -526,6 +538,27 @@ pub struct GlobalArgs {
     #[arg(long, global = true, value_name = "DURATION", default_value = "15m", value_parser = parse_duration, env = "PROTOKUBE_VERIFY_INTERVAL")]
     pub verify_interval: Duration,
 
+    /// stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal)
+    /// or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "text",
+        env = "PROTOKUBE_LOG_FORMAT"
+    )]
+    pub log_format: crate::logging::LogFormat,
+
+    /// After every run (failed runs and dry runs too), write Prometheus text-format metrics to
+    /// FILE, atomically, for node-exporter's textfile collector.
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "PROTOKUBE_METRICS_FILE"
+    )]
+    pub metrics_file: Option<PathBuf>,
+
     /// More log output on stderr (-v debug, -vv trace).
     #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet", env = "PROTOKUBE_VERBOSE")]
     pub verbose: u8,
@@ -603,9 +636,9 @@ impl Cli {
             Some(Command::RenderManifests(args)) => (args.etcd.options(), false),
             Some(Command::PublishDns(args)) => (EtcdOptions::default(), args.wait),
             Some(Command::Sync(args)) => (args.render.etcd.options(), args.dns.wait),
-            Some(Command::DiscoverVolumes | Command::Mount | Command::Reset(_)) => {
-                (EtcdOptions::default(), false)
-            }
+            Some(
+                Command::DiscoverVolumes | Command::Mount | Command::Reset(_) | Command::Version,
+            ) => (EtcdOptions::default(), false),
         };
         let dns = g.dns.or(match self.legacy.gossip {
             Some(true) => Some(DnsProvider::Hosts),

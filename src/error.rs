@@ -11,6 +11,9 @@ pub enum ExitCode {
     Failed = 1,
     /// Something was changed (or would be, with `--dry-run`); only with `--detailed-exitcode`.
     Changed = 2,
+    /// Done, but this node looks like a master and `--master` is not set; only with
+    /// `--detailed-exitcode` (the units do not count it as success).
+    MasterFlagMissing = 3,
     /// Usage error: bad flags or flag values.
     Usage = 64,
     /// Not ready yet, retry later: a wait timed out, the lock is held, a device has not appeared.

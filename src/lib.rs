@@ -15,6 +15,7 @@ pub mod error;
 pub mod etcd;
 pub mod identity;
 pub mod logging;
+pub mod metrics;
 pub mod names;
 pub mod paths;
 pub mod plan;
@@ -24,9 +25,10 @@ pub mod snapshot;
 pub mod spec;
 pub mod state;
 pub mod steps;
+pub mod version;
 pub mod wait;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 
 use crate::cli::{Cli, Command};
 use crate::cloud::aws::AwsCloud;
@@ -58,10 +60,13 @@ pub async fn run_daemon(
         if std::mem::take(&mut first) {
             warn_ignored_flags(cli, &mut report);
         }
+        let started = std::time::SystemTime::now();
+        let clock = std::time::Instant::now();
         let result = execute(cli, &mut report).await;
         if let Err(err) = &result {
             record_error(&mut report, err);
         }
+        conclude(cli, &report, &result, started, clock.elapsed());
         each(&report, &result);
         if !pause.next().await {
             break;
@@ -86,9 +91,79 @@ fn warn_ignored_flags(cli: &Cli, report: &mut Report) {
 async fn execute(cli: &Cli, report: &mut Report) -> Result<()> {
     let settings = Settings::resolve(cli.flags()?)?;
     let cloud = AwsCloud::new(settings.waits.timeout);
-    run_with(&cli.to_run(), &settings, &cloud, report)
-        .await
-        .map_err(|err| explain_denied(err, &settings))
+    let result = run_with(&cli.to_run(), &settings, &cloud, report).await;
+    report.aws_calls = cloud.aws_calls();
+    result.map_err(|err| explain_denied(err, &settings))
+}
+
+/// Ends a run (the binary's, or one of the daemon's): its exit code, its last log line, and the
+/// metrics file when `--metrics-file` asks for one (a failure to write it is logged and does not
+/// change the exit code). The last line is the error (`protokube: error: …`, one line; with
+/// `--log-format json` an `error` event) or, for a run that succeeded, `run finished`; with
+/// JSON either carries the run's figures as fields.
+pub fn conclude(
+    cli: &Cli,
+    report: &Report,
+    result: &Result<()>,
+    started: std::time::SystemTime,
+    elapsed: std::time::Duration,
+) -> ExitCode {
+    let code = exit_code(cli.global.detailed_exitcode, report, result);
+    let changes = report
+        .changes
+        .iter()
+        .filter(|c| c.action != report::Action::Unchanged)
+        .count();
+    let aws_calls = report.aws_calls.values().sum::<u64>();
+    let duration_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+    macro_rules! last_line {
+        ($level:ident, $($message:tt)+) => {
+            tracing::$level!(
+                command = %report.command,
+                exit_code = code.code(),
+                changed = report.changed,
+                changes,
+                aws_calls,
+                duration_ms,
+                $($message)+
+            )
+        };
+    }
+    match result {
+        Err(err) if cli.global.log_format == logging::LogFormat::Json => {
+            last_line!(error, "{}", error_message(err))
+        }
+        Err(err) => eprintln!("{}", error_line(err)),
+        Ok(()) => last_line!(info, "run finished"),
+    }
+    if let Some(path) = &cli.global.metrics_file {
+        let state_file = cli
+            .global
+            .root
+            .join(paths::STATE_FILE.trim_start_matches('/'));
+        let volumes_mounted = state::State::load(&state_file)
+            .ok()
+            .flatten()
+            .map_or(0, |s| s.volumes.len());
+        let run = metrics::RunMetrics {
+            report,
+            exit_code: code.code(),
+            started,
+            duration: elapsed,
+            aws_calls: &report.aws_calls,
+            volumes_mounted,
+        };
+        let previous = metrics::read_previous(path);
+        let written = metrics::render(&run, previous.as_deref()).and_then(|text| {
+            apply::files::write_atomic(path, text.as_bytes(), 0o644)
+                .map(drop)
+                .with_context(|| format!("writing the metrics file `{}`", path.display()))
+        });
+        if let Err(err) = written {
+            tracing::error!("{}", error_message(&err));
+        }
+    }
+    code
 }
 
 /// A denied permission, said with the role that lacks it (kOps' role names) and where the
@@ -128,6 +203,8 @@ pub async fn run_with(
         Command::PublishDns(_) => cmd::publish_dns::run(settings, cloud, report).await,
         Command::Sync(_) => cmd::sync::run(settings, cloud, report).await,
         Command::Reset(_) => cmd::reset::run(settings, cloud, report).await,
+        // Answered by the binary before any setting is read.
+        Command::Version => Ok(()),
     }
 }
 
@@ -136,6 +213,7 @@ pub async fn run_with(
 pub fn exit_code(detailed_exitcode: bool, report: &Report, result: &Result<()>) -> ExitCode {
     match result {
         Err(err) => ExitCode::for_error(err),
+        Ok(()) if report.master_flag_missing && detailed_exitcode => ExitCode::MasterFlagMissing,
         Ok(()) if report.changed && detailed_exitcode => ExitCode::Changed,
         Ok(()) => ExitCode::Done,
     }

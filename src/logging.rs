@@ -1,10 +1,32 @@
-//! Logging: `tracing` to stderr, level from `-v`/`-q`, `RUST_LOG` for finer control.
+//! Logging: `tracing` to stderr, level from `-v`/`-q`, `RUST_LOG` for finer control. Text lines
+//! (timestamped when stderr is neither a terminal nor the journal, which stamps lines itself), or
+//! with `--log-format json` one JSON object per line: `ts` (RFC 3339), `level`, `msg`, `target`
+//! and the event's fields.
 
+use std::fmt;
+use std::io::IsTerminal as _;
+use std::time::SystemTime;
+
+use tracing::field::{Field, Visit};
+use tracing::{Event, Subscriber};
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::EnvFilter;
+
+/// `--log-format`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line, for log shippers.
+    Json,
+}
 
 /// Installs the stderr logger. Default: protokube's info lines and every crate's warnings;
 /// `quiet` only errors, each `verbose` step more.
-pub fn init(quiet: bool, verbose: u8) {
+pub fn init(quiet: bool, verbose: u8, format: LogFormat) {
     let level = match (quiet, verbose) {
         (true, _) => "error",
         (false, 0) => "warn,protokube=info",
@@ -15,11 +37,112 @@ pub fn init(quiet: bool, verbose: u8) {
         .ok()
         .and_then(|spec| EnvFilter::try_new(spec).ok())
         .unwrap_or_else(|| EnvFilter::new(level));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .without_time()
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+        .with_writer(std::io::stderr);
+    let terminal = std::io::stderr().is_terminal();
+    let _ = match format {
+        LogFormat::Json => builder.event_format(JsonLines).try_init(),
+        LogFormat::Text if terminal || stderr_is_journal() => builder
+            .with_target(false)
+            .without_time()
+            .with_ansi(terminal)
+            .try_init(),
+        LogFormat::Text => builder.with_target(false).with_ansi(false).try_init(),
+    };
+}
+
+/// Whether stderr is systemd's journal stream (`JOURNAL_STREAM` names its device and inode).
+fn stderr_is_journal() -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(stream) = std::env::var("JOURNAL_STREAM") else {
+        return false;
+    };
+    let Ok(stderr) = fs_err::metadata("/proc/self/fd/2") else {
+        return false;
+    };
+    stream == format!("{}:{}", stderr.dev(), stderr.ino())
+}
+
+/// The JSON line format.
+struct JsonLines;
+
+impl<S, N> FormatEvent<S, N> for JsonLines
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        _ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let mut fields = JsonFields::default();
+        event.record(&mut fields);
+        let metadata = event.metadata();
+        let mut line = serde_json::Map::new();
+        let ts = humantime::format_rfc3339_micros(SystemTime::now()).to_string();
+        line.insert("ts".into(), ts.into());
+        line.insert(
+            "level".into(),
+            metadata.level().as_str().to_lowercase().into(),
+        );
+        line.insert("msg".into(), fields.message.into());
+        line.insert("target".into(), metadata.target().into());
+        for (key, value) in fields.fields {
+            // An event field never hides one of the line's own keys.
+            let key = match key.as_str() {
+                "ts" | "level" | "msg" | "target" => format!("field.{key}"),
+                _ => key,
+            };
+            line.insert(key, value);
+        }
+        writeln!(writer, "{}", serde_json::Value::Object(line))
+    }
+}
+
+/// An event's message and fields as JSON values.
+#[derive(Default)]
+struct JsonFields {
+    message: String,
+    fields: Vec<(String, serde_json::Value)>,
+}
+
+impl JsonFields {
+    fn add(&mut self, field: &Field, value: serde_json::Value) {
+        self.fields.push((field.name().to_owned(), value));
+    }
+}
+
+impl Visit for JsonFields {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        match field.name() {
+            "message" => self.message = value.to_owned(),
+            _ => self.add(field, value.into()),
+        }
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.add(field, value.into());
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.add(field, value.into());
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.add(field, value.into());
+    }
+
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.add(field, value.into());
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        match field.name() {
+            "message" => self.message = format!("{value:?}"),
+            _ => self.add(field, format!("{value:?}").into()),
+        }
+    }
 }

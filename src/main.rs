@@ -40,7 +40,10 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(Code::Usage.code());
     }
-    protokube::logging::init(cli.global.quiet, cli.verbosity());
+    if matches!(cli.command, Some(protokube::cli::Command::Version)) {
+        return print_version(cli.global.output);
+    }
+    protokube::logging::init(cli.global.quiet, cli.verbosity(), cli.global.log_format);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -54,10 +57,7 @@ fn main() -> ExitCode {
     if cli.is_legacy() {
         // nodeup's unit: sync every minute until stopped; each run's report and error as usual.
         let output = cli.global.output;
-        let daemon = protokube::run_daemon(&cli, protokube::daemon::INTERVAL, |report, result| {
-            if let Err(err) = result {
-                eprintln!("{}", protokube::error_line(err));
-            }
+        let daemon = protokube::run_daemon(&cli, protokube::daemon::INTERVAL, |report, _| {
             print_report(report, output);
         });
         return match runtime.block_on(daemon) {
@@ -69,16 +69,39 @@ fn main() -> ExitCode {
         };
     }
     let mut report = Report::new(cli.to_run().name(), cli.global.dry_run);
+    let started = std::time::SystemTime::now();
+    let clock = std::time::Instant::now();
     let result = runtime.block_on(protokube::run(&cli, &mut report));
     if let Err(err) = &result {
-        eprintln!("{}", protokube::error_line(err));
         protokube::record_error(&mut report, err);
     }
-    let code = protokube::exit_code(cli.global.detailed_exitcode, &report, &result);
+    let code = protokube::conclude(&cli, &report, &result, started, clock.elapsed());
     if !print_report(&report, cli.global.output) && result.is_ok() {
         return ExitCode::from(Code::Failed.code());
     }
     ExitCode::from(code.code())
+}
+
+/// `protokube version`: the build, as text or one JSON (or YAML) object.
+fn print_version(output: OutputFormat) -> ExitCode {
+    let info = protokube::version::BuildInfo::current();
+    let text = match output {
+        OutputFormat::Text => Ok(info.text()),
+        OutputFormat::Json => serde_json::to_string_pretty(&info)
+            .map(|t| t + "\n")
+            .map_err(|e| e.to_string()),
+        OutputFormat::Yaml => serde_yaml::to_string(&info).map_err(|e| e.to_string()),
+    };
+    match text {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::from(Code::Done.code())
+        }
+        Err(err) => {
+            eprintln!("protokube: error: rendering the version: {err}");
+            ExitCode::from(Code::Failed.code())
+        }
+    }
 }
 
 /// Prints the report on stdout; false (with a line on stderr) when that fails.

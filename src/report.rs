@@ -86,6 +86,13 @@ pub struct Report {
     /// Set when the run failed; `changes` then holds what was done before the failure.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ReportError>,
+    /// Requests sent to AWS, by operation, retries included (for the metrics file).
+    #[serde(skip)]
+    pub aws_calls: std::collections::BTreeMap<String, u64>,
+    /// This node looks like a master and `--master` is not set (warned; exit 3 with
+    /// `--detailed-exitcode`).
+    #[serde(skip)]
+    pub master_flag_missing: bool,
 }
 
 impl Report {
@@ -98,6 +105,8 @@ impl Report {
             volumes: Vec::new(),
             warnings: Vec::new(),
             error: None,
+            aws_calls: Default::default(),
+            master_flag_missing: false,
         }
     }
 

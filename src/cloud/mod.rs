@@ -247,4 +247,9 @@ pub trait Cloud: Send + Sync {
 
     /// Clients for `region`: one configuration, credentials resolved once for all of them.
     async fn connect(&self, region: &str) -> Result<CloudClients>;
+
+    /// The requests sent so far, by operation, retries included (for the metrics file).
+    fn aws_calls(&self) -> BTreeMap<String, u64> {
+        BTreeMap::new()
+    }
 }

@@ -10,13 +10,15 @@ use crate::snapshot::{Snapshot, VolumeScope};
 use crate::steps;
 
 pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) -> Result<()> {
+    let mut snapshot = Snapshot::new(settings, cloud, VolumeScope::Zone);
     if !settings.master {
+        // Nothing to mount; but a master run without the flag would leave etcd absent.
+        steps::check_master_flag(settings, &mut snapshot, true, report).await?;
         report.warn(
             "not a control-plane node (--master is not set): no etcd volumes to mount".to_owned(),
         );
         return Ok(());
     }
-    let mut snapshot = Snapshot::new(settings, cloud, VolumeScope::Zone);
     // The cluster's names are checked before anything is locked or changed.
     snapshot.cluster().await?;
     if let Some(why) = steps::etcd_manager_runs_here(settings)? {

@@ -36,6 +36,8 @@ pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) ->
     }
     steps::render::run(settings, &mut snapshot, report).await?;
     steps::publish::run(settings, &mut snapshot, report).await?;
+    // A worker's run asks the cloud nothing more to see whether it should have been a master.
+    steps::check_master_flag(settings, &mut snapshot, false, report).await?;
     match verify {
         Some(verify) => steps::verify::finish(settings, &snapshot, &verify, cluster.dns, report),
         None => Ok(()),

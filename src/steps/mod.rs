@@ -16,9 +16,13 @@ use std::path::PathBuf;
 
 use crate::apply::files::RunLock;
 use crate::apply::route53::PublishOptions;
-use crate::paths::MANIFEST_DIR;
+use crate::cloud::tags;
+use crate::paths::{MANIFEST_DIR, STATE_FILE};
 use crate::plan::route53::ZonePolicy;
+use crate::report::Report;
 use crate::settings::Settings;
+use crate::snapshot::Snapshot;
+use crate::state::State;
 
 /// The run lock for a mutating command; none with `--dry-run`, which changes nothing.
 pub fn lock(settings: &Settings) -> Result<Option<RunLock>> {
@@ -63,6 +67,62 @@ pub fn etcd_manager_runs_here(settings: &Settings) -> Result<Option<String>> {
             dir.display()
         )
     }))
+}
+
+/// `--master` is not set, yet this node looks like a master: the state file records etcd volumes
+/// mounted here (a master whose flag was lost), or this instance is one of the cluster's running
+/// masters — known from the masters answer the run fetched anyway, or, when `ask`, from one
+/// `DescribeInstances`. Warned, naming the flag, and marked for exit 3 with
+/// `--detailed-exitcode`.
+pub async fn check_master_flag(
+    settings: &Settings,
+    snapshot: &mut Snapshot<'_>,
+    ask: bool,
+    report: &mut Report,
+) -> Result<()> {
+    if settings.master {
+        return Ok(());
+    }
+    let state_file = settings.root.own(STATE_FILE)?;
+    let mounted = State::load(&state_file)
+        .ok()
+        .flatten()
+        .map_or(0, |s| s.volumes.len());
+    let why = if mounted > 0 {
+        Some(format!(
+            "this node has {mounted} etcd volume(s) mounted (`{}`)",
+            state_file.display()
+        ))
+    } else {
+        let masters = match snapshot.masters_known() {
+            Some(masters) => Some(masters.to_vec()),
+            None if ask => Some(snapshot.masters().await?),
+            None => None,
+        };
+        match masters {
+            Some(masters) => {
+                let id = snapshot.identity().await?.instance_id.clone();
+                let cluster = snapshot.cluster().await?.name;
+                masters.iter().any(|m| m.id == id).then(|| {
+                    format!(
+                        "this instance `{id}` carries kOps' master tags (`{}` or `{}`) of \
+                         cluster `{cluster}`",
+                        tags::MASTER_ROLE,
+                        tags::CONTROL_PLANE_ROLE
+                    )
+                })
+            }
+            None => None,
+        }
+    };
+    if let Some(why) = why {
+        report.warn(format!(
+            "{why} but --master is not set: no etcd volume, etcd or control-plane pod or API name \
+             is handled here; set --master (PROTOKUBE_MASTER=true, or nodeup's --master=true)"
+        ));
+        report.master_flag_missing = true;
+    }
+    Ok(())
 }
 
 /// How the DNS steps talk to Route53, from the settings and the step's zone policy.

@@ -8,7 +8,7 @@ use aws_config::SdkConfig;
 use aws_sdk_ec2::error::ProvideErrorMetadata;
 use aws_sdk_ec2::types::Filter;
 
-use super::{aws_error, required};
+use super::{aws_error, required, CallCounter};
 use crate::cloud::{
     tags, AttachOutcome, CloudVolume, InstanceApi, InstanceInfo, InstanceVolume, VolumeApi,
     VolumeAttachment, VolumeQuery,
@@ -24,9 +24,13 @@ pub struct Ec2 {
 }
 
 impl Ec2 {
-    pub fn new(config: &SdkConfig) -> Self {
+    /// A client on `config`; every request it sends is counted by `counter`.
+    pub fn new(config: &SdkConfig, counter: &CallCounter) -> Self {
+        let config = aws_sdk_ec2::config::Builder::from(config)
+            .interceptor(counter.clone())
+            .build();
         Self {
-            client: aws_sdk_ec2::Client::new(config),
+            client: aws_sdk_ec2::Client::from_conf(config),
         }
     }
 

@@ -5,7 +5,8 @@ pub mod ec2;
 pub mod imds;
 pub mod route53;
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{anyhow, Result};
@@ -14,7 +15,11 @@ use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_ec2::config::http::HttpResponse;
+use aws_sdk_ec2::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_ec2::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
+use aws_smithy_runtime_api::box_error::BoxError;
+use aws_smithy_runtime_api::client::orchestrator::Metadata;
 
 use super::{AccessDenied, Cloud, CloudClients, InstanceMetadata};
 use crate::error::NotReady;
@@ -28,6 +33,7 @@ pub struct AwsCloud {
     imds: imds::Imds,
     /// Every operation, retries included, ends within this (`--timeout`).
     operation_timeout: Duration,
+    counter: CallCounter,
 }
 
 impl AwsCloud {
@@ -35,7 +41,41 @@ impl AwsCloud {
         Self {
             imds: imds::Imds::new(),
             operation_timeout,
+            counter: CallCounter::default(),
         }
+    }
+}
+
+/// Counts the requests the EC2 and Route53 clients send, by operation, retries included (an SDK
+/// interceptor: each attempt passes `read_before_transmit` once).
+#[derive(Clone, Debug, Default)]
+pub struct CallCounter(Arc<Mutex<BTreeMap<String, u64>>>);
+
+impl CallCounter {
+    pub fn counts(&self) -> BTreeMap<String, u64> {
+        self.0.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+}
+
+impl Intercept for CallCounter {
+    fn name(&self) -> &'static str {
+        "protokube-call-counter"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let operation = cfg
+            .load::<Metadata>()
+            .map_or("unknown", |m| m.name())
+            .to_owned();
+        if let Ok(mut counts) = self.0.lock() {
+            *counts.entry(operation).or_default() += 1;
+        }
+        Ok(())
     }
 }
 
@@ -47,12 +87,16 @@ impl Cloud for AwsCloud {
 
     async fn connect(&self, region: &str) -> Result<CloudClients> {
         let config = load_sdk_config(region, self.operation_timeout).await;
-        let ec2 = Arc::new(ec2::Ec2::new(&config));
+        let ec2 = Arc::new(ec2::Ec2::new(&config, &self.counter));
         Ok(CloudClients {
             volumes: ec2.clone(),
             instances: ec2,
-            dns: Arc::new(route53::Route53::new(&config)),
+            dns: Arc::new(route53::Route53::new(&config, &self.counter)),
         })
+    }
+
+    fn aws_calls(&self) -> BTreeMap<String, u64> {
+        self.counter.counts()
     }
 }
 

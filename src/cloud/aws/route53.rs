@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_sdk_route53::error::ProvideErrorMetadata;
 
-use super::{aws_error, required};
+use super::{aws_error, required, CallCounter};
 use crate::cloud::{
     ChangeResult, DnsApi, HostedZone, RecordAction, RecordChange, RecordSet, ZoneGone,
 };
@@ -23,9 +23,13 @@ pub struct Route53 {
 }
 
 impl Route53 {
-    pub fn new(config: &SdkConfig) -> Self {
+    /// A client on `config`; every request it sends is counted by `counter`.
+    pub fn new(config: &SdkConfig, counter: &CallCounter) -> Self {
+        let config = aws_sdk_route53::config::Builder::from(config)
+            .interceptor(counter.clone())
+            .build();
         Self {
-            client: aws_sdk_route53::Client::new(config),
+            client: aws_sdk_route53::Client::from_conf(config),
         }
     }
 }

@@ -1,0 +1,215 @@
+//! The metrics file (`--metrics-file`): Prometheus text format for node-exporter's textfile
+//! collector, written atomically after every run, failed runs and dry runs too. Gauges only
+//! (the classic text format the collector parses has no `info` type); encoded by
+//! `prometheus-client`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context as _, Result};
+use prometheus_client::encoding::text::encode_registry;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::report::Report;
+use crate::version::BuildInfo;
+
+/// What one run leaves in the metrics file.
+#[derive(Clone, Debug)]
+pub struct RunMetrics<'a> {
+    pub report: &'a Report,
+    pub exit_code: u8,
+    pub started: SystemTime,
+    pub duration: Duration,
+    /// Requests sent to AWS, retries included, by operation.
+    pub aws_calls: &'a BTreeMap<String, u64>,
+    /// The etcd volumes mounted here after the run (the state file).
+    pub volumes_mounted: usize,
+}
+
+/// The name of the last-success gauge (kept from the previous file by runs that did not
+/// succeed).
+const LAST_SUCCESS: &str = "protokube_last_success_timestamp_seconds";
+
+type Labels = Vec<(String, String)>;
+
+/// The file's text. `previous` is the file as the last run left it: a run that did not succeed
+/// (an error, exit 3, or a dry run, which converges nothing) keeps its last-success time.
+pub fn render(run: &RunMetrics<'_>, previous: Option<&str>) -> Result<String> {
+    let mut registry = Registry::with_prefix("protokube");
+    let seconds = |at: SystemTime| {
+        at.duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64()
+    };
+    let gauge = |registry: &mut Registry, name: &str, help: &str, value: f64| {
+        let gauge = Gauge::<f64, AtomicU64>::default();
+        gauge.set(value);
+        registry.register(name, help, gauge);
+    };
+    let family = |registry: &mut Registry, name: &str, help: &str| {
+        let family = Family::<Labels, Gauge>::default();
+        registry.register(name, help, family.clone());
+        family
+    };
+    let build = BuildInfo::current();
+    family(
+        &mut registry,
+        "build_info",
+        "The protokube build that ran (always 1)",
+    )
+    .get_or_create(&vec![
+        ("version".into(), build.version.into()),
+        ("commit".into(), build.commit.into()),
+    ])
+    .set(1);
+    gauge(
+        &mut registry,
+        "last_run_timestamp_seconds",
+        "When the last run started, in seconds since the epoch",
+        seconds(run.started),
+    );
+    gauge(
+        &mut registry,
+        "last_run_duration_seconds",
+        "How long the last run took",
+        run.duration.as_secs_f64(),
+    );
+    gauge(
+        &mut registry,
+        "last_run_exit_code",
+        "The last run's exit code (0 done, 1 failed, 2 changed, 3 master job without --master, 64 usage, 75 not ready)",
+        f64::from(run.exit_code),
+    );
+    gauge(
+        &mut registry,
+        "last_run_dry_run",
+        "1 when the last run was a dry run",
+        f64::from(u8::from(run.report.dry_run)),
+    );
+    let changes = family(
+        &mut registry,
+        "changes",
+        "The last run's changes by kind and action (unchanged targets included)",
+    );
+    for change in &run.report.changes {
+        let labels = vec![
+            ("kind".into(), label(&change.kind)?),
+            ("action".into(), label(&change.action)?),
+        ];
+        changes.get_or_create(&labels).inc();
+    }
+    let calls = family(
+        &mut registry,
+        "aws_calls",
+        "Requests the last run sent to AWS (retries included), by operation",
+    );
+    for (operation, count) in run.aws_calls {
+        let count = i64::try_from(*count).unwrap_or(i64::MAX);
+        calls
+            .get_or_create(&vec![("operation".into(), operation.clone())])
+            .set(count);
+    }
+    gauge(
+        &mut registry,
+        "volumes_mounted",
+        "etcd volumes mounted on this node after the last run",
+        run.volumes_mounted as f64,
+    );
+    let succeeded = matches!(run.exit_code, 0 | 2) && !run.report.dry_run;
+    let last_success = if succeeded {
+        Some(seconds(run.started + run.duration))
+    } else {
+        previous.and_then(previous_success)
+    };
+    if let Some(at) = last_success {
+        gauge(
+            &mut registry,
+            "last_success_timestamp_seconds",
+            "When a run last succeeded (exit 0 or 2, not a dry run), in seconds since the epoch",
+            at,
+        );
+    }
+    let mut text = String::new();
+    encode_registry(&mut text, &registry).context("encoding the metrics")?;
+    Ok(text)
+}
+
+/// A report enum's name as the report spells it (`volume`, `attach`, …).
+fn label(value: &impl serde::Serialize) -> Result<String> {
+    match serde_json::to_value(value).context("naming a change")? {
+        serde_json::Value::String(name) => Ok(name),
+        other => Ok(other.to_string()),
+    }
+}
+
+/// The last-success time a metrics file holds.
+fn previous_success(text: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(LAST_SUCCESS)?.strip_prefix(' '))
+        .and_then(|value| value.trim().parse().ok())
+}
+
+/// Reads the previous metrics file, if any (unreadable counts as none).
+pub fn read_previous(path: &Path) -> Option<String> {
+    fs_err::read_to_string(path).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Action, Change, ChangeKind};
+
+    fn run(report: &Report, exit_code: u8) -> String {
+        let calls = BTreeMap::from([("DescribeInstances".to_owned(), 1)]);
+        let metrics = RunMetrics {
+            report,
+            exit_code,
+            started: SystemTime::UNIX_EPOCH + Duration::from_secs(1_000),
+            duration: Duration::from_millis(250),
+            aws_calls: &calls,
+            volumes_mounted: 2,
+        };
+        render(
+            &metrics,
+            Some("protokube_last_success_timestamp_seconds 900.5\n"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn gauges_for_the_run_and_the_last_success_kept_by_a_failure() {
+        let mut report = Report::new("sync", false);
+        report.push(Change {
+            kind: ChangeKind::Volume,
+            target: "vol-1".into(),
+            action: Action::Attach,
+            detail: String::new(),
+        });
+        let text = run(&report, 0);
+        for line in [
+            "protokube_last_run_exit_code 0.0",
+            "protokube_changes{kind=\"volume\",action=\"attach\"} 1",
+            "protokube_aws_calls{operation=\"DescribeInstances\"} 1",
+            "protokube_volumes_mounted 2.0",
+            "protokube_last_success_timestamp_seconds 1000.25",
+            "protokube_last_run_duration_seconds 0.25",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+        let failed = run(&report, 1);
+        assert!(
+            failed.contains("protokube_last_success_timestamp_seconds 900.5"),
+            "{failed}"
+        );
+        let dry = run(&Report::new("sync", true), 0);
+        assert!(
+            dry.contains("protokube_last_success_timestamp_seconds 900.5"),
+            "{dry}"
+        );
+        assert!(dry.contains("protokube_last_run_dry_run 1.0"), "{dry}");
+    }
+}
