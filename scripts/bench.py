@@ -214,6 +214,7 @@ def bench_sync(binary, baseline, url, env, ids):
         out["after"] = {"calls": calls, "full": full, "wall": statistics.median(warm),
                         "cpu": statistics.median(cpu), "writes": writes}
         worker_root = os.path.join(work, "worker")
+        os.makedirs(worker_root)
         worker = lambda *extra: [binary, "sync", "--cluster-spec", spec, "--root", worker_root,
                                  "-o", "json", *extra]
         subprocess.run(worker("--dns", "hosts"), env=env, check=True, stdout=subprocess.DEVNULL)
