@@ -72,7 +72,7 @@ pub fn etcd_manager_runs_here(settings: &Settings) -> Result<Option<String>> {
 /// `--master` is not set, yet this node looks like a master: the state file records etcd volumes
 /// mounted here (a master whose flag was lost), or this instance is one of the cluster's running
 /// masters — known from the masters answer the run fetched anyway, or, when `ask`, from one
-/// `DescribeInstances`. Warned, naming the flag, and marked for exit 3 with
+/// `DescribeInstances` (skipped when this node cannot ask the cloud). Warned, naming the flag, and marked for exit 3 with
 /// `--detailed-exitcode`.
 pub async fn check_master_flag(
     settings: &Settings,
@@ -96,7 +96,14 @@ pub async fn check_master_flag(
     } else {
         let masters = match snapshot.masters_known() {
             Some(masters) => Some(masters.to_vec()),
-            None if ask => Some(snapshot.masters().await?),
+            // Best effort: a worker may have no cloud access at all.
+            None if ask => match snapshot.masters().await {
+                Ok(masters) => Some(masters),
+                Err(err) => {
+                    tracing::debug!("not asking whether this is a master: {err:#}");
+                    None
+                }
+            },
             None => None,
         };
         match masters {
