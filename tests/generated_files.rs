@@ -118,7 +118,9 @@ fn extra_sections(command: &clap::Command, siblings: &[String]) -> String {
 /// The command with environment values hidden, so the developer's shell cannot leak in, and
 /// the global flags propagated to every subcommand.
 fn command() -> clap::Command {
+    // The plain version: the long one names the commit, which would change the pages each commit.
     let mut command = Cli::command()
+        .long_version(env!("CARGO_PKG_VERSION"))
         .disable_help_subcommand(true)
         .mut_args(|a| a.hide_env_values(true));
     command.build();
