@@ -28,12 +28,10 @@ fn main() {
     let target = std::env::var("TARGET").unwrap_or_else(|_| "unknown".into());
     println!("cargo:rustc-env=PROTOKUBE_TARGET={target}");
     println!("cargo:rustc-env=PROTOKUBE_FEATURES={}", features.join(","));
-    // A new commit moves HEAD or the branch it names.
-    for path in [
-        "HEAD".to_owned(),
-        git(&["symbolic-ref", "-q", "HEAD"]).unwrap_or_default(),
-    ] {
-        if let Some(file) = git(&["rev-parse", "--git-path", &path]).filter(|_| !path.is_empty()) {
+    // A new commit moves HEAD or the branch it names (none on a detached HEAD).
+    let branch = git(&["symbolic-ref", "-q", "HEAD"]);
+    for path in std::iter::once("HEAD".to_owned()).chain(branch) {
+        if let Some(file) = git(&["rev-parse", "--git-path", &path]) {
             println!("cargo:rerun-if-changed={file}");
         }
     }

@@ -137,20 +137,15 @@ pub fn conclude(
         Ok(()) => last_line!(info, "run finished"),
     }
     if let Some(path) = &cli.global.metrics_file {
-        let state_file = cli
-            .global
-            .root
-            .join(paths::STATE_FILE.trim_start_matches('/'));
-        let volumes_mounted = state::State::load(&state_file)
-            .ok()
-            .flatten()
-            .map_or(0, |s| s.volumes.len());
+        // Read through `--root` as every step reads it; none there (or a bad root) is none.
+        let volumes_mounted = paths::HostRoot::new(&cli.global.root)
+            .own(paths::STATE_FILE)
+            .map_or(0, |path| state::State::load_or_empty(&path).volumes.len());
         let run = metrics::RunMetrics {
             report,
             exit_code: code.code(),
             started,
             duration: elapsed,
-            aws_calls: &report.aws_calls,
             volumes_mounted,
         };
         let previous = metrics::read_previous(path);

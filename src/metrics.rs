@@ -3,7 +3,6 @@
 //! (the classic text format the collector parses has no `info` type); encoded by
 //! `prometheus-client`.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, SystemTime};
@@ -24,8 +23,6 @@ pub struct RunMetrics<'a> {
     pub exit_code: u8,
     pub started: SystemTime,
     pub duration: Duration,
-    /// Requests sent to AWS, retries included, by operation.
-    pub aws_calls: &'a BTreeMap<String, u64>,
     /// The etcd volumes mounted here after the run (the state file).
     pub volumes_mounted: usize,
 }
@@ -107,7 +104,7 @@ pub fn render(run: &RunMetrics<'_>, previous: Option<&str>) -> Result<String> {
         "aws_calls",
         "Requests the last run sent to AWS (retries included), by operation",
     );
-    for (operation, count) in run.aws_calls {
+    for (operation, count) in &run.report.aws_calls {
         let count = i64::try_from(*count).unwrap_or(i64::MAX);
         calls
             .get_or_create(&vec![("operation".into(), operation.clone())])
@@ -164,13 +161,15 @@ mod tests {
     use crate::report::{Action, Change, ChangeKind};
 
     fn run(report: &Report, exit_code: u8) -> String {
-        let calls = BTreeMap::from([("DescribeInstances".to_owned(), 1)]);
+        let report = Report {
+            aws_calls: std::collections::BTreeMap::from([("DescribeInstances".to_owned(), 1)]),
+            ..report.clone()
+        };
         let metrics = RunMetrics {
-            report,
+            report: &report,
             exit_code,
             started: SystemTime::UNIX_EPOCH + Duration::from_secs(1_000),
             duration: Duration::from_millis(250),
-            aws_calls: &calls,
             volumes_mounted: 2,
         };
         render(

@@ -31,6 +31,17 @@ impl State {
         }
         Ok(Some(state))
     }
+
+    /// The state file at `path` as it is, for what only needs its best reading: missing or
+    /// unreadable counts as an empty state (the mount step rewrites it from what it mounts).
+    pub fn load_or_empty(path: &Path) -> Self {
+        State::load(path)
+            .unwrap_or_else(|err| {
+                tracing::debug!("{err:#}");
+                None
+            })
+            .unwrap_or_else(|| State::new(Vec::new()))
+    }
 }
 
 #[cfg(test)]
@@ -79,5 +90,9 @@ mod tests {
         std::fs::write(&path, "{").unwrap();
         let err = State::load(&path).unwrap_err();
         assert!(format!("{err:#}").contains("state.json"), "{err:#}");
+        // The lenient reading counts garbage and a missing file as an empty state.
+        assert_eq!(State::load_or_empty(&path), State::new(Vec::new()));
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(State::load_or_empty(&path), State::new(Vec::new()));
     }
 }

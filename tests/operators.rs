@@ -180,14 +180,20 @@ fn a_masters_job_without_master_is_warned_and_exits_3_with_detailed_exitcode() {
     let node = Bed::new(NodeKind::GossipMaster);
     let spec = node.spec();
     let run = |command: &str| {
-        let mut protokube = Protokube::new()
-            .args([command, "-o", "json", "--detailed-exitcode"])
+        Protokube::new()
+            .args([
+                command,
+                "-o",
+                "json",
+                "--detailed-exitcode",
+                "--timeout",
+                "20s",
+            ])
             .moto(node.moto())
             .imds(node.imds.as_ref().unwrap())
             .arg_path("--cluster-spec", &spec)
-            .arg_path("--root", node.root.path());
-        protokube = protokube.args(["--timeout", "20s"]);
-        protokube.run()
+            .arg_path("--root", node.root.path())
+            .run()
     };
     for command in ["mount", "sync"] {
         let out = run(command);

@@ -84,10 +84,7 @@ pub async fn check_master_flag(
         return Ok(());
     }
     let state_file = settings.root.own(STATE_FILE)?;
-    let mounted = State::load(&state_file)
-        .ok()
-        .flatten()
-        .map_or(0, |s| s.volumes.len());
+    let mounted = State::load_or_empty(&state_file).volumes.len();
     let why = if mounted > 0 {
         Some(format!(
             "this node has {mounted} etcd volume(s) mounted (`{}`)",

@@ -301,11 +301,7 @@ fn record_state(
     report: &mut Report,
 ) -> Result<Vec<MountedVolume>> {
     let path = settings.root.own(STATE_FILE)?;
-    let previous = State::load(&path).unwrap_or_else(|err| {
-        tracing::debug!("{err:#}");
-        None
-    });
-    let state = previous.unwrap_or_default().with_volumes(mounted);
+    let state = State::load_or_empty(&path).with_volumes(mounted);
     let current = files::read_fact(&path)?;
     let change = state_file_change(&state, &path, &current)?;
     if !settings.dry_run {

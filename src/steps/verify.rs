@@ -47,7 +47,14 @@ pub async fn begin(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<V
             };
             let check = decide(recorded, &masters, &local);
             match check {
-                Check::Trusted => snapshot.trust(recorded).await?,
+                Check::Trusted => {
+                    tracing::debug!(
+                        "the masters are as last verified: volumes and records taken from the \
+                         check of {}",
+                        humantime::format_rfc3339_seconds(recorded.at)
+                    );
+                    snapshot.trust(recorded).await?
+                }
                 Check::Full(_) => {
                     snapshot.discovery().await?;
                 }
@@ -59,13 +66,8 @@ pub async fn begin(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<V
             Check::Full(reason.unwrap_or_default())
         }
     };
-    match &check {
-        Check::Trusted => tracing::debug!(
-            "the masters are as last verified: volumes and records taken from the check of {}",
-            recorded.map_or_else(String::new, |r| humantime::format_rfc3339_seconds(r.at)
-                .to_string())
-        ),
-        Check::Full(reason) => tracing::info!("full check of volumes and records: {reason}"),
+    if let Check::Full(reason) = &check {
+        tracing::info!("full check of volumes and records: {reason}");
     }
     Ok(Verify { check, started })
 }
@@ -125,13 +127,7 @@ pub fn finish(
 
 /// The state file as it is; an unreadable one counts as none (the mount step rewrites it).
 fn load(settings: &Settings) -> Result<State> {
-    let path = settings.root.own(STATE_FILE)?;
-    Ok(State::load(&path)
-        .unwrap_or_else(|err| {
-            tracing::debug!("{err:#}");
-            None
-        })
-        .unwrap_or_else(|| State::new(Vec::new())))
+    Ok(State::load_or_empty(&settings.root.own(STATE_FILE)?))
 }
 
 /// Writes the state file atomically, when its bytes change.

@@ -76,19 +76,19 @@ impl Moto {
 
     /// The AWS operations the emulator has served since the last reset, e.g. `DescribeVolumes`.
     pub fn operations(&self) -> Vec<String> {
-        let body = self.http("GET", "/_protokube/requests");
-        let list: Vec<serde_json::Value> = serde_json::from_str(&body).unwrap();
-        list.iter()
-            .map(|r| r["operation"].as_str().unwrap_or_default().to_owned())
-            .collect()
+        self.requests().iter().map(operation).collect()
+    }
+
+    /// The layer's request log since the last reset (`GET /_protokube/requests`).
+    fn requests(&self) -> Vec<serde_json::Value> {
+        serde_json::from_str(&self.http("GET", "/_protokube/requests")).unwrap()
     }
 
     /// Each operation served since the last reset, with the operations that were still
     /// unanswered when it arrived (issued concurrently with it).
     pub fn overlaps(&self) -> Vec<(String, Vec<String>)> {
-        let body = self.http("GET", "/_protokube/requests");
-        let list: Vec<serde_json::Value> = serde_json::from_str(&body).unwrap();
-        list.iter()
+        self.requests()
+            .iter()
             .map(|r| {
                 let overlapping = r["overlapping"]
                     .as_array()
@@ -98,10 +98,7 @@ impl Moto {
                             .collect()
                     })
                     .unwrap_or_default();
-                (
-                    r["operation"].as_str().unwrap_or_default().to_owned(),
-                    overlapping,
-                )
+                (operation(r), overlapping)
             })
             .collect()
     }
@@ -130,11 +127,10 @@ impl Moto {
 
     /// The operations IAM refused since the last reset.
     pub fn denied(&self) -> Vec<String> {
-        let body = self.http("GET", "/_protokube/requests");
-        let list: Vec<serde_json::Value> = serde_json::from_str(&body).unwrap();
-        list.iter()
+        self.requests()
+            .iter()
             .filter(|r| r["denied"] == true)
-            .map(|r| r["operation"].as_str().unwrap_or_default().to_owned())
+            .map(operation)
             .collect()
     }
 
@@ -167,6 +163,11 @@ impl Moto {
     pub async fn route53(&self) -> aws_sdk_route53::Client {
         aws_sdk_route53::Client::new(&self.sdk_config("us-east-1").await)
     }
+}
+
+/// The operation of one entry of the request log.
+fn operation(request: &serde_json::Value) -> String {
+    request["operation"].as_str().unwrap_or_default().to_owned()
 }
 
 impl Drop for Moto {
