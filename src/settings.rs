@@ -17,7 +17,9 @@ use crate::names::{
 };
 use crate::paths::HostRoot;
 use crate::plan::blank::BlankCheck;
-use crate::plan::manifests::etcd::{etcd_image, etcd_ports, EtcdOptions};
+use crate::plan::manifests::etcd::{
+    check_api_server_etcd_ports, etcd_image, etcd_ports, EtcdOptions,
+};
 use crate::plan::manifests::templates::{compile_templates, BUILTIN_TEMPLATES};
 use crate::plan::zones::ZoneRule;
 use crate::report::OutputFormat;
@@ -90,6 +92,8 @@ pub struct Cluster {
     pub public_name: String,
     /// Where records go.
     pub dns: DnsProvider,
+    /// Why `dns` is not what the cluster name alone suggests (said once by the publish step).
+    pub dns_note: Option<String>,
 }
 
 impl Cluster {
@@ -176,6 +180,9 @@ impl Settings {
         if let (true, true, Some(doc)) = (flags.master, flags.renders, &spec) {
             let clusters = &doc.spec.etcd_clusters;
             etcd_ports(clusters, [])
+                .and_then(|ports| {
+                    check_api_server_etcd_ports(doc.spec.kube_api_server.as_ref(), &ports)
+                })
                 .and_then(|_| {
                     clusters
                         .iter()
@@ -255,11 +262,11 @@ impl Settings {
             .internal_suffix_flag
             .clone()
             .unwrap_or_else(|| format!(".internal.{name}"));
-        let dns = self.dns_flag.unwrap_or(if name.ends_with(".k8s.local") {
-            DnsProvider::Hosts
-        } else {
-            DnsProvider::Route53
-        });
+        let spec = self.spec.as_ref().map(|d| &d.spec);
+        let (dns, dns_note) = match self.dns_flag {
+            Some(dns) => (dns, None),
+            None => default_dns(name, spec),
+        };
         let public_name = match self
             .spec
             .as_ref()
@@ -274,7 +281,41 @@ impl Settings {
             internal_suffix,
             public_name,
             dns,
+            dns_note,
         })
+    }
+}
+
+/// Where a cluster's records go when `--dns` is not given, and why when the spec decides it:
+/// nowhere for a cluster without DNS (`topology.dns.type: None`: nodeup writes the names
+/// itself) and for an IRSA cluster on Route53 (its control-plane role has no Route53
+/// permission; dns-controller owns the names under its own role); the hosts file for a
+/// gossip (`.k8s.local`) cluster; else Route53.
+fn default_dns(
+    name: &str,
+    spec: Option<&crate::spec::ClusterSpec>,
+) -> (DnsProvider, Option<String>) {
+    let gossip = name.ends_with(".k8s.local");
+    match spec {
+        Some(spec) if spec.uses_none_dns() => (
+            DnsProvider::None,
+            Some(
+                "the cluster has no DNS (topology.dns.type: None): nodeup writes its names; \
+                 protokube publishes none (--dns none)"
+                    .to_owned(),
+            ),
+        ),
+        Some(spec) if spec.uses_irsa() && !gossip => (
+            DnsProvider::None,
+            Some(
+                "IRSA cluster (spec.iam.useServiceAccountExternalPermissions): dns-controller \
+                 owns the DNS names under its own role and the control-plane role has no \
+                 Route53 permission; protokube publishes none (--dns none)"
+                    .to_owned(),
+            ),
+        ),
+        _ if gossip => (DnsProvider::Hosts, None),
+        _ => (DnsProvider::Route53, None),
     }
 }
 
@@ -420,6 +461,29 @@ mod tests {
         .unwrap();
         assert_eq!(gossip.dns, DnsProvider::Hosts);
         assert_eq!(gossip.internal_suffix, ".internal.x.example.com");
+    }
+
+    #[test]
+    fn the_spec_decides_where_names_go_when_dns_is_not_given() {
+        let spec = |yaml: &str| -> crate::spec::ClusterSpec { serde_yaml::from_str(yaml).unwrap() };
+        let none_new = spec("networking: {topology: {dns: {type: None}}}\n");
+        let none_old = spec("topology: {dns: {type: None}}\n");
+        let irsa = spec("iam: {useServiceAccountExternalPermissions: true}\n");
+        let public = spec("topology: {dns: {type: Public}}\n");
+        for (name, spec, dns) in [
+            ("c.example.com", Some(&none_new), DnsProvider::None),
+            ("c.example.com", Some(&none_old), DnsProvider::None),
+            ("c.k8s.local", Some(&none_old), DnsProvider::None),
+            ("c.example.com", Some(&irsa), DnsProvider::None),
+            ("c.k8s.local", Some(&irsa), DnsProvider::Hosts),
+            ("c.example.com", Some(&public), DnsProvider::Route53),
+            ("c.example.com", None, DnsProvider::Route53),
+            ("c.k8s.local", None, DnsProvider::Hosts),
+        ] {
+            let (got, note) = default_dns(name, spec);
+            assert_eq!(got, dns, "{name} {spec:?}");
+            assert_eq!(note.is_some(), dns == DnsProvider::None, "{name} {spec:?}");
+        }
     }
 
     #[test]

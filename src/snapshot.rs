@@ -14,7 +14,8 @@ use crate::cloud::{
 };
 use crate::identity::{self, NodeIdentity};
 use crate::names::check_cluster_name;
-use crate::paths::{volume_mountpoint, HostRoot, STATE_FILE};
+use crate::paths::{volume_mountpoint, HostRoot, MANIFEST_DIR, STATE_FILE};
+use crate::plan::etcd_owner::EtcdOwner;
 use crate::plan::mounts::{mounted_at, MountEntry};
 use crate::plan::records::DesiredRecord;
 use crate::plan::volumes::{classify, Discovery, EtcdVolume};
@@ -42,6 +43,7 @@ pub struct Snapshot<'a> {
     volume_answer: Option<Vec<CloudVolume>>,
     masters: Option<Vec<InstanceInfo>>,
     mounted: Option<Vec<MountedVolume>>,
+    etcd_owner: Option<EtcdOwner>,
     /// Volumes attached or mounted only in this dry run's plan: nothing on the host to read.
     planned: BTreeSet<String>,
     /// What `sync` on a master knows from, and learns for, its last full check (DESIGN §8).
@@ -74,6 +76,7 @@ impl<'a> Snapshot<'a> {
             volume_answer: None,
             masters: None,
             mounted: None,
+            etcd_owner: None,
             planned: BTreeSet::new(),
             verification: Verification::default(),
         }
@@ -315,10 +318,57 @@ impl<'a> Snapshot<'a> {
         Ok(self.mounted.clone().unwrap_or_default())
     }
 
+    /// Who owns etcd on this node, decided once per run from the static-pod manifests: kOps'
+    /// etcd-manager where its pods are there (by content, whatever the file names), else
+    /// protokube.
+    pub fn etcd_owner(&mut self) -> Result<&EtcdOwner> {
+        if self.etcd_owner.is_none() {
+            self.etcd_owner = Some(read_etcd_owner(&self.settings.root)?);
+        }
+        self.etcd_owner
+            .as_ref()
+            .ok_or_else(|| anyhow!("etcd owner not decided"))
+    }
+
     /// The mount table of this mount namespace.
     pub fn mount_table(&self) -> Result<Vec<MountEntry>> {
         blockdev::mount_table()
     }
+}
+
+/// The largest manifest read to recognise etcd-manager's pods (theirs are a few KiB).
+const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+
+/// Reads the manifest directory's files (not dot files, which kubelet ignores; regular files,
+/// through symlinks, up to [`MAX_MANIFEST_BYTES`]) and decides who owns etcd.
+fn read_etcd_owner(root: &HostRoot) -> Result<EtcdOwner> {
+    let dir = root.resolve(MANIFEST_DIR)?;
+    let entries = match fs_err::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(EtcdOwner::Protokube),
+        Err(err) => return Err(err).context("listing the static-pod manifests"),
+    };
+    let mut read = Vec::new();
+    for entry in entries {
+        let entry = entry.context("listing the static-pod manifests")?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        let text = match fs_err::metadata(&path) {
+            Ok(meta) if meta.is_file() && meta.len() <= MAX_MANIFEST_BYTES => fs_err::read(&path)
+                .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok()),
+            _ => None,
+        };
+        read.push((name, text));
+    }
+    Ok(EtcdOwner::from_manifests(
+        dir,
+        read.iter()
+            .map(|(name, text)| (name.as_str(), text.as_deref())),
+    ))
 }
 
 /// A volume the state file records is at its own mount point, mounted from the recorded device.

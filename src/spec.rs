@@ -56,6 +56,59 @@ pub struct ClusterSpec {
     /// An IPv6 CIDR (`::/0`) makes the cluster IPv6.
     #[serde(rename = "nonMasqueradeCIDR")]
     pub non_masquerade_cidr: Option<String>,
+    /// How the API is reached: `dns` (kOps points `api.<cluster>` at the masters) or a
+    /// `loadBalancer` (kOps points it at the load balancer with an alias).
+    pub api: Option<ApiSpec>,
+    /// `topology.dns.type` in older specs (`spec.topology`); newer ones nest it in `networking`.
+    pub topology: Option<TopologySpec>,
+    pub networking: Option<NetworkingSpec>,
+    pub iam: Option<IamSpec>,
+}
+
+/// `spec.api`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiSpec {
+    /// Present (even empty) when the API is published through DNS to the masters.
+    pub dns: Option<serde_yaml::Value>,
+    pub load_balancer: Option<LoadBalancerSpec>,
+}
+
+/// `spec.api.loadBalancer`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LoadBalancerSpec {
+    /// The load balancer serves `api.internal.<cluster>` too.
+    pub use_for_internal_api: Option<bool>,
+}
+
+/// `spec.topology` / `spec.networking.topology`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct TopologySpec {
+    pub dns: Option<TopologyDns>,
+}
+
+/// `topology.dns`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct TopologyDns {
+    /// `Public`, `Private` or `None`.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+}
+
+/// `spec.networking`: only its topology is read here.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct NetworkingSpec {
+    pub topology: Option<TopologySpec>,
+}
+
+/// `spec.iam`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct IamSpec {
+    /// IRSA: dns-controller's and the EBS CSI driver's permissions move to service-account
+    /// roles; the control-plane role keeps no Route53, no volume tagging, no detach.
+    pub use_service_account_external_permissions: Option<bool>,
 }
 
 impl ClusterSpec {
@@ -64,6 +117,50 @@ impl ClusterSpec {
         self.non_masquerade_cidr
             .as_deref()
             .is_some_and(|cidr| cidr.contains(':'))
+    }
+
+    /// The cluster has no DNS (`topology.dns.type: None`, under `spec.networking` or `spec`),
+    /// kOps' `UsesNoneDNS`: nodeup writes the API's names into `/etc/hosts` itself.
+    pub fn uses_none_dns(&self) -> bool {
+        [
+            self.networking.as_ref().and_then(|n| n.topology.as_ref()),
+            self.topology.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .any(|t| {
+            t.dns
+                .as_ref()
+                .and_then(|d| d.kind.as_deref())
+                .is_some_and(|kind| kind.eq_ignore_ascii_case("none"))
+        })
+    }
+
+    /// The API has a load balancer (`spec.api.loadBalancer`): `api.<cluster>` is its alias.
+    pub fn api_load_balancer(&self) -> bool {
+        self.api.as_ref().is_some_and(|a| a.load_balancer.is_some())
+    }
+
+    /// The load balancer serves the internal API name too (`useForInternalApi`).
+    pub fn load_balancer_serves_internal_api(&self) -> bool {
+        self.api
+            .as_ref()
+            .and_then(|a| a.load_balancer.as_ref())
+            .and_then(|lb| lb.use_for_internal_api)
+            .unwrap_or(false)
+    }
+
+    /// `spec.api.dns` is set: the public API name points at the masters.
+    pub fn api_dns(&self) -> bool {
+        self.api.as_ref().is_some_and(|a| a.dns.is_some())
+    }
+
+    /// IRSA (`spec.iam.useServiceAccountExternalPermissions: true`).
+    pub fn uses_irsa(&self) -> bool {
+        self.iam
+            .as_ref()
+            .and_then(|i| i.use_service_account_external_permissions)
+            .unwrap_or(false)
     }
 
     /// A kubelet setting on this node: `masterKubelet`'s on control-plane nodes, else `kubelet`'s.

@@ -20,8 +20,8 @@ const UNMANAGED: &str =
 fn old_hosts() -> String {
     format!(
         "{UNMANAGED}\n# Begin host entries managed by kops - do not edit\n\
-         10.0.0.1\tapi.internal.minimal.k8s.local etcd-a.internal.minimal.k8s.local old-name-1 old-name-2\n\
-         10.0.0.2\told-name-3 old-name-4 old-name-5 old-name-6 old-name-7\n\
+         10.0.0.1\tapi.internal.minimal.k8s.local etcd-a.internal.minimal.k8s.local etcd-old1.internal.minimal.k8s.local etcd-old2.internal.minimal.k8s.local\n\
+         10.0.0.2\tetcd-old3.internal.minimal.k8s.local etcd-old4.internal.minimal.k8s.local etcd-old5.internal.minimal.k8s.local\n\
          # End host entries managed by kops\n"
     )
 }
@@ -86,7 +86,8 @@ fn a_bind_mounted_hosts_file_killed_mid_write_is_never_torn() {
         assert_eq!(again.code, 0, "{syscall}#{when}: {again:#?}");
         let text = String::from_utf8(std::fs::read(&target).unwrap()).unwrap();
         assert!(text.starts_with(UNMANAGED), "{text}");
-        assert!(!text.contains("old-name"), "{text}");
+        // protokube's stale names are gone.
+        assert!(!text.contains("etcd-old"), "{text}");
         assert!(text.contains("api.internal.minimal.k8s.local"), "{text}");
         assert!(
             !text.ends_with(" \n") && !text.contains("\n\n\n"),

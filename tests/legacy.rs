@@ -205,7 +205,11 @@ fn where_etcd_manager_runs_the_volumes_are_left_to_it() {
     let (node, volume, zone) = master(&disk);
     let manifests = node.root.join("/etc/kubernetes/manifests");
     std::fs::create_dir_all(&manifests).unwrap();
-    std::fs::write(manifests.join("etcd-manager-main.manifest"), "kind: Pod\n").unwrap();
+    std::fs::copy(
+        fixture("etcd-manager/etcd-main-master-us-test-1a.manifest"),
+        manifests.join("etcd-manager-main.manifest"),
+    )
+    .unwrap();
     let sync = Protokube::new()
         .moto(&node.moto)
         .imds(&node.imds)

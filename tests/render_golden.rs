@@ -329,6 +329,140 @@ fn snapshots_of_every_rendered_pod() {
     }
 }
 
+/// nodeup's `buildAnnotations` (kOps v1.30.3 `nodeup/pkg/model/kube_apiserver.go`), written
+/// from kOps' code over the spec as YAML, not from the template: `default-container` always;
+/// nothing else when `UsesNoneDNS`; `internal` unless `api.loadBalancer.useForInternalApi`;
+/// `external` when `api.dns` is set and the public name is not empty.
+fn nodeup_annotations(spec: &Value, cluster: &str) -> std::collections::BTreeMap<String, String> {
+    let mut annotations = std::collections::BTreeMap::new();
+    annotations.insert(
+        "kubectl.kubernetes.io/default-container".to_owned(),
+        "kube-apiserver".to_owned(),
+    );
+    let dns_type = |topology: &Value| topology["dns"]["type"].as_str().map(str::to_owned);
+    let uses_none_dns = [&spec["networking"]["topology"], &spec["topology"]]
+        .into_iter()
+        .any(|t| dns_type(t).as_deref() == Some("None"));
+    if uses_none_dns {
+        return annotations;
+    }
+    let lb = &spec["api"]["loadBalancer"];
+    if lb.is_null() || lb["useForInternalApi"].as_bool() != Some(true) {
+        annotations.insert(
+            "dns.alpha.kubernetes.io/internal".to_owned(),
+            format!("api.internal.{cluster}"),
+        );
+    }
+    let public = spec["masterPublicName"].as_str().unwrap_or_default();
+    if !spec["api"]["dns"].is_null() && !public.is_empty() {
+        annotations.insert(
+            "dns.alpha.kubernetes.io/external".to_owned(),
+            public.to_owned(),
+        );
+    }
+    annotations
+}
+
+#[test]
+fn api_server_annotations_follow_nodeup_s_rule_for_every_completed_spec() {
+    let mut differing_from_always_both = 0;
+    for name in support::COMPLETED_SPECS {
+        let raw: Value = serde_yaml::from_str(
+            &std::fs::read_to_string(fixture(&format!("cluster-completed/{name}.yaml"))).unwrap(),
+        )
+        .unwrap();
+        let volumes = [mounted("vol-main", "main", "a", &["a"])];
+        let (manifests, doc) = render_spec(name, true, &volumes);
+        let pod = pod_of(&manifests, "kube-apiserver");
+        let got: std::collections::BTreeMap<String, String> =
+            serde_yaml::from_value(pod["metadata"]["annotations"].clone()).unwrap();
+        let want = nodeup_annotations(&raw["spec"], doc.name().unwrap());
+        assert_eq!(got, want, "{name}");
+        differing_from_always_both += usize::from(want.len() != 3);
+    }
+    // The load-balancer and no-DNS specs are among them: the rule is exercised both ways.
+    assert!(
+        differing_from_always_both >= 2,
+        "{differing_from_always_both}"
+    );
+}
+
+/// kOps 1.36's `leases` etcd cluster (and cilium's): each etcd pod on its well-known ports, and
+/// every etcd endpoint kube-apiserver is given served by one of them.
+#[test]
+fn leases_and_cilium_etcd_on_kops_ports_serve_every_api_server_endpoint() {
+    for keys in [
+        &["main", "events", "leases"][..],
+        &["main", "events", "leases", "cilium"],
+    ] {
+        let mut doc = ClusterDocument::load(&fixture("cluster-completed/ha.yaml")).unwrap();
+        let template = doc.spec.etcd_clusters[0].clone();
+        doc.spec.etcd_clusters = keys
+            .iter()
+            .map(|key| protokube::spec::EtcdClusterSpec {
+                name: (*key).into(),
+                ..template.clone()
+            })
+            .collect();
+        let api = doc.spec.kube_api_server.as_mut().unwrap();
+        api.insert(
+            "etcdServersOverrides".into(),
+            serde_yaml::from_str(
+                "['/events#https://127.0.0.1:4002', '/coordination.k8s.io/leases#https://127.0.0.1:4004']",
+            )
+            .unwrap(),
+        );
+        let volumes: Vec<MountedVolume> = keys
+            .iter()
+            .map(|key| mounted(&format!("vol-{key}"), key, "a", &["a", "b", "c"]))
+            .collect();
+        let (manifests, warnings) = render_document(&doc, true, &volumes);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let client_port = |name: &str| -> u64 {
+            let pod = pod_of(&manifests, name);
+            pod["spec"]["containers"][0]["ports"]
+                .as_sequence()
+                .unwrap()
+                .iter()
+                .find(|p| p["name"] == "clientport")
+                .unwrap()["containerPort"]
+                .as_u64()
+                .unwrap()
+        };
+        let mut served: Vec<u64> = keys
+            .iter()
+            .map(|key| {
+                client_port(&match *key {
+                    "main" => "etcd".to_owned(),
+                    other => format!("etcd-{other}"),
+                })
+            })
+            .collect();
+        served.sort_unstable();
+        let expected: &[u64] = if keys.len() == 4 {
+            &[4001, 4002, 4003, 4004]
+        } else {
+            &[4001, 4002, 4004]
+        };
+        assert_eq!(served, expected);
+        let apiserver = pod_of(&manifests, "kube-apiserver");
+        let args = spec_flags_of(&apiserver, &[]);
+        let endpoints: Vec<u64> = args
+            .iter()
+            .filter(|a| a.starts_with("--etcd-servers"))
+            .flat_map(|a| {
+                a.split(':')
+                    .filter_map(|p| p.split(['/', ',', ';']).next()?.parse().ok())
+                    .collect::<Vec<u64>>()
+            })
+            .collect();
+        assert!(endpoints.contains(&4004), "{args:?}");
+        for port in endpoints {
+            assert!(served.contains(&port), "{port} not served: {args:?}");
+        }
+    }
+}
+
 #[test]
 fn rendering_is_deterministic() {
     let volumes = [mounted("vol-main", "main", "a", &["a"])];

@@ -18,6 +18,10 @@ struct Record {
     volume_id: String,
     device: PathBuf,
     uuid: String,
+    /// `mkfs` finished but the cloud refused the formatted tag: the record stays as the node's
+    /// witness that this filesystem is protokube's (never formatted again).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    formatted: bool,
 }
 
 fn path(root: &HostRoot, volume_id: &str) -> Result<PathBuf> {
@@ -26,15 +30,31 @@ fn path(root: &HostRoot, volume_id: &str) -> Result<PathBuf> {
 
 /// Records the intent to format `device` of `volume_id` with filesystem UUID `uuid`.
 pub fn record(root: &HostRoot, volume_id: &str, device: &Path, uuid: &str) -> Result<()> {
+    write(root, volume_id, device, uuid, false).context("recording the intent to format")
+}
+
+/// Records that the format of `volume_id` with `uuid` finished though the cloud refused its
+/// formatted tag: from now on this record witnesses the filesystem in the tag's place.
+pub fn record_formatted(root: &HostRoot, volume_id: &str, device: &Path, uuid: &str) -> Result<()> {
+    write(root, volume_id, device, uuid, true).context("recording the format on this node")
+}
+
+fn write(
+    root: &HostRoot,
+    volume_id: &str,
+    device: &Path,
+    uuid: &str,
+    formatted: bool,
+) -> Result<()> {
     let record = Record {
         volume_id: volume_id.to_owned(),
         device: device.to_owned(),
         uuid: uuid.to_owned(),
+        formatted,
     };
     let mut bytes = serde_json::to_vec(&record)?;
     bytes.push(b'\n');
-    write_atomic(&path(root, volume_id)?, &bytes, 0o600)
-        .context("recording the intent to format")?;
+    write_atomic(&path(root, volume_id)?, &bytes, 0o600)?;
     Ok(())
 }
 
@@ -46,6 +66,9 @@ pub fn pending(root: &HostRoot, volume_id: &str) -> Result<Option<IntentUuid>> {
         Err(err) => return Err(err).context("reading the intent to format"),
     };
     Ok(Some(match serde_json::from_str::<Record>(&text) {
+        Ok(record) if record.volume_id == volume_id && record.formatted => {
+            IntentUuid::Formatted(record.uuid)
+        }
         Ok(record) if record.volume_id == volume_id => IntentUuid::Uuid(record.uuid),
         // An older protokube wrote only the device path.
         _ => IntentUuid::Unknown,
@@ -81,6 +104,11 @@ mod tests {
             Some(IntentUuid::Uuid("u-1".into()))
         );
         assert_eq!(pending(&root, "vol-2").unwrap(), None);
+        record_formatted(&root, "vol-1", Path::new("/dev/xvdu"), "u-1").unwrap();
+        assert_eq!(
+            pending(&root, "vol-1").unwrap(),
+            Some(IntentUuid::Formatted("u-1".into()))
+        );
         clear(&root, "vol-1").unwrap();
         clear(&root, "vol-1").unwrap();
         assert_eq!(pending(&root, "vol-1").unwrap(), None);

@@ -9,8 +9,11 @@ use anyhow::{bail, Result};
 use std::net::IpAddr;
 
 use crate::cloud::{ChangeResult, DnsApi, HostedZone, RecordChange, RecordSet, ZoneGone};
+use crate::names::is_within;
 use crate::plan::records::DesiredRecord;
-use crate::plan::route53::{apexes, batches, plan_release, plan_zone, NameOutcome, ZonePolicy};
+use crate::plan::route53::{
+    apexes, batches, plan_release, plan_zone, NameOutcome, ZonePolicy, EXTERNAL_DNS_PREFIXES,
+};
 use crate::plan::zones::{zone_for, ZoneRule};
 use crate::report::{Action, Change, ChangeKind, Report};
 use crate::wait::{poll_until, Backoff, Progress};
@@ -172,6 +175,21 @@ impl ZoneRun<'_> {
         let mut existing = Vec::new();
         for apex in apexes(&names, self.cluster) {
             existing.extend(self.dns.records_under(&zone.id, &apex).await?);
+        }
+        // external-dns keeps its ownership TXT at `a-<name>` (and `aaaa-`, `cname-`): inside
+        // the cluster's subtree that was read above; for a name outside it that exists without
+        // any TXT of its own, those names are read too before anyone could take it over.
+        for name in names.iter().filter(|n| !is_within(n, self.cluster)) {
+            let exists = existing.iter().any(|r| r.name == **name);
+            let has_txt = existing
+                .iter()
+                .any(|r| r.name == **name && r.record_type == "TXT");
+            if exists && !has_txt {
+                for prefix in EXTERNAL_DNS_PREFIXES {
+                    let at = format!("{prefix}{name}");
+                    existing.extend(self.dns.records_under(&zone.id, &at).await?);
+                }
+            }
         }
         Ok(existing)
     }

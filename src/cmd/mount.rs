@@ -21,10 +21,11 @@ pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) ->
     }
     // The cluster's names are checked before anything is locked or changed.
     snapshot.cluster().await?;
-    if let Some(why) = steps::etcd_manager_runs_here(settings)? {
+    if let Some(why) = snapshot.etcd_owner()?.notice() {
         anyhow::bail!("{why}; remove its manifests first to hand the volumes to protokube");
     }
     let _lock = steps::lock(settings)?;
-    steps::claim::run(settings, &mut snapshot, report).await?;
-    steps::mount::run(settings, &mut snapshot, report).await
+    let claimed = steps::claim::run(settings, &mut snapshot, report).await?;
+    steps::mount::run(settings, &mut snapshot, report).await?;
+    claimed.finish()
 }

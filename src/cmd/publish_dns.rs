@@ -13,6 +13,7 @@ pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) ->
     let mut snapshot = Snapshot::new(settings, cloud, VolumeScope::Region);
     // The cluster's names are checked before anything is locked or changed.
     snapshot.cluster().await?;
+    steps::announce_etcd_owner(settings, &mut snapshot, report)?;
     let _lock = steps::lock(settings)?;
     steps::publish::run(settings, &mut snapshot, report).await
 }

@@ -13,11 +13,8 @@ pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) ->
     let mut snapshot = Snapshot::new(settings, cloud, VolumeScope::Region);
     // The cluster's names are checked before anything is locked or changed.
     snapshot.cluster().await?;
-    if settings.master {
-        if let Some(why) = steps::etcd_manager_runs_here(settings)? {
-            anyhow::bail!("{why}; protokube did not mount them and does not reset them");
-        }
-    }
+    // Where etcd-manager owns etcd, its volumes and names are left; the rest is reset.
+    steps::announce_etcd_owner(settings, &mut snapshot, report)?;
     let _lock = steps::lock(settings)?;
     steps::reset::run(settings, &mut snapshot, report).await
 }

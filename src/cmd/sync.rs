@@ -22,24 +22,21 @@ pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) ->
         true => Some(steps::verify::begin(settings, &mut snapshot).await?),
         false => None,
     };
-    let etcd_manager = match settings.master {
-        true => steps::etcd_manager_runs_here(settings)?,
-        false => None,
-    };
-    match etcd_manager {
-        Some(why) => report.warn(why),
-        None if settings.master => {
-            steps::claim::run(settings, &mut snapshot, report).await?;
+    // Who owns etcd here is decided once: where etcd-manager does, its volumes are left alone.
+    let claimed = match steps::announce_etcd_owner(settings, &mut snapshot, report)? {
+        true => {
+            let claimed = steps::claim::run(settings, &mut snapshot, report).await?;
             steps::mount::run(settings, &mut snapshot, report).await?;
+            claimed
         }
-        None => {}
-    }
+        false => steps::claim::Claimed::default(),
+    };
     steps::render::run(settings, &mut snapshot, report).await?;
     steps::publish::run(settings, &mut snapshot, report).await?;
     // A worker's run asks the cloud nothing more to see whether it should have been a master.
     steps::check_master_flag(settings, &mut snapshot, false, report).await?;
-    match verify {
-        Some(verify) => steps::verify::finish(settings, &snapshot, &verify, cluster.dns, report),
-        None => Ok(()),
+    if let Some(verify) = verify {
+        steps::verify::finish(settings, &snapshot, &verify, cluster.dns, report)?;
     }
+    claimed.finish()
 }

@@ -311,6 +311,9 @@ pub enum IntentUuid {
     Uuid(String),
     /// Written by an older protokube, before records named the UUID.
     Unknown,
+    /// The format with this UUID finished, but the cloud refused the formatted tag (kOps' IRSA
+    /// control-plane role may not tag volumes): this record is the node's witness instead.
+    Formatted(String),
 }
 
 /// Why a device is formatted.
@@ -360,6 +363,10 @@ pub fn decide_device(facts: &DeviceFacts) -> DeviceDecision {
         Some(IntentUuid::Uuid(uuid)) => Some(uuid.as_str()),
         _ => None,
     };
+    let recorded_format = match &facts.intent {
+        Some(IntentUuid::Formatted(uuid)) => Some(uuid.as_str()),
+        _ => None,
+    };
     match &facts.signature {
         Signature::Ext4 { uuid } => match tag {
             Some(tag) if tag != uuid => DeviceDecision::Refuse(format!(
@@ -381,6 +388,15 @@ pub fn decide_device(facts: &DeviceFacts) -> DeviceDecision {
              and only formats blank devices, check the volume by hand"
         )),
         Signature::None => {
+            if let Some(uuid) = recorded_format {
+                return DeviceDecision::Refuse(format!(
+                    "protokube formatted this volume (UUID {uuid}, recorded on this node since \
+                     the cloud refused its `{FORMATTED_TAG}` tag) but the device has no \
+                     filesystem; it is never formatted again: restore the volume from a \
+                     snapshot, or remove the record under `/var/lib/protokube/formatting/` if \
+                     its data is truly gone"
+                ));
+            }
             if let Some(tag) = tag {
                 return DeviceDecision::Refuse(format!(
                     "the volume carries `{FORMATTED_TAG}={tag}` (protokube formatted it) but the \
@@ -509,6 +525,28 @@ mod tests {
         let mut unread = facts(Signature::None);
         unread.zeros = None;
         assert!(matches!(decide_device(&unread), DeviceDecision::Refuse(_)));
+    }
+
+    #[test]
+    fn a_format_recorded_on_the_node_is_a_witness_like_the_tag() {
+        // The cloud refused the tag (IRSA): the node's record says protokube formatted it.
+        let mut ext4 = facts(Signature::Ext4 {
+            uuid: "ours".into(),
+        });
+        ext4.intent = Some(IntentUuid::Formatted("ours".into()));
+        assert_eq!(
+            decide_device(&ext4),
+            DeviceDecision::CheckAndMount {
+                uuid: Some("ours".into()),
+                unfinished: false
+            }
+        );
+        // Its filesystem gone: never formatted again, even though every byte reads zero.
+        let mut wiped = facts(Signature::None);
+        wiped.intent = Some(IntentUuid::Formatted("ours".into()));
+        assert!(
+            matches!(decide_device(&wiped), DeviceDecision::Refuse(m) if m.contains("never formatted again"))
+        );
     }
 
     #[test]

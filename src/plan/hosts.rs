@@ -113,9 +113,37 @@ fn unmanaged_lines(content: &[u8]) -> Vec<&[u8]> {
     out
 }
 
-/// Plans the hosts file without its managed block (`reset`): one `delete` per managed name,
-/// and the file's other lines kept; a file without a block (or a guard line) is left as it is.
-pub fn plan_hosts_removal(target: &str, content: &[u8]) -> HostsPlan {
+/// The names of kOps' hosts block that are protokube's for a cluster: the API names, kOps'
+/// `kops-controller.internal.<cluster>` and the etcd members' names. Any other line of the
+/// block (nodeup writes the load balancer's addresses there on clusters without DNS) is kept
+/// as it is.
+#[derive(Clone, Copy, Debug)]
+pub struct ManagedNames<'a> {
+    pub cluster: &'a str,
+    /// With its leading dot.
+    pub internal_suffix: &'a str,
+    pub public_name: &'a str,
+    /// The API and kops-controller names are protokube's (not on a cluster without DNS, where
+    /// nodeup writes them).
+    pub api_names: bool,
+}
+
+impl ManagedNames<'_> {
+    pub fn manages(&self, name: &str) -> bool {
+        let api = name == format!("api.internal.{}", self.cluster)
+            || name == format!("kops-controller.internal.{}", self.cluster)
+            || name == self.public_name;
+        (self.api_names && api)
+            || (name.starts_with("etcd-")
+                && name.ends_with(self.internal_suffix)
+                && name.len() > self.internal_suffix.len())
+    }
+}
+
+/// Plans the hosts file without protokube's names (`reset`): one `delete` per name it manages,
+/// the block's other lines and the file's other lines kept; the block goes when nothing else
+/// is left in it. A file without a block (or a guard line) is left as it is.
+pub fn plan_hosts_removal(target: &str, content: &[u8], names: &ManagedNames<'_>) -> HostsPlan {
     let has_guard = lines(content).any(|line| {
         let trimmed = line.trim_ascii();
         trimmed == GUARD_BEGIN.as_bytes() || trimmed == GUARD_END.as_bytes()
@@ -126,7 +154,10 @@ pub fn plan_hosts_removal(target: &str, content: &[u8]) -> HostsPlan {
             changes: Vec::new(),
         };
     }
-    let mut changes: Vec<Change> = managed_records(content)
+    let (removed, kept): (HostRecords, HostRecords) = managed_records(content)
+        .into_iter()
+        .partition(|(name, _)| names.manages(name));
+    let mut changes: Vec<Change> = removed
         .into_iter()
         .map(|(name, addresses)| Change {
             kind: ChangeKind::Hosts,
@@ -142,6 +173,26 @@ pub fn plan_hosts_removal(target: &str, content: &[u8]) -> HostsPlan {
             ),
         })
         .collect();
+    if !kept.is_empty() {
+        // Others' lines stay in the block.
+        let updated = update_hosts(content, &kept);
+        if updated != content && changes.is_empty() {
+            changes.push(Change {
+                kind: ChangeKind::Hosts,
+                target: target.to_owned(),
+                action: Action::Update,
+                detail: "repaired the managed block".to_owned(),
+            });
+        }
+        return HostsPlan {
+            content: if changes.is_empty() {
+                content.to_vec()
+            } else {
+                updated
+            },
+            changes,
+        };
+    }
     if changes.is_empty() {
         // An empty block: the guards alone go.
         changes.push(Change {
@@ -189,8 +240,17 @@ pub struct HostsPlan {
 /// Plans the hosts file at `target` (its path, for the report) from its current `content` and the
 /// desired records: one change per name (create, update, delete or unchanged), and when only the
 /// block's layout needs repairing (duplicate or broken blocks), one `update` of the file itself.
-pub fn plan_hosts(target: &str, content: &[u8], desired: &[DesiredRecord]) -> HostsPlan {
-    let current = managed_records(content);
+pub fn plan_hosts(
+    target: &str,
+    content: &[u8],
+    desired: &[DesiredRecord],
+    names: &ManagedNames<'_>,
+) -> HostsPlan {
+    let all = managed_records(content);
+    // Lines of the block that are not protokube's stay as they are, unreported.
+    let (current, others): (HostRecords, HostRecords) = all
+        .into_iter()
+        .partition(|(name, _)| names.manages(name) || desired.iter().any(|d| &d.name == name));
     let wanted = hosts_records(desired, &current);
     let show = |a: Option<&Vec<IpAddr>>| {
         a.map(|a| {
@@ -222,7 +282,9 @@ pub fn plan_hosts(target: &str, content: &[u8], desired: &[DesiredRecord]) -> Ho
             },
         });
     }
-    let updated = update_hosts(content, &wanted);
+    let mut block = wanted;
+    block.extend(others);
+    let updated = update_hosts(content, &block);
     let records_changed = changes.iter().any(|c| c.action != Action::Unchanged);
     if updated != content && !records_changed {
         // Only the layout changed (duplicate or broken blocks repaired): still a change.
@@ -258,6 +320,49 @@ mod tests {
         String::from_utf8(update_hosts(content.as_bytes(), records)).unwrap()
     }
 
+    const NAMES: ManagedNames<'static> = ManagedNames {
+        cluster: "c",
+        internal_suffix: ".internal.c",
+        public_name: "api.c",
+        api_names: true,
+    };
+    const EXAMPLE: ManagedNames<'static> = ManagedNames {
+        cluster: "example.com",
+        internal_suffix: ".internal.example.com",
+        public_name: "a.example.com",
+        api_names: true,
+    };
+
+    #[test]
+    fn lines_of_the_block_that_are_not_protokube_s_are_kept() {
+        // nodeup wrote the load balancer's address and a name of its own into the block.
+        let nodeup = records(
+            "api.internal.c: [10.1.1.1]\nnodeup.c: [10.1.1.2]\netcd-old.internal.c: [10.0.0.5]\n",
+        );
+        let content = update_hosts(b"127.0.0.1 localhost\n", &nodeup);
+        let desired = [DesiredRecord {
+            name: "etcd-a.internal.c".into(),
+            role: RecordRole::EtcdMember,
+            addresses: vec!["10.0.0.1".parse().unwrap()],
+        }];
+        let plan = plan_hosts("/etc/hosts", &content, &desired, &NAMES);
+        let after = managed_records(&plan.content);
+        assert_eq!(after["nodeup.c"], nodeup["nodeup.c"]);
+        assert_eq!(after["etcd-a.internal.c"].len(), 1);
+        // protokube's stale etcd name goes; api.internal is protokube's name, not desired here.
+        assert!(!after.contains_key("etcd-old.internal.c"));
+        assert!(!after.contains_key("api.internal.c"));
+        assert!(plan.changes.iter().all(|c| c.target != "nodeup.c"));
+        // reset takes protokube's names out and leaves nodeup's.
+        let removal = plan_hosts_removal("/etc/hosts", &plan.content, &NAMES);
+        assert_eq!(
+            managed_records(&removal.content),
+            records("nodeup.c: [10.1.1.2]\n")
+        );
+        let again = plan_hosts_removal("/etc/hosts", &removal.content, &NAMES);
+        assert!(again.changes.is_empty());
+    }
+
     fn records(yaml: &str) -> HostRecords {
         let raw: BTreeMap<String, Vec<String>> = serde_yaml::from_str(yaml).unwrap();
         raw.into_iter()
@@ -267,10 +372,12 @@ mod tests {
 
     #[test]
     fn removal_drops_the_block_and_keeps_every_other_line() {
-        let records = records("a.example.com: [10.0.0.1]\nb.example.com: [10.0.0.2]\n");
+        let records = records(
+            "api.internal.example.com: [10.0.0.1]\netcd-b.internal.example.com: [10.0.0.2]\n",
+        );
         let original = b"127.0.0.1 localhost\r\n# keep\xff\n";
         let with_block = update_hosts(original, &records);
-        let plan = plan_hosts_removal("/etc/hosts", &with_block);
+        let plan = plan_hosts_removal("/etc/hosts", &with_block, &EXAMPLE);
         assert_eq!(plan.content, b"127.0.0.1 localhost\r\n# keep\xff\n");
         let targets: Vec<(&str, Action)> = plan
             .changes
@@ -280,17 +387,17 @@ mod tests {
         assert_eq!(
             targets,
             [
-                ("a.example.com", Action::Delete),
-                ("b.example.com", Action::Delete)
+                ("api.internal.example.com", Action::Delete),
+                ("etcd-b.internal.example.com", Action::Delete)
             ]
         );
         // Removed once, nothing left to do.
-        let again = plan_hosts_removal("/etc/hosts", &plan.content);
+        let again = plan_hosts_removal("/etc/hosts", &plan.content, &EXAMPLE);
         assert!(again.changes.is_empty());
         assert_eq!(again.content, plan.content);
         // An empty block's guards go too.
         let empty = update_hosts(b"x\n", &HostRecords::new());
-        let plan = plan_hosts_removal("/etc/hosts", &empty);
+        let plan = plan_hosts_removal("/etc/hosts", &empty, &EXAMPLE);
         assert_eq!(plan.content, b"x\n");
         assert_eq!(plan.changes[0].action, Action::Update);
     }
@@ -364,15 +471,15 @@ mod tests {
             role: RecordRole::ApiInternal,
             addresses: vec!["10.0.0.9".parse().unwrap()],
         }];
-        let first = plan_hosts("/etc/hosts", b"", &desired);
+        let first = plan_hosts("/etc/hosts", b"", &desired, &NAMES);
         assert_eq!(first.changes.len(), 1);
         assert_eq!(first.changes[0].action, Action::Create);
-        let again = plan_hosts("/etc/hosts", &first.content, &desired);
+        let again = plan_hosts("/etc/hosts", &first.content, &desired, &NAMES);
         assert!(again.changes.iter().all(|c| c.action == Action::Unchanged));
         assert_eq!(again.content, first.content);
         // The same records, but the block duplicated: only the layout needs repairing.
         let doubled = [first.content.clone(), first.content.clone()].concat();
-        let repaired = plan_hosts("/etc/hosts", &doubled, &desired);
+        let repaired = plan_hosts("/etc/hosts", &doubled, &desired, &NAMES);
         assert_eq!(repaired.content, first.content);
         assert!(repaired
             .changes

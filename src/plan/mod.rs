@@ -2,6 +2,7 @@
 //! domain rule lives here, with unit tests; `apply/` makes the changes.
 
 pub mod blank;
+pub mod etcd_owner;
 pub mod files;
 pub mod hosts;
 pub mod manifests;

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::cloud::InstanceInfo;
 use crate::names::etcd_member_name;
 use crate::plan::volumes::EtcdVolume;
+use crate::spec::ClusterSpec;
 
 /// What a record is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -37,29 +38,76 @@ pub struct DesiredRecord {
     pub addresses: Vec<IpAddr>,
 }
 
-/// The records for a cluster. `internal_suffix` starts with a dot; `public_name` is
-/// `spec.masterPublicName` or `api.<cluster>`. `etcd_volumes` are the cluster's etcd volumes in
-/// every zone, `masters` its running control-plane instances. Every address family an instance
-/// has is published: IPv4 as `A`, IPv6 as `AAAA`.
+/// Which API names protokube publishes to Route53 (kOps' `dns.go` and nodeup's annotations):
+/// with an API load balancer `api.<cluster>` is the load balancer's alias, and with
+/// `useForInternalApi` so is `api.internal.<cluster>`; neither is then protokube's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ApiNames<'a> {
+    /// `spec.masterPublicName` (or `api.<cluster>`), unless a load balancer serves it.
+    pub public: Option<&'a str>,
+    /// `api.internal.<cluster>`, unless the load balancer serves it.
+    pub internal: bool,
+}
+
+impl<'a> ApiNames<'a> {
+    /// Both names, at the masters.
+    pub fn both(public_name: &'a str) -> Self {
+        Self {
+            public: Some(public_name),
+            internal: true,
+        }
+    }
+
+    /// The names the spec leaves to protokube.
+    pub fn for_spec(spec: Option<&ClusterSpec>, public_name: &'a str) -> Self {
+        let load_balancer = spec.is_some_and(ClusterSpec::api_load_balancer);
+        let internal_by_lb = spec.is_some_and(ClusterSpec::load_balancer_serves_internal_api);
+        Self {
+            public: (!load_balancer).then_some(public_name),
+            internal: !internal_by_lb,
+        }
+    }
+}
+
+/// The records for a cluster. `internal_suffix` starts with a dot; `api` says which API names
+/// are protokube's. `etcd_volumes` are the cluster's etcd volumes in every zone (none where
+/// etcd-manager owns etcd), `masters` its running control-plane instances. Every address
+/// family an instance has is published: IPv4 as `A`, IPv6 as `AAAA`. kOps'
+/// `kops-controller.internal.<cluster>` (where every worker fetches its configuration) goes to
+/// the masters too.
 pub fn desired_records(
     cluster: &str,
     internal_suffix: &str,
-    public_name: &str,
+    api: ApiNames<'_>,
     etcd_volumes: &[EtcdVolume],
     masters: &[InstanceInfo],
 ) -> Vec<DesiredRecord> {
     let mut records = etcd_records(internal_suffix, etcd_volumes, masters);
-    records.push(DesiredRecord {
-        name: format!("api.internal.{cluster}"),
-        role: RecordRole::ApiInternal,
-        addresses: private_addresses(masters),
-    });
-    records.push(DesiredRecord {
-        name: public_name.trim_end_matches('.').to_ascii_lowercase(),
-        role: RecordRole::ApiPublic,
-        addresses: sorted(masters.iter().flat_map(|m| m.public_ips.clone()).collect()),
-    });
+    if api.internal {
+        records.push(DesiredRecord {
+            name: format!("api.internal.{cluster}"),
+            role: RecordRole::ApiInternal,
+            addresses: private_addresses(masters),
+        });
+    }
+    if let Some(public_name) = api.public {
+        records.push(DesiredRecord {
+            name: public_name.trim_end_matches('.').to_ascii_lowercase(),
+            role: RecordRole::ApiPublic,
+            addresses: sorted(masters.iter().flat_map(|m| m.public_ips.clone()).collect()),
+        });
+    }
+    records.push(kops_controller_record(cluster, masters));
     records
+}
+
+/// `kops-controller.internal.<cluster>` → the masters' private addresses.
+fn kops_controller_record(cluster: &str, masters: &[InstanceInfo]) -> DesiredRecord {
+    DesiredRecord {
+        name: format!("kops-controller.internal.{cluster}"),
+        role: RecordRole::KopsController,
+        addresses: private_addresses(masters),
+    }
 }
 
 /// The hosts-file records of a control-plane node of a cluster without a DNS service, as
@@ -99,11 +147,7 @@ pub fn worker_records(cluster: &str, masters: &[InstanceInfo]) -> Vec<DesiredRec
             role: RecordRole::ApiInternal,
             addresses: private_addresses(masters),
         },
-        DesiredRecord {
-            name: format!("kops-controller.internal.{cluster}"),
-            role: RecordRole::KopsController,
-            addresses: private_addresses(masters),
-        },
+        kops_controller_record(cluster, masters),
     ]
 }
 
@@ -211,7 +255,7 @@ mod tests {
         let records = desired_records(
             "c.example.com",
             ".internal.c.example.com",
-            "api.c.example.com",
+            ApiNames::both("api.c.example.com"),
             &volumes,
             &masters,
         );
@@ -222,7 +266,11 @@ mod tests {
         assert_eq!(get("etcd-events-b.internal.c.example.com"), ["10.0.0.2"]);
         assert_eq!(get("api.internal.c.example.com"), ["10.0.0.1", "10.0.0.2"]);
         assert_eq!(get("api.c.example.com"), ["54.0.0.1", "54.0.0.2"]);
-        assert_eq!(records.len(), 6);
+        assert_eq!(
+            get("kops-controller.internal.c.example.com"),
+            ["10.0.0.1", "10.0.0.2"]
+        );
+        assert_eq!(records.len(), 7);
     }
 
     #[test]
@@ -239,11 +287,17 @@ mod tests {
         reversed_volumes.reverse();
         let mut reversed_masters = masters.clone();
         reversed_masters.reverse();
-        let one = desired_records("c", ".internal.c", "api.c", &volumes, &masters);
+        let one = desired_records(
+            "c",
+            ".internal.c",
+            ApiNames::both("api.c"),
+            &volumes,
+            &masters,
+        );
         let two = desired_records(
             "c",
             ".internal.c",
-            "api.c",
+            ApiNames::both("api.c"),
             &reversed_volumes,
             &reversed_masters,
         );
@@ -291,7 +345,13 @@ mod tests {
             volume("v1", "main", "a", Some("i-1")),
             volume("v2", "main", "b", Some("i-2")),
         ];
-        let records = desired_records("c", ".internal.c", "api.c", &volumes, &masters);
+        let records = desired_records(
+            "c",
+            ".internal.c",
+            ApiNames::both("api.c"),
+            &volumes,
+            &masters,
+        );
         assert_eq!(
             addresses(&records, "etcd-a.internal.c"),
             ["10.0.0.1", "2001:db8::1"]
@@ -305,6 +365,34 @@ mod tests {
             addresses(&records, "api.c"),
             ["54.0.0.1", "2001:db8::1", "2001:db8::2"]
         );
+    }
+
+    #[test]
+    fn load_balancer_names_are_not_protokube_s() {
+        let masters = [master("i-1", [10, 0, 0, 1], Some([54, 0, 0, 1]))];
+        let spec = |yaml: &str| -> ClusterSpec { serde_yaml::from_str(yaml).unwrap() };
+        let names = |api: ApiNames<'_>| -> Vec<String> {
+            desired_records("c", ".internal.c", api, &[], &masters)
+                .into_iter()
+                .map(|r| r.name)
+                .collect()
+        };
+        let dns = spec("api: {dns: {}}\n");
+        assert_eq!(
+            names(ApiNames::for_spec(Some(&dns), "api.c")),
+            ["api.internal.c", "api.c", "kops-controller.internal.c"]
+        );
+        let lb = spec("api: {loadBalancer: {type: Public}}\n");
+        assert_eq!(
+            names(ApiNames::for_spec(Some(&lb), "api.c")),
+            ["api.internal.c", "kops-controller.internal.c"]
+        );
+        let lb_internal = spec("api: {loadBalancer: {type: Internal, useForInternalApi: true}}\n");
+        assert_eq!(
+            names(ApiNames::for_spec(Some(&lb_internal), "api.c")),
+            ["kops-controller.internal.c"]
+        );
+        assert_eq!(names(ApiNames::for_spec(None, "api.c")).len(), 3);
     }
 
     #[test]

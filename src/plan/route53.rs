@@ -11,8 +11,43 @@ use crate::report::Action;
 
 /// TTL of every record protokube writes.
 pub const TTL: i64 = 60;
-/// The address kOps puts in records before the cluster is up; protokube replaces it.
+/// The address kOps puts in `A` records before the cluster is up; protokube replaces it.
 pub const PLACEHOLDER: &str = "203.0.113.123";
+/// The address kOps puts in `AAAA` records of IPv6 clusters before the cluster is up.
+pub const PLACEHOLDER_V6: &str = "fd00:dead:add::";
+
+/// Whether a record set holds nothing but kOps' placeholder address of its family.
+fn is_placeholder(set: &RecordSet) -> bool {
+    let placeholder: IpAddr = match set.record_type.as_str() {
+        "A" => IpAddr::V4(std::net::Ipv4Addr::new(203, 0, 113, 123)),
+        "AAAA" => IpAddr::V6(std::net::Ipv6Addr::new(
+            0xfd00, 0xdead, 0xadd, 0, 0, 0, 0, 0,
+        )),
+        _ => return false,
+    };
+    !set.alias
+        && !set.values.is_empty()
+        && set
+            .values
+            .iter()
+            .all(|v| v.parse::<IpAddr>().is_ok_and(|a| a == placeholder))
+}
+
+/// The prefixes current external-dns puts before a name to hold its ownership TXT there.
+pub const EXTERNAL_DNS_PREFIXES: [&str; 3] = ["a-", "aaaa-", "cname-"];
+
+/// The external-dns ownership record of `name`, if any: a TXT with `heritage=external-dns` at
+/// the name or at `a-`/`aaaa-`/`cname-<name>` (the prefix on the first label).
+pub fn external_dns_owner<'a>(name: &str, existing: &'a [RecordSet]) -> Option<&'a RecordSet> {
+    let at: Vec<String> = std::iter::once(name.to_owned())
+        .chain(EXTERNAL_DNS_PREFIXES.iter().map(|p| format!("{p}{name}")))
+        .collect();
+    existing.iter().find(|r| {
+        r.record_type == "TXT"
+            && at.contains(&r.name)
+            && r.values.iter().any(|v| v.contains("heritage=external-dns"))
+    })
+}
 
 /// The ownership TXT value beside each name protokube manages (with its quotes, as Route53
 /// stores TXT values).
@@ -183,9 +218,9 @@ pub fn plan_zone(
             adopted: false,
         };
         let owned = txt.is_some_and(|t| t.values.contains(&owner));
-        let placeholder = a.is_some_and(|a| a.values == [PLACEHOLDER]);
+        let external_dns = external_dns_owner(&record.name, existing);
         // Adopted: no ownership record of anyone, only address records (checked below).
-        let adopted = !owned && txt.is_none() && policy.adopt;
+        let adopted = !owned && txt.is_none() && external_dns.is_none() && policy.adopt;
         if wanted.is_empty() {
             // Unknown right now (no master running, volume attached nowhere): keep what is there.
             outcome.to = current;
@@ -202,7 +237,20 @@ pub fn plan_zone(
             outcomes.push(outcome);
             continue;
         }
-        let foreign_addresses = (a.is_some() && !placeholder) || aaaa.is_some();
+        // kOps' placeholders (A and AAAA) count as unset.
+        let foreign_addresses = [a, aaaa]
+            .into_iter()
+            .flatten()
+            .any(|set| !is_placeholder(set));
+        if let (false, Some(ownership)) = (owned, external_dns) {
+            outcome.to = current;
+            outcome.warning = Some(format!(
+                "DNS name `{}` is owned by external-dns (ownership TXT at `{}`); left alone",
+                record.name, ownership.name
+            ));
+            outcomes.push(outcome);
+            continue;
+        }
         if !owned && !adopted && (txt.is_some() || foreign_addresses) {
             outcome.to = current;
             let hint = if txt.is_none() {
@@ -651,6 +699,105 @@ mod tests {
         assert!(action("foreign.c.example.com").warning.is_some());
         assert_eq!(action("unknown.c.example.com").to, ["10.7.7.7"]);
         assert_eq!(action("ours.c.example.com").from, ["10.9.9.9"]);
+    }
+
+    #[test]
+    fn both_kops_placeholders_are_replaced_like_unset_values() {
+        let v6: IpAddr = "2001:db8::1".parse().unwrap();
+        let records = [
+            DesiredRecord {
+                name: "api.internal.c.example.com".into(),
+                role: RecordRole::ApiInternal,
+                addresses: vec!["10.0.0.1".parse().unwrap(), v6],
+            },
+            DesiredRecord {
+                name: "kops-controller.internal.c.example.com".into(),
+                role: RecordRole::KopsController,
+                addresses: vec![v6],
+            },
+        ];
+        let existing = [
+            // kOps precreates both families on an IPv6 cluster, TTL 10, no TXT.
+            RecordSet {
+                ttl: Some(10),
+                ..set("api.internal.c.example.com", "A", &[PLACEHOLDER])
+            },
+            RecordSet {
+                ttl: Some(10),
+                ..set("api.internal.c.example.com", "AAAA", &["fd00:dead:add::"])
+            },
+            set(
+                "kops-controller.internal.c.example.com",
+                "AAAA",
+                &["fd00:dead:add:0::0"],
+            ),
+        ];
+        let refs: Vec<&DesiredRecord> = records.iter().collect();
+        let (changes, outcomes) = plan_zone(&refs, &existing, C, ZonePolicy::default());
+        assert!(outcomes.iter().all(|o| o.warning.is_none()), "{outcomes:?}");
+        assert_eq!(
+            summary(&changes),
+            [
+                (RecordAction::Upsert, "api.internal.c.example.com", "A"),
+                (RecordAction::Upsert, "api.internal.c.example.com", "AAAA"),
+                (RecordAction::Create, "api.internal.c.example.com", "TXT"),
+                (
+                    RecordAction::Upsert,
+                    "kops-controller.internal.c.example.com",
+                    "AAAA"
+                ),
+                (
+                    RecordAction::Create,
+                    "kops-controller.internal.c.example.com",
+                    "TXT"
+                ),
+            ]
+        );
+        // Any other AAAA is someone else's.
+        let foreign = [set(
+            "kops-controller.internal.c.example.com",
+            "AAAA",
+            &["fd00::1"],
+        )];
+        let (changes, outcomes) = plan_zone(&refs[1..], &foreign, C, ZonePolicy::default());
+        assert!(changes.is_empty());
+        assert!(outcomes[0].warning.is_some());
+    }
+
+    #[test]
+    fn names_external_dns_owns_are_never_adopted_nor_taken_from_a_placeholder() {
+        let records = [
+            desired("api.c.example.com", &[[10, 0, 0, 1]]),
+            desired("api.internal.c.example.com", &[[10, 0, 0, 2]]),
+        ];
+        let heritage = "\"heritage=external-dns,external-dns/owner=kops-c.example.com\"";
+        let existing = [
+            // Current external-dns: its TXT at `a-<name>`, the name itself only addresses.
+            set("api.c.example.com", "A", &["54.0.0.9"]),
+            set("a-api.c.example.com", "TXT", &[heritage]),
+            // kOps' placeholder with external-dns' ownership beside it (`aaaa-` form).
+            set("api.internal.c.example.com", "A", &[PLACEHOLDER]),
+            set("aaaa-api.internal.c.example.com", "TXT", &[heritage]),
+        ];
+        let refs: Vec<&DesiredRecord> = records.iter().collect();
+        for adopt in [false, true] {
+            let policy = ZonePolicy {
+                adopt,
+                ..ZonePolicy::default()
+            };
+            let (changes, outcomes) = plan_zone(&refs, &existing, C, policy);
+            assert!(changes.is_empty(), "adopt {adopt}: {changes:?}");
+            for outcome in &outcomes {
+                let warning = outcome.warning.as_deref().unwrap_or_default();
+                assert!(warning.contains("external-dns"), "{warning}");
+                assert!(!outcome.adopted);
+            }
+        }
+        assert_eq!(
+            external_dns_owner("api.c.example.com", &existing).map(|r| r.name.as_str()),
+            Some("a-api.c.example.com")
+        );
+        assert!(external_dns_owner("x.c.example.com", &existing).is_none());
     }
 
     #[test]

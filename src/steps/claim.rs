@@ -8,6 +8,7 @@ use std::time::SystemTime;
 use anyhow::Result;
 
 use crate::apply::attach::{attach, wait_attached, Attached};
+use crate::cloud::AccessDenied;
 use crate::error::NotReady;
 use crate::paths::volume_mountpoint;
 use crate::plan::mounts::mounted_at;
@@ -17,11 +18,37 @@ use crate::settings::Settings;
 use crate::snapshot::Snapshot;
 use crate::steps::discover::warn_skipped;
 
+/// What the claim step leaves for the end of the run.
+#[derive(Debug, Default)]
+#[must_use = "a detach the cloud refused makes the run end not ready: call `finish`"]
+pub struct Claimed {
+    /// Detaches the cloud refused (kOps' IRSA control-plane role has no `ec2:DetachVolume`):
+    /// the rest of the run goes on — what is safe is mounted — and it ends "not ready".
+    refused_detaches: Vec<String>,
+}
+
+impl Claimed {
+    /// The run's end: exit 75 naming the volumes whose detach was refused, if any.
+    pub fn finish(self) -> Result<()> {
+        if self.refused_detaches.is_empty() {
+            return Ok(());
+        }
+        Err(NotReady(format!(
+            "the cloud refused to detach `{}` from this node (ec2:DetachVolume); the rest was \
+             done, and the volume(s) stay attached here until the node's role may detach them \
+             (the README's IAM section, `iam/`) or they are detached by hand",
+            self.refused_detaches.join("`, `")
+        ))
+        .into())
+    }
+}
+
 pub async fn run(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     report: &mut Report,
-) -> Result<()> {
+) -> Result<Claimed> {
+    let mut claimed = Claimed::default();
     let instance_id = snapshot.identity().await?.instance_id.clone();
     warn_skipped(snapshot, report).await?;
     let here = snapshot.volumes_here().await?;
@@ -45,7 +72,16 @@ pub async fn run(
                 .map(|v| (v, "stuck in `attaching` for over 90 s")),
         )
     {
-        detach(settings, snapshot, &instance_id, volume, why, report).await?;
+        detach(
+            settings,
+            snapshot,
+            &instance_id,
+            volume,
+            why,
+            &mut claimed,
+            report,
+        )
+        .await?;
     }
     for volume in &plan.doubled {
         report.warn(format!(
@@ -127,7 +163,16 @@ pub async fn run(
         for id in &stuck_now {
             if let Some(volume) = here.iter().find(|v| &v.id == id) {
                 let why = "stuck in `attaching` for over 90 s";
-                detach(settings, snapshot, &instance_id, volume, why, report).await?;
+                detach(
+                    settings,
+                    snapshot,
+                    &instance_id,
+                    volume,
+                    why,
+                    &mut claimed,
+                    report,
+                )
+                .await?;
             }
         }
         stuck.extend(stuck_now);
@@ -140,22 +185,36 @@ pub async fn run(
         ))
         .into());
     }
-    Ok(())
+    Ok(claimed)
 }
 
-/// Detaches `volume` from this instance (or, with dry run, says it would).
+/// Detaches `volume` from this instance (or, with dry run, says it would). A detach the cloud
+/// refuses for lack of permission is a warning, and `claimed` ends the run not ready.
 async fn detach(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     instance_id: &str,
     volume: &EtcdVolume,
     why: &str,
+    claimed: &mut Claimed,
     report: &mut Report,
 ) -> Result<()> {
     let volumes = snapshot.clients().await?.volumes;
-    volumes
+    match volumes
         .detach_volume(&volume.id, instance_id, settings.dry_run)
-        .await?;
+        .await
+    {
+        Ok(()) => {}
+        Err(err) if err.chain().any(|c| c.is::<AccessDenied>()) => {
+            report.warn(format!(
+                "volume `{}` should be detached ({why}) but the cloud refused: {err:#}",
+                volume.id
+            ));
+            claimed.refused_detaches.push(volume.id.clone());
+            return Ok(());
+        }
+        Err(err) => return Err(err),
+    }
     tracing::info!("detaching `{}`: {why}", volume.id);
     report.push(Change {
         kind: ChangeKind::Volume,

@@ -20,7 +20,8 @@ use crate::cloud::tags;
 use crate::paths::{MANIFEST_DIR, STATE_FILE};
 use crate::plan::route53::ZonePolicy;
 use crate::report::Report;
-use crate::settings::Settings;
+use crate::plan::hosts::ManagedNames;
+use crate::settings::{Cluster, Settings};
 use crate::snapshot::Snapshot;
 use crate::state::State;
 
@@ -50,23 +51,22 @@ pub fn manifest_dir_entries(settings: &Settings) -> Result<(PathBuf, Vec<String>
     Ok((dir, names))
 }
 
-/// The etcd-manager pods kOps (1.12 and later) runs on this node, if any: they own the etcd
-/// volumes (same tags, same mount points), so protokube must not claim, mount or run etcd on
-/// them. A sentence naming them, or `None`.
-pub fn etcd_manager_runs_here(settings: &Settings) -> Result<Option<String>> {
-    let (dir, names) = manifest_dir_entries(settings)?;
-    let found: Vec<String> = names
-        .into_iter()
-        .filter(|name| name.starts_with("etcd-manager-") && name.ends_with(".manifest"))
-        .collect();
-    Ok((!found.is_empty()).then(|| {
-        format!(
-            "etcd-manager runs on this node ({} in `{}`) and owns the etcd volumes: protokube \
-             leaves them, and etcd, to it",
-            found.join(", "),
-            dir.display()
-        )
-    }))
+/// Decides, once per run, who owns etcd on this master (kOps' etcd-manager where its pods are
+/// in the manifest directory, else protokube) and says so in the report where etcd-manager
+/// does; whether protokube owns etcd here. Not a master: nothing of etcd is protokube's.
+pub fn announce_etcd_owner(
+    settings: &Settings,
+    snapshot: &mut Snapshot<'_>,
+    report: &mut Report,
+) -> Result<bool> {
+    if !settings.master {
+        return Ok(false);
+    }
+    let owner = snapshot.etcd_owner()?;
+    if let Some(notice) = owner.notice() {
+        report.warn(notice);
+    }
+    Ok(owner.is_protokube())
 }
 
 /// `--master` is not set, yet this node looks like a master: the state file records etcd volumes
@@ -127,6 +127,21 @@ pub async fn check_master_flag(
         report.master_flag_missing = true;
     }
     Ok(())
+}
+
+/// The names of kOps' hosts block that are protokube's for `cluster` (publish and reset):
+/// without DNS (`topology.dns.type: None`) nodeup writes the API's and kops-controller's names
+/// itself, so only the etcd names are protokube's there.
+pub fn hosts_names<'a>(settings: &Settings, cluster: &'a Cluster) -> ManagedNames<'a> {
+    ManagedNames {
+        cluster: &cluster.name,
+        internal_suffix: &cluster.internal_suffix,
+        public_name: &cluster.public_name,
+        api_names: !settings
+            .spec
+            .as_ref()
+            .is_some_and(|d| d.spec.uses_none_dns()),
+    }
 }
 
 /// How the DNS steps talk to Route53, from the settings and the step's zone policy.

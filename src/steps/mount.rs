@@ -8,9 +8,11 @@ use anyhow::{anyhow, bail, Context as _, Result};
 use crate::apply::attach::wait_device;
 use crate::apply::blockdev::{self, FoundDevice, FsckResult};
 use crate::apply::{files, intent};
+use crate::cloud::AccessDenied;
 use crate::paths::{volume_mountpoint, STATE_FILE};
 use crate::plan::blank::{
-    decide_device, predict_device, DeviceDecision, DeviceFacts, FormatReason, FORMATTED_TAG,
+    decide_device, predict_device, DeviceDecision, DeviceFacts, FormatReason, IntentUuid,
+    FORMATTED_TAG,
 };
 use crate::plan::mounts::{
     decision_changes, deferred_grow_warning, finish_change, format_change, grow_change,
@@ -41,8 +43,9 @@ pub async fn run(
     // One volume's failure does not stop the others: mount what is safe, record it, then fail.
     let mut mounted = Vec::new();
     let mut errors = Vec::new();
+    let mut untagged = Vec::new();
     for volume in &targets {
-        match mount_volume(settings, snapshot, volume, report).await {
+        match mount_volume(settings, snapshot, volume, &mut untagged, report).await {
             Ok((record, mounted_now)) => {
                 if settings.dry_run && !mounted_now {
                     snapshot.mark_planned(&volume.id);
@@ -52,6 +55,7 @@ pub async fn run(
             Err(err) => errors.push(err.context(format!("volume `{}`", volume.id))),
         }
     }
+    warn_untagged(settings, &untagged, report);
     let volumes = record_state(settings, mounted, report)?;
     snapshot.record_mounted(volumes);
     super::first_error(errors)
@@ -63,6 +67,7 @@ async fn mount_volume(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     volume: &EtcdVolume,
+    untagged: &mut Vec<String>,
     report: &mut Report,
 ) -> Result<(MountedVolume, bool)> {
     let device_name = volume
@@ -98,9 +103,17 @@ async fn mount_volume(
     } else {
         wait_device(&settings.root, &volume.id, &device_name, &settings.waits).await?
     };
-    let mounted_now = mount_device(settings, snapshot, volume, &device, &mountpoint, report)
-        .await
-        .with_context(|| format!("device `{}`", device.path.display()))?;
+    let mounted_now = mount_device(
+        settings,
+        snapshot,
+        volume,
+        &device,
+        &mountpoint,
+        untagged,
+        report,
+    )
+    .await
+    .with_context(|| format!("device `{}`", device.path.display()))?;
     Ok((
         record(device.host_path.display().to_string()),
         mounted_now || !settings.dry_run,
@@ -116,6 +129,7 @@ async fn mount_device(
     volume: &EtcdVolume,
     device: &FoundDevice,
     mountpoint: &std::path::Path,
+    untagged: &mut Vec<String>,
     report: &mut Report,
 ) -> Result<bool> {
     let root = &settings.root;
@@ -148,6 +162,8 @@ async fn mount_device(
     if let DeviceDecision::Refuse(why) = &decision {
         bail!("{why}");
     }
+    // A format recorded on the node (the cloud refused its tag) stays recorded: it is the witness.
+    let recorded_on_node = matches!(facts.intent, Some(IntentUuid::Formatted(_)));
     // An existing filesystem whose device was enlarged is grown before it is mounted.
     let grow = match &decision {
         DeviceDecision::CheckAndMount { .. } => {
@@ -174,7 +190,7 @@ async fn mount_device(
     }
     match decision {
         DeviceDecision::Format(reason) => {
-            format_volume(settings, snapshot, volume, device, reason, report).await?
+            format_volume(settings, snapshot, volume, device, reason, untagged, report).await?
         }
         DeviceDecision::CheckAndMount { uuid, unfinished } => match blockdev::fsck(&device.path) {
             Ok(result) => {
@@ -186,11 +202,22 @@ async fn mount_device(
                 }
                 if unfinished {
                     let uuid = uuid.unwrap_or_default();
-                    tag_formatted(snapshot, &volume.id, &uuid).await?;
-                    report.push(finish_change(&volume.id, &uuid));
+                    if tag_formatted(
+                        settings,
+                        snapshot,
+                        volume,
+                        &device.host_path,
+                        &uuid,
+                        untagged,
+                    )
+                    .await?
+                    {
+                        report.push(finish_change(&volume.id, &uuid));
+                    }
+                } else if !recorded_on_node {
+                    // A record left by a run killed after tagging is finished with too.
+                    intent::clear(root, &volume.id)?;
                 }
-                // A record left by a run killed after tagging is finished with too.
-                intent::clear(root, &volume.id)?;
                 if let Some(grow) = grow {
                     blockdev::grow_ext4(&device.path, false)?;
                     report.push(grow);
@@ -203,6 +230,7 @@ async fn mount_device(
                     volume,
                     device,
                     FormatReason::Interrupted,
+                    untagged,
                     report,
                 )
                 .await?
@@ -259,6 +287,7 @@ async fn format_volume(
     volume: &EtcdVolume,
     device: &FoundDevice,
     reason: FormatReason,
+    untagged: &mut Vec<String>,
     report: &mut Report,
 ) -> Result<()> {
     if reason == FormatReason::Interrupted {
@@ -275,8 +304,15 @@ async fn format_volume(
     );
     intent::record(&settings.root, &volume.id, &device.host_path, &uuid)?;
     blockdev::format_ext4(&device.path, &uuid)?;
-    tag_formatted(snapshot, &volume.id, &uuid).await?;
-    intent::clear(&settings.root, &volume.id)?;
+    tag_formatted(
+        settings,
+        snapshot,
+        volume,
+        &device.host_path,
+        &uuid,
+        untagged,
+    )
+    .await?;
     report.push(format_change(
         &volume.id,
         &reason,
@@ -285,10 +321,47 @@ async fn format_volume(
     Ok(())
 }
 
-/// Tags the volume `k8s.io/protokube/formatted=<uuid>`: from now on it is never formatted again.
-async fn tag_formatted(snapshot: &mut Snapshot<'_>, volume_id: &str, uuid: &str) -> Result<()> {
+/// Tags the volume `k8s.io/protokube/formatted=<uuid>` (from now on it is never formatted
+/// again) and clears the intent record; says whether the cloud took the tag. Where the role may
+/// not tag volumes (kOps' IRSA control-plane role), the format is recorded on the node instead —
+/// that record is then the witness — and the volume is listed in `untagged`.
+async fn tag_formatted(
+    settings: &Settings,
+    snapshot: &mut Snapshot<'_>,
+    volume: &EtcdVolume,
+    device: &std::path::Path,
+    uuid: &str,
+    untagged: &mut Vec<String>,
+) -> Result<bool> {
     let volumes = snapshot.clients().await?.volumes;
-    volumes.tag_volume(volume_id, FORMATTED_TAG, uuid).await
+    match volumes.tag_volume(&volume.id, FORMATTED_TAG, uuid).await {
+        Ok(()) => {
+            intent::clear(&settings.root, &volume.id)?;
+            Ok(true)
+        }
+        Err(err) if err.chain().any(|c| c.is::<AccessDenied>()) => {
+            tracing::debug!("tagging `{}`: {err:#}", volume.id);
+            intent::record_formatted(&settings.root, &volume.id, device, uuid)?;
+            untagged.push(format!("`{}` (ext4 UUID {uuid})", volume.id));
+            Ok(false)
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// One warning for the volumes formatted in this run whose formatted tag the cloud refused.
+fn warn_untagged(settings: &Settings, untagged: &[String], report: &mut Report) {
+    if untagged.is_empty() {
+        return;
+    }
+    report.warn(format!(
+        "the cloud refused the `{FORMATTED_TAG}` tag (ec2:CreateTags) of {} after protokube \
+         formatted them: each format is recorded on this node (`{}`) instead, so the volumes \
+         mount and are never formatted again, but the cloud's witness is missing; grant \
+         `ec2:CreateTags` on the cluster's volumes (the README's IAM section, `iam/`) to have it",
+        untagged.join(", "),
+        settings.root.path(crate::paths::FORMATTING_DIR).display()
+    ));
 }
 
 /// Records `mounted` in the state file, keeping what else it holds (or, with dry run, reports

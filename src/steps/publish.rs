@@ -8,7 +8,9 @@ use crate::apply::route53::{publish, Remembered};
 use crate::names::check_dns_name;
 use crate::paths::HOSTS_FILE;
 use crate::plan::hosts::plan_hosts;
-use crate::plan::records::{desired_records, gossip_master_records, worker_records};
+use crate::plan::records::{
+    desired_records, gossip_master_records, worker_records, ApiNames,
+};
 use crate::plan::route53::ZonePolicy;
 use crate::report::Report;
 use crate::settings::{DnsProvider, Settings};
@@ -24,7 +26,10 @@ pub async fn run(
     let cluster = snapshot.cluster().await?;
     match cluster.dns {
         DnsProvider::None => {
-            tracing::info!("--dns none: nothing to publish");
+            match &cluster.dns_note {
+                Some(note) => tracing::info!("{note}"),
+                None => tracing::info!("--dns none: nothing to publish"),
+            }
             return Ok(());
         }
         DnsProvider::Route53 if !settings.master => {
@@ -36,8 +41,13 @@ pub async fn run(
     let masters = snapshot.masters().await?;
     let mut etcd_members_known = false;
     let desired = if settings.master {
-        warn_skipped(snapshot, report).await?;
-        let volumes = snapshot.discovery().await?.volumes.clone();
+        // Where etcd-manager owns etcd, the etcd names are its own: none desired, none deleted.
+        let volumes = if snapshot.etcd_owner()?.is_protokube() {
+            warn_skipped(snapshot, report).await?;
+            snapshot.discovery().await?.volumes.clone()
+        } else {
+            Vec::new()
+        };
         etcd_members_known = volumes.iter().any(|v| !v.etcd.is_empty());
         if cluster.dns == DnsProvider::Hosts {
             // Without a DNS service, as current kOps' nodeup: the API at 127.0.0.1 here.
@@ -57,7 +67,10 @@ pub async fn run(
             desired_records(
                 &cluster.name,
                 &cluster.internal_suffix,
-                &cluster.public_name,
+                ApiNames::for_spec(
+                    settings.spec.as_ref().map(|d| &d.spec),
+                    &cluster.public_name,
+                ),
                 &volumes,
                 &masters,
             )
@@ -72,9 +85,14 @@ pub async fn run(
         check_dns_name(&record.name).map_err(|why| anyhow!("refusing to publish: {why}"))?;
     }
     if cluster.dns == DnsProvider::Hosts {
+        // Without DNS (topology.dns.type: None) nodeup writes the API's and kops-controller's
+        // names into the block itself (the load balancer's addresses): only etcd's are ours.
+        let names = super::hosts_names(settings, &cluster);
+        let mut desired = desired;
+        desired.retain(|r| names.manages(&r.name));
         let path = settings.root.resolve(HOSTS_FILE)?;
         let content = read_hosts(&path)?;
-        let plan = plan_hosts(&path.display().to_string(), &content, &desired);
+        let plan = plan_hosts(&path.display().to_string(), &content, &desired, &names);
         if !settings.dry_run {
             write_hosts(&path, &content, &plan.content)?;
         }

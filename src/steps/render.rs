@@ -16,7 +16,6 @@ use crate::report::Report;
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
 use crate::spec::ClusterSpec;
-use crate::steps;
 
 pub async fn run(
     settings: &Settings,
@@ -32,7 +31,7 @@ pub async fn run(
     };
     let cluster = snapshot.cluster().await?;
     // Where etcd-manager runs, the volumes and etcd are its own, whatever is mounted.
-    let mounted = if settings.master && steps::etcd_manager_runs_here(settings)?.is_none() {
+    let mounted = if settings.master && snapshot.etcd_owner()?.is_protokube() {
         snapshot.mounted()?
     } else {
         Vec::new()

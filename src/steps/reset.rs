@@ -19,7 +19,7 @@ use crate::paths::{HOSTS_FILE, STATE_FILE};
 use crate::plan::files::{plan_removal, plan_restore, FileChange, FileFact};
 use crate::plan::hosts::plan_hosts_removal;
 use crate::plan::mounts::mounted_at;
-use crate::plan::records::desired_records;
+use crate::plan::records::{desired_records, ApiNames};
 use crate::plan::reset::{manifests_to_remove, ManifestEntry};
 use crate::plan::route53::ZonePolicy;
 use crate::report::{Action, Change, ChangeKind, Report};
@@ -119,6 +119,10 @@ fn manifest_removals(settings: &Settings) -> Result<Vec<FileChange>> {
 /// file, with whether each is mounted at its mount point.
 async fn node_volumes(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<Vec<NodeVolume>> {
     let mut attached = BTreeSet::new();
+    // Where etcd-manager owns etcd, the volumes attached and mounted here are its own.
+    if !snapshot.etcd_owner()?.is_protokube() {
+        return Ok(Vec::new());
+    }
     if settings.master {
         let instance_id = snapshot.identity().await?.instance_id.clone();
         for volume in snapshot.volumes_here().await? {
@@ -233,7 +237,8 @@ async fn release_names(
         DnsProvider::Hosts => {
             let path = settings.root.resolve(HOSTS_FILE)?;
             let content = read_hosts(&path)?;
-            let plan = plan_hosts_removal(&path.display().to_string(), &content);
+            let names = super::hosts_names(settings, cluster);
+            let plan = plan_hosts_removal(&path.display().to_string(), &content, &names);
             if !settings.dry_run {
                 write_hosts(&path, &content, &plan.content)?;
             }
@@ -260,7 +265,10 @@ async fn release_names(
             let names = desired_records(
                 &cluster.name,
                 &cluster.internal_suffix,
-                &cluster.public_name,
+                ApiNames::for_spec(
+                    settings.spec.as_ref().map(|d| &d.spec),
+                    &cluster.public_name,
+                ),
                 &volumes,
                 &masters,
             );

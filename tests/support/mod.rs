@@ -22,10 +22,12 @@ pub use imds::ImdsServer;
 pub use moto::Moto;
 
 /// The completed cluster specs in `tests/fixtures/kops/cluster-completed/`, by file stem.
-pub const COMPLETED_SPECS: [&str; 6] = [
+pub const COMPLETED_SPECS: [&str; 8] = [
     "complex",
     "ha",
+    "many-addons-ccm-irsa",
     "minimal-1.28",
+    "minimal-dns-none",
     "minimal-etcd",
     "minimal-ipv6",
     "minimal_gossip",

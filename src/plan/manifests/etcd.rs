@@ -285,8 +285,8 @@ fn key_facts(key: &str) -> KeyFacts {
     }
 }
 
-/// Peer and client ports per etcd cluster key: `main` 2380/4001, `events` 2381/4002, kOps'
-/// `cilium` 2382/4003; any other key the spec's `peerPort`/`clientPort`, else the next pair no
+/// Peer and client ports per etcd cluster key, kOps' well-known ports: `main` 2380/4001,
+/// `events` 2381/4002, `cilium` 2382/4003, `leases` 2383/4004; any other key the spec's `peerPort`/`clientPort`, else the next pair no
 /// other cluster uses (from 2382/4003), in the order of `spec.etcdClusters`, then keys found only
 /// on volumes (`extra_keys`) by name. Every port is used once.
 pub fn etcd_ports<'a>(
@@ -310,6 +310,7 @@ pub fn etcd_ports<'a>(
             ("main", _) => (2380, 4001),
             ("events", _) => (2381, 4002),
             ("cilium", _) => (2382, 4003),
+            ("leases", _) => (2383, 4004),
             (_, Some((Some(peer), Some(client)))) => (peer, client),
             (_, Some((Some(_), None) | (None, Some(_)))) => bail!(
                 "spec.etcdClusters `{key}`: give both `peerPort` and `clientPort`, or neither"
@@ -343,6 +344,102 @@ pub fn etcd_ports<'a>(
         ports.insert(key.to_string(), (peer, client));
     }
     Ok(ports)
+}
+
+/// Every local etcd endpoint kube-apiserver is given (`spec.kubeAPIServer.etcdServers` and
+/// `etcdServersOverrides`, as `--etcd-servers` and `--etcd-servers-overrides`) is a client
+/// port of one of the etcd clusters (`ports`, from [`etcd_ports`]); an endpoint on another
+/// host is an external etcd, not checked. An error names the endpoint and the ports served.
+pub fn check_api_server_etcd_ports(
+    api_server: Option<&serde_yaml::Mapping>,
+    ports: &BTreeMap<String, (u16, u16)>,
+) -> Result<()> {
+    let Some(section) = api_server else {
+        return Ok(());
+    };
+    let strings = |key: &str| -> Vec<String> {
+        match section.get(key) {
+            Some(serde_yaml::Value::Sequence(items)) => items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            Some(serde_yaml::Value::String(one)) => vec![one.clone()],
+            _ => Vec::new(),
+        }
+    };
+    let mut endpoints: Vec<(&str, String)> = Vec::new();
+    for server in strings("etcdServers") {
+        endpoints.extend(
+            server
+                .split(',')
+                .map(|s| ("etcdServers", s.trim().to_owned())),
+        );
+    }
+    for item in strings("etcdServersOverrides") {
+        // `/group/resource#url;url`, several joined by `,`.
+        for one in item.split(',') {
+            if let Some((_, urls)) = one.split_once('#') {
+                endpoints.extend(
+                    urls.split(';')
+                        .map(|u| ("etcdServersOverrides", u.trim().to_owned())),
+                );
+            }
+        }
+    }
+    let served: Vec<u16> = ports.values().map(|(_, client)| *client).collect();
+    for (field, url) in endpoints.iter().filter(|(_, u)| !u.is_empty()) {
+        let Some((host, port)) = local_endpoint(url) else {
+            continue;
+        };
+        let port = port.ok_or_else(|| {
+            anyhow!(
+                "spec.kubeAPIServer.{field}: `{url}` names no port; give the etcd client port \
+                 (one of {})",
+                list_ports(ports)
+            )
+        })?;
+        if !served.contains(&port) {
+            bail!(
+                "spec.kubeAPIServer.{field}: `{url}` sends kube-apiserver to {host} port {port}, \
+                 where no etcd pod listens (etcd client ports: {}); fix the endpoint or the etcd \
+                 cluster's ports in spec.etcdClusters",
+                list_ports(ports)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `key client-port` pairs, for messages.
+fn list_ports(ports: &BTreeMap<String, (u16, u16)>) -> String {
+    ports
+        .iter()
+        .map(|(key, (_, client))| format!("{key} {client}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The host and port of an endpoint URL on this node (`127.0.0.1`, `localhost`, `[::1]`);
+/// `None` for another host.
+fn local_endpoint(url: &str) -> Option<(String, Option<u16>)> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(v6) => {
+            let (host, after) = v6.split_once(']')?;
+            (host.to_owned(), after.strip_prefix(':'))
+        }
+        None => match authority.rsplit_once(':') {
+            Some((host, port)) => (host.to_owned(), Some(port)),
+            None => (authority.to_owned(), None),
+        },
+    };
+    let local = matches!(host.as_str(), "127.0.0.1" | "localhost" | "::1");
+    if !local {
+        return None;
+    }
+    // A port that is not a number names no etcd either: reported as port 0.
+    Some((host, port.map(|p| p.parse::<u16>().unwrap_or(0))))
 }
 
 /// The image of etcd cluster `key`: `--etcd-image`, else its spec entry's `image`, else
@@ -598,6 +695,61 @@ mod tests {
         };
         assert_eq!(value("ETCD_LISTEN_PEER_URLS"), "http://[::]:2380");
         assert_eq!(value("ETCD_LISTEN_CLIENT_URLS"), "http://[::]:4001");
+    }
+
+    #[test]
+    fn kops_well_known_ports_and_the_api_server_s_endpoints() {
+        let spec = |names: &[&str]| -> Vec<EtcdClusterSpec> {
+            names
+                .iter()
+                .map(|n| EtcdClusterSpec {
+                    name: (*n).into(),
+                    ..Default::default()
+                })
+                .collect()
+        };
+        let ports = etcd_ports(&spec(&["main", "events", "leases"]), []).unwrap();
+        assert_eq!(ports["main"], (2380, 4001));
+        assert_eq!(ports["events"], (2381, 4002));
+        assert_eq!(ports["leases"], (2383, 4004));
+        let with_cilium = etcd_ports(&spec(&["main", "events", "leases", "cilium"]), []).unwrap();
+        assert_eq!(with_cilium["cilium"], (2382, 4003));
+        // Another key takes the next free pair, around the fixed ones.
+        let other = etcd_ports(&spec(&["main", "events", "leases", "cilium", "x"]), []).unwrap();
+        assert_eq!(other["x"], (2384, 4005));
+
+        let api = |yaml: &str| -> serde_yaml::Mapping { serde_yaml::from_str(yaml).unwrap() };
+        let kops_136 = api(
+            "etcdServers: [https://127.0.0.1:4001]\netcdServersOverrides:\n\
+             - /events#https://127.0.0.1:4002\n\
+             - /coordination.k8s.io/leases#https://127.0.0.1:4004\n",
+        );
+        check_api_server_etcd_ports(Some(&kops_136), &ports).unwrap();
+        check_api_server_etcd_ports(None, &ports).unwrap();
+        // An external etcd is not this node's to serve.
+        let external = api("etcdServers: ['https://etcd.example.com:2379', 'http://[::1]:4001']\n");
+        check_api_server_etcd_ports(Some(&external), &ports).unwrap();
+        let err = check_api_server_etcd_ports(
+            Some(&kops_136),
+            &etcd_ports(&spec(&["main", "events"]), []).unwrap(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("etcdServersOverrides") && err.contains("4004"),
+            "{err}"
+        );
+        assert!(err.contains("events 4002, main 4001"), "{err}");
+        for bad in [
+            "etcdServers: ['https://127.0.0.1:4009']\n",
+            "etcdServersOverrides: ['/events#https://localhost:4001;https://127.0.0.1:4010']\n",
+            "etcdServers: ['https://127.0.0.1']\n",
+        ] {
+            assert!(
+                check_api_server_etcd_ports(Some(&api(bad)), &ports).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -163,6 +163,9 @@ fn component_context(
     ctx.insert("cluster_name", inputs.cluster_name);
     ctx.insert("master_public_name", &inputs.spec.master_public_name);
     ctx.insert("internal_api_name", &internal_api_name);
+    let (dns_internal, dns_external) = api_server_dns_annotations(inputs.spec, &internal_api_name);
+    ctx.insert("dns_internal", &dns_internal);
+    ctx.insert("dns_external", &dns_external);
     let secure_port = match section.get("securePort") {
         None | Some(serde_yaml::Value::Null) => 443,
         Some(v) => v
@@ -173,6 +176,28 @@ fn component_context(
     ctx.insert("secure_port", &secure_port);
     ctx.insert("api_server_url", &api_server_url);
     Ok(ctx)
+}
+
+/// kube-apiserver's `dns.alpha.kubernetes.io/internal` and `/external` annotations (read by
+/// dns-controller), by nodeup's rule (`buildAnnotations`, kOps v1.30.3
+/// `nodeup/pkg/model/kube_apiserver.go`): none on a cluster without DNS; `internal` unless the
+/// API's load balancer serves the internal name; `external` (the public name) only when
+/// `spec.api.dns` is set — with a load balancer, kOps' alias stays in place.
+pub fn api_server_dns_annotations(
+    spec: &ClusterSpec,
+    internal_api_name: &str,
+) -> (Option<String>, Option<String>) {
+    if spec.uses_none_dns() {
+        return (None, None);
+    }
+    let internal =
+        (!spec.load_balancer_serves_internal_api()).then(|| internal_api_name.to_owned());
+    let external = spec
+        .master_public_name
+        .as_deref()
+        .filter(|name| spec.api_dns() && !name.is_empty())
+        .map(str::to_owned);
+    (internal, external)
 }
 
 /// Renders and validates every manifest this node gets; nothing is written here. A member the
@@ -414,7 +439,8 @@ pub fn plan_version_records(
                     .and_then(EtcdVersion::parse)
                     .ok_or_else(|| {
                         anyhow!(
-                            "`{}` on volume `{volume_id}` does not hold an etcd version                              (`3.5.13`); write the version its data last ran there",
+                            "`{}` on volume `{volume_id}` does not hold an etcd version \
+                             (`3.5.13`); write the version its data last ran there",
                             path.display()
                         )
                     })?,
