@@ -458,7 +458,10 @@ fn a_refused_detach_still_mounts_what_is_safe_and_ends_not_ready() {
             .any(|w| w.contains(&extra) && w.contains("ec2:DetachVolume")),
         "{report:#}"
     );
-    assert!(report["error"]["message"].as_str().unwrap().contains(&extra));
+    assert!(report["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains(&extra));
     for disk in &bed.disks {
         assert_eq!(
             disk.mounted_at().len(),

@@ -8,9 +8,7 @@ use crate::apply::route53::{publish, Remembered};
 use crate::names::check_dns_name;
 use crate::paths::HOSTS_FILE;
 use crate::plan::hosts::plan_hosts;
-use crate::plan::records::{
-    desired_records, gossip_master_records, worker_records, ApiNames,
-};
+use crate::plan::records::{desired_records, gossip_master_records, worker_records, ApiNames};
 use crate::plan::route53::ZonePolicy;
 use crate::report::Report;
 use crate::settings::{DnsProvider, Settings};
