@@ -9,7 +9,7 @@ mod support;
 use std::collections::BTreeMap;
 
 use support::bed::{Bed, NodeKind, HA};
-use support::iam::{kops_policy, role_credentials};
+use support::iam::{kops_policy, role_credentials, Credentials};
 use support::{fixture, seed, spec_with, Protokube};
 
 /// EC2 operations that change something.
@@ -339,12 +339,9 @@ fn a_cluster_without_dns_asks_route53_nothing_and_keeps_nodeup_s_lines() {
     assert_eq!(again.json()["changed"], false, "{again:#?}");
 }
 
-/// IRSA: kOps' control-plane role then has no `ec2:CreateTags`, no `DetachVolume`, no Route53
-/// (`iam/many-addons-ccm-irsa.masters.json`, enforced as in `tests/iam.rs`). A fresh master
-/// formats and mounts its blank volumes with one warning and asks Route53 nothing; the next
-/// run formats nothing and converges.
-#[test]
-fn an_irsa_master_mounts_without_the_formatted_tag() {
+/// A master of an IRSA cluster (`ha.yaml` with `useServiceAccountExternalPermissions`) whose
+/// credentials hold kOps' IRSA control-plane policy for that cluster (enforcement still off).
+fn irsa_master() -> (Bed, std::path::PathBuf, Credentials, tempfile::TempDir) {
     let bed = Bed::new(NodeKind::HaMaster);
     let dir = tempfile::tempdir().unwrap();
     let spec = spec_with(
@@ -360,6 +357,16 @@ fn an_irsa_master_mounts_without_the_formatted_tag() {
     )
     .unwrap();
     let credentials = role_credentials(bed.moto(), &format!("masters.{HA}"), &policy);
+    (bed, spec, credentials, dir)
+}
+
+/// IRSA: kOps' control-plane role then has no `ec2:CreateTags`, no `DetachVolume`, no Route53
+/// (`iam/many-addons-ccm-irsa.masters.json`, enforced as in `tests/iam.rs`). A fresh master
+/// formats and mounts its blank volumes with one warning and asks Route53 nothing; the next
+/// run formats nothing and converges.
+#[test]
+fn an_irsa_master_mounts_without_the_formatted_tag() {
+    let (bed, spec, credentials, _dir) = irsa_master();
     bed.moto().enforce_iam(true);
     let run = || {
         bed.command("sync", &spec, &[])
@@ -416,21 +423,7 @@ fn an_irsa_master_mounts_without_the_formatted_tag() {
 /// attached with a warning, the node's own volumes are still mounted, and the run ends 75.
 #[test]
 fn a_refused_detach_still_mounts_what_is_safe_and_ends_not_ready() {
-    let bed = Bed::new(NodeKind::HaMaster);
-    let dir = tempfile::tempdir().unwrap();
-    let spec = spec_with(
-        dir.path(),
-        "ha.yaml",
-        &["spec", "iam", "useServiceAccountExternalPermissions"],
-        true.into(),
-    );
-    let policy: serde_json::Value = serde_json::from_str(
-        &kops_policy("many-addons-ccm-irsa.masters", None)
-            .to_string()
-            .replace("minimal.example.com", HA),
-    )
-    .unwrap();
-    let credentials = role_credentials(bed.moto(), &format!("masters.{HA}"), &policy);
+    let (bed, spec, credentials, _dir) = irsa_master();
     let run = || {
         bed.command("sync", &spec, &[])
             .credentials(&credentials)
