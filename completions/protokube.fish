@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_protokube_global_optspecs
-    string join \n cluster-spec= cluster-id= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= verify-interval= log-format= metrics-file= v/verbose q/quiet blank-check= no-progress adopt etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth v= cloud= gossip= containerized= bootstrap-master-node-labels= node-name= channels= gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= dns-update-interval= remove-dns-names= dns-server= apply-taints= initialize-rbac= manage-etcd= etcd-backup-image= etcd-backup-store= h/help V/version
+    string join \n cluster-spec= cluster-id= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= verify-interval= log-format= metrics-file= v/verbose q/quiet blank-check= no-progress channels= bootstrap-master-node-labels= node-name= adopt etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth v= cloud= gossip= containerized= gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= dns-update-interval= remove-dns-names= dns-server= apply-taints= initialize-rbac= manage-etcd= etcd-backup-image= etcd-backup-store= h/help V/version
 end
 
 function __fish_protokube_needs_command
@@ -50,6 +50,10 @@ json\t'One JSON object per line, for log shippers'"
 complete -c protokube -n "__fish_protokube_needs_command" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
 complete -c protokube -n "__fish_protokube_needs_command" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
+complete -c protokube -n "__fish_protokube_needs_command" -l channels -d 'Addon channels to apply on a control-plane node with kOps\' `channels` tool (`<root>/opt/kops/bin/channels apply channel URL --v=4 --yes`), comma-separated; part of `sync` when given' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_needs_command" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l etcd-image -d 'etcd image for every etcd pod [default: spec.etcdClusters[].image, else registry.k8s.io/etcd:<version>-0]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l etcd-election-timeout -d 'etcd election timeout in milliseconds [default: spec leaderElectionTimeout]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l etcd-heartbeat-interval -d 'etcd heartbeat interval in milliseconds [default: spec heartbeatInterval]' -r
@@ -64,9 +68,6 @@ complete -c protokube -n "__fish_protokube_needs_command" -l cloud -d 'The cloud
 complete -c protokube -n "__fish_protokube_needs_command" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_needs_command" -l containerized -r
-complete -c protokube -n "__fish_protokube_needs_command" -l bootstrap-master-node-labels -r
-complete -c protokube -n "__fish_protokube_needs_command" -l node-name -r
-complete -c protokube -n "__fish_protokube_needs_command" -l channels -r
 complete -c protokube -n "__fish_protokube_needs_command" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_needs_command" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_needs_command" -l gossip-secret -r
@@ -96,6 +97,8 @@ complete -c protokube -n "__fish_protokube_needs_command" -f -a "render-manifest
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "publish-dns" -d 'Publish the names etcd peers, nodes and users need, to Route53 or /etc/hosts'
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "sync" -d 'Discover, mount, render and publish in one run (what boot scripts and timers call)'
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "reset" -d 'Undo this node\'s part, for a master being retired or a node being repurposed'
+complete -c protokube -n "__fish_protokube_needs_command" -f -a "apply-channels" -d 'Apply the cluster\'s addon channels with kOps\' channels tool (control-plane nodes)'
+complete -c protokube -n "__fish_protokube_needs_command" -f -a "label-node" -d 'Give this node kOps\' mandatory control-plane labels through the Kubernetes API'
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "version" -d 'Print the build: version, git commit, build date, rustc, target and enabled features (`-o json` for one object)'
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
@@ -123,14 +126,15 @@ json\t'One JSON object per line, for log shippers'"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l channels -d 'Addon channels to apply on a control-plane node with kOps\' `channels` tool (`<root>/opt/kops/bin/channels apply channel URL --v=4 --yes`), comma-separated; part of `sync` when given' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l containerized -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l bootstrap-master-node-labels -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l node-name -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l channels -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-secret -r
@@ -178,14 +182,15 @@ json\t'One JSON object per line, for log shippers'"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l channels -d 'Addon channels to apply on a control-plane node with kOps\' `channels` tool (`<root>/opt/kops/bin/channels apply channel URL --v=4 --yes`), comma-separated; part of `sync` when given' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l containerized -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l bootstrap-master-node-labels -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l node-name -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l channels -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-secret -r
@@ -242,14 +247,15 @@ json\t'One JSON object per line, for log shippers'"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l channels -d 'Addon channels to apply on a control-plane node with kOps\' `channels` tool (`<root>/opt/kops/bin/channels apply channel URL --v=4 --yes`), comma-separated; part of `sync` when given' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l containerized -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l bootstrap-master-node-labels -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l node-name -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l channels -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-secret -r
@@ -298,14 +304,15 @@ json\t'One JSON object per line, for log shippers'"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l channels -d 'Addon channels to apply on a control-plane node with kOps\' `channels` tool (`<root>/opt/kops/bin/channels apply channel URL --v=4 --yes`), comma-separated; part of `sync` when given' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l containerized -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l bootstrap-master-node-labels -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l node-name -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l channels -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-secret -r
@@ -363,14 +370,15 @@ json\t'One JSON object per line, for log shippers'"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l channels -d 'Addon channels to apply on a control-plane node with kOps\' `channels` tool (`<root>/opt/kops/bin/channels apply channel URL --v=4 --yes`), comma-separated; part of `sync` when given' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l containerized -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l bootstrap-master-node-labels -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l node-name -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l channels -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-secret -r
@@ -420,14 +428,15 @@ json\t'One JSON object per line, for log shippers'"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l channels -d 'Addon channels to apply on a control-plane node with kOps\' `channels` tool (`<root>/opt/kops/bin/channels apply channel URL --v=4 --yes`), comma-separated; part of `sync` when given' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l containerized -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l bootstrap-master-node-labels -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l node-name -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l channels -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-secret -r
@@ -450,6 +459,118 @@ complete -c protokube -n "__fish_protokube_using_subcommand reset" -s q -l quiet
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l no-progress -d 'No progress bars, even on a terminal'
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l region -d 'AWS region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
+none\t'Publish nothing'"
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l zone -d 'Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix hosted zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
+json\t''
+yaml\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for log shippers'"
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
+full\t'Every byte of the device'"
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l channels -d 'Addon channels to apply on a control-plane node with kOps\' `channels` tool (`<root>/opt/kops/bin/channels apply channel URL --v=4 --yes`), comma-separated; part of `sync` when given' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l cloud -d 'The cloud (only `aws`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l containerized -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-protocol -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-listen -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-secret -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-protocol-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-listen-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-secret-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l dns-update-interval -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l remove-dns-names -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l dns-server -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l apply-taints -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l initialize-rbac -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l manage-etcd -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l etcd-backup-image -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l etcd-backup-store -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l dry-run -d 'Compute and report every change, make none'
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -s q -l quiet -d 'Only errors on stderr'
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l no-progress -d 'No progress bars, even on a terminal'
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l region -d 'AWS region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
+none\t'Publish nothing'"
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l zone -d 'Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix hosted zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
+json\t''
+yaml\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for log shippers'"
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
+full\t'Every byte of the device'"
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l channels -d 'Addon channels to apply on a control-plane node with kOps\' `channels` tool (`<root>/opt/kops/bin/channels apply channel URL --v=4 --yes`), comma-separated; part of `sync` when given' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l cloud -d 'The cloud (only `aws`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l containerized -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-protocol -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-listen -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-secret -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-protocol-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-listen-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-secret-secondary -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l dns-update-interval -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l remove-dns-names -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l dns-server -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l apply-taints -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l initialize-rbac -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l manage-etcd -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l etcd-backup-image -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l etcd-backup-store -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l dry-run -d 'Compute and report every change, make none'
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -s q -l quiet -d 'Only errors on stderr'
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l no-progress -d 'No progress bars, even on a terminal'
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -476,14 +597,15 @@ json\t'One JSON object per line, for log shippers'"
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
 full\t'Every byte of the device'"
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l channels -d 'Addon channels to apply on a control-plane node with kOps\' `channels` tool (`<root>/opt/kops/bin/channels apply channel URL --v=4 --yes`), comma-separated; part of `sync` when given' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l containerized -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l bootstrap-master-node-labels -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l node-name -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l channels -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-secret -r

@@ -11,7 +11,7 @@ use crate::error::UsageError;
 use crate::plan::blank::BlankCheck;
 use crate::plan::manifests::etcd::EtcdOptions;
 use crate::report::OutputFormat;
-use crate::settings::{DnsProvider, Flags};
+use crate::settings::{DnsProvider, Flags, DEFAULT_KUBECONFIG};
 
 /// Bring a Kubernetes control plane up on cloud machines before the Kubernetes API exists.
 ///
@@ -86,24 +86,6 @@ pub struct LegacyArgs {
 pub struct IgnoredLegacyArgs {
     #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", env = "PROTOKUBE_CONTAINERIZED")]
     pub containerized: Option<String>,
-    #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", env = "PROTOKUBE_BOOTSTRAP_MASTER_NODE_LABELS")]
-    pub bootstrap_master_node_labels: Option<String>,
-    #[arg(
-        long,
-        value_name = "NAME",
-        global = true,
-        hide = true,
-        env = "PROTOKUBE_NODE_NAME"
-    )]
-    pub node_name: Option<String>,
-    #[arg(
-        long,
-        value_name = "LIST",
-        global = true,
-        hide = true,
-        env = "PROTOKUBE_CHANNELS"
-    )]
-    pub channels: Option<String>,
     #[arg(
         long,
         value_name = "PROTOCOL",
@@ -205,11 +187,6 @@ impl IgnoredLegacyArgs {
     pub fn given(&self) -> Vec<&'static str> {
         [
             ("--apply-taints", &self.apply_taints),
-            (
-                "--bootstrap-master-node-labels",
-                &self.bootstrap_master_node_labels,
-            ),
-            ("--channels", &self.channels),
             ("--containerized", &self.containerized),
             ("--dns-server", &self.dns_server),
             ("--dns-update-interval", &self.dns_update_interval),
@@ -226,7 +203,6 @@ impl IgnoredLegacyArgs {
             ("--gossip-secret-secondary", &self.gossip_secret_secondary),
             ("--initialize-rbac", &self.initialize_rbac),
             ("--manage-etcd", &self.manage_etcd),
-            ("--node-name", &self.node_name),
             ("--remove-dns-names", &self.remove_dns_names),
         ]
         .into_iter()
@@ -294,6 +270,23 @@ pub enum Command {
     /// formats, never deletes a volume, never touches a name it does not own. `sync` afterwards
     /// brings the node back.
     Reset(ResetArgs),
+
+    /// Apply the cluster's addon channels with kOps' channels tool (control-plane nodes).
+    ///
+    /// For each --channels URL runs `<root>/opt/kops/bin/channels apply channel URL --v=4 --yes`
+    /// with protokube's environment, as kOps' protokube did up to kOps 1.35. Every channel is
+    /// tried; one that fails is named and makes the run fail (exit 1). A run that outlasts
+    /// --timeout is "not ready" (exit 75). --dry-run runs nothing.
+    ApplyChannels,
+
+    /// Give this node kOps' mandatory control-plane labels through the Kubernetes API.
+    ///
+    /// node-role.kubernetes.io/control-plane, kops.k8s.io/kops-controller-pki and
+    /// node.kubernetes.io/exclude-from-external-load-balancers, all empty, patched (strategic
+    /// merge) onto --node-name only when one is missing or different. The API is reached with
+    /// the kubeconfig at KUBECONFIG (default /var/lib/kops/kubeconfig, under --root). An API
+    /// server that does not answer, or a node not registered yet, is "not ready" (exit 75).
+    LabelNode,
 
     /// Print the build: version, git commit, build date, rustc, target and enabled features
     /// (`-o json` for one object).
@@ -408,6 +401,8 @@ impl Command {
             Command::PublishDns(_) => "publish-dns",
             Command::Sync(_) => "sync",
             Command::Reset(_) => "reset",
+            Command::ApplyChannels => "apply-channels",
+            Command::LabelNode => "label-node",
             Command::Version => "version",
         }
     }
@@ -582,6 +577,38 @@ pub struct GlobalArgs {
     #[arg(long, global = true, env = "PROTOKUBE_NO_PROGRESS")]
     pub no_progress: bool,
 
+    /// Addon channels to apply on a control-plane node with kOps' `channels` tool
+    /// (`<root>/opt/kops/bin/channels apply channel URL --v=4 --yes`), comma-separated; part of
+    /// `sync` when given.
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        value_delimiter = ',',
+        env = "PROTOKUBE_CHANNELS"
+    )]
+    pub channels: Vec<String>,
+
+    /// Give this control-plane node kOps' mandatory labels through the Kubernetes API
+    /// (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with
+    /// --node-name.
+    #[arg(
+        long,
+        global = true,
+        env = "PROTOKUBE_BOOTSTRAP_MASTER_NODE_LABELS",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_value = "false",
+        default_missing_value = "true",
+        value_parser = BoolishValueParser::new(),
+    )]
+    pub bootstrap_master_node_labels: bool,
+
+    /// This node's name in Kubernetes (its Node object), for the labels.
+    #[arg(long, global = true, value_name = "NAME", env = "PROTOKUBE_NODE_NAME")]
+    pub node_name: Option<String>,
+
     /// Take over DNS names of this cluster's own set that exist with only A/AAAA records and no
     /// ownership TXT (left by kOps' dns-controller or the old protokube): the TXT is written
     /// beside them. Without it such names are left alone with a warning.
@@ -637,7 +664,12 @@ impl Cli {
             Some(Command::PublishDns(args)) => (EtcdOptions::default(), args.wait),
             Some(Command::Sync(args)) => (args.render.etcd.options(), args.dns.wait),
             Some(
-                Command::DiscoverVolumes | Command::Mount | Command::Reset(_) | Command::Version,
+                Command::DiscoverVolumes
+                | Command::Mount
+                | Command::Reset(_)
+                | Command::ApplyChannels
+                | Command::LabelNode
+                | Command::Version,
             ) => (EtcdOptions::default(), false),
         };
         let dns = g.dns.or(match self.legacy.gossip {
@@ -675,6 +707,13 @@ impl Cli {
                 None | Some(Command::RenderManifests(_) | Command::Sync(_))
             ),
             legacy: self.is_legacy(),
+            channels: g.channels.clone(),
+            bootstrap_master_node_labels: g.bootstrap_master_node_labels,
+            node_name: g.node_name.clone(),
+            kubeconfig: std::env::var("KUBECONFIG")
+                .ok()
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| DEFAULT_KUBECONFIG.to_owned()),
         })
     }
 }

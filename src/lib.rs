@@ -14,6 +14,7 @@ pub mod daemon;
 pub mod error;
 pub mod etcd;
 pub mod identity;
+pub mod kube;
 pub mod logging;
 pub mod metrics;
 pub mod names;
@@ -198,6 +199,8 @@ pub async fn run_with(
         Command::PublishDns(_) => cmd::publish_dns::run(settings, cloud, report).await,
         Command::Sync(_) => cmd::sync::run(settings, cloud, report).await,
         Command::Reset(_) => cmd::reset::run(settings, cloud, report).await,
+        Command::ApplyChannels => cmd::apply_channels::run(settings, report).await,
+        Command::LabelNode => cmd::label_node::run(settings, report).await,
         // Answered by the binary before any setting is read.
         Command::Version => Ok(()),
     }

@@ -27,6 +27,10 @@ pub enum ChangeKind {
     File,
     Dns,
     Hosts,
+    /// An addon channel applied with kOps' `channels` tool.
+    Channel,
+    /// A Kubernetes Node object (its labels).
+    Node,
 }
 
 /// What happened (or, with `--dry-run`, would happen) to a target.

@@ -80,7 +80,19 @@ pub struct Flags {
     /// The old daemon's invocation (no subcommand): without a spec, only volumes, etcd pods
     /// and DNS, as the old protokube did.
     pub legacy: bool,
+    /// `--channels`: addon channels to apply.
+    pub channels: Vec<String>,
+    /// `--bootstrap-master-node-labels`.
+    pub bootstrap_master_node_labels: bool,
+    /// `--node-name`.
+    pub node_name: Option<String>,
+    /// `KUBECONFIG` (a host path).
+    pub kubeconfig: String,
 }
+
+/// The kubeconfig nodeup writes for protokube on control-plane nodes (`KUBECONFIG` in
+/// `/etc/sysconfig/protokube`).
+pub const DEFAULT_KUBECONFIG: &str = "/var/lib/kops/kubeconfig";
 
 /// The cluster's names, derived from its name, the flags and the spec.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,6 +148,16 @@ pub struct Settings {
     /// Only the etcd pods are rendered (the old daemon's invocation without a spec); the
     /// kube-* pods stay nodeup's.
     pub etcd_only: bool,
+    /// The old daemon's invocation (no subcommand, nodeup's unit).
+    pub legacy: bool,
+    /// Addon channels to apply (`--channels`), each checked.
+    pub channels: Vec<String>,
+    /// The node to label (`--node-name`) when `--bootstrap-master-node-labels` asks for it.
+    pub label_node: Option<String>,
+    /// `--node-name`, checked.
+    pub node_name: Option<String>,
+    /// The kubeconfig's host path (`KUBECONFIG`, else kOps' `/var/lib/kops/kubeconfig`).
+    pub kubeconfig: String,
     dns_flag: Option<DnsProvider>,
     internal_suffix_flag: Option<String>,
 }
@@ -196,6 +218,30 @@ impl Settings {
         )
         .with_context(|| format!("cluster spec `{spec_origin}`"))?;
         let templates = Arc::new(load_templates_dir(flags.templates.as_deref())?);
+        for channel in &flags.channels {
+            check_channel(channel).map_err(usage)?;
+        }
+        if let Some(name) = &flags.node_name {
+            if !is_dns1123_subdomain(name) {
+                return Err(UsageError(format!(
+                    "--node-name: `{}` is not a Kubernetes node name (lowercase letters, digits, \
+                     `-` and `.`)",
+                    name.escape_debug()
+                ))
+                .into());
+            }
+        }
+        let kubeconfig = match flags.kubeconfig.as_str() {
+            "" => DEFAULT_KUBECONFIG.to_owned(),
+            given => given.to_owned(),
+        };
+        if !kubeconfig.starts_with('/') {
+            return Err(UsageError(format!(
+                "KUBECONFIG: `{}` is not an absolute path (kOps: /var/lib/kops/kubeconfig)",
+                kubeconfig.escape_debug()
+            ))
+            .into());
+        }
         let mut settings = Self {
             cluster: None,
             master: flags.master,
@@ -223,6 +269,14 @@ impl Settings {
             ),
             verify_interval: flags.verify_interval,
             etcd_only: flags.legacy && spec.is_none(),
+            legacy: flags.legacy,
+            channels: flags.channels.clone(),
+            label_node: flags
+                .node_name
+                .clone()
+                .filter(|_| flags.bootstrap_master_node_labels),
+            node_name: flags.node_name.clone(),
+            kubeconfig,
             etcd: match (&flags.etcd.etcd_image, flags.legacy && spec.is_none()) {
                 (None, true) => EtcdOptions {
                     etcd_image: Some(DEFAULT_ETCD_IMAGE.to_owned()),
@@ -253,6 +307,23 @@ impl Settings {
             );
         }
         Ok(settings)
+    }
+
+    /// kOps 1.36's unit: the old daemon's invocation naming neither `--master` nor the cluster,
+    /// so the instance's tags say both.
+    pub fn learns_node_role(&self) -> bool {
+        self.legacy && !self.master && self.cluster.is_none()
+    }
+
+    /// These settings for the node its tags describe: its cluster, and `--master` when it is a
+    /// control-plane instance.
+    pub fn with_node(mut self, node: &crate::plan::state::LearnedNode) -> Result<Self> {
+        self.master = node.control_plane;
+        self.cluster =
+            Some(self.cluster_named(&node.cluster).with_context(|| {
+                format!("cluster `{}` (from the instance's tags)", node.cluster)
+            })?);
+        Ok(self)
     }
 
     /// The cluster's names for `name` (already checked as a cluster name): the internal suffix,
@@ -361,6 +432,21 @@ fn check_public_name(
         )),
         DnsProvider::None => Ok(name),
     }
+}
+
+/// A channel (`--channels`) as kOps' channels tool takes it: a URL or path, nothing that the
+/// tool could read as a flag or that splits into several arguments.
+fn check_channel(channel: &str) -> Result<()> {
+    if channel.is_empty()
+        || channel.starts_with('-')
+        || channel.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(anyhow!(
+            "--channels: `{}` is not a channel URL (e.g. `s3://bucket/cluster/addons/bootstrap-channel.yaml`)",
+            channel.escape_debug()
+        ));
+    }
+    Ok(())
 }
 
 fn usage(err: anyhow::Error) -> anyhow::Error {

@@ -44,6 +44,8 @@ pub struct Snapshot<'a> {
     masters: Option<Vec<InstanceInfo>>,
     mounted: Option<Vec<MountedVolume>>,
     etcd_owner: Option<EtcdOwner>,
+    /// etcd-manager owns the etcd volumes here: they are not even listed.
+    volumes_left: bool,
     /// Volumes attached or mounted only in this dry run's plan: nothing on the host to read.
     planned: BTreeSet<String>,
     /// What `sync` on a master knows from, and learns for, its last full check (DESIGN §8).
@@ -77,6 +79,7 @@ impl<'a> Snapshot<'a> {
             masters: None,
             mounted: None,
             etcd_owner: None,
+            volumes_left: false,
             planned: BTreeSet::new(),
             verification: Verification::default(),
         }
@@ -123,9 +126,10 @@ impl<'a> Snapshot<'a> {
             .clients()
             .await?
             .instances
-            .instance_tag(&instance_id, tags::CLUSTER)
+            .instance_tags(&instance_id)
             .await
-            .context("finding the cluster name")?;
+            .context("finding the cluster name")?
+            .remove(tags::CLUSTER);
         let name = tag.ok_or_else(|| {
             anyhow!(
                 "no cluster name: pass --cluster-id or --cluster-spec (instance `{instance_id}` has \
@@ -145,11 +149,20 @@ impl<'a> Snapshot<'a> {
         Ok(cluster)
     }
 
+    /// Leaves the etcd volumes to their owner (etcd-manager): from now on the run sees none and
+    /// asks the cloud for none.
+    pub fn leave_volumes(&mut self) {
+        self.volumes_left = true;
+    }
+
     /// The cluster's etcd volumes (one listing per run, in this run's scope) and the ones skipped.
     pub async fn discovery(&mut self) -> Result<&Discovery> {
         if self.discovery.is_none() {
             let query = self.volume_query().await?;
-            let found = self.clients().await?.volumes.find_volumes(&query).await?;
+            let found = match self.volumes_left {
+                true => Vec::new(),
+                false => self.clients().await?.volumes.find_volumes(&query).await?,
+            };
             self.record_volume_answer(&query, found);
         }
         self.discovery
@@ -162,6 +175,12 @@ impl<'a> Snapshot<'a> {
     pub async fn fetch_volumes_and_masters(&mut self) -> Result<()> {
         let query = self.volume_query().await?;
         let clients = self.clients().await?;
+        if self.volumes_left {
+            let masters = clients.instances.running_masters(&query.cluster).await?;
+            self.record_volume_answer(&query, Vec::new());
+            self.masters = Some(masters);
+            return Ok(());
+        }
         let (volumes, masters) = tokio::try_join!(
             clients.volumes.find_volumes(&query),
             clients.instances.running_masters(&query.cluster)

@@ -51,6 +51,25 @@ fn units_pass_systemd_analyze_verify() {
         )
         .unwrap();
     }
+    // The operator's settings: protokube's own file, read by the shipped unit and, through the
+    // drop-in, by nodeup's unit after nodeup's /etc/sysconfig/protokube.
+    std::fs::create_dir_all(r("/etc/protokube")).unwrap();
+    std::fs::write(
+        r("/etc/protokube/protokube.env"),
+        "PROTOKUBE_VERIFY_INTERVAL=30m\n",
+    )
+    .unwrap();
+    let drop_in_dir = "protokube-nodeup.service.d";
+    std::fs::create_dir_all(r("/etc/systemd/system").join(drop_in_dir)).unwrap();
+    std::fs::copy(
+        repo.join("systemd")
+            .join(drop_in_dir)
+            .join("50-operator-settings.conf"),
+        r("/etc/systemd/system")
+            .join(drop_in_dir)
+            .join("50-operator-settings.conf"),
+    )
+    .unwrap();
     let output = std::process::Command::new("systemd-analyze")
         .arg("verify")
         .arg(format!("--root={}", root.path().display()))
@@ -75,4 +94,25 @@ fn units_pass_systemd_analyze_verify() {
     let nodeup = std::fs::read_to_string(repo.join("systemd/protokube-nodeup.service")).unwrap();
     assert!(nodeup.contains(&format!("ExecStart={}\n", support::NODEUP_EXEC_START)));
     assert!(nodeup.contains("Restart=always"));
+    // nodeup's file first, protokube's own after it (later files win), in both ways of running.
+    let own = "EnvironmentFile=-/etc/protokube/protokube.env";
+    let sysconfig = service
+        .find("EnvironmentFile=-/etc/sysconfig/protokube")
+        .unwrap();
+    assert!(service.find(own).unwrap() > sysconfig);
+    let drop_in = std::fs::read_to_string(
+        repo.join("systemd/protokube-nodeup.service.d/50-operator-settings.conf"),
+    )
+    .unwrap();
+    assert!(drop_in.contains(&format!("[Service]\n{own}\n")));
+    let listed = std::process::Command::new("systemd-analyze")
+        .arg("cat-config")
+        .arg(format!("--root={}", root.path().display()))
+        .arg("systemd/system/protokube-nodeup.service.d/50-operator-settings.conf")
+        .output();
+    if let Ok(listed) = listed {
+        if listed.status.success() {
+            assert!(String::from_utf8_lossy(&listed.stdout).contains(own));
+        }
+    }
 }

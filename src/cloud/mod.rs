@@ -115,9 +115,9 @@ pub trait VolumeApi: Send + Sync {
 /// EC2 instance facts.
 #[async_trait]
 pub trait InstanceApi: Send + Sync {
-    /// The value of tag `key` on instance `instance_id`, if it has one (read with
-    /// `DescribeInstances`: kOps' worker role has no `DescribeTags`).
-    async fn instance_tag(&self, instance_id: &str, key: &str) -> Result<Option<String>>;
+    /// The tags of instance `instance_id` (read with `DescribeInstances`: kOps' worker role has
+    /// no `DescribeTags`).
+    async fn instance_tags(&self, instance_id: &str) -> Result<BTreeMap<String, String>>;
 
     /// The cluster's running control-plane instances (tagged `KubernetesCluster=<cluster>` and
     /// `k8s.io/role/master` or `k8s.io/role/control-plane`): one filtered listing.

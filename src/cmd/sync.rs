@@ -1,29 +1,41 @@
 //! `sync`: claim, mount, render and publish in one run under one lock, each step planning from
-//! the one snapshot the steps before it updated; stops at the first failure. On a master the
-//! verify step asks the cloud first (once, while the last full check holds) and records a full
-//! check at the end.
+//! the one snapshot the steps before it updated; on a control-plane node then the steps that
+//! talk to the Kubernetes API (labels, addon channels) when their flags are given. Stops at the
+//! first failure. On a master the verify step asks the cloud first (once, while the last full
+//! check holds) and records a full check at the end.
 
 use anyhow::Result;
 
 use crate::cloud::Cloud;
 use crate::report::Report;
-use crate::settings::Settings;
+use crate::settings::{DnsProvider, Settings};
 use crate::snapshot::{Snapshot, VolumeScope};
 use crate::steps;
 
 pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) -> Result<()> {
+    // kOps 1.36's unit names neither the cluster nor the role: the instance's tags do.
+    let learned;
+    let settings = if settings.learns_node_role() {
+        let node = steps::node_role::learn(settings, cloud).await?;
+        learned = settings.clone().with_node(&node)?;
+        &learned
+    } else {
+        settings
+    };
     // One region-wide listing serves mount (this zone) and DNS (every member).
     let mut snapshot = Snapshot::new(settings, cloud, VolumeScope::Region);
     // The cluster's names are checked before anything is locked or changed.
     let cluster = snapshot.cluster().await?;
     let _lock = steps::lock(settings)?;
+    // Who owns etcd here is decided once: where etcd-manager does, its volumes are left alone
+    // and not even listed.
+    let owns_etcd = steps::announce_etcd_owner(settings, &mut snapshot, report)?;
     // A master asks the cloud once while its last full check holds (DESIGN §8).
     let verify = match settings.master {
         true => Some(steps::verify::begin(settings, &mut snapshot).await?),
         false => None,
     };
-    // Who owns etcd here is decided once: where etcd-manager does, its volumes are left alone.
-    let claimed = match steps::announce_etcd_owner(settings, &mut snapshot, report)? {
+    let claimed = match owns_etcd {
         true => {
             let claimed = steps::claim::run(settings, &mut snapshot, report).await?;
             steps::mount::run(settings, &mut snapshot, report).await?;
@@ -32,11 +44,23 @@ pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) ->
         false => steps::claim::Claimed::default(),
     };
     steps::render::run(settings, &mut snapshot, report).await?;
-    steps::publish::run(settings, &mut snapshot, report).await?;
+    if settings.legacy && settings.master && !owns_etcd && cluster.dns == DnsProvider::Route53 {
+        // The old protokube beside etcd-manager published nothing to Route53: dns-controller
+        // owns the names there.
+        tracing::info!(
+            "etcd-manager runs here and dns-controller publishes the cluster's names: nothing \
+             for protokube to publish to Route53"
+        );
+    } else {
+        steps::publish::run(settings, &mut snapshot, report).await?;
+    }
     // A worker's run asks the cloud nothing more to see whether it should have been a master.
     steps::check_master_flag(settings, &mut snapshot, false, report).await?;
     if let Some(verify) = verify {
         steps::verify::finish(settings, &snapshot, &verify, cluster.dns, report)?;
+    }
+    if settings.master {
+        steps::kubernetes_api(settings, report).await?;
     }
     claimed.finish()
 }

@@ -28,6 +28,19 @@ pub struct State {
     /// The hosted zones the `--zone` rules chose, once found (zones do not move).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zones: Option<KnownZones>,
+    /// What this instance's kOps tags say it is, asked once for kOps 1.36's unit (which names
+    /// neither the cluster nor the role).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<LearnedNode>,
+}
+
+/// This instance's cluster and role, from its `KubernetesCluster` and kOps' control-plane tags.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LearnedNode {
+    /// The instance the tags were read from (another instance id: asked again).
+    pub instance_id: String,
+    pub cluster: String,
+    pub control_plane: bool,
 }
 
 /// What the last full check found: the cloud's two answers, and the names as they stood
@@ -95,6 +108,7 @@ impl State {
             volumes,
             verified: None,
             zones: None,
+            node: None,
         }
     }
 

@@ -2,9 +2,12 @@
 //! (pure functions in `plan/`), reports them, and — unless `--dry-run` — makes them through the
 //! effect modules in `apply/`, then updates the snapshot for the steps after it.
 
+pub mod channels;
 pub mod claim;
 pub mod discover;
+pub mod labels;
 pub mod mount;
+pub mod node_role;
 pub mod publish;
 pub mod render;
 pub mod reset;
@@ -63,10 +66,12 @@ pub fn announce_etcd_owner(
         return Ok(false);
     }
     let owner = snapshot.etcd_owner()?;
-    if let Some(notice) = owner.notice() {
-        report.warn(notice);
-    }
-    Ok(owner.is_protokube())
+    let Some(notice) = owner.notice() else {
+        return Ok(true);
+    };
+    report.warn(notice);
+    snapshot.leave_volumes();
+    Ok(false)
 }
 
 /// `--master` is not set, yet this node looks like a master: the state file records etcd volumes
@@ -142,6 +147,58 @@ pub fn hosts_names<'a>(settings: &Settings, cluster: &'a Cluster) -> ManagedName
             .as_ref()
             .is_some_and(|d| d.spec.uses_none_dns()),
     }
+}
+
+/// The steps that talk to the Kubernetes API on a control-plane node, when their flags are
+/// given (kOps' protokube did them every minute up to kOps 1.35): the labels, then the addon
+/// channels. In the old daemon's loop an API that is not ready yet is a warning: the next
+/// minute tries again.
+pub async fn kubernetes_api(settings: &Settings, report: &mut Report) -> Result<()> {
+    let mut outcome = Ok(());
+    if let Some(node) = &settings.label_node {
+        let labelled = match labels::connect(settings).await {
+            Ok(nodes) => labels::run(settings, &nodes, node, report).await,
+            Err(err) => Err(err),
+        };
+        outcome = outcome.and(not_ready_warned_in_legacy(settings, labelled, report));
+    }
+    if !settings.channels.is_empty() {
+        let applied = channels::run(settings, report).await;
+        outcome = outcome.and(not_ready_warned_in_legacy(settings, applied, report));
+    }
+    outcome
+}
+
+/// In the old daemon's loop, "not ready yet" is a warning (the next minute tries again).
+fn not_ready_warned_in_legacy(
+    settings: &Settings,
+    result: Result<()>,
+    report: &mut Report,
+) -> Result<()> {
+    match result {
+        Err(err) if settings.legacy && err.chain().any(|c| c.is::<crate::error::NotReady>()) => {
+            report.warn(format!("{err:#}; the next run tries again"));
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+/// The state file as it is; an unreadable one counts as none (the mount step rewrites it).
+pub fn load_state(settings: &Settings) -> Result<State> {
+    Ok(State::load_or_empty(&settings.root.own(STATE_FILE)?))
+}
+
+/// Writes the state file atomically, when its bytes change (bookkeeping: never reported).
+pub fn save_state(settings: &Settings, state: &State) -> Result<()> {
+    let path = settings.root.own(STATE_FILE)?;
+    let current = crate::apply::files::read_fact(&path)?;
+    let text = String::from_utf8(state.to_bytes()?).context("serializing the state")?;
+    let change = crate::plan::files::plan_file(&path, &current, &text, 0o644);
+    if change.action != crate::report::Action::Unchanged {
+        crate::apply::files::apply(&change).context("writing the state file")?;
+    }
+    Ok(())
 }
 
 /// How the DNS steps talk to Route53, from the settings and the step's zone policy.

@@ -8,9 +8,6 @@ use std::time::SystemTime;
 
 use anyhow::{Context as _, Result};
 
-use crate::apply::files;
-use crate::paths::STATE_FILE;
-use crate::plan::files::plan_file;
 use crate::plan::mounts::mounted_at;
 use crate::plan::verify::{decide, due, Check, Local};
 use crate::report::{Action, ChangeKind, Report};
@@ -127,19 +124,11 @@ pub fn finish(
 
 /// The state file as it is; an unreadable one counts as none (the mount step rewrites it).
 fn load(settings: &Settings) -> Result<State> {
-    Ok(State::load_or_empty(&settings.root.own(STATE_FILE)?))
+    super::load_state(settings)
 }
 
-/// Writes the state file atomically, when its bytes change.
 fn save(settings: &Settings, state: &State) -> Result<()> {
-    let path = settings.root.own(STATE_FILE)?;
-    let current = files::read_fact(&path)?;
-    let text = String::from_utf8(state.to_bytes()?).context("serializing the state")?;
-    let change = plan_file(&path, &current, &text, 0o644);
-    if change.action != Action::Unchanged {
-        files::apply(&change).context("recording the verified state")?;
-    }
-    Ok(())
+    super::save_state(settings, state).context("recording the verified state")
 }
 
 /// The recorded volumes that are mounted at their own mount points here.

@@ -91,7 +91,7 @@ impl VolumeApi for Absent {
 
 #[async_trait]
 impl InstanceApi for Absent {
-    async fn instance_tag(&self, _: &str, _: &str) -> Result<Option<String>> {
+    async fn instance_tags(&self, _: &str) -> Result<std::collections::BTreeMap<String, String>> {
         bail!("no instance API in this test")
     }
     async fn running_masters(&self, _: &str) -> Result<Vec<InstanceInfo>> {

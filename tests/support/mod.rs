@@ -10,6 +10,7 @@ pub mod double;
 pub mod etcd;
 pub mod iam;
 pub mod imds;
+pub mod kube;
 pub mod moto;
 pub mod node;
 pub mod seed;

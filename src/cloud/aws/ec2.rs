@@ -1,8 +1,9 @@
 //! EC2 through the AWS SDK: the cluster's volumes, attaching them, and the cluster's instances.
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use anyhow::{Context as _, Result};
+use anyhow::{anyhow, Context as _, Result};
 use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_sdk_ec2::error::ProvideErrorMetadata;
@@ -250,16 +251,22 @@ impl VolumeApi for Ec2 {
 
 #[async_trait]
 impl InstanceApi for Ec2 {
-    async fn instance_tag(&self, instance_id: &str, key: &str) -> Result<Option<String>> {
+    async fn instance_tags(&self, instance_id: &str) -> Result<BTreeMap<String, String>> {
         let instance = self
             .instance(instance_id)
             .await
-            .with_context(|| format!("reading tag `{key}` of instance `{instance_id}`"))?;
-        Ok(instance
+            .with_context(|| format!("reading the tags of instance `{instance_id}`"))?;
+        instance
             .tags()
             .iter()
-            .find(|t| t.key() == Some(key))
-            .and_then(|t| t.value().map(str::to_owned)))
+            .map(|t| match (t.key(), t.value()) {
+                (Some(key), Some(value)) => Ok((key.to_owned(), value.to_owned())),
+                _ => Err(anyhow!(
+                    "instance `{instance_id}` has a tag without key or value in the answer to \
+                     ec2:DescribeInstances"
+                )),
+            })
+            .collect()
     }
 
     async fn running_masters(&self, cluster: &str) -> Result<Vec<InstanceInfo>> {

@@ -1,0 +1,21 @@
+//! `apply-channels`: the cluster's addon channels applied with kOps' channels tool.
+
+use anyhow::Result;
+
+use crate::error::UsageError;
+use crate::report::Report;
+use crate::settings::Settings;
+use crate::steps;
+
+pub async fn run(settings: &Settings, report: &mut Report) -> Result<()> {
+    if settings.channels.is_empty() {
+        return Err(UsageError(
+            "apply-channels needs --channels URL[,URL…] (nodeup passes the cluster's addon \
+             channels, e.g. s3://<state store>/<cluster>/addons/bootstrap-channel.yaml)"
+                .to_owned(),
+        )
+        .into());
+    }
+    let _lock = steps::lock(settings)?;
+    steps::channels::run(settings, report).await
+}

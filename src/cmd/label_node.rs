@@ -1,0 +1,17 @@
+//! `label-node`: kOps' mandatory control-plane labels on this node, through the Kubernetes API.
+
+use anyhow::Result;
+
+use crate::error::UsageError;
+use crate::report::Report;
+use crate::settings::Settings;
+use crate::steps;
+
+pub async fn run(settings: &Settings, report: &mut Report) -> Result<()> {
+    let node = settings.node_name.as_deref().ok_or_else(|| {
+        UsageError("label-node needs --node-name NAME (this node's name in Kubernetes)".to_owned())
+    })?;
+    let _lock = steps::lock(settings)?;
+    let nodes = steps::labels::connect(settings).await?;
+    steps::labels::run(settings, &nodes, node, report).await
+}

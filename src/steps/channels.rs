@@ -1,0 +1,77 @@
+//! The channels step: each addon channel applied with kOps' `channels` tool, as kOps' protokube
+//! did every minute up to kOps 1.35 (`protokube/pkg/protokube/channels.go`). Every channel is
+//! tried; the failing ones are named together and fail the run. A dry run runs nothing.
+
+use anyhow::{anyhow, Result};
+
+use crate::error::NotReady;
+use crate::kube::channels::{apply_channel, channel_args, CHANNELS_TOOL};
+use crate::plan::labels::channel_unchanged;
+use crate::report::{Action, Change, ChangeKind, Report};
+use crate::settings::Settings;
+
+pub async fn run(settings: &Settings, report: &mut Report) -> Result<()> {
+    let tool = settings.root.resolve(CHANNELS_TOOL)?;
+    let mut failed = Vec::new();
+    let mut all_not_ready = true;
+    for channel in &settings.channels {
+        let command = format!("channels {}", channel_args(channel).join(" "));
+        if settings.dry_run {
+            report.push(Change {
+                kind: ChangeKind::Channel,
+                target: channel.clone(),
+                action: Action::Update,
+                detail: format!("would run `{command}`"),
+            });
+            continue;
+        }
+        tracing::info!("running `{command}`");
+        match apply_channel(&tool, channel, settings.waits.timeout).await {
+            Ok(run) if run.success => {
+                tracing::debug!("channels tool for `{channel}`: {}", run.output);
+                let unchanged = channel_unchanged(&run.output);
+                report.push(Change {
+                    kind: ChangeKind::Channel,
+                    target: channel.clone(),
+                    action: if unchanged {
+                        Action::Unchanged
+                    } else {
+                        Action::Update
+                    },
+                    detail: if unchanged {
+                        "no update required".to_owned()
+                    } else {
+                        format!("applied with `{command}`")
+                    },
+                });
+            }
+            Ok(run) => {
+                tracing::error!(
+                    "kOps' channels tool failed for `{channel}` ({}): {}",
+                    run.status,
+                    run.output
+                );
+                all_not_ready = false;
+                failed.push(format!("`{channel}` ({})", run.status));
+            }
+            Err(err) => {
+                all_not_ready &= err.chain().any(|c| c.is::<NotReady>());
+                tracing::error!("{err:#}");
+                failed.push(format!("`{channel}` ({err:#})"));
+            }
+        }
+    }
+    if failed.is_empty() {
+        return Ok(());
+    }
+    let message = format!(
+        "kOps' channels tool `{}` failed for {}; the other channels were applied (its output \
+         is in the log)",
+        tool.display(),
+        failed.join(", ")
+    );
+    Err(match all_not_ready {
+        true => NotReady(message).into(),
+        false => anyhow!(message),
+    })
+}

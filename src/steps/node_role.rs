@@ -1,0 +1,65 @@
+//! kOps 1.36's unit (`--cloud=aws --containerized=false --gossip=true --v=4 --gossip-*`) names
+//! neither the cluster nor the node's role: this instance's tags do (`KubernetesCluster`, and
+//! kOps' `k8s.io/role/master` / `k8s.io/role/control-plane` on control-plane instances). They
+//! are asked once (one `DescribeInstances`) and remembered in the state file, so the old
+//! daemon's minute loop does not ask again.
+
+use anyhow::{anyhow, Result};
+
+use crate::cloud::{tags, Cloud};
+use crate::names::check_cluster_name;
+use crate::plan::state::LearnedNode;
+use crate::settings::Settings;
+use crate::snapshot::{Snapshot, VolumeScope};
+
+/// This instance's cluster and role: remembered, else read from its tags (and remembered,
+/// except by a dry run).
+pub async fn learn(settings: &Settings, cloud: &dyn Cloud) -> Result<LearnedNode> {
+    let mut snapshot = Snapshot::new(settings, cloud, VolumeScope::Zone);
+    let instance_id = snapshot.identity().await?.instance_id.clone();
+    let mut state = super::load_state(settings)?;
+    if let Some(known) = state.node.as_ref().filter(|n| n.instance_id == instance_id) {
+        tracing::debug!(
+            "instance `{instance_id}`: cluster `{}`, control plane {} (remembered)",
+            known.cluster,
+            known.control_plane
+        );
+        return Ok(known.clone());
+    }
+    let found = snapshot
+        .clients()
+        .await?
+        .instances
+        .instance_tags(&instance_id)
+        .await?;
+    let cluster = found.get(tags::CLUSTER).cloned().ok_or_else(|| {
+        anyhow!(
+            "no cluster name: instance `{instance_id}` has no `{}` tag and nodeup's unit gives no \
+             --cluster-id; pass --cluster-id (PROTOKUBE_CLUSTER_ID)",
+            tags::CLUSTER
+        )
+    })?;
+    check_cluster_name(&cluster)
+        .map_err(|msg| anyhow!("tag `{}` of instance `{instance_id}`: {msg}", tags::CLUSTER))?;
+    let node = LearnedNode {
+        instance_id,
+        cluster,
+        control_plane: found.contains_key(tags::MASTER_ROLE)
+            || found.contains_key(tags::CONTROL_PLANE_ROLE),
+    };
+    tracing::info!(
+        "instance `{}` of cluster `{}` is {} (from its tags; remembered)",
+        node.instance_id,
+        node.cluster,
+        if node.control_plane {
+            "a control-plane node"
+        } else {
+            "not a control-plane node"
+        }
+    );
+    if !settings.dry_run {
+        state.node = Some(node.clone());
+        super::save_state(settings, &state)?;
+    }
+    Ok(node)
+}

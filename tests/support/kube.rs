@@ -1,0 +1,254 @@
+//! The Kubernetes side of a kOps control-plane node for the tests: a stand-in API server
+//! (`scripts/kube_api_standin.py`: HTTPS, its own CA, client-certificate auth — no package ships
+//! a kube-apiserver here), the kubeconfig nodeup writes for protokube (`/var/lib/kops/kubeconfig`,
+//! kOps' shape: the local server, the CA and a `kops` client certificate of `system:masters`,
+//! inline), and a recording stand-in for kOps' `channels` tool at `/opt/kops/bin/channels`.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use super::block::TestRoot;
+use super::moto::python;
+
+/// The certificates of a test cluster: CA, the API server's (127.0.0.1), a client's.
+pub struct Certs {
+    pub dir: tempfile::TempDir,
+}
+
+fn openssl(args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .output()
+        .expect("running openssl");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+impl Certs {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |name: &str| dir.path().join(name).display().to_string();
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        let mut ca = vec!["req", "-x509"];
+        ca.extend(ec);
+        let (ca_key, ca_crt) = (p("ca.key"), p("ca.crt"));
+        ca.extend([
+            "-keyout",
+            &ca_key,
+            "-out",
+            &ca_crt,
+            "-subj",
+            "/CN=kubernetes-ca",
+            "-days",
+            "2",
+        ]);
+        openssl(&ca);
+        for (name, subject, usage) in [
+            ("server", "/CN=kubernetes-master", "serverAuth"),
+            ("client", "/O=system:masters/CN=kops", "clientAuth"),
+        ] {
+            let (key, csr, crt, ext) = (
+                p(&format!("{name}.key")),
+                p(&format!("{name}.csr")),
+                p(&format!("{name}.crt")),
+                p(&format!("{name}.ext")),
+            );
+            let mut req = vec!["req"];
+            req.extend(ec);
+            req.extend(["-keyout", &key, "-out", &csr, "-subj", subject]);
+            openssl(&req);
+            std::fs::write(
+                &ext,
+                format!(
+                    "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n\
+                     extendedKeyUsage={usage}\nsubjectAltName=IP:127.0.0.1\n"
+                ),
+            )
+            .unwrap();
+            openssl(&[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                &ca_crt,
+                "-CAkey",
+                &ca_key,
+                "-CAcreateserial",
+                "-out",
+                &crt,
+                "-days",
+                "2",
+                "-extfile",
+                &ext,
+            ]);
+        }
+        Self { dir }
+    }
+
+    fn base64(&self, name: &str) -> String {
+        let out = Command::new("base64")
+            .args(["-w0"])
+            .arg(self.dir.path().join(name))
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Writes the kubeconfig nodeup writes for protokube, pointing at `port` on 127.0.0.1, at
+    /// `<root>/var/lib/kops/kubeconfig`; with `client` false, without a client certificate.
+    pub fn write_kubeconfig(&self, root: &TestRoot, port: u16, client: bool) -> PathBuf {
+        let user = if client {
+            format!(
+                "    client-certificate-data: {}\n    client-key-data: {}\n",
+                self.base64("client.crt"),
+                self.base64("client.key")
+            )
+        } else {
+            "    username: anonymous\n".to_owned()
+        };
+        let text = format!(
+            "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: {}\n    \
+             server: https://127.0.0.1:{port}\n  name: local\ncontexts:\n- context:\n    \
+             cluster: local\n    user: kops\n  name: service-account-context\n\
+             current-context: service-account-context\nkind: Config\nusers:\n- name: kops\n  \
+             user:\n{user}",
+            self.base64("ca.crt")
+        );
+        let path = root.join("/var/lib/kops/kubeconfig");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+}
+
+/// The stand-in API server; killed when dropped.
+pub struct KubeApi {
+    child: Child,
+    pub port: u16,
+    pub nodes: PathBuf,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl KubeApi {
+    /// Starts the server with the given certificates and no node registered.
+    pub fn start(certs: &Certs) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let (nodes, log) = (
+            dir.path().join("nodes.json"),
+            dir.path().join("requests.log"),
+        );
+        std::fs::write(&nodes, "{}").unwrap();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/kube_api_standin.py");
+        let mut child = Command::new(python())
+            .arg(script)
+            .arg(certs.dir.path())
+            .arg(&nodes)
+            .arg(&log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting the API stand-in");
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("PORT ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("the API stand-in did not report its port: {line:?}"));
+        Self {
+            child,
+            port,
+            nodes,
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// Registers node `name` with `labels`.
+    pub fn register(&self, name: &str, labels: &[(&str, &str)]) {
+        let mut nodes: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&self.nodes).unwrap()).unwrap();
+        nodes[name] = labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), serde_json::Value::from(*v)))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+        std::fs::write(&self.nodes, nodes.to_string()).unwrap();
+    }
+
+    /// The labels of node `name` now.
+    pub fn labels(&self, name: &str) -> std::collections::BTreeMap<String, String> {
+        let nodes: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&self.nodes).unwrap()).unwrap();
+        serde_json::from_value(nodes[name].clone()).unwrap_or_default()
+    }
+
+    /// Every request served so far.
+    pub fn requests(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// The PATCH requests served so far.
+    pub fn patches(&self) -> Vec<serde_json::Value> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r["method"] == "PATCH")
+            .collect()
+    }
+}
+
+impl Drop for KubeApi {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A free 127.0.0.1 port nothing listens on.
+pub fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// Installs the recording stand-in of kOps' channels tool at `<root>/opt/kops/bin/channels`:
+/// each run appends its arguments and its `KUBECONFIG` to the returned log; a channel whose URL
+/// contains `fail` fails (exit 1), any other says `No update required`.
+pub fn install_channels_tool(root: &TestRoot) -> PathBuf {
+    let log = root.join("/var/log/channels-tool.log");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    let tool = root.join("/opt/kops/bin/channels");
+    std::fs::create_dir_all(tool.parent().unwrap()).unwrap();
+    std::fs::write(
+        &tool,
+        format!(
+            "#!/bin/sh\nprintf 'ARGS %s\\n' \"$*\" >> '{log}'\n\
+             printf 'KUBECONFIG=%s\\n' \"$KUBECONFIG\" >> '{log}'\n\
+             case \"$3\" in *fail*) echo \"error: reading channel $3: not found\" >&2; exit 1;; esac\n\
+             echo 'No update required'\n",
+            log = log.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    log
+}
