@@ -121,10 +121,13 @@ fn a_converged_master_asks_once_and_checks_in_full_after_the_interval() {
         ["DescribeInstances"]
     );
 
-    // The full check's two EC2 questions are asked at once: with DescribeVolumes slow, the
-    // other arrives while it is unanswered (or the other way round).
-    node.moto()
-        .set_faults(serde_json::json!([{"match": "DescribeVolumes", "delay": 0.5}]));
+    // The full check's two EC2 questions are asked at once: with both slow, whichever arrives
+    // second arrives while the first is unanswered (asked one after the other, they never
+    // overlap, whatever the machine's load).
+    node.moto().set_faults(serde_json::json!([
+        {"match": "DescribeVolumes", "delay": 0.5},
+        {"match": "DescribeInstances", "delay": 0.5}
+    ]));
     assert_full_check(&sync(&node, &["--verify-interval", "0"]));
     let overlaps = node.moto().overlaps();
     let concurrent = overlaps.iter().any(|(op, during)| {
