@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use anyhow::{anyhow, bail, Context as _, Result};
 
 use crate::apply::blockdev;
+use crate::cloud::AttachmentState;
 use crate::cloud::{
     tags, Cloud, CloudClients, CloudVolume, InstanceInfo, VolumeAttachment, VolumeQuery,
 };
@@ -278,7 +279,7 @@ impl<'a> Snapshot<'a> {
             volume.attachment = Some(VolumeAttachment {
                 instance_id: instance_id.to_owned(),
                 device: device.to_owned(),
-                state: "attached".into(),
+                state: AttachmentState::Attached,
                 attach_time: None,
             });
         }

@@ -12,7 +12,10 @@ use std::time::Duration;
 use anyhow::Result;
 use async_trait::async_trait;
 use protokube::cli::Command;
-use protokube::cloud::{AttachOutcome, CloudVolume, VolumeApi, VolumeAttachment, VolumeQuery};
+use protokube::cloud::{
+    AttachOutcome, AttachmentState, CloudVolume, VolumeApi, VolumeAttachment, VolumeQuery,
+    VolumeState,
+};
 use protokube::error::NotReady;
 use protokube::report::Report;
 use protokube::settings::{Flags, Settings};
@@ -56,7 +59,7 @@ impl StrictVolumes {
                 let volume = CloudVolume {
                     id: id.to_string(),
                     zone: ZONE.into(),
-                    state: "available".into(),
+                    state: VolumeState::Available,
                     attachments: vec![],
                     tags,
                     snapshot_id: None,
@@ -106,11 +109,11 @@ impl VolumeApi for StrictVolumes {
         let mut volumes = self.volumes.lock().unwrap();
         let volume = volumes.get_mut(volume_id).unwrap();
         if self.rules.raced.iter().any(|r| r == volume_id) {
-            volume.state = "in-use".into();
+            volume.state = VolumeState::InUse;
             volume.attachments = vec![VolumeAttachment {
                 instance_id: "i-other".into(),
                 device: "/dev/xvdu".into(),
-                state: "attached".into(),
+                state: AttachmentState::Attached,
                 attach_time: None,
             }];
             return Ok(AttachOutcome::VolumeTaken(format!(
@@ -125,16 +128,15 @@ impl VolumeApi for StrictVolumes {
                 "InvalidParameterValue: Attachment point {device} is already in use"
             )));
         }
-        volume.state = "in-use".into();
+        volume.state = VolumeState::InUse;
         volume.attachments = vec![VolumeAttachment {
             instance_id: instance_id.into(),
             device: device.into(),
             state: if self.rules.stuck {
-                "attaching"
+                AttachmentState::Attaching
             } else {
-                "attached"
-            }
-            .into(),
+                AttachmentState::Attached
+            },
             attach_time: None,
         }];
         Ok(AttachOutcome::Requested)
@@ -161,7 +163,7 @@ impl VolumeApi for StrictVolumes {
         let mut volumes = self.volumes.lock().unwrap();
         let volume = volumes.get_mut(volume_id).unwrap();
         volume.attachments.clear();
-        volume.state = "available".into();
+        volume.state = VolumeState::Available;
         Ok(())
     }
 

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{anyhow, bail, Result};
 
 use crate::apply::blockdev::{self, FoundDevice};
+use crate::cloud::AttachmentState;
 use crate::cloud::{AttachOutcome, VolumeApi};
 use crate::paths::HostRoot;
 use crate::plan::volumes::{attachment_stuck, free_device_name};
@@ -80,7 +81,7 @@ async fn attached_device(
             .iter()
             .filter(|v| v.id == volume_id)
             .flat_map(|v| &v.attachments)
-            .filter(|a| !matches!(a.state.as_str(), "detaching" | "detached"))
+            .filter(|a| !a.state.is_leaving())
             .collect();
         if let Some(ours) = live.iter().find(|a| a.instance_id == instance_id) {
             tracing::info!("`{volume_id}` is attached here already (a retried attach)");
@@ -120,10 +121,11 @@ pub async fn wait_attached(
                     .iter()
                     .find(|v| &v.id == id)
                     .ok_or_else(|| anyhow!("volume `{id}` disappeared while attaching"))?;
-                if let Some(other) = volume.attachments.iter().find(|a| {
-                    a.instance_id != instance_id
-                        && !matches!(a.state.as_str(), "detaching" | "detached")
-                }) {
+                if let Some(other) = volume
+                    .attachments
+                    .iter()
+                    .find(|a| a.instance_id != instance_id && !a.state.is_leaving())
+                {
                     bail!(
                         "volume `{id}` is attached to `{}`, not to this instance: another node \
                          took it",
@@ -135,7 +137,7 @@ pub async fn wait_attached(
                     .iter()
                     .find(|a| a.instance_id == instance_id)
                 {
-                    Some(a) if a.state == "attached" => {}
+                    Some(a) if a.state == AttachmentState::Attached => {}
                     Some(a) if attachment_stuck(a, Some(requested), now) => stuck.push(id.clone()),
                     _ => all = false,
                 }

@@ -11,13 +11,95 @@ use anyhow::Result;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+/// An EBS volume's state, as EC2 reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VolumeState {
+    Creating,
+    Available,
+    InUse,
+    Deleting,
+    Deleted,
+    Error,
+}
+
+impl VolumeState {
+    const ALL: [Self; 6] = [
+        Self::Creating,
+        Self::Available,
+        Self::InUse,
+        Self::Deleting,
+        Self::Deleted,
+        Self::Error,
+    ];
+
+    /// EC2's own word for it (`in-use`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Creating => "creating",
+            Self::Available => "available",
+            Self::InUse => "in-use",
+            Self::Deleting => "deleting",
+            Self::Deleted => "deleted",
+            Self::Error => "error",
+        }
+    }
+
+    /// From EC2's word; another word is none of EC2's volume states.
+    pub fn parse(word: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == word)
+    }
+}
+
+/// The state of an attachment: of a volume to an instance (`DescribeVolumes`), or of an
+/// instance's EBS block device mapping (`DescribeInstances`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttachmentState {
+    Attaching,
+    Attached,
+    Detaching,
+    Detached,
+    Busy,
+}
+
+impl AttachmentState {
+    const ALL: [Self; 5] = [
+        Self::Attaching,
+        Self::Attached,
+        Self::Detaching,
+        Self::Detached,
+        Self::Busy,
+    ];
+
+    /// EC2's own word for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Attaching => "attaching",
+            Self::Attached => "attached",
+            Self::Detaching => "detaching",
+            Self::Detached => "detached",
+            Self::Busy => "busy",
+        }
+    }
+
+    /// From EC2's word; another word is none of EC2's attachment states.
+    pub fn parse(word: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == word)
+    }
+
+    /// On its way off the instance (a detach under way or done).
+    pub fn is_leaving(self) -> bool {
+        matches!(self, Self::Detaching | Self::Detached)
+    }
+}
+
 /// An EBS volume as the cloud reports it (kept in the state file as the last verified answer).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CloudVolume {
     pub id: String,
     pub zone: String,
-    /// `creating`, `available`, `in-use`, `deleting`, `deleted`, `error`.
-    pub state: String,
+    pub state: VolumeState,
     pub attachments: Vec<VolumeAttachment>,
     pub tags: BTreeMap<String, String>,
     /// The snapshot it was created from, if any (its data is not blank).
@@ -30,8 +112,7 @@ pub struct VolumeAttachment {
     pub instance_id: String,
     /// The device name given at attach time, e.g. `/dev/xvdu`.
     pub device: String,
-    /// `attaching`, `attached`, `detaching`, `detached`, `busy`.
-    pub state: String,
+    pub state: AttachmentState,
     /// When the attachment began, if the cloud says.
     #[serde(default)]
     pub attach_time: Option<std::time::SystemTime>,
@@ -66,8 +147,7 @@ pub struct InstanceVolume {
     /// E.g. `/dev/xvdu`.
     pub device: String,
     pub volume_id: String,
-    /// `attaching`, `attached`, `detaching`, `detached`.
-    pub status: String,
+    pub status: AttachmentState,
 }
 
 /// The answer to an attach request.
@@ -251,5 +331,33 @@ pub trait Cloud: Send + Sync {
     /// The requests sent so far, by operation, retries included (for the metrics file).
     fn aws_calls(&self) -> BTreeMap<String, u64> {
         BTreeMap::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_read_and_write_ec2_s_words() {
+        for state in VolumeState::ALL {
+            assert_eq!(VolumeState::parse(state.as_str()), Some(state));
+            // The state file keeps EC2's words, as before the types.
+            assert_eq!(
+                serde_json::to_string(&state).unwrap(),
+                format!("\"{}\"", state.as_str())
+            );
+        }
+        for state in AttachmentState::ALL {
+            assert_eq!(AttachmentState::parse(state.as_str()), Some(state));
+            assert_eq!(
+                serde_json::to_string(&state).unwrap(),
+                format!("\"{}\"", state.as_str())
+            );
+        }
+        assert_eq!(VolumeState::parse("in-use"), Some(VolumeState::InUse));
+        assert_eq!(VolumeState::parse("In-Use"), None);
+        assert_eq!(AttachmentState::parse("gone"), None);
+        assert!(AttachmentState::Detaching.is_leaving() && !AttachmentState::Busy.is_leaving());
     }
 }

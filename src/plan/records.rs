@@ -6,6 +6,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use serde::{Deserialize, Serialize};
 
+use crate::cloud::AttachmentState;
 use crate::cloud::InstanceInfo;
 use crate::names::etcd_member_name;
 use crate::plan::volumes::EtcdVolume;
@@ -170,7 +171,9 @@ fn etcd_records(
         let addresses = volume
             .attachment
             .as_ref()
-            .filter(|a| a.state == "attached" || a.state == "attaching")
+            .filter(|a| {
+                a.state == AttachmentState::Attached || a.state == AttachmentState::Attaching
+            })
             .map(|a| private_ips(&a.instance_id))
             .unwrap_or_default();
         for membership in &volume.etcd {
@@ -206,17 +209,18 @@ fn sorted(mut addresses: Vec<IpAddr>) -> Vec<IpAddr> {
 mod tests {
     use super::*;
     use crate::cloud::VolumeAttachment;
+    use crate::cloud::VolumeState;
     use crate::etcd::EtcdMembership;
 
     fn volume(id: &str, key: &str, member: &str, attached_to: Option<&str>) -> EtcdVolume {
         EtcdVolume {
             id: id.into(),
             zone: "z".into(),
-            state: "in-use".into(),
+            state: VolumeState::InUse,
             attachment: attached_to.map(|i| VolumeAttachment {
                 instance_id: i.into(),
                 device: "/dev/xvdu".into(),
-                state: "attached".into(),
+                state: AttachmentState::Attached,
                 attach_time: None,
             }),
             cloud: Default::default(),

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};
 
-use crate::cloud::InstanceInfo;
+use crate::cloud::{AttachmentState, InstanceInfo};
 use crate::plan::state::Verified;
 use crate::plan::volumes::{classify, plan_claims, ClaimPlan};
 
@@ -89,10 +89,14 @@ pub fn decide(recorded: &Verified, masters: &[InstanceInfo], local: &Local<'_>) 
         if let Some(state) = volume
             .attachment
             .as_ref()
-            .map(|a| a.state.as_str())
-            .filter(|s| *s != "attached")
+            .map(|a| a.state)
+            .filter(|s| *s != AttachmentState::Attached)
         {
-            return Check::Full(format!("volume `{}` is `{state}` here", volume.id));
+            return Check::Full(format!(
+                "volume `{}` is `{}` here",
+                volume.id,
+                state.as_str()
+            ));
         }
         if !local.mounted.contains(&volume.id) {
             return Check::Full(format!(
@@ -132,6 +136,7 @@ pub fn masters_change(recorded: &[InstanceInfo], fresh: &[InstanceInfo]) -> Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cloud::VolumeState;
     use crate::cloud::{CloudVolume, InstanceVolume, VolumeAttachment};
     use std::collections::BTreeMap;
 
@@ -148,7 +153,7 @@ mod tests {
                 .map(|(i, v)| InstanceVolume {
                     device: format!("/dev/xvd{}", (b'u' + i as u8) as char),
                     volume_id: (*v).into(),
-                    status: "attached".into(),
+                    status: AttachmentState::Attached,
                 })
                 .collect(),
         }
@@ -166,12 +171,16 @@ mod tests {
         CloudVolume {
             id: id.into(),
             zone: zone.into(),
-            state: if on.is_some() { "in-use" } else { "available" }.into(),
+            state: if on.is_some() {
+                VolumeState::InUse
+            } else {
+                VolumeState::Available
+            },
             attachments: on
                 .map(|instance| VolumeAttachment {
                     instance_id: instance.into(),
                     device: "/dev/xvdu".into(),
-                    state: "attached".into(),
+                    state: AttachmentState::Attached,
                     attach_time: None,
                 })
                 .into_iter()

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use crate::cloud::tags::{
     CLUSTER as CLUSTER_TAG, ETCD_PREFIX as ETCD_TAG_PREFIX, MASTER_ROLE as MASTER_ROLE_TAG,
 };
+use crate::cloud::{AttachmentState, VolumeState};
 use crate::cloud::{CloudVolume, VolumeAttachment};
 use crate::etcd::{parse_etcd_tag, EtcdMembership};
 use crate::names::etcd_member_name;
@@ -22,7 +23,7 @@ pub struct EtcdVolume {
     pub id: String,
     pub zone: String,
     /// EC2 volume state: `available`, `in-use`, …
-    pub state: String,
+    pub state: VolumeState,
     /// Where it is attached, if anywhere.
     pub attachment: Option<VolumeAttachment>,
     /// Its memberships, sorted by cluster key.
@@ -243,7 +244,7 @@ pub fn attachment_stuck(
     now: SystemTime,
 ) -> bool {
     let since = |t: SystemTime| now.duration_since(t).unwrap_or_default();
-    attachment.state == "attaching"
+    attachment.state == AttachmentState::Attaching
         && [attachment.attach_time, requested]
             .into_iter()
             .flatten()
@@ -268,7 +269,7 @@ pub fn plan_claims(
     for volume in volumes {
         match &volume.attachment {
             Some(a) if a.instance_id == instance_id => {
-                if matches!(a.state.as_str(), "detaching" | "detached") {
+                if a.state.is_leaving() {
                     continue;
                 }
                 if attachment_stuck(a, None, now) && !mounted.contains(&volume.id) {
@@ -284,13 +285,16 @@ pub fn plan_claims(
                 }
             }
             Some(_) => {}
-            None if volume.state == "available" => plan.candidates.push(volume.clone()),
+            None if volume.state == VolumeState::Available => plan.candidates.push(volume.clone()),
             None => {}
         }
     }
     // Keep, per key, a mounted volume first, then one fully attached, then the lowest id.
     here.sort_by_key(|v| {
-        let attached = v.attachment.as_ref().is_some_and(|a| a.state == "attached");
+        let attached = v
+            .attachment
+            .as_ref()
+            .is_some_and(|a| a.state == AttachmentState::Attached);
         (!mounted.contains(&v.id), !attached, v.id.clone())
     });
     let stuck_keys = plan.held_keys.clone();
@@ -330,7 +334,7 @@ mod tests {
         CloudVolume {
             id: id.into(),
             zone: "us-test-1a".into(),
-            state: "available".into(),
+            state: VolumeState::Available,
             attachments: vec![],
             snapshot_id: None,
             tags: tags
@@ -354,7 +358,7 @@ mod tests {
         root.attachments.push(VolumeAttachment {
             instance_id: "i-1".into(),
             device: "/dev/xvda".into(),
-            state: "attached".into(),
+            state: AttachmentState::Attached,
             attach_time: None,
         });
         let mut elsewhere = cloud_volume("vol-zone", &base_tags(&[("k8s.io/etcd/main", "b/a,b")]));
@@ -426,7 +430,7 @@ mod tests {
         EtcdVolume {
             id: id.into(),
             zone: "z".into(),
-            state: "available".into(),
+            state: VolumeState::Available,
             attachment: None,
             cloud: Default::default(),
             etcd: clusters
@@ -486,11 +490,11 @@ mod tests {
     fn plan_keeps_attached_here_and_never_takes_anothers() {
         let attached = |id: &str, clusters: &[&str], instance: &str| {
             let mut v = etcd_volume(id, clusters);
-            v.state = "in-use".into();
+            v.state = VolumeState::InUse;
             v.attachment = Some(VolumeAttachment {
                 instance_id: instance.into(),
                 device: "/dev/xvdu".into(),
-                state: "attached".into(),
+                state: AttachmentState::Attached,
                 attach_time: None,
             });
             v
@@ -530,13 +534,18 @@ mod tests {
         assert_eq!(ids(&volumes), ["both", "events", "cilium"]);
     }
 
-    fn attached_here(id: &str, key: &str, state: &str, since: Option<Duration>) -> EtcdVolume {
+    fn attached_here(
+        id: &str,
+        key: &str,
+        state: AttachmentState,
+        since: Option<Duration>,
+    ) -> EtcdVolume {
         let mut v = etcd_volume(id, &[key]);
-        v.state = "in-use".into();
+        v.state = VolumeState::InUse;
         v.attachment = Some(VolumeAttachment {
             instance_id: "i-me".into(),
             device: "/dev/xvdu".into(),
-            state: state.into(),
+            state,
             attach_time: since.map(|d| SystemTime::UNIX_EPOCH + Duration::from_secs(10_000) - d),
         });
         v
@@ -546,9 +555,9 @@ mod tests {
     fn a_second_volume_of_one_key_is_detached_unless_mounted() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(10_000);
         let volumes = [
-            attached_here("vol-a", "main", "attached", None),
-            attached_here("vol-b", "main", "attached", None),
-            attached_here("vol-c", "events", "attached", None),
+            attached_here("vol-a", "main", AttachmentState::Attached, None),
+            attached_here("vol-b", "main", AttachmentState::Attached, None),
+            attached_here("vol-c", "events", AttachmentState::Attached, None),
         ];
         // Neither mounted: the lowest id is kept.
         let plan = plan_claims(&volumes, "i-me", &BTreeSet::new(), now);
@@ -568,8 +577,13 @@ mod tests {
         );
         // A fully attached one before one still attaching.
         let volumes = [
-            attached_here("vol-a", "main", "attaching", Some(Duration::from_secs(5))),
-            attached_here("vol-b", "main", "attached", None),
+            attached_here(
+                "vol-a",
+                "main",
+                AttachmentState::Attaching,
+                Some(Duration::from_secs(5)),
+            ),
+            attached_here("vol-b", "main", AttachmentState::Attached, None),
         ];
         let plan = plan_claims(&volumes, "i-me", &BTreeSet::new(), now);
         assert_eq!(
@@ -582,11 +596,16 @@ mod tests {
     fn an_attachment_stuck_attaching_is_given_up_after_90_seconds() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(10_000);
         let volumes = [
-            attached_here("vol-a", "main", "attaching", Some(Duration::from_secs(91))),
+            attached_here(
+                "vol-a",
+                "main",
+                AttachmentState::Attaching,
+                Some(Duration::from_secs(91)),
+            ),
             attached_here(
                 "vol-b",
                 "events",
-                "attaching",
+                AttachmentState::Attaching,
                 Some(Duration::from_secs(30)),
             ),
         ];
@@ -594,7 +613,7 @@ mod tests {
         assert_eq!(ids(&plan.stuck), ["vol-a"]);
         assert_eq!(ids(&plan.kept), ["vol-b"]);
         // Measured from this run's own request when the cloud gives no time.
-        let fresh = attached_here("vol-c", "main", "attaching", None);
+        let fresh = attached_here("vol-c", "main", AttachmentState::Attaching, None);
         let attachment = fresh.attachment.as_ref().unwrap();
         assert!(!attachment_stuck(attachment, Some(now), now));
         assert!(attachment_stuck(
@@ -603,7 +622,7 @@ mod tests {
             now
         ));
         // Another instance's detaching attachment is not ours to keep or claim.
-        let mut detaching = attached_here("vol-d", "main", "detaching", None);
+        let mut detaching = attached_here("vol-d", "main", AttachmentState::Detaching, None);
         detaching.attachment.as_mut().unwrap().instance_id = "i-old".into();
         let plan = plan_claims(&[detaching], "i-me", &BTreeSet::new(), now);
         assert!(plan.kept.is_empty() && plan.candidates.is_empty());

@@ -9,6 +9,7 @@ use anyhow::Result;
 
 use crate::apply::attach::{attach, wait_attached, Attached};
 use crate::cloud::AccessDenied;
+use crate::cloud::AttachmentState;
 use crate::error::NotReady;
 use crate::paths::volume_mountpoint;
 use crate::plan::mounts::mounted_at;
@@ -96,7 +97,11 @@ pub async fn run(
     let mut waiting: Vec<String> = plan
         .kept
         .iter()
-        .filter(|v| v.attachment.as_ref().is_some_and(|a| a.state != "attached"))
+        .filter(|v| {
+            v.attachment
+                .as_ref()
+                .is_some_and(|a| a.state != AttachmentState::Attached)
+        })
         .map(|v| v.id.clone())
         .collect();
     if plan

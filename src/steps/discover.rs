@@ -28,7 +28,7 @@ pub async fn run(
         report.volumes.push(VolumeReport {
             id: volume.id.clone(),
             zone: volume.zone.clone(),
-            state: volume.state.clone(),
+            state: volume.state.as_str().to_owned(),
             attached_to: volume.attachment.as_ref().map(|a| a.instance_id.clone()),
             device: volume.attachment.as_ref().map(|a| a.device.clone()),
             mountpoint: mounted.then(|| mountpoint.display().to_string()),

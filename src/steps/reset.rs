@@ -14,6 +14,7 @@ use anyhow::{Context as _, Result};
 use crate::apply::hosts::{read_hosts, write_hosts};
 use crate::apply::route53::release;
 use crate::apply::{blockdev, files};
+use crate::cloud::AttachmentState;
 use crate::error::NotReady;
 use crate::paths::{HOSTS_FILE, STATE_FILE};
 use crate::plan::files::{plan_removal, plan_restore, FileChange, FileFact};
@@ -127,11 +128,9 @@ async fn node_volumes(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Resul
         let instance_id = snapshot.identity().await?.instance_id.clone();
         for volume in snapshot.volumes_here().await? {
             // A detach under way is as good as done: asking again would be refused.
-            if volume
-                .attachment
-                .as_ref()
-                .is_some_and(|a| a.instance_id == instance_id && a.state != "detaching")
-            {
+            if volume.attachment.as_ref().is_some_and(|a| {
+                a.instance_id == instance_id && a.state != AttachmentState::Detaching
+            }) {
                 attached.insert(volume.id);
             }
         }

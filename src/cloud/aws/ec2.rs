@@ -11,8 +11,8 @@ use aws_sdk_ec2::types::Filter;
 
 use super::{aws_error, required, CallCounter};
 use crate::cloud::{
-    tags, AttachOutcome, CloudVolume, InstanceApi, InstanceInfo, InstanceVolume, VolumeApi,
-    VolumeAttachment, VolumeQuery,
+    tags, AttachOutcome, AttachmentState, CloudVolume, InstanceApi, InstanceInfo, InstanceVolume,
+    VolumeApi, VolumeAttachment, VolumeQuery, VolumeState,
 };
 
 /// Largest page `DescribeVolumes` allows; with server-side filters one page is the normal case.
@@ -61,6 +61,12 @@ fn filter(name: impl Into<String>, value: impl Into<String>) -> Filter {
     Filter::builder().name(name).values(value).build()
 }
 
+/// An attachment state from EC2's word in `answer`; another word is an error.
+fn attachment_state(word: &str, answer: &str) -> Result<AttachmentState> {
+    AttachmentState::parse(word)
+        .ok_or_else(|| anyhow!("{answer} gave the attachment state `{word}`, none of EC2's"))
+}
+
 fn volume_from_sdk(volume: &aws_sdk_ec2::types::Volume) -> Result<CloudVolume> {
     const ANSWER: &str = "ec2:DescribeVolumes";
     let id = required(volume.volume_id(), "VolumeId", ANSWER)?;
@@ -72,7 +78,7 @@ fn volume_from_sdk(volume: &aws_sdk_ec2::types::Volume) -> Result<CloudVolume> {
             Ok(VolumeAttachment {
                 instance_id: required(a.instance_id(), "InstanceId", &answer)?.to_owned(),
                 device: required(a.device(), "Device", &answer)?.to_owned(),
-                state: required(a.state(), "State", &answer)?.as_str().to_owned(),
+                state: attachment_state(required(a.state(), "State", &answer)?.as_str(), &answer)?,
                 attach_time: a
                     .attach_time()
                     .and_then(|t| std::time::SystemTime::try_from(*t).ok()),
@@ -82,9 +88,11 @@ fn volume_from_sdk(volume: &aws_sdk_ec2::types::Volume) -> Result<CloudVolume> {
     Ok(CloudVolume {
         id: id.to_owned(),
         zone: required(volume.availability_zone(), "AvailabilityZone", &answer)?.to_owned(),
-        state: required(volume.state(), "State", &answer)?
-            .as_str()
-            .to_owned(),
+        state: {
+            let word = required(volume.state(), "State", &answer)?.as_str();
+            VolumeState::parse(word)
+                .ok_or_else(|| anyhow!("{answer} gave the volume state `{word}`, none of EC2's"))?
+        },
         attachments,
         snapshot_id: volume
             .snapshot_id()
@@ -326,9 +334,10 @@ fn instance_volumes(instance: &aws_sdk_ec2::types::Instance) -> Result<Vec<Insta
                 .to_owned(),
             volume_id: required(ebs.volume_id(), "BlockDeviceMappings.Ebs.VolumeId", op)?
                 .to_owned(),
-            status: required(ebs.status(), "BlockDeviceMappings.Ebs.Status", op)?
-                .as_str()
-                .to_owned(),
+            status: attachment_state(
+                required(ebs.status(), "BlockDeviceMappings.Ebs.Status", op)?.as_str(),
+                op,
+            )?,
         });
     }
     volumes.sort();
