@@ -1,4 +1,7 @@
 //! The command line: global flags (each with its `PROTOKUBE_*` variable) and the subcommands.
+// The doc comments here are the command line's help text (clap shows them as written, with
+// `<root>` and `[default: …]`), not rustdoc: rustdoc's HTML and link checks do not apply.
+#![allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -805,7 +808,9 @@ mod tests {
     #[test]
     fn every_flag_reads_its_protokube_variable() {
         let command = Cli::command();
-        let subcommand_args = command.get_subcommands().flat_map(|c| c.get_arguments());
+        let subcommand_args = command
+            .get_subcommands()
+            .flat_map(clap::Command::get_arguments);
         for arg in command.get_arguments().chain(subcommand_args) {
             if arg.is_positional() || ["help", "version"].contains(&arg.get_id().as_str()) {
                 continue;

@@ -9,7 +9,7 @@ use anyhow::{Context as _, Result};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 /// How long the daemon waits between runs (the old daemon's loop).
-pub const INTERVAL: Duration = Duration::from_secs(60);
+pub const INTERVAL: Duration = Duration::from_mins(1);
 
 /// The pause between runs, cut short by a stop signal. The signals are caught from creation
 /// on, so one that arrives during a run lets the run finish and is seen at the next wait: a

@@ -210,7 +210,7 @@ mod tests {
             if self.unreachable {
                 return Err(anyhow!("connection refused"));
             }
-            Ok(self.items.get(path).map(|v| v.to_string()))
+            Ok(self.items.get(path).map(std::string::ToString::to_string))
         }
     }
 

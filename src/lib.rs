@@ -132,7 +132,7 @@ pub fn conclude(
     }
     match result {
         Err(err) if cli.global.log_format == logging::LogFormat::Json => {
-            last_line!(error, "{}", error_message(err))
+            last_line!(error, "{}", error_message(err));
         }
         Err(err) => eprintln!("{}", error_line(err)),
         Ok(()) => last_line!(info, "run finished"),

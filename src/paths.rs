@@ -159,7 +159,7 @@ fn resolve_under(root: &Path, base: &Path, path: &Path) -> Result<PathBuf> {
             continue;
         }
         let next = resolved.join(&name);
-        match std::fs::symlink_metadata(&next) {
+        match fs_err::symlink_metadata(&next) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 links += 1;
                 if links > MAX_LINKS {

@@ -205,7 +205,7 @@ impl Settings {
                 .and_then(|ports| {
                     check_api_server_etcd_ports(doc.spec.kube_api_server.as_ref(), &ports)
                 })
-                .and_then(|_| {
+                .and_then(|()| {
                     clusters
                         .iter()
                         .try_for_each(|c| etcd_image(&flags.etcd, clusters, &c.name).map(drop))
@@ -516,7 +516,7 @@ mod tests {
     fn flags() -> Flags {
         Flags {
             root: "/".into(),
-            timeout: Duration::from_secs(60),
+            timeout: Duration::from_mins(1),
             ..Default::default()
         }
     }

@@ -160,9 +160,10 @@ impl<'a> Snapshot<'a> {
     pub async fn discovery(&mut self) -> Result<&Discovery> {
         if self.discovery.is_none() {
             let query = self.volume_query().await?;
-            let found = match self.volumes_left {
-                true => Vec::new(),
-                false => self.clients().await?.volumes.find_volumes(&query).await?,
+            let found = if self.volumes_left {
+                Vec::new()
+            } else {
+                self.clients().await?.volumes.find_volumes(&query).await?
             };
             self.record_volume_answer(&query, found);
         }

@@ -165,16 +165,13 @@ impl ClusterSpec {
 
     /// A kubelet setting on this node: `masterKubelet`'s on control-plane nodes, else `kubelet`'s.
     pub fn kubelet_setting(&self, master: bool, key: &str) -> Option<&serde_yaml::Value> {
-        fn get<'a>(section: &'a Option<Mapping>, key: &str) -> Option<&'a serde_yaml::Value> {
-            section
-                .as_ref()
-                .and_then(|s| s.get(key))
-                .filter(|v| !v.is_null())
+        fn get<'a>(section: Option<&'a Mapping>, key: &str) -> Option<&'a serde_yaml::Value> {
+            section.and_then(|s| s.get(key)).filter(|v| !v.is_null())
         }
         master
-            .then(|| get(&self.master_kubelet, key))
+            .then(|| get(self.master_kubelet.as_ref(), key))
             .flatten()
-            .or_else(|| get(&self.kubelet, key))
+            .or_else(|| get(self.kubelet.as_ref(), key))
     }
 }
 

@@ -150,7 +150,10 @@ fn set(name: &str, t: &str, values: &[&str]) -> RecordSet {
         name: name.into(),
         record_type: t.into(),
         ttl: Some(60),
-        values: values.iter().map(|v| v.to_string()).collect(),
+        values: values
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect(),
         alias: false,
     }
 }

@@ -232,7 +232,7 @@ fn a_record_edited_behind_protokubes_back_is_mended_by_the_next_full_check() {
             node.zone_id.as_ref().unwrap(),
             &[(name.to_owned(), "A", vec!["192.0.2.99".to_owned()])],
         )
-        .await
+        .await;
     });
     // Within the interval the answer is unchanged: the edit is not seen yet.
     assert_eq!(

@@ -44,8 +44,7 @@ fn extra_sections(command: &clap::Command, siblings: &[String]) -> String {
             let env = a.get_env()?.to_string_lossy().into_owned();
             let flag = a
                 .get_long()
-                .map(|l| format!("--{l}"))
-                .unwrap_or_else(|| a.get_id().to_string());
+                .map_or_else(|| a.get_id().to_string(), |l| format!("--{l}"));
             Some((env, flag))
         })
         .collect();

@@ -35,7 +35,7 @@ fn seed_records(bed: &Bed, sets: &[(String, &str, Vec<String>)]) {
             bed.zone_id.as_ref().unwrap(),
             sets,
         )
-        .await
+        .await;
     });
     bed.moto().reset_operations();
 }
@@ -95,7 +95,11 @@ fn etcd_manager_s_volumes_pods_and_names_are_left_to_it() {
         )
         .unwrap();
     }
-    let mounts_before = bed.disks.iter().map(|d| d.mounted_at()).collect::<Vec<_>>();
+    let mounts_before = bed
+        .disks
+        .iter()
+        .map(support::block::LoopDevice::mounted_at)
+        .collect::<Vec<_>>();
     bed.moto().reset_operations();
 
     for (command, code) in [
@@ -150,7 +154,11 @@ fn etcd_manager_s_volumes_pods_and_names_are_left_to_it() {
             "{mutating}: {operations:?}"
         );
     }
-    let mounts_after = bed.disks.iter().map(|d| d.mounted_at()).collect::<Vec<_>>();
+    let mounts_after = bed
+        .disks
+        .iter()
+        .map(support::block::LoopDevice::mounted_at)
+        .collect::<Vec<_>>();
     assert_eq!(mounts_before, mounts_after);
     for volume in &bed.volumes {
         let data = std::fs::read_to_string(bed.root.mountpoint(volume).join("etcd-manager-data"));
@@ -395,7 +403,11 @@ fn an_irsa_master_mounts_without_the_formatted_tag() {
         !operations.iter().any(|o| ROUTE53.contains(&o.as_str())),
         "{operations:?}"
     );
-    let uuids: Vec<String> = bed.disks.iter().map(|d| d.uuid()).collect();
+    let uuids: Vec<String> = bed
+        .disks
+        .iter()
+        .map(support::block::LoopDevice::uuid)
+        .collect();
     let converged = run();
     assert_eq!(converged.code, 0, "{converged:#?}");
     let report = converged.json();
@@ -403,7 +415,10 @@ fn an_irsa_master_mounts_without_the_formatted_tag() {
     assert!(warnings(&report).is_empty(), "{report:#}");
     assert!(!report.to_string().contains("\"format\""));
     assert_eq!(
-        bed.disks.iter().map(|d| d.uuid()).collect::<Vec<_>>(),
+        bed.disks
+            .iter()
+            .map(support::block::LoopDevice::uuid)
+            .collect::<Vec<_>>(),
         uuids
     );
     // A third run after the volumes are unmounted (a reboot) mounts them again, formats nothing.
@@ -414,7 +429,10 @@ fn an_irsa_master_mounts_without_the_formatted_tag() {
     assert_eq!(rebooted.code, 0, "{rebooted:#?}");
     assert!(!rebooted.stdout.contains("\"format\""), "{rebooted:#?}");
     assert_eq!(
-        bed.disks.iter().map(|d| d.uuid()).collect::<Vec<_>>(),
+        bed.disks
+            .iter()
+            .map(support::block::LoopDevice::uuid)
+            .collect::<Vec<_>>(),
         uuids
     );
 }

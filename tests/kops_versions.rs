@@ -350,41 +350,38 @@ fn kops_1_36_gossip_unit_takes_the_role_and_cluster_from_the_instance_tags() {
         assert!(!first.contains("ERROR"), "{kind:?}: {first}");
         let hosts = std::fs::read_to_string(bed.root.join("/etc/hosts")).unwrap();
         let api_internal = format!("api.internal.{GOSSIP}");
-        match kind {
-            NodeKind::GossipMaster => {
-                assert!(
-                    hosts.contains(&format!("127.0.0.1\t{api_internal}")),
-                    "{hosts}"
-                );
-                // etcd-manager's names are its own.
-                assert!(!hosts.contains("etcd-"), "{hosts}");
-            }
-            _ => {
-                let master_ip = support::runtime().block_on(async {
-                    let ec2 = bed.moto().ec2(REGION).await;
-                    let masters = ec2
-                        .describe_instances()
-                        .filters(
-                            aws_sdk_ec2::types::Filter::builder()
-                                .name("tag-key")
-                                .values("k8s.io/role/master")
-                                .build(),
-                        )
-                        .send()
-                        .await
-                        .unwrap();
-                    masters.reservations()[0].instances()[0]
-                        .private_ip_address()
-                        .unwrap()
-                        .to_owned()
-                });
-                assert!(
-                    hosts.contains(&format!(
-                        "{master_ip}\t{api_internal} kops-controller.internal.{GOSSIP}"
-                    )),
-                    "{hosts}"
-                );
-            }
+        if kind == NodeKind::GossipMaster {
+            assert!(
+                hosts.contains(&format!("127.0.0.1\t{api_internal}")),
+                "{hosts}"
+            );
+            // etcd-manager's names are its own.
+            assert!(!hosts.contains("etcd-"), "{hosts}");
+        } else {
+            let master_ip = support::runtime().block_on(async {
+                let ec2 = bed.moto().ec2(REGION).await;
+                let masters = ec2
+                    .describe_instances()
+                    .filters(
+                        aws_sdk_ec2::types::Filter::builder()
+                            .name("tag-key")
+                            .values("k8s.io/role/master")
+                            .build(),
+                    )
+                    .send()
+                    .await
+                    .unwrap();
+                masters.reservations()[0].instances()[0]
+                    .private_ip_address()
+                    .unwrap()
+                    .to_owned()
+            });
+            assert!(
+                hosts.contains(&format!(
+                    "{master_ip}\t{api_internal} kops-controller.internal.{GOSSIP}"
+                )),
+                "{hosts}"
+            );
         }
         bed.moto().reset_operations();
         let second = start(2);

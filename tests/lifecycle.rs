@@ -45,7 +45,7 @@ fn put(node: &Bed, sets: &[(&str, &str, &[&str])]) {
             node.zone_id.as_ref().unwrap(),
             &sets,
         )
-        .await
+        .await;
     });
 }
 
@@ -78,7 +78,11 @@ fn reset_undoes_exactly_what_its_dry_run_lists_and_sync_brings_the_node_back() {
     assert_eq!(out.code, 0, "{out:#?}");
     let data = node.root.mountpoint(&node.volumes[0]).join("keep.txt");
     std::fs::write(&data, "etcd data").unwrap();
-    let uuids: Vec<String> = node.disks.iter().map(|d| d.uuid()).collect();
+    let uuids: Vec<String> = node
+        .disks
+        .iter()
+        .map(support::block::LoopDevice::uuid)
+        .collect();
     // Another master's name (owned), and a record that is not ours.
     let owner = owner();
     put(
@@ -159,7 +163,11 @@ fn reset_undoes_exactly_what_its_dry_run_lists_and_sync_brings_the_node_back() {
             .any(|(_, _, a)| a == "format"),
         "{back:#?}"
     );
-    let now: Vec<String> = node.disks.iter().map(|d| d.uuid()).collect();
+    let now: Vec<String> = node
+        .disks
+        .iter()
+        .map(support::block::LoopDevice::uuid)
+        .collect();
     assert_eq!(now, uuids);
     assert_eq!(std::fs::read_to_string(&data).unwrap(), "etcd data");
     assert_eq!(manifest_names(&node).len(), 6);

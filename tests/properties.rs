@@ -73,7 +73,7 @@ proptest! {
         let once = String::from_utf8(once).unwrap();
         prop_assert_eq!(once.matches(GUARD_BEGIN).count(), 1);
         prop_assert_eq!(once.matches(GUARD_END).count(), 1);
-        let tail = format!("{}\n", GUARD_END);
+        let tail = format!("{GUARD_END}\n");
         prop_assert!(once.ends_with(&tail));
         // Names with addresses are in the block; read back, they are what was asked.
         let expected: HostRecords = records
@@ -123,8 +123,8 @@ proptest! {
 
     #[test]
     fn go_durations_round_trip(nanos in -1_000_000_000_000_000i64..1_000_000_000_000_000i64) {
-        let text = protokube::plan::manifests::flags::format_go_duration(nanos as i128);
-        prop_assert_eq!(protokube::plan::manifests::flags::parse_go_duration(&text), Ok(nanos as i128));
+        let text = protokube::plan::manifests::flags::format_go_duration(i128::from(nanos));
+        prop_assert_eq!(protokube::plan::manifests::flags::parse_go_duration(&text), Ok(i128::from(nanos)));
     }
 
     #[test]

@@ -220,7 +220,7 @@ fn hostile_spec_strings_stay_inside_their_scalars() {
     .unwrap();
     doc["spec"]["kubeAPIServer"]["image"] = hostile_image.into();
     doc["spec"]["kubeScheduler"]["featureGates"] =
-        serde_yaml::from_str(&format!("{{{:?}: \"true\"}}", hostile_gate)).unwrap();
+        serde_yaml::from_str(&format!("{{{hostile_gate:?}: \"true\"}}")).unwrap();
     doc["spec"]["kubeProxy"]["clusterCIDR"] = "10.0.0.0/8\"\n    hostNetwork: false".into();
     let spec = root.join("/hostile.yaml");
     std::fs::write(&spec, serde_yaml::to_string(&doc).unwrap()).unwrap();
@@ -368,11 +368,7 @@ fn the_rendered_etcd_pod_runs_a_healthy_etcd() {
     // etcd wrote its data on the mounted volume, and its log through the pod's wrapper.
     assert!(etcd.data_host.join("member").exists());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while std::fs::metadata(&etcd.log_host)
-        .map(|m| m.len())
-        .unwrap_or(0)
-        == 0
-    {
+    while std::fs::metadata(&etcd.log_host).map_or(0, |m| m.len()) == 0 {
         assert!(
             std::time::Instant::now() < deadline,
             "nothing in the etcd log"

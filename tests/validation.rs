@@ -62,7 +62,7 @@ fn invalid_flags_and_derived_values_change_nothing() {
     let flag = |what, args: &[&str], code, needle| Case {
         what,
         spec: None,
-        args: args.iter().map(|a| a.to_string()).collect(),
+        args: args.iter().map(std::string::ToString::to_string).collect(),
         code,
         needle,
     };

@@ -367,10 +367,10 @@ fn namespace_id(path: &Path) -> Option<(u64, u64)> {
     let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
     // SAFETY: statfs on a valid C string into a zeroed struct it fills.
     let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(c_path.as_ptr(), &mut fs) } != 0 || fs.f_type != NSFS_MAGIC {
+    if unsafe { libc::statfs(c_path.as_ptr(), &raw mut fs) } != 0 || fs.f_type != NSFS_MAGIC {
         return None;
     }
-    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    fs_err::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// The host's mount namespace, when `--root` is the host's root seen from another one.
@@ -448,7 +448,7 @@ fn mount_in_namespace(namespace: &Path, source: &Path, target: &Path) -> Result<
     }
     let mut status = 0;
     // SAFETY: waiting for the child forked above.
-    if unsafe { libc::waitpid(pid, &mut status, 0) } != pid {
+    if unsafe { libc::waitpid(pid, &raw mut status, 0) } != pid {
         return Err(std::io::Error::last_os_error()).context("waiting for the mounting child");
     }
     match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
@@ -465,11 +465,11 @@ fn mount_in_namespace(namespace: &Path, source: &Path, target: &Path) -> Result<
 /// `fuser -m` finds, read from `/proc` so it works across mount namespaces.
 pub fn users_of(devno: (u32, u32)) -> Vec<String> {
     let own = std::process::id().to_string();
-    let Ok(procs) = std::fs::read_dir("/proc") else {
+    let Ok(procs) = fs_err::read_dir("/proc") else {
         return Vec::new();
     };
     let on_device =
-        |path: &Path| std::fs::metadata(path).is_ok_and(|m| split_devno(m.dev()) == devno);
+        |path: &Path| fs_err::metadata(path).is_ok_and(|m| split_devno(m.dev()) == devno);
     let maps_device = format!("{:02x}:{:02x}", devno.0, devno.1);
     let mut users = Vec::new();
     for entry in procs.flatten() {
@@ -482,18 +482,17 @@ pub fn users_of(devno: (u32, u32)) -> Vec<String> {
             .iter()
             .any(|link| on_device(&dir.join(link)));
         if !uses {
-            uses = std::fs::read_dir(dir.join("fd"))
-                .map(|fds| fds.flatten().any(|fd| on_device(&fd.path())))
-                .unwrap_or(false);
+            uses = fs_err::read_dir(dir.join("fd"))
+                .is_ok_and(|fds| fds.flatten().any(|fd| on_device(&fd.path())));
         }
         if !uses {
-            uses = std::fs::read_to_string(dir.join("maps")).is_ok_and(|maps| {
+            uses = fs_err::read_to_string(dir.join("maps")).is_ok_and(|maps| {
                 maps.lines()
                     .any(|l| l.split_whitespace().nth(3) == Some(maps_device.as_str()))
             });
         }
         if uses {
-            let command = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+            let command = fs_err::read_to_string(dir.join("comm")).unwrap_or_default();
             users.push(format!("{pid} ({})", command.trim()));
         }
     }
@@ -524,7 +523,7 @@ pub fn filesystem_and_device_size(path: &Path) -> Result<(u64, u64)> {
 /// `CAP_SYS_RESOURCE` (containers and some units drop it).
 pub fn may_grow_online() -> bool {
     const CAP_SYS_RESOURCE: u32 = 24;
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+    fs_err::read_to_string("/proc/self/status").is_ok_and(|status| {
         status
             .lines()
             .find_map(|l| l.strip_prefix("CapEff:"))

@@ -31,17 +31,17 @@ pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) ->
     // and not even listed.
     let owns_etcd = steps::announce_etcd_owner(settings, &mut snapshot, report)?;
     // A master asks the cloud once while its last full check holds (DESIGN §8).
-    let verify = match settings.master {
-        true => Some(steps::verify::begin(settings, &mut snapshot).await?),
-        false => None,
+    let verify = if settings.master {
+        Some(steps::verify::begin(settings, &mut snapshot).await?)
+    } else {
+        None
     };
-    let claimed = match owns_etcd {
-        true => {
-            let claimed = steps::claim::run(settings, &mut snapshot, report).await?;
-            steps::mount::run(settings, &mut snapshot, report).await?;
-            claimed
-        }
-        false => steps::claim::Claimed::default(),
+    let claimed = if owns_etcd {
+        let claimed = steps::claim::run(settings, &mut snapshot, report).await?;
+        steps::mount::run(settings, &mut snapshot, report).await?;
+        claimed
+    } else {
+        steps::claim::Claimed::default()
     };
     steps::render::run(settings, &mut snapshot, report).await?;
     if settings.legacy && settings.master && !owns_etcd && cluster.dns == DnsProvider::Route53 {

@@ -75,7 +75,7 @@ pub fn update_hosts(content: &[u8], records: &HostRecords) -> Vec<u8> {
     let mut block: Vec<String> = by_address
         .into_iter()
         .map(|(address, mut names)| {
-            names.sort();
+            names.sort_unstable();
             format!("{address}\t{}", names.join(" "))
         })
         .collect();
@@ -253,13 +253,15 @@ pub fn plan_hosts(
         .partition(|(name, _)| names.manages(name) || desired.iter().any(|d| &d.name == name));
     let wanted = hosts_records(desired, &current);
     let show = |a: Option<&Vec<IpAddr>>| {
-        a.map(|a| {
-            a.iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .unwrap_or_else(|| "none".to_owned())
+        a.map_or_else(
+            || "none".to_owned(),
+            |a| {
+                a.iter()
+                    .map(std::string::ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            },
+        )
     };
     let names: BTreeSet<&String> = current.keys().chain(wanted.keys()).collect();
     let mut changes = Vec::new();

@@ -322,7 +322,7 @@ mod tests {
             .unwrap_or_else(|| panic!("{name}: {records:#?}"))
             .addresses
             .iter()
-            .map(|a| a.to_string())
+            .map(std::string::ToString::to_string)
             .collect()
     }
 

@@ -123,7 +123,11 @@ pub struct NameOutcome {
 impl NameOutcome {
     /// A name that stands as desired.
     pub fn unchanged(record: &DesiredRecord) -> Self {
-        let addresses: Vec<String> = record.addresses.iter().map(|a| a.to_string()).collect();
+        let addresses: Vec<String> = record
+            .addresses
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect();
         Self {
             name: record.name.clone(),
             action: Action::Unchanged,
@@ -208,7 +212,11 @@ pub fn plan_zone(
             .flatten()
             .flat_map(|set| set.values.clone())
             .collect();
-        let wanted: Vec<String> = record.addresses.iter().map(|a| a.to_string()).collect();
+        let wanted: Vec<String> = record
+            .addresses
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect();
         let mut outcome = NameOutcome {
             name: record.name.clone(),
             action: Action::Unchanged,
@@ -274,7 +282,7 @@ pub fn plan_zone(
                 .addresses
                 .iter()
                 .filter(|a| a.is_ipv6() == v6)
-                .map(|a| a.to_string())
+                .map(std::string::ToString::to_string)
                 .collect()
         };
         let before = changes.len();
@@ -489,7 +497,10 @@ mod tests {
             name: name.into(),
             record_type: t.into(),
             ttl: Some(TTL),
-            values: values.iter().map(|v| v.to_string()).collect(),
+            values: values
+                .iter()
+                .map(std::string::ToString::to_string)
+                .collect(),
             alias: false,
         }
     }

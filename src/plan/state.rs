@@ -79,11 +79,16 @@ mod rfc3339 {
     use serde::{de::Error as _, Deserialize, Deserializer, Serializer};
     use std::time::SystemTime;
 
-    pub fn serialize<S: Serializer>(at: &SystemTime, serializer: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(
+        at: &SystemTime,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
         serializer.collect_str(&humantime::format_rfc3339_seconds(*at))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<SystemTime, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<SystemTime, D::Error> {
         let text = String::deserialize(deserializer)?;
         humantime::parse_rfc3339_weak(&text).map_err(D::Error::custom)
     }
@@ -142,7 +147,7 @@ mod tests {
             "{text}"
         );
         let verified = Verified {
-            at: std::time::UNIX_EPOCH + std::time::Duration::from_secs(86_400),
+            at: std::time::UNIX_EPOCH + std::time::Duration::from_hours(24),
             masters: vec![],
             volumes: vec![],
             published: vec![],

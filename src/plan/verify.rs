@@ -233,7 +233,7 @@ mod tests {
     #[test]
     fn a_full_check_is_due_without_a_record_after_the_interval_and_with_interval_zero() {
         let record = converged();
-        let minute = Duration::from_secs(60);
+        let minute = Duration::from_mins(1);
         assert_eq!(due(Some(&record), record.at + minute, 15 * minute), None);
         let late = due(Some(&record), record.at + 16 * minute, 15 * minute).unwrap();
         assert_eq!(late, "last verified 16m ago (--verify-interval 15m)");

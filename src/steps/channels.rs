@@ -55,7 +55,9 @@ pub async fn run(settings: &Settings, report: &mut Report) -> Result<()> {
                 failed.push(format!("`{channel}` ({})", run.status));
             }
             Err(err) => {
-                all_not_ready &= err.chain().any(|c| c.is::<NotReady>());
+                all_not_ready &= err
+                    .chain()
+                    .any(<dyn std::error::Error + 'static>::is::<NotReady>);
                 tracing::error!("{err:#}");
                 failed.push(format!("`{channel}` ({err:#})"));
             }
@@ -70,8 +72,9 @@ pub async fn run(settings: &Settings, report: &mut Report) -> Result<()> {
         tool.display(),
         failed.join(", ")
     );
-    Err(match all_not_ready {
-        true => NotReady(message).into(),
-        false => anyhow!(message),
+    Err(if all_not_ready {
+        NotReady(message).into()
+    } else {
+        anyhow!(message)
     })
 }

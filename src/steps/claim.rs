@@ -210,7 +210,11 @@ async fn detach(
         .await
     {
         Ok(()) => {}
-        Err(err) if err.chain().any(|c| c.is::<AccessDenied>()) => {
+        Err(err)
+            if err
+                .chain()
+                .any(<dyn std::error::Error + 'static>::is::<AccessDenied>) =>
+        {
             report.warn(format!(
                 "volume `{}` should be detached ({why}) but the cloud refused: {err:#}",
                 volume.id

@@ -45,7 +45,11 @@ pub async fn run(
                     set(&last_reason, format!("node `{node}` is not registered yet"));
                     Ok(None)
                 }
-                Err(err) if err.chain().any(|c| c.is::<NotReady>()) => {
+                Err(err)
+                    if err
+                        .chain()
+                        .any(<dyn std::error::Error + 'static>::is::<NotReady>) =>
+                {
                     set(&last_reason, format!("{err:#}"));
                     Ok(None)
                 }

@@ -176,7 +176,12 @@ fn not_ready_warned_in_legacy(
     report: &mut Report,
 ) -> Result<()> {
     match result {
-        Err(err) if settings.legacy && err.chain().any(|c| c.is::<crate::error::NotReady>()) => {
+        Err(err)
+            if settings.legacy
+                && err
+                    .chain()
+                    .any(<dyn std::error::Error + 'static>::is::<crate::error::NotReady>) =>
+        {
             report.warn(format!("{err:#}; the next run tries again"));
             Ok(())
         }

@@ -190,7 +190,7 @@ async fn mount_device(
     }
     match decision {
         DeviceDecision::Format(reason) => {
-            format_volume(settings, snapshot, volume, device, reason, untagged, report).await?
+            format_volume(settings, snapshot, volume, device, reason, untagged, report).await?;
         }
         DeviceDecision::CheckAndMount { uuid, unfinished } => match blockdev::fsck(&device.path) {
             Ok(result) => {
@@ -233,7 +233,7 @@ async fn mount_device(
                     untagged,
                     report,
                 )
-                .await?
+                .await?;
             }
             Err(err) => return Err(err),
         },
@@ -339,7 +339,11 @@ async fn tag_formatted(
             intent::clear(&settings.root, &volume.id)?;
             Ok(true)
         }
-        Err(err) if err.chain().any(|c| c.is::<AccessDenied>()) => {
+        Err(err)
+            if err
+                .chain()
+                .any(<dyn std::error::Error + 'static>::is::<AccessDenied>) =>
+        {
             tracing::debug!("tagging `{}`: {err:#}", volume.id);
             intent::record_formatted(&settings.root, &volume.id, device, uuid)?;
             untagged.push(format!("`{}` (ext4 UUID {uuid})", volume.id));

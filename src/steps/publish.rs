@@ -24,9 +24,10 @@ pub async fn run(
     let cluster = snapshot.cluster().await?;
     match cluster.dns {
         DnsProvider::None => {
-            match &cluster.dns_note {
-                Some(note) => tracing::info!("{note}"),
-                None => tracing::info!("--dns none: nothing to publish"),
+            if let Some(note) = &cluster.dns_note {
+                tracing::info!("{note}");
+            } else {
+                tracing::info!("--dns none: nothing to publish");
             }
             return Ok(());
         }

@@ -50,7 +50,7 @@ pub async fn begin(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<V
                          check of {}",
                         humantime::format_rfc3339_seconds(recorded.at)
                     );
-                    snapshot.trust(recorded).await?
+                    snapshot.trust(recorded).await?;
                 }
                 Check::Full(_) => {
                     snapshot.discovery().await?;

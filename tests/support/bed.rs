@@ -6,13 +6,13 @@
 use super::block::{LoopDevice, TestRoot};
 use super::{fixture, seed, ImdsServer, Moto, Protokube, RunOutput};
 
-pub const REGION: &str = "us-east-1";
-pub const HA: &str = "ha.example.com";
-pub const GOSSIP: &str = "minimal.k8s.local";
+pub(crate) const REGION: &str = "us-east-1";
+pub(crate) const HA: &str = "ha.example.com";
+pub(crate) const GOSSIP: &str = "minimal.k8s.local";
 
 /// What kind of node a bed is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NodeKind {
+pub(crate) enum NodeKind {
     /// Master `a` of `ha.example.com` (members a, b, c of `main` and `events` in three zones),
     /// hosted zone `example.com`.
     HaMaster,
@@ -25,7 +25,7 @@ pub enum NodeKind {
 }
 
 /// One node and its world.
-pub struct Bed {
+pub(crate) struct Bed {
     pub kind: NodeKind,
     pub moto: Option<Moto>,
     pub imds: Option<ImdsServer>,
@@ -41,7 +41,7 @@ pub struct Bed {
 }
 
 impl Bed {
-    pub fn new(kind: NodeKind) -> Self {
+    pub(crate) fn new(kind: NodeKind) -> Self {
         if kind == NodeKind::Route53Worker {
             return Self {
                 kind,
@@ -125,7 +125,7 @@ impl Bed {
     }
 
     /// The cluster spec this node runs with.
-    pub fn spec(&self) -> std::path::PathBuf {
+    pub(crate) fn spec(&self) -> std::path::PathBuf {
         let spec = match self.kind {
             NodeKind::HaMaster => "ha.yaml",
             NodeKind::GossipMaster | NodeKind::GossipWorker => "minimal_gossip.yaml",
@@ -135,12 +135,12 @@ impl Bed {
     }
 
     /// `protokube <command> -o json` as this node, with `extra` flags (`-o`, `--timeout` and `--root` in them win).
-    pub fn run(&self, command: &str, extra: &[&str]) -> RunOutput {
+    pub(crate) fn run(&self, command: &str, extra: &[&str]) -> RunOutput {
         self.run_with_spec(command, &self.spec(), extra)
     }
 
     /// [`Bed::run`] with another cluster spec.
-    pub fn run_with_spec(
+    pub(crate) fn run_with_spec(
         &self,
         command: &str,
         spec: &std::path::Path,
@@ -150,12 +150,17 @@ impl Bed {
     }
 
     /// The `protokube` invocation of [`Bed::run_with_spec`], to adjust before running.
-    pub fn command(&self, command: &str, spec: &std::path::Path, extra: &[&str]) -> Protokube {
+    pub(crate) fn command(
+        &self,
+        command: &str,
+        spec: &std::path::Path,
+        extra: &[&str],
+    ) -> Protokube {
         self.command_under(&[], command, spec, extra)
     }
 
     /// [`Bed::command`] started by `wrapper` (see [`Protokube::under`]).
-    pub fn command_under(
+    pub(crate) fn command_under(
         &self,
         wrapper: &[&str],
         command: &str,
@@ -192,13 +197,13 @@ impl Bed {
     }
 
     /// The emulator (panics for a node without cloud).
-    pub fn moto(&self) -> &Moto {
+    pub(crate) fn moto(&self) -> &Moto {
         self.moto.as_ref().expect("this node has no cloud")
     }
 }
 
 /// The set of (kind, target, action) of a report's changes.
-pub fn change_set(
+pub(crate) fn change_set(
     report: &serde_json::Value,
 ) -> std::collections::BTreeSet<(String, String, String)> {
     report["changes"]

@@ -20,7 +20,7 @@ fn run(program: &str, args: &[&str]) -> String {
 }
 
 /// Unmounts everything mounted at or below `dir`, deepest first.
-pub fn unmount_below(dir: &Path) {
+pub(crate) fn unmount_below(dir: &Path) {
     let prefix = dir.to_string_lossy().into_owned();
     let mut targets: Vec<String> = mount_points()
         .into_iter()
@@ -34,7 +34,7 @@ pub fn unmount_below(dir: &Path) {
 }
 
 /// (major:minor, mount point) of every mount.
-pub fn mount_points() -> Vec<(String, String)> {
+pub(crate) fn mount_points() -> Vec<(String, String)> {
     std::fs::read_to_string("/proc/self/mountinfo")
         .unwrap()
         .lines()
@@ -49,7 +49,7 @@ pub fn mount_points() -> Vec<(String, String)> {
 }
 
 /// A loop device over a file of `size_mib` MiB.
-pub struct LoopDevice {
+pub(crate) struct LoopDevice {
     pub path: PathBuf,
     pub backing: PathBuf,
     _dir: tempfile::TempDir,
@@ -57,7 +57,7 @@ pub struct LoopDevice {
 
 impl LoopDevice {
     /// A blank (all zeros, sparse) device.
-    pub fn blank(size_mib: u64) -> Self {
+    pub(crate) fn blank(size_mib: u64) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let backing = dir.path().join("disk.img");
         let file = std::fs::File::create(&backing).unwrap();
@@ -73,7 +73,7 @@ impl LoopDevice {
     }
 
     /// `major:minor` as in mountinfo.
-    pub fn devno(&self) -> String {
+    pub(crate) fn devno(&self) -> String {
         let rdev = std::fs::metadata(&self.path).unwrap().rdev();
         let major = ((rdev >> 8) & 0xfff) | ((rdev >> 32) & !0xfff);
         let minor = (rdev & 0xff) | ((rdev >> 12) & !0xff);
@@ -81,7 +81,7 @@ impl LoopDevice {
     }
 
     /// Where this device is mounted now.
-    pub fn mounted_at(&self) -> Vec<String> {
+    pub(crate) fn mounted_at(&self) -> Vec<String> {
         let devno = self.devno();
         mount_points()
             .into_iter()
@@ -91,7 +91,7 @@ impl LoopDevice {
     }
 
     /// A digest of every byte of the device (to prove it was left untouched).
-    pub fn digest(&self) -> u64 {
+    pub(crate) fn digest(&self) -> u64 {
         use std::hash::Hasher as _;
         use std::io::Read as _;
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
@@ -108,7 +108,7 @@ impl LoopDevice {
     }
 
     /// `blkid -p` TYPE of the device, if any.
-    pub fn fs_type(&self) -> Option<String> {
+    pub(crate) fn fs_type(&self) -> Option<String> {
         let output = Command::new("blkid")
             .args(["-p", "-o", "value", "-s", "TYPE"])
             .arg(&self.path)
@@ -119,7 +119,7 @@ impl LoopDevice {
     }
 
     /// Formats it ext4 and writes `files` (relative path → content) into it.
-    pub fn make_ext4_with(&self, files: &[(&str, &str)]) {
+    pub(crate) fn make_ext4_with(&self, files: &[(&str, &str)]) {
         run("mkfs.ext4", &["-q", self.path.to_str().unwrap()]);
         let mnt = tempfile::tempdir().unwrap();
         run(
@@ -135,7 +135,7 @@ impl LoopDevice {
     }
 
     /// Writes an MBR (dos) partition table with one 16 MiB partition, as `sfdisk` does.
-    pub fn write_partition_table(&self) {
+    pub(crate) fn write_partition_table(&self) {
         use std::io::Write as _;
         let mut child = Command::new("sfdisk")
             .args(["--quiet", self.path_str()])
@@ -153,14 +153,14 @@ impl LoopDevice {
 
     /// Makes its ext4 one `fsck -a` refuses to repair (exit 4): the root directory's inode
     /// cleared, the filesystem marked as having errors (else preen mode skips it).
-    pub fn damage_ext4(&self) {
+    pub(crate) fn damage_ext4(&self) {
         for request in ["clri <2>", "ssv state 2"] {
             run("debugfs", &["-w", "-R", request, self.path_str()]);
         }
     }
 
     /// The filesystem UUID `blkid -p` reads, empty when none.
-    pub fn uuid(&self) -> String {
+    pub(crate) fn uuid(&self) -> String {
         let output = Command::new("blkid")
             .args(["-p", "-o", "value", "-s", "UUID"])
             .arg(&self.path)
@@ -170,7 +170,7 @@ impl LoopDevice {
     }
 
     /// Writes `bytes` at byte `offset` of the device.
-    pub fn write_at(&self, offset: u64, bytes: &[u8]) {
+    pub(crate) fn write_at(&self, offset: u64, bytes: &[u8]) {
         use std::os::unix::fs::FileExt as _;
         let file = std::fs::OpenOptions::new()
             .write(true)
@@ -181,13 +181,13 @@ impl LoopDevice {
     }
 
     /// Runs `program args… <device>`, which must succeed.
-    pub fn run_on(&self, program: &str, args: &[&str]) {
+    pub(crate) fn run_on(&self, program: &str, args: &[&str]) {
         let mut all: Vec<&str> = args.to_vec();
         all.push(self.path_str());
         run(program, &all);
     }
 
-    pub fn path_str(&self) -> &str {
+    pub(crate) fn path_str(&self) -> &str {
         self.path.to_str().unwrap()
     }
 }
@@ -202,22 +202,22 @@ impl Drop for LoopDevice {
 }
 
 /// A temporary `--root`; unmounts whatever is mounted below it when dropped.
-pub struct TestRoot {
+pub(crate) struct TestRoot {
     dir: tempfile::TempDir,
 }
 
 impl TestRoot {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             dir: tempfile::tempdir().unwrap(),
         }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    pub fn join(&self, host_path: &str) -> PathBuf {
+    pub(crate) fn join(&self, host_path: &str) -> PathBuf {
         self.dir.path().join(host_path.trim_start_matches('/'))
     }
 
@@ -225,10 +225,10 @@ impl TestRoot {
     /// `/dev/nvme<N>n1` (a device node with `device`'s numbers), the udev by-id link to it
     /// (`../../nvme<N>n1`), and the controller serial in sysfs naming the volume. Returns the
     /// namespace's name.
-    pub fn link_by_id(&self, volume_id: &str, device: &Path) -> String {
-        let index = (1..)
+    pub(crate) fn link_by_id(&self, volume_id: &str, device: &Path) -> String {
+        let index = (1..1000)
             .find(|n| !self.join(&format!("/dev/nvme{n}n1")).exists())
-            .unwrap();
+            .expect("a free nvme name under the test root");
         let name = format!("nvme{index}n1");
         self.device_node(&format!("/dev/{name}"), device);
         let link = self.join(&format!(
@@ -245,7 +245,7 @@ impl TestRoot {
 
     /// A block device node at `host_path` under the root (e.g. `/dev/xvdu`) with `device`'s
     /// major and minor numbers: the same disk under another name.
-    pub fn device_node(&self, host_path: &str, device: &Path) {
+    pub(crate) fn device_node(&self, host_path: &str, device: &Path) {
         let path = self.join(host_path);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         let rdev = std::fs::metadata(device).unwrap().rdev();
@@ -261,7 +261,7 @@ impl TestRoot {
         );
     }
 
-    pub fn mountpoint(&self, volume_id: &str) -> PathBuf {
+    pub(crate) fn mountpoint(&self, volume_id: &str) -> PathBuf {
         self.join(&format!("/mnt/master-{volume_id}"))
     }
 }

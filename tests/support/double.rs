@@ -11,12 +11,12 @@ use protokube::cloud::{
 };
 
 /// The clients a test gives; the ones it leaves out fail when used.
-pub struct DoubleCloud {
+pub(crate) struct DoubleCloud {
     clients: CloudClients,
 }
 
 impl DoubleCloud {
-    pub fn with_volumes(volumes: Arc<dyn VolumeApi>) -> Self {
+    pub(crate) fn with_volumes(volumes: Arc<dyn VolumeApi>) -> Self {
         Self {
             clients: CloudClients {
                 volumes,
@@ -26,7 +26,7 @@ impl DoubleCloud {
         }
     }
 
-    pub fn with_dns(dns: Arc<dyn DnsApi>) -> Self {
+    pub(crate) fn with_dns(dns: Arc<dyn DnsApi>) -> Self {
         Self {
             clients: CloudClients {
                 volumes: Arc::new(Absent),

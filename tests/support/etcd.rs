@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 
 use super::block::TestRoot;
 
-pub struct EtcdPod {
+pub(crate) struct EtcdPod {
     /// The pod as rendered.
     pub pod: serde_yaml::Value,
     /// Host paths (under the root) of the data directory and the log file.
@@ -20,7 +20,7 @@ impl EtcdPod {
     /// Starts the pod of `manifest` (host paths taken under `root`). `hosts_file` is bound over
     /// `/etc/hosts` (not needed in a network namespace: `ip netns exec` binds
     /// `/etc/netns/<name>/hosts`). Output of the wrapper goes to `stderr`.
-    pub fn start(
+    pub(crate) fn start(
         manifest: &Path,
         root: &TestRoot,
         netns: Option<&str>,
@@ -100,7 +100,7 @@ impl EtcdPod {
     }
 
     /// Port and path of the pod's HTTP liveness probe.
-    pub fn probe(&self) -> (u16, String) {
+    pub(crate) fn probe(&self) -> (u16, String) {
         let probe = &self.pod["spec"]["containers"][0]["livenessProbe"]["httpGet"];
         (
             probe["port"].as_u64().unwrap() as u16,
@@ -108,7 +108,7 @@ impl EtcdPod {
         )
     }
 
-    pub fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         self.kill();
     }
 

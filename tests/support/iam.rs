@@ -8,7 +8,7 @@ use super::moto::{python, Moto};
 
 /// Temporary credentials of an assumed role.
 #[derive(Clone, Debug)]
-pub struct Credentials {
+pub(crate) struct Credentials {
     pub key: String,
     pub secret: String,
     pub token: String,
@@ -31,7 +31,7 @@ print(json.dumps({"key": c["AccessKeyId"], "secret": c["SecretAccessKey"], "toke
 
 /// kOps' policy `name` (e.g. `ha.masters`) as real AWS and the emulator write it: partition
 /// `aws`, and the cluster's hosted zone `Z1AFAKE1ZON3YO` replaced by `zone_id`.
-pub fn kops_policy(name: &str, zone_id: Option<&str>) -> serde_json::Value {
+pub(crate) fn kops_policy(name: &str, zone_id: Option<&str>) -> serde_json::Value {
     let text = std::fs::read_to_string(super::fixture(&format!("iam/{name}.json")))
         .unwrap()
         .replace("aws-test", "aws");
@@ -43,7 +43,7 @@ pub fn kops_policy(name: &str, zone_id: Option<&str>) -> serde_json::Value {
 }
 
 /// `policy` without `permission` (e.g. `ec2:DescribeVolumes`) in any statement.
-pub fn without(policy: &serde_json::Value, permission: &str) -> serde_json::Value {
+pub(crate) fn without(policy: &serde_json::Value, permission: &str) -> serde_json::Value {
     let mut policy = policy.clone();
     let statements = policy["Statement"].as_array_mut().unwrap();
     for statement in statements.iter_mut() {
@@ -59,7 +59,7 @@ pub fn without(policy: &serde_json::Value, permission: &str) -> serde_json::Valu
 
 /// A role `name` with `policy`, and the temporary credentials of a session in it. Call before
 /// [`Moto::enforce_iam`].
-pub fn role_credentials(moto: &Moto, name: &str, policy: &serde_json::Value) -> Credentials {
+pub(crate) fn role_credentials(moto: &Moto, name: &str, policy: &serde_json::Value) -> Credentials {
     let out = Command::new(python())
         .args(["-c", SETUP, &moto.endpoint(), name, &policy.to_string()])
         .output()

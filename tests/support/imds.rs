@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 
 const TOKEN: &str = "in-test-imds-token";
 
-pub struct ImdsServer {
+pub(crate) struct ImdsServer {
     address: std::net::SocketAddr,
     stop: Arc<AtomicBool>,
     requests: Arc<Mutex<Vec<String>>>,
@@ -19,12 +19,12 @@ pub struct ImdsServer {
 
 impl ImdsServer {
     /// Serves `items`: paths under `/latest/meta-data/` → values; other paths answer 404.
-    pub fn start(items: &[(&str, &str)]) -> Self {
+    pub(crate) fn start(items: &[(&str, &str)]) -> Self {
         Self::serve_on(TcpListener::bind("127.0.0.1:0").unwrap(), items)
     }
 
     /// Serves `items` on `listener` (which may belong to another network namespace).
-    pub fn serve_on(listener: TcpListener, items: &[(&str, &str)]) -> Self {
+    pub(crate) fn serve_on(listener: TcpListener, items: &[(&str, &str)]) -> Self {
         let items: BTreeMap<String, String> = items
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -57,7 +57,12 @@ impl ImdsServer {
     }
 
     /// A metadata service for an instance.
-    pub fn for_instance(instance_id: &str, zone: &str, region: &str, private_ip: &str) -> Self {
+    pub(crate) fn for_instance(
+        instance_id: &str,
+        zone: &str,
+        region: &str,
+        private_ip: &str,
+    ) -> Self {
         Self::start(&[
             ("instance-id", instance_id),
             ("placement/availability-zone", zone),
@@ -66,12 +71,12 @@ impl ImdsServer {
         ])
     }
 
-    pub fn endpoint(&self) -> String {
+    pub(crate) fn endpoint(&self) -> String {
         format!("http://{}/", self.address)
     }
 
     /// `METHOD path` of every request served so far.
-    pub fn requests(&self) -> Vec<String> {
+    pub(crate) fn requests(&self) -> Vec<String> {
         self.requests.lock().unwrap().clone()
     }
 }
@@ -124,9 +129,7 @@ fn serve(
             None => ("400 Bad Request", String::new(), String::new()),
         }
     } else if method == "GET" {
-        if headers.get("x-aws-ec2-metadata-token").map(String::as_str) != Some(TOKEN) {
-            ("401 Unauthorized", String::new(), String::new())
-        } else {
+        if headers.get("x-aws-ec2-metadata-token").map(String::as_str) == Some(TOKEN) {
             match path
                 .strip_prefix("/latest/meta-data/")
                 .and_then(|p| items.get(p))
@@ -134,6 +137,8 @@ fn serve(
                 Some(value) => ("200 OK", String::new(), value.clone()),
                 None => ("404 Not Found", String::new(), String::new()),
             }
+        } else {
+            ("401 Unauthorized", String::new(), String::new())
         }
     } else {
         ("405 Method Not Allowed", String::new(), String::new())

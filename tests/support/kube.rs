@@ -12,7 +12,7 @@ use super::block::TestRoot;
 use super::moto::python;
 
 /// The certificates of a test cluster: CA, the API server's (127.0.0.1), a client's.
-pub struct Certs {
+pub(crate) struct Certs {
     pub dir: tempfile::TempDir,
 }
 
@@ -29,7 +29,7 @@ fn openssl(args: &[&str]) {
 }
 
 impl Certs {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let p = |name: &str| dir.path().join(name).display().to_string();
         let ec = [
@@ -107,7 +107,7 @@ impl Certs {
 
     /// Writes the kubeconfig nodeup writes for protokube, pointing at `port` on 127.0.0.1, at
     /// `<root>/var/lib/kops/kubeconfig`; with `client` false, without a client certificate.
-    pub fn write_kubeconfig(&self, root: &TestRoot, port: u16, client: bool) -> PathBuf {
+    pub(crate) fn write_kubeconfig(&self, root: &TestRoot, port: u16, client: bool) -> PathBuf {
         let user = if client {
             format!(
                 "    client-certificate-data: {}\n    client-key-data: {}\n",
@@ -133,7 +133,7 @@ impl Certs {
 }
 
 /// The stand-in API server; killed when dropped.
-pub struct KubeApi {
+pub(crate) struct KubeApi {
     child: Child,
     pub port: u16,
     pub nodes: PathBuf,
@@ -143,7 +143,7 @@ pub struct KubeApi {
 
 impl KubeApi {
     /// Starts the server with the given certificates and no node registered.
-    pub fn start(certs: &Certs) -> Self {
+    pub(crate) fn start(certs: &Certs) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let (nodes, log) = (
             dir.path().join("nodes.json"),
@@ -180,7 +180,7 @@ impl KubeApi {
     }
 
     /// Registers node `name` with `labels`.
-    pub fn register(&self, name: &str, labels: &[(&str, &str)]) {
+    pub(crate) fn register(&self, name: &str, labels: &[(&str, &str)]) {
         let mut nodes: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&self.nodes).unwrap()).unwrap();
         nodes[name] = labels
@@ -192,14 +192,14 @@ impl KubeApi {
     }
 
     /// The labels of node `name` now.
-    pub fn labels(&self, name: &str) -> std::collections::BTreeMap<String, String> {
+    pub(crate) fn labels(&self, name: &str) -> std::collections::BTreeMap<String, String> {
         let nodes: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&self.nodes).unwrap()).unwrap();
         serde_json::from_value(nodes[name].clone()).unwrap_or_default()
     }
 
     /// Every request served so far.
-    pub fn requests(&self) -> Vec<serde_json::Value> {
+    pub(crate) fn requests(&self) -> Vec<serde_json::Value> {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
@@ -208,7 +208,7 @@ impl KubeApi {
     }
 
     /// The PATCH requests served so far.
-    pub fn patches(&self) -> Vec<serde_json::Value> {
+    pub(crate) fn patches(&self) -> Vec<serde_json::Value> {
         self.requests()
             .into_iter()
             .filter(|r| r["method"] == "PATCH")
@@ -224,7 +224,7 @@ impl Drop for KubeApi {
 }
 
 /// A free 127.0.0.1 port nothing listens on.
-pub fn closed_port() -> u16 {
+pub(crate) fn closed_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.local_addr().unwrap().port()
 }
@@ -232,7 +232,7 @@ pub fn closed_port() -> u16 {
 /// Installs the recording stand-in of kOps' channels tool at `<root>/opt/kops/bin/channels`:
 /// each run appends its arguments and its `KUBECONFIG` to the returned log; a channel whose URL
 /// contains `fail` fails (exit 1), any other says `No update required`.
-pub fn install_channels_tool(root: &TestRoot) -> PathBuf {
+pub(crate) fn install_channels_tool(root: &TestRoot) -> PathBuf {
     let log = root.join("/var/log/channels-tool.log");
     std::fs::create_dir_all(log.parent().unwrap()).unwrap();
     let tool = root.join("/opt/kops/bin/channels");

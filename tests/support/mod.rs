@@ -4,26 +4,26 @@
 
 #![allow(dead_code)]
 
-pub mod bed;
-pub mod block;
-pub mod double;
-pub mod etcd;
-pub mod iam;
-pub mod imds;
-pub mod kube;
-pub mod moto;
-pub mod node;
-pub mod seed;
+pub(crate) mod bed;
+pub(crate) mod block;
+pub(crate) mod double;
+pub(crate) mod etcd;
+pub(crate) mod iam;
+pub(crate) mod imds;
+pub(crate) mod kube;
+pub(crate) mod moto;
+pub(crate) mod node;
+pub(crate) mod seed;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub use imds::ImdsServer;
-pub use moto::Moto;
+pub(crate) use imds::ImdsServer;
+pub(crate) use moto::Moto;
 
 /// The completed cluster specs in `tests/fixtures/kops/cluster-completed/`, by file stem.
-pub const COMPLETED_SPECS: [&str; 8] = [
+pub(crate) const COMPLETED_SPECS: [&str; 8] = [
     "complex",
     "ha",
     "many-addons-ccm-irsa",
@@ -36,13 +36,14 @@ pub const COMPLETED_SPECS: [&str; 8] = [
 
 /// The ExecStart line kOps' nodeup (v1.30.3) writes into `protokube.service`, for its test
 /// cluster `minimal.example.com` (`reference/README.md` §Invocation).
-pub const NODEUP_EXEC_START: &str = "/opt/kops/bin/protokube --bootstrap-master-node-labels=true \
+pub(crate) const NODEUP_EXEC_START: &str =
+    "/opt/kops/bin/protokube --bootstrap-master-node-labels=true \
      --cloud=aws --cluster-id=minimal.example.com --containerized=false \
      --dns-internal-suffix=.internal.minimal.example.com --master=true \
      --node-name=master.hostname.invalid --v=4 --zone=*/Z1AFAKE1ZON3YO";
 
 /// Reference data copied from kOps (see `tests/fixtures/kops/README.md`).
-pub fn fixture(path: &str) -> PathBuf {
+pub(crate) fn fixture(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/kops")
         .join(path)
@@ -50,7 +51,12 @@ pub fn fixture(path: &str) -> PathBuf {
 
 /// A copy of the reference spec `base` (e.g. `ha.yaml`) with one field set: `path` is a list of
 /// keys; the file is written in `dir`.
-pub fn spec_with(dir: &Path, base: &str, path: &[&str], value: serde_yaml::Value) -> PathBuf {
+pub(crate) fn spec_with(
+    dir: &Path,
+    base: &str,
+    path: &[&str],
+    value: serde_yaml::Value,
+) -> PathBuf {
     let mut doc: serde_yaml::Value = serde_yaml::from_str(
         &std::fs::read_to_string(fixture(&format!("cluster-completed/{base}"))).unwrap(),
     )
@@ -71,14 +77,14 @@ pub fn spec_with(dir: &Path, base: &str, path: &[&str], value: serde_yaml::Value
 
 /// What a finished `protokube` run left.
 #[derive(Debug)]
-pub struct RunOutput {
+pub(crate) struct RunOutput {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
 }
 
 impl RunOutput {
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
             panic!(
                 "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
@@ -88,7 +94,7 @@ impl RunOutput {
     }
 
     /// The stderr lines that are not log lines.
-    pub fn error_lines(&self) -> Vec<&str> {
+    pub(crate) fn error_lines(&self) -> Vec<&str> {
         self.stderr
             .lines()
             .filter(|l| l.starts_with("protokube: error:"))
@@ -98,18 +104,18 @@ impl RunOutput {
 
 /// A `protokube` invocation with a clean environment: no `PROTOKUBE_*` or `AWS_*` from the
 /// developer's shell, test credentials, and the emulator and metadata endpoints when given.
-pub struct Protokube {
+pub(crate) struct Protokube {
     command: Command,
 }
 
 impl Protokube {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::under(&[])
     }
 
     /// `protokube` started by `wrapper` (e.g. `["strace", "-o", "/dev/null", …]`), with the same
     /// clean environment.
-    pub fn under(wrapper: &[&str]) -> Self {
+    pub(crate) fn under(wrapper: &[&str]) -> Self {
         let mut command = match wrapper.split_first() {
             Some((program, args)) => {
                 let mut command = Command::new(program);
@@ -135,13 +141,13 @@ impl Protokube {
         Self { command }
     }
 
-    pub fn moto(mut self, moto: &Moto) -> Self {
+    pub(crate) fn moto(mut self, moto: &Moto) -> Self {
         self.command.env("AWS_ENDPOINT_URL", moto.endpoint());
         self
     }
 
     /// Runs with these temporary credentials instead of the emulator's test keys.
-    pub fn credentials(mut self, credentials: &iam::Credentials) -> Self {
+    pub(crate) fn credentials(mut self, credentials: &iam::Credentials) -> Self {
         self.command
             .env("AWS_ACCESS_KEY_ID", &credentials.key)
             .env("AWS_SECRET_ACCESS_KEY", &credentials.secret)
@@ -149,23 +155,23 @@ impl Protokube {
         self
     }
 
-    pub fn imds(mut self, imds: &ImdsServer) -> Self {
+    pub(crate) fn imds(mut self, imds: &ImdsServer) -> Self {
         self.command
             .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.endpoint());
         self
     }
 
-    pub fn env_remove(mut self, key: &str) -> Self {
+    pub(crate) fn env_remove(mut self, key: &str) -> Self {
         self.command.env_remove(key);
         self
     }
 
-    pub fn env(mut self, key: &str, value: impl AsRef<std::ffi::OsStr>) -> Self {
+    pub(crate) fn env(mut self, key: &str, value: impl AsRef<std::ffi::OsStr>) -> Self {
         self.command.env(key, value);
         self
     }
 
-    pub fn args<I, S>(mut self, args: I) -> Self
+    pub(crate) fn args<I, S>(mut self, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: AsRef<std::ffi::OsStr>,
@@ -174,18 +180,18 @@ impl Protokube {
         self
     }
 
-    pub fn current_dir(mut self, dir: &Path) -> Self {
+    pub(crate) fn current_dir(mut self, dir: &Path) -> Self {
         self.command.current_dir(dir);
         self
     }
 
-    pub fn arg_path(mut self, flag: &str, path: &Path) -> Self {
+    pub(crate) fn arg_path(mut self, flag: &str, path: &Path) -> Self {
         self.command.arg(flag).arg(path);
         self
     }
 
     /// Starts it (stdout and stderr discarded); the caller waits.
-    pub fn spawn(mut self) -> std::process::Child {
+    pub(crate) fn spawn(mut self) -> std::process::Child {
         self.command
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -194,7 +200,11 @@ impl Protokube {
     }
 
     /// Starts it with its output going to `stdout` and `stderr`; the caller waits.
-    pub fn spawn_to(mut self, stdout: std::fs::File, stderr: std::fs::File) -> std::process::Child {
+    pub(crate) fn spawn_to(
+        mut self,
+        stdout: std::fs::File,
+        stderr: std::fs::File,
+    ) -> std::process::Child {
         self.command
             .stdout(stdout)
             .stderr(stderr)
@@ -203,7 +213,7 @@ impl Protokube {
     }
 
     /// Runs to completion (killed after two minutes so a hang fails the test instead of CI).
-    pub fn run(mut self) -> RunOutput {
+    pub(crate) fn run(mut self) -> RunOutput {
         let dir = tempfile::tempdir().unwrap();
         let out_path = dir.path().join("stdout");
         let err_path = dir.path().join("stderr");
@@ -211,7 +221,7 @@ impl Protokube {
             .stdout(std::fs::File::create(&out_path).unwrap())
             .stderr(std::fs::File::create(&err_path).unwrap());
         let mut child = self.command.spawn().expect("spawning protokube");
-        let deadline = Instant::now() + Duration::from_secs(120);
+        let deadline = Instant::now() + Duration::from_mins(2);
         let status = loop {
             if let Some(status) = child.try_wait().unwrap() {
                 break status;
@@ -233,7 +243,7 @@ impl Protokube {
 }
 
 /// A current-thread runtime for seeding the emulator from synchronous tests.
-pub fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -9,12 +9,12 @@ use std::process::{Child, Command, Stdio};
 use aws_config::{BehaviorVersion, Region};
 
 /// A running emulator; killed when dropped.
-pub struct Moto {
+pub(crate) struct Moto {
     child: Child,
     port: u16,
 }
 
-pub fn python() -> PathBuf {
+pub(crate) fn python() -> PathBuf {
     if let Some(server) = std::env::var_os("PROTOKUBE_MOTO_SERVER") {
         // .../.venv/bin/moto_server -> .../.venv/bin/python
         return Path::new(&server).with_file_name("python");
@@ -29,7 +29,7 @@ pub fn python() -> PathBuf {
 }
 
 impl Moto {
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/moto_server.py");
         let mut child = Command::new(python())
             .arg(script)
@@ -50,7 +50,7 @@ impl Moto {
         Self { child, port }
     }
 
-    pub fn endpoint(&self) -> String {
+    pub(crate) fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
@@ -75,7 +75,7 @@ impl Moto {
     }
 
     /// The AWS operations the emulator has served since the last reset, e.g. `DescribeVolumes`.
-    pub fn operations(&self) -> Vec<String> {
+    pub(crate) fn operations(&self) -> Vec<String> {
         self.requests().iter().map(operation).collect()
     }
 
@@ -86,7 +86,7 @@ impl Moto {
 
     /// Each operation served since the last reset, with the operations that were still
     /// unanswered when it arrived (issued concurrently with it).
-    pub fn overlaps(&self) -> Vec<(String, Vec<String>)> {
+    pub(crate) fn overlaps(&self) -> Vec<(String, Vec<String>)> {
         self.requests()
             .iter()
             .map(|r| {
@@ -105,7 +105,7 @@ impl Moto {
 
     /// How many Route53 record-set requests with this HTTP method were served
     /// (`GET`: ListResourceRecordSets, `POST`: ChangeResourceRecordSets).
-    pub fn rrset_requests(&self, method: &str) -> usize {
+    pub(crate) fn rrset_requests(&self, method: &str) -> usize {
         self.operations()
             .iter()
             .filter(|o| o.starts_with(method) && o.ends_with("/rrset"))
@@ -115,7 +115,7 @@ impl Moto {
     /// Turns IAM enforcement on or off: moto's own for EC2 (`/moto-api/reset-auth`: it starts
     /// with the next request) and the layer's for what moto cannot judge (see
     /// `scripts/moto_server.py`). Seed first, then turn it on.
-    pub fn enforce_iam(&self, on: bool) {
+    pub(crate) fn enforce_iam(&self, on: bool) {
         let count = if on { "0" } else { "inf" };
         self.http_with_body("POST", "/moto-api/reset-auth", count);
         self.http_with_body(
@@ -126,7 +126,7 @@ impl Moto {
     }
 
     /// The operations IAM refused since the last reset.
-    pub fn denied(&self) -> Vec<String> {
+    pub(crate) fn denied(&self) -> Vec<String> {
         self.requests()
             .iter()
             .filter(|r| r["denied"] == true)
@@ -135,17 +135,17 @@ impl Moto {
     }
 
     /// Replaces the fault rules (see `scripts/moto_server.py`).
-    pub fn set_faults(&self, rules: serde_json::Value) {
+    pub(crate) fn set_faults(&self, rules: serde_json::Value) {
         self.http_with_body("POST", "/_protokube/faults", &rules.to_string());
     }
 
     /// Forgets the recorded requests.
-    pub fn reset_operations(&self) {
+    pub(crate) fn reset_operations(&self) {
         self.http("POST", "/_protokube/requests/reset");
     }
 
     /// An SDK configuration pointing at the emulator, for seeding.
-    pub async fn sdk_config(&self, region: &str) -> aws_config::SdkConfig {
+    pub(crate) async fn sdk_config(&self, region: &str) -> aws_config::SdkConfig {
         aws_config::defaults(BehaviorVersion::latest())
             .region(Region::new(region.to_owned()))
             .endpoint_url(self.endpoint())
@@ -156,11 +156,11 @@ impl Moto {
             .await
     }
 
-    pub async fn ec2(&self, region: &str) -> aws_sdk_ec2::Client {
+    pub(crate) async fn ec2(&self, region: &str) -> aws_sdk_ec2::Client {
         aws_sdk_ec2::Client::new(&self.sdk_config(region).await)
     }
 
-    pub async fn route53(&self) -> aws_sdk_route53::Client {
+    pub(crate) async fn route53(&self) -> aws_sdk_route53::Client {
         aws_sdk_route53::Client::new(&self.sdk_config("us-east-1").await)
     }
 }

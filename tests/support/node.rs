@@ -4,11 +4,11 @@
 use super::block::TestRoot;
 use super::{seed, ImdsServer, Moto, Protokube, RunOutput};
 
-pub const REGION: &str = "us-east-1";
-pub const ZONE: &str = "us-east-1a";
+pub(crate) const REGION: &str = "us-east-1";
+pub(crate) const ZONE: &str = "us-east-1a";
 
 /// One emulator, one node (instance + metadata service), one temporary root.
-pub struct Node {
+pub(crate) struct Node {
     pub moto: Moto,
     pub imds: ImdsServer,
     pub instance_id: String,
@@ -16,7 +16,7 @@ pub struct Node {
 }
 
 impl Node {
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let moto = Moto::start();
         let instance_id = super::runtime().block_on(async {
             let ec2 = moto.ec2(REGION).await;
@@ -31,7 +31,7 @@ impl Node {
         }
     }
 
-    pub fn etcd_volume(&self, cluster: &str, etcd: &[(&str, &str)]) -> String {
+    pub(crate) fn etcd_volume(&self, cluster: &str, etcd: &[(&str, &str)]) -> String {
         super::runtime().block_on(async {
             let ec2 = self.moto.ec2(REGION).await;
             seed::etcd_volume(&ec2, cluster, ZONE, etcd).await
@@ -39,7 +39,7 @@ impl Node {
     }
 
     /// An etcd volume with `extra` tags, created from a snapshot when `from_snapshot`.
-    pub fn etcd_volume_with(
+    pub(crate) fn etcd_volume_with(
         &self,
         cluster: &str,
         etcd: &[(&str, &str)],
@@ -48,21 +48,25 @@ impl Node {
     ) -> String {
         super::runtime().block_on(async {
             let ec2 = self.moto.ec2(REGION).await;
-            let snapshot = match from_snapshot {
-                true => Some(seed::snapshot(&ec2, ZONE).await),
-                false => None,
+            let snapshot = if from_snapshot {
+                Some(seed::snapshot(&ec2, ZONE).await)
+            } else {
+                None
             };
             seed::etcd_volume_with(&ec2, cluster, ZONE, etcd, extra, snapshot.as_deref()).await
         })
     }
 
     /// The volume's tags, as the emulator has them.
-    pub fn volume_tags(&self, volume_id: &str) -> std::collections::BTreeMap<String, String> {
+    pub(crate) fn volume_tags(
+        &self,
+        volume_id: &str,
+    ) -> std::collections::BTreeMap<String, String> {
         super::runtime()
             .block_on(async { seed::volume_tags(&self.moto.ec2(REGION).await, volume_id).await })
     }
 
-    pub fn mount(&self, cluster: &str, extra: &[&str]) -> RunOutput {
+    pub(crate) fn mount(&self, cluster: &str, extra: &[&str]) -> RunOutput {
         Protokube::new()
             .moto(&self.moto)
             .imds(&self.imds)
@@ -77,7 +81,7 @@ impl Node {
             .run()
     }
 
-    pub fn detach(&self, volume_id: &str) {
+    pub(crate) fn detach(&self, volume_id: &str) {
         super::runtime().block_on(async {
             let ec2 = self.moto.ec2(REGION).await;
             // moto needs the instance id (AWS does not).
@@ -91,7 +95,7 @@ impl Node {
     }
 
     /// (instance, device) of each attachment of the volume, as the emulator has it.
-    pub fn attachments(&self, volume_id: &str) -> Vec<(String, String)> {
+    pub(crate) fn attachments(&self, volume_id: &str) -> Vec<(String, String)> {
         super::runtime().block_on(async {
             let ec2 = self.moto.ec2(REGION).await;
             let out = ec2

@@ -3,7 +3,7 @@
 use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
 use aws_sdk_ec2::Client;
 
-pub fn tags(pairs: &[(&str, &str)]) -> Vec<Tag> {
+pub(crate) fn tags(pairs: &[(&str, &str)]) -> Vec<Tag> {
     pairs
         .iter()
         .map(|(k, v)| Tag::builder().key(*k).value(*v).build())
@@ -18,12 +18,12 @@ fn tag_spec(kind: ResourceType, pairs: &[(&str, &str)]) -> TagSpecification {
 }
 
 /// Creates a 20 GiB gp3 volume in `zone` with `tags`; returns its id.
-pub async fn volume(ec2: &Client, zone: &str, pairs: &[(&str, &str)]) -> String {
+pub(crate) async fn volume(ec2: &Client, zone: &str, pairs: &[(&str, &str)]) -> String {
     volume_from(ec2, zone, pairs, None).await
 }
 
 /// [`volume`], created from `snapshot` when given.
-pub async fn volume_from(
+pub(crate) async fn volume_from(
     ec2: &Client,
     zone: &str,
     pairs: &[(&str, &str)],
@@ -48,12 +48,17 @@ pub async fn volume_from(
 }
 
 /// Creates an etcd volume as kOps does; `etcd` lists (cluster key, tag value) pairs.
-pub async fn etcd_volume(ec2: &Client, cluster: &str, zone: &str, etcd: &[(&str, &str)]) -> String {
+pub(crate) async fn etcd_volume(
+    ec2: &Client,
+    cluster: &str,
+    zone: &str,
+    etcd: &[(&str, &str)],
+) -> String {
     etcd_volume_with(ec2, cluster, zone, etcd, &[], None).await
 }
 
 /// [`etcd_volume`] with `extra` tags, created from `snapshot` when given.
-pub async fn etcd_volume_with(
+pub(crate) async fn etcd_volume_with(
     ec2: &Client,
     cluster: &str,
     zone: &str,
@@ -80,7 +85,7 @@ pub async fn etcd_volume_with(
 }
 
 /// A snapshot of a fresh volume in `zone`; returns its id.
-pub async fn snapshot(ec2: &Client, zone: &str) -> String {
+pub(crate) async fn snapshot(ec2: &Client, zone: &str) -> String {
     let source = volume(ec2, zone, &[]).await;
     ec2.create_snapshot()
         .volume_id(source)
@@ -93,7 +98,7 @@ pub async fn snapshot(ec2: &Client, zone: &str) -> String {
 }
 
 /// The tags of a volume.
-pub async fn volume_tags(
+pub(crate) async fn volume_tags(
     ec2: &Client,
     volume_id: &str,
 ) -> std::collections::BTreeMap<String, String> {
@@ -116,7 +121,7 @@ pub async fn volume_tags(
 }
 
 /// Starts an instance in `zone` with `tags`; returns its id.
-pub async fn instance(ec2: &Client, zone: &str, pairs: &[(&str, &str)]) -> String {
+pub(crate) async fn instance(ec2: &Client, zone: &str, pairs: &[(&str, &str)]) -> String {
     let images = ec2.describe_images().send().await.expect("DescribeImages");
     let image = images.images()[0].image_id().unwrap().to_owned();
     let mut request = ec2
@@ -137,7 +142,7 @@ pub async fn instance(ec2: &Client, zone: &str, pairs: &[(&str, &str)]) -> Strin
     output.instances()[0].instance_id().unwrap().to_owned()
 }
 
-pub async fn attach(ec2: &Client, volume_id: &str, instance_id: &str, device: &str) {
+pub(crate) async fn attach(ec2: &Client, volume_id: &str, instance_id: &str, device: &str) {
     ec2.attach_volume()
         .volume_id(volume_id)
         .instance_id(instance_id)
@@ -148,7 +153,7 @@ pub async fn attach(ec2: &Client, volume_id: &str, instance_id: &str, device: &s
 }
 
 /// Creates a public hosted zone; returns its id (without `/hostedzone/`).
-pub async fn hosted_zone(route53: &aws_sdk_route53::Client, name: &str) -> String {
+pub(crate) async fn hosted_zone(route53: &aws_sdk_route53::Client, name: &str) -> String {
     let output = route53
         .create_hosted_zone()
         .name(name)
@@ -165,7 +170,7 @@ pub async fn hosted_zone(route53: &aws_sdk_route53::Client, name: &str) -> Strin
 }
 
 /// UPSERTs records: (name, type, values) with TTL 300, in batches of 500.
-pub async fn records(
+pub(crate) async fn records(
     route53: &aws_sdk_route53::Client,
     zone_id: &str,
     sets: &[(String, &str, Vec<String>)],
@@ -202,7 +207,7 @@ pub async fn records(
 }
 
 /// Every record set of the zone as (name without dot, type) -> (ttl, sorted values).
-pub async fn zone_records(
+pub(crate) async fn zone_records(
     route53: &aws_sdk_route53::Client,
     zone_id: &str,
 ) -> std::collections::BTreeMap<(String, String), (Option<i64>, Vec<String>)> {
@@ -243,7 +248,10 @@ pub async fn zone_records(
 }
 
 /// (private, public) addresses of an instance.
-pub async fn instance_addresses(ec2: &Client, instance_id: &str) -> (String, Option<String>) {
+pub(crate) async fn instance_addresses(
+    ec2: &Client,
+    instance_id: &str,
+) -> (String, Option<String>) {
     let out = ec2
         .describe_instances()
         .instance_ids(instance_id)
@@ -258,7 +266,11 @@ pub async fn instance_addresses(ec2: &Client, instance_id: &str) -> (String, Opt
 }
 
 /// A VPC with one subnet per (zone, CIDR); returns the subnet ids in order.
-pub async fn vpc_with_subnets(ec2: &Client, cidr: &str, subnets: &[(&str, &str)]) -> Vec<String> {
+pub(crate) async fn vpc_with_subnets(
+    ec2: &Client,
+    cidr: &str,
+    subnets: &[(&str, &str)],
+) -> Vec<String> {
     let vpc = ec2
         .create_vpc()
         .cidr_block(cidr)
@@ -286,7 +298,7 @@ pub async fn vpc_with_subnets(ec2: &Client, cidr: &str, subnets: &[(&str, &str)]
 }
 
 /// Starts an instance in `subnet` with a fixed private address; returns its id.
-pub async fn instance_at(
+pub(crate) async fn instance_at(
     ec2: &Client,
     subnet: &str,
     private_ip: &str,
@@ -296,7 +308,7 @@ pub async fn instance_at(
 }
 
 /// Starts an instance in `subnet`, with a fixed private address if given; returns its id.
-pub async fn instance_in(
+pub(crate) async fn instance_in(
     ec2: &Client,
     subnet: &str,
     private_ip: Option<&str>,
@@ -322,7 +334,7 @@ pub async fn instance_in(
 /// A VPC with an IPv6 block and two subnets: a dual-stack one (`10.0.1.0/24`,
 /// `2001:db8:0:2::/64`) in `dual_zone`, an IPv6-only one (`2001:db8:0:1::/64`) in `v6_zone`.
 /// Returns (dual-stack subnet, IPv6-only subnet).
-pub async fn ipv6_subnets(ec2: &Client, dual_zone: &str, v6_zone: &str) -> (String, String) {
+pub(crate) async fn ipv6_subnets(ec2: &Client, dual_zone: &str, v6_zone: &str) -> (String, String) {
     let vpc = ec2
         .create_vpc()
         .cidr_block("10.0.0.0/16")
@@ -351,7 +363,7 @@ pub async fn ipv6_subnets(ec2: &Client, dual_zone: &str, v6_zone: &str) -> (Stri
 }
 
 /// A VPC with one IPv6-only subnet per zone (`2001:db8:0:<n>::/64`, n from 1); their ids.
-pub async fn ipv6_only_subnets(ec2: &Client, zones: &[&str]) -> Vec<String> {
+pub(crate) async fn ipv6_only_subnets(ec2: &Client, zones: &[&str]) -> Vec<String> {
     let vpc = ec2
         .create_vpc()
         .cidr_block("10.0.0.0/16")
@@ -393,7 +405,7 @@ async fn created_subnet(
 
 /// Gives an instance's primary network interface the IPv6 address `address` (as EC2 does for
 /// an instance in a dual-stack subnet; moto keeps only addresses assigned this way).
-pub async fn assign_ipv6(ec2: &Client, instance_id: &str, address: &str) {
+pub(crate) async fn assign_ipv6(ec2: &Client, instance_id: &str, address: &str) {
     let out = ec2
         .describe_instances()
         .instance_ids(instance_id)

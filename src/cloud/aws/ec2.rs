@@ -48,7 +48,7 @@ impl Ec2 {
         output
             .reservations()
             .iter()
-            .flat_map(|r| r.instances())
+            .flat_map(aws_sdk_ec2::types::Reservation::instances)
             .find(|i| i.instance_id() == Some(instance_id))
             .cloned()
             .ok_or_else(|| {
@@ -182,9 +182,8 @@ impl VolumeApi for Ec2 {
             .dry_run(dry_run)
             .send()
             .await;
-        let err = match result {
-            Ok(_) => return Ok(AttachOutcome::Requested),
-            Err(err) => err,
+        let Err(err) = result else {
+            return Ok(AttachOutcome::Requested);
         };
         let code = err.code().unwrap_or_default().to_owned();
         let message = err.message().unwrap_or_default().to_owned();
@@ -300,7 +299,11 @@ impl InstanceApi for Ec2 {
             let page = page
                 .map_err(|e| aws_error(e, "ec2:DescribeInstances"))
                 .with_context(context)?;
-            for instance in page.reservations().iter().flat_map(|r| r.instances()) {
+            for instance in page
+                .reservations()
+                .iter()
+                .flat_map(aws_sdk_ec2::types::Reservation::instances)
+            {
                 let id = required(
                     instance.instance_id(),
                     "InstanceId",
@@ -352,11 +355,15 @@ fn instance_addresses(instance: &aws_sdk_ec2::types::Instance) -> (Vec<IpAddr>, 
     let mut private: Vec<IpAddr> = Vec::new();
     private.extend(parse(instance.private_ip_address()));
     private.extend(parse(instance.ipv6_address()));
-    let primary = instance
-        .network_interfaces()
-        .iter()
-        .find(|ni| ni.attachment().and_then(|a| a.device_index()) == Some(0));
-    for address in primary.map(|ni| ni.ipv6_addresses()).unwrap_or_default() {
+    let primary = instance.network_interfaces().iter().find(|ni| {
+        ni.attachment()
+            .and_then(aws_sdk_ec2::types::InstanceNetworkInterfaceAttachment::device_index)
+            == Some(0)
+    });
+    for address in primary
+        .map(aws_sdk_ec2::types::InstanceNetworkInterface::ipv6_addresses)
+        .unwrap_or_default()
+    {
         private.extend(parse(address.ipv6_address()));
     }
     private.sort();

@@ -38,7 +38,9 @@ fn zone_from_sdk(zone: &aws_sdk_route53::types::HostedZone) -> HostedZone {
     HostedZone {
         id: zone.id().trim_start_matches("/hostedzone/").to_owned(),
         name: normalize_dns_name(zone.name()),
-        private: zone.config().is_some_and(|c| c.private_zone()),
+        private: zone
+            .config()
+            .is_some_and(aws_sdk_route53::types::HostedZoneConfig::private_zone),
     }
 }
 
@@ -134,7 +136,7 @@ impl DnsApi for Route53 {
                 output.next_record_type(),
             ) {
                 (true, Some(name), Some(record_type)) => {
-                    start = Some((name.to_owned(), record_type.clone()))
+                    start = Some((name.to_owned(), record_type.clone()));
                 }
                 _ => return Ok(records),
             }

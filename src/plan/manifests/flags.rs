@@ -266,7 +266,7 @@ pub fn format_quantity(text: &str) -> Result<String, String> {
                 .parse()
                 .map_err(|_| "not a number".to_owned())?;
             let value = shifted * mantissa;
-            if value <= i64::MAX as i128 {
+            if value <= i128::from(i64::MAX) {
                 return Ok(decimal_string(
                     if parsed.positive { value } else { -value },
                     -scale,
@@ -306,9 +306,9 @@ pub fn format_quantity(text: &str) -> Result<String, String> {
         // apimachinery caps binary quantities at 2^63-1.
         return Ok(decimal_string(
             if parsed.positive {
-                i64::MAX as i128
+                i128::from(i64::MAX)
             } else {
-                -(i64::MAX as i128)
+                -i128::from(i64::MAX)
             },
             0,
         ));
@@ -495,7 +495,7 @@ pub fn parse_go_duration(text: &str) -> Result<i128, String> {
     } else {
         exact + total.round() as i128
     };
-    if nanos > i64::MAX as i128 {
+    if nanos > i128::from(i64::MAX) {
         return Err("too large".into());
     }
     Ok(if negative { -nanos } else { nanos })

@@ -294,7 +294,9 @@ pub fn render_all(
         return Ok(manifests);
     }
     match &inputs.spec.kube_proxy {
-        Some(section) if section.get("enabled").and_then(|v| v.as_bool()) == Some(false) => {
+        Some(section)
+            if section.get("enabled").and_then(serde_yaml::Value::as_bool) == Some(false) =>
+        {
             tracing::info!("kube-proxy is disabled in the spec (spec.kubeProxy.enabled: false)");
         }
         Some(_) if inputs.master && inputs.spec.isolate_masters == Some(true) => {

@@ -76,7 +76,7 @@ pub struct ComponentArgs {
 /// A component's spec section as nodeup edits it before building the flags.
 struct Section<'a> {
     table: &'a FlagTable,
-    table_section: &'static str,
+    flag_table_key: &'static str,
     path: &'static str,
     values: Mapping,
     warnings: Vec<String>,
@@ -85,13 +85,13 @@ struct Section<'a> {
 impl<'a> Section<'a> {
     fn new(
         table: &'a FlagTable,
-        table_section: &'static str,
+        flag_table_key: &'static str,
         path: &'static str,
         values: &Mapping,
     ) -> Self {
         Self {
             table,
-            table_section,
+            flag_table_key,
             path,
             values: values.clone(),
             warnings: Vec::new(),
@@ -180,12 +180,12 @@ impl<'a> Section<'a> {
     fn finish(self, added: &[String], trailing: Vec<String>) -> Result<ComponentArgs> {
         let Section {
             table,
-            table_section,
+            flag_table_key,
             path,
             values,
             mut warnings,
         } = self;
-        let mut flags = table.build(table_section, &values, path)?;
+        let mut flags = table.build(flag_table_key, &values, path)?;
         let spec_flags = flags.clone();
         flags.extend(added.iter().cloned());
         flags.sort();
@@ -195,7 +195,7 @@ impl<'a> Section<'a> {
                 continue;
             };
             let field = table
-                .section(table_section)
+                .section(flag_table_key)
                 .find(|f| f.flag.as_deref() == Some(name.trim_start_matches("--")))
                 .map_or_else(|| name.to_owned(), |f| format!("{path}.{}", f.key));
             let last = flags

@@ -108,14 +108,14 @@ pub fn quote_yaml(s: &str) -> String {
             '\t' => out.push_str("\\t"),
             '\0' => out.push_str("\\0"),
             c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
+                out.push_str(&format!("\\x{:02x}", c as u32));
             }
             c if ('\u{80}'..='\u{9f}').contains(&c)
                 || c == '\u{2028}'
                 || c == '\u{2029}'
                 || c == '\u{feff}' =>
             {
-                out.push_str(&format!("\\u{:04x}", c as u32))
+                out.push_str(&format!("\\u{:04x}", c as u32));
             }
             c => out.push(c),
         }
