@@ -46,6 +46,7 @@ fn volume_on(node: &Node, case: usize, disk: &LoopDevice) -> (String, String) {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn every_signature_kind_is_refused_and_left_byte_for_byte() {
     type Prepare = fn(&LoopDevice);
     // (kind, size in MiB, how to make it, what the refusal names)
@@ -167,6 +168,7 @@ fn every_signature_kind_is_refused_and_left_byte_for_byte() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn data_blkid_cannot_see_is_refused() {
     // 800 KB at 5.1 MiB of a 64 MiB device: past the first 4 MiB, before the last 1 MiB.
     let disk = LoopDevice::blank(64);
@@ -185,6 +187,7 @@ fn data_blkid_cannot_see_is_refused() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn the_full_check_reads_what_samples_do_not() {
     // 1 GiB: the sampled check reads 64 MiB of it; 64 KiB of data half way between two of its
     // samples is found by --blank-check=full.
@@ -208,6 +211,7 @@ fn the_full_check_reads_what_samples_do_not() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn a_filesystem_whose_start_was_wiped_is_refused() {
     type Make = fn(&LoopDevice);
     let cases: [(&str, u64, Make, &str); 3] = [
@@ -244,6 +248,7 @@ fn a_filesystem_whose_start_was_wiped_is_refused() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn the_cloud_witness_refuses_a_formatted_or_restored_volume_without_a_filesystem() {
     let node = Node::start();
     // Tagged by protokube as formatted, but the device has no filesystem: never formatted again.
@@ -281,6 +286,7 @@ fn the_cloud_witness_refuses_a_formatted_or_restored_volume_without_a_filesystem
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn a_format_tags_the_volume_with_the_new_filesystems_uuid() {
     let disk = LoopDevice::blank(64);
     let node = Node::start();
@@ -304,6 +310,7 @@ fn a_format_tags_the_volume_with_the_new_filesystems_uuid() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn an_intent_record_reformats_only_what_its_own_mkfs_began() {
     let node = Node::start();
     let intent = |volume: &str, content: &str| {

@@ -87,6 +87,7 @@ impl Drop for Netns {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn the_ipv6_endpoint_mode_reaches_imds_at_its_ipv6_address() {
     let ns = Netns::new();
     let imds = ImdsServer::serve_on(

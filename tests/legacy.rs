@@ -63,6 +63,7 @@ fn master(disk: &LoopDevice) -> (Node, String, String) {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn nodeups_exec_start_runs_sync_until_sigterm() {
     let disk = LoopDevice::blank(64);
     let (node, volume, zone) = master(&disk);
@@ -143,6 +144,7 @@ fn nodeups_exec_start_runs_sync_until_sigterm() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn with_a_spec_from_the_environment_file_it_runs_the_whole_sync() {
     let disk = LoopDevice::blank(64);
     let (node, _volume, zone) = master(&disk);
@@ -200,6 +202,7 @@ fn a_cloud_other_than_aws_is_a_usage_error() {
 /// etcd volumes are its own: `sync` leaves them (and etcd) alone with a warning and still does
 /// the rest; `mount` refuses. Nothing is attached or formatted.
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn where_etcd_manager_runs_the_volumes_are_left_to_it() {
     let disk = LoopDevice::blank(64);
     let (node, volume, zone) = master(&disk);

@@ -30,6 +30,7 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
 const CLUSTER: &str = "c.example.com";
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn blank_volume_is_formatted_and_mounted_and_a_rerun_changes_nothing() {
     let disk = LoopDevice::blank(64);
     let node = Node::start();
@@ -106,6 +107,7 @@ fn blank_volume_is_formatted_and_mounted_and_a_rerun_changes_nothing() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn existing_ext4_is_checked_and_mounted_with_its_files() {
     let disk = LoopDevice::blank(64);
     disk.make_ext4_with(&[("var/etcd/data/member/snap/db", "etcd data")]);
@@ -128,6 +130,7 @@ fn existing_ext4_is_checked_and_mounted_with_its_files() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn unreadable_devices_are_refused() {
     // No device-mapper `error` target in this kernel: a loop device with nothing bound to it
     // (reads nothing) and a device node with no driver behind it (cannot be opened) stand in for
@@ -174,6 +177,7 @@ fn make_block_device_node(
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn of_two_main_volumes_exactly_one_is_claimed() {
     let disks = [LoopDevice::blank(64), LoopDevice::blank(64)];
     let node = Node::start();
@@ -201,6 +205,7 @@ fn of_two_main_volumes_exactly_one_is_claimed() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn dry_run_changes_nothing_and_says_what_it_would_do() {
     let disk = LoopDevice::blank(64);
     let node = Node::start();
@@ -288,6 +293,7 @@ fn without_master_nothing_is_mounted() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn ext4_that_fsck_cannot_repair_is_refused() {
     let disk = LoopDevice::blank(64);
     disk.make_ext4_with(&[("data", "x")]);
@@ -305,6 +311,7 @@ fn ext4_that_fsck_cannot_repair_is_refused() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn a_mount_point_holding_another_device_is_an_error() {
     let ours = LoopDevice::blank(64);
     ours.make_ext4_with(&[("ours", "1")]);
@@ -332,6 +339,7 @@ fn a_mount_point_holding_another_device_is_an_error() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn a_format_interrupted_by_a_kill_is_done_again_and_only_then() {
     let disk = LoopDevice::blank(64);
     // What a killed mkfs.ext4 leaves: data no probe recognises.

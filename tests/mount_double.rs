@@ -224,6 +224,7 @@ fn run(cloud: &Arc<StrictVolumes>, root: &TestRoot) -> (Result<Vec<String>>, Rep
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn another_node_winning_the_race_is_not_an_error() {
     let disk = LoopDevice::blank(32);
     let root = TestRoot::new();
@@ -254,6 +255,7 @@ fn another_node_winning_the_race_is_not_an_error() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn device_names_in_use_are_skipped() {
     let disk = LoopDevice::blank(32);
     let root = TestRoot::new();
@@ -326,6 +328,7 @@ fn a_device_that_never_appears_ends_in_not_ready() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn an_nvme_serial_naming_another_volume_is_refused() {
     let disk = LoopDevice::blank(32);
     let root = TestRoot::new();

@@ -321,6 +321,7 @@ fn dry_run_sends_nothing_and_reports_old_and_new() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn gossip_clusters_write_the_hosts_block_and_a_rerun_changes_nothing() {
     const GOSSIP: &str = "g.k8s.local";
     let moto = Moto::start();

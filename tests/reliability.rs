@@ -177,6 +177,7 @@ fn converge(bed: &Bed, context: &str) {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn sync_killed_at_random_moments_never_tears_a_file_and_the_next_run_converges() {
     let runs: usize = std::env::var("PROTOKUBE_KILL_RUNS")
         .ok()
@@ -216,6 +217,7 @@ fn sync_killed_at_random_moments_never_tears_a_file_and_the_next_run_converges()
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn aws_faults_at_a_high_rate_are_retried_or_fail_cleanly() {
     let bed = Bed::new();
     bed.reset();
@@ -284,6 +286,7 @@ fn child_named(parent: u32, name: &str) -> Option<u32> {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn a_killed_run_leaves_no_orphan_mkfs() {
     let node = support::node::Node::start();
     let disk = LoopDevice::blank(64);

@@ -50,6 +50,7 @@ fn mounted_master(disk: &LoopDevice) -> (Node, String) {
 }
 
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn a_master_gets_etcd_on_its_volume_and_the_control_plane() {
     let disk = LoopDevice::blank(64);
     let (node, volume) = mounted_master(&disk);
@@ -330,6 +331,7 @@ fn without_a_spec_it_says_what_to_pass() {
 /// Runs the rendered etcd pod's command and environment with Debian's etcd, the pod's volumes
 /// bind-mounted in a private mount namespace, and asks its liveness endpoint.
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn the_rendered_etcd_pod_runs_a_healthy_etcd() {
     // etcd preallocates a 64 MiB WAL: give it room (the file is sparse).
     let disk = LoopDevice::blank(512);
@@ -399,6 +401,7 @@ fn wait_healthy(etcd: &EtcdPod, wrapper_log: &Path) -> String {
 /// their own (cilium's 2382/4003, as kOps' etcd-manager gives it), valid, and a real etcd run
 /// from the cilium pod answers its health check.
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn cilium_etcd_gets_its_own_ports_and_runs() {
     let cluster = "three.example.com";
     let node = Node::start();
@@ -480,6 +483,7 @@ fn cilium_etcd_gets_its_own_ports_and_runs() {
 /// A master whose spec does not say which etcd to run fails naming the field, before anything
 /// is written.
 #[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn an_etcd_cluster_without_version_or_image_is_an_error_naming_the_field() {
     let disk = LoopDevice::blank(64);
     let (node, _volume) = mounted_master(&disk);
