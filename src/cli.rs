@@ -11,10 +11,93 @@ use clap::builder::BoolishValueParser;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::error::UsageError;
+use crate::logging::LogFormat;
 use crate::plan::blank::BlankCheck;
 use crate::plan::manifests::etcd::EtcdOptions;
 use crate::report::OutputFormat;
 use crate::settings::{DnsProvider, Flags, DEFAULT_KUBECONFIG};
+
+/// The values of the flags that take one of a few words, as clap parses and documents them;
+/// each maps onto the domain's own type (clap stays in this file).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputArg {
+    #[default]
+    Text,
+    Json,
+    Yaml,
+}
+
+impl From<OutputArg> for OutputFormat {
+    fn from(arg: OutputArg) -> Self {
+        match arg {
+            OutputArg::Text => Self::Text,
+            OutputArg::Json => Self::Json,
+            OutputArg::Yaml => Self::Yaml,
+        }
+    }
+}
+
+/// `--log-format`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormatArg {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line, for log shippers.
+    Json,
+}
+
+impl From<LogFormatArg> for LogFormat {
+    fn from(arg: LogFormatArg) -> Self {
+        match arg {
+            LogFormatArg::Text => Self::Text,
+            LogFormatArg::Json => Self::Json,
+        }
+    }
+}
+
+/// `--blank-check`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum BlankCheckArg {
+    /// The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all
+    /// (a device no larger is read whole).
+    #[default]
+    Sampled,
+    /// Every byte of the device.
+    Full,
+}
+
+impl From<BlankCheckArg> for BlankCheck {
+    fn from(arg: BlankCheckArg) -> Self {
+        match arg {
+            BlankCheckArg::Sampled => Self::Sampled,
+            BlankCheckArg::Full => Self::Full,
+        }
+    }
+}
+
+/// `--dns`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DnsArg {
+    /// Amazon Route53 hosted zones.
+    #[value(alias = "aws-route53")]
+    Route53,
+    /// The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters).
+    #[value(alias = "gossip")]
+    Hosts,
+    /// Publish nothing.
+    None,
+}
+
+impl From<DnsArg> for DnsProvider {
+    fn from(arg: DnsArg) -> Self {
+        match arg {
+            DnsArg::Route53 => Self::Route53,
+            DnsArg::Hosts => Self::Hosts,
+            DnsArg::None => Self::None,
+        }
+    }
+}
 
 /// Bring a Kubernetes control plane up on cloud machines before the Kubernetes API exists.
 ///
@@ -481,7 +564,7 @@ pub struct GlobalArgs {
 
     /// Where DNS records go [default: hosts for `.k8s.local` clusters, else route53].
     #[arg(long, global = true, value_enum, env = "PROTOKUBE_DNS")]
-    pub dns: Option<DnsProvider>,
+    pub dns: Option<DnsArg>,
 
     /// Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID`
     /// [default: spec.dnsZone, else the longest-suffix hosted zone].
@@ -520,7 +603,7 @@ pub struct GlobalArgs {
         default_value = "text",
         env = "PROTOKUBE_OUTPUT"
     )]
-    pub output: OutputFormat,
+    pub output: OutputArg,
 
     /// Exit 2 when something was changed (or would be, with --dry-run).
     #[arg(long, global = true, env = "PROTOKUBE_DETAILED_EXITCODE")]
@@ -545,7 +628,7 @@ pub struct GlobalArgs {
         default_value = "text",
         env = "PROTOKUBE_LOG_FORMAT"
     )]
-    pub log_format: crate::logging::LogFormat,
+    pub log_format: LogFormatArg,
 
     /// After every run (failed runs and dry runs too), write Prometheus text-format metrics to
     /// FILE, atomically, for node-exporter's textfile collector.
@@ -574,7 +657,7 @@ pub struct GlobalArgs {
         default_value = "sampled",
         env = "PROTOKUBE_BLANK_CHECK"
     )]
-    pub blank_check: BlankCheck,
+    pub blank_check: BlankCheckArg,
 
     /// No progress bars, even on a terminal.
     #[arg(long, global = true, env = "PROTOKUBE_NO_PROGRESS")]
@@ -632,6 +715,21 @@ impl Cli {
             .unwrap_or_else(|| Command::Sync(SyncArgs::default()))
     }
 
+    /// The report format (`-o`).
+    pub fn output(&self) -> OutputFormat {
+        self.global.output.into()
+    }
+
+    /// The stderr log format (`--log-format`).
+    pub fn log_format(&self) -> LogFormat {
+        self.global.log_format.into()
+    }
+
+    /// Parses the process's arguments (clap's errors and help are the caller's to handle).
+    pub fn parse_args() -> Result<Self, clap::Error> {
+        Self::try_parse()
+    }
+
     /// The verbosity: `-v`s, or the old daemon's `--v=N` (klog's 4 is debug, 6 trace).
     pub fn verbosity(&self) -> u8 {
         let klog = match self.legacy.klog_verbosity {
@@ -675,7 +773,7 @@ impl Cli {
                 | Command::Version,
             ) => (EtcdOptions::default(), false),
         };
-        let dns = g.dns.or(match self.legacy.gossip {
+        let dns = g.dns.map(DnsProvider::from).or(match self.legacy.gossip {
             Some(true) => Some(DnsProvider::Hosts),
             _ => None,
         });
@@ -694,7 +792,7 @@ impl Cli {
             dns_internal_suffix: g.dns_internal_suffix.clone(),
             templates: g.templates.clone(),
             dry_run: g.dry_run,
-            output: g.output,
+            output: g.output.into(),
             detailed_exitcode: g.detailed_exitcode,
             timeout: g.timeout,
             verify_interval: g.verify_interval,
@@ -702,7 +800,7 @@ impl Cli {
             no_progress: g.no_progress,
             etcd,
             wait,
-            blank_check: g.blank_check,
+            blank_check: g.blank_check.into(),
             adopt: g.adopt,
             detach: matches!(&self.command, Some(Command::Reset(args)) if args.detach),
             renders: matches!(
@@ -785,7 +883,8 @@ pub fn scan_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> (OutputF
         i += 1;
     }
     let format = output
-        .and_then(|o| OutputFormat::from_str(&o, true).ok())
+        .and_then(|o| OutputArg::from_str(&o, true).ok())
+        .map(OutputFormat::from)
         .unwrap_or_default();
     (format, command)
 }

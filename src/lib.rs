@@ -131,7 +131,7 @@ pub fn conclude(
         };
     }
     match result {
-        Err(err) if cli.global.log_format == logging::LogFormat::Json => {
+        Err(err) if cli.log_format() == logging::LogFormat::Json => {
             last_line!(error, "{}", error_message(err));
         }
         Err(err) => eprintln!("{}", error_line(err)),

@@ -4,13 +4,12 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use clap::Parser as _;
 use protokube::cli::{self, Cli};
 use protokube::error::ExitCode as Code;
 use protokube::report::{OutputFormat, Report};
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::parse_args() {
         Ok(cli) => cli,
         Err(err) if err.use_stderr() => {
             // clap exits 2 on usage errors; 2 means "changed" here, so usage errors are 64.
@@ -41,9 +40,9 @@ fn main() -> ExitCode {
         return ExitCode::from(Code::Usage.code());
     }
     if matches!(cli.command, Some(protokube::cli::Command::Version)) {
-        return print_version(cli.global.output);
+        return print_version(cli.output());
     }
-    protokube::logging::init(cli.global.quiet, cli.verbosity(), cli.global.log_format);
+    protokube::logging::init(cli.global.quiet, cli.verbosity(), cli.log_format());
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -56,7 +55,7 @@ fn main() -> ExitCode {
     };
     if cli.is_legacy() {
         // nodeup's unit: sync every minute until stopped; each run's report and error as usual.
-        let output = cli.global.output;
+        let output = cli.output();
         let daemon = protokube::run_daemon(&cli, protokube::daemon::INTERVAL, |report, _| {
             print_report(report, output);
         });
@@ -76,7 +75,7 @@ fn main() -> ExitCode {
         protokube::record_error(&mut report, err);
     }
     let code = protokube::conclude(&cli, &report, &result, started, clock.elapsed());
-    if !print_report(&report, cli.global.output) && result.is_ok() {
+    if !print_report(&report, cli.output()) && result.is_ok() {
         return ExitCode::from(Code::Failed.code());
     }
     ExitCode::from(code.code())

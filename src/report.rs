@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::etcd::EtcdMembership;
 
 /// The `-o` formats.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OutputFormat {
     #[default]
     Text,

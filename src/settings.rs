@@ -31,13 +31,11 @@ use crate::wait::{Progress, Waits};
 pub const DEFAULT_ETCD_IMAGE: &str = "registry.k8s.io/etcd:3.5.13-0";
 
 /// Where DNS records go.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DnsProvider {
     /// Amazon Route53 hosted zones.
-    #[value(alias = "aws-route53")]
     Route53,
     /// The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters).
-    #[value(alias = "gossip")]
     Hosts,
     /// Publish nothing.
     None,

@@ -1,7 +1,7 @@
 //! The shape of the code (DESIGN §9), checked so it cannot drift: thin command files that do not
 //! import each other, nothing below the commands importing the CLI layer or a command, no
-//! import cycles between modules, planning free of effects, `sys-mount` in one module, and a
-//! `//!` line at the top of every file.
+//! import cycles between modules, planning free of effects, `sys-mount` in one module, clap in
+//! the CLI layer only, and a `//!` line at the top of every file.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -214,5 +214,16 @@ fn every_file_says_what_it_is_for() {
             "{} does not start with a `//!` line",
             path.display()
         );
+    }
+}
+
+#[test]
+fn clap_is_used_by_the_cli_layer_only() {
+    // The domain's enums (output, log format, blank check, DNS provider) are plain types; the
+    // CLI layer maps its own clap types onto them.
+    for (path, text) in sources() {
+        if text.contains("clap::") || text.contains("use clap") {
+            assert_eq!(path, Path::new("cli.rs"), "{} uses clap", path.display());
+        }
     }
 }

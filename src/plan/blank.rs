@@ -75,7 +75,7 @@ pub enum Zeros {
 }
 
 /// How much of a device the zero check reads.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BlankCheck {
     /// The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all
     /// (a device no larger is read whole).
