@@ -7,6 +7,100 @@ use serde::Serialize;
 
 use crate::names::is_dns1123_label;
 
+/// The fixed facts of kOps' well-known etcd clusters, in one table: their ports (kOps
+/// `pkg/wellknownports`: client and peer), their claim rank (kOps claims `main`, then
+/// `events`, then the others) and the pod's CPU request (kOps v1.10).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WellKnownEtcd {
+    pub key: &'static str,
+    pub peer_port: u16,
+    pub client_port: u16,
+    pub claim_rank: u8,
+    pub cpu_request: &'static str,
+}
+
+/// kOps' well-known etcd clusters: `main`, `events`, cilium's and kOps 1.36's `leases`.
+pub const WELL_KNOWN_ETCD: [WellKnownEtcd; 4] = [
+    WellKnownEtcd {
+        key: "main",
+        peer_port: 2380,
+        client_port: 4001,
+        claim_rank: 0,
+        cpu_request: "200m",
+    },
+    WellKnownEtcd {
+        key: "events",
+        peer_port: 2381,
+        client_port: 4002,
+        claim_rank: 1,
+        cpu_request: "100m",
+    },
+    WellKnownEtcd {
+        key: "cilium",
+        peer_port: 2382,
+        client_port: 4003,
+        claim_rank: 2,
+        cpu_request: "100m",
+    },
+    WellKnownEtcd {
+        key: "leases",
+        peer_port: 2383,
+        client_port: 4004,
+        claim_rank: 2,
+        cpu_request: "100m",
+    },
+];
+
+/// An etcd cluster key (`main`, `events`, …) and the names and facts that follow from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EtcdKey<'a>(pub &'a str);
+
+impl EtcdKey<'_> {
+    /// The table's entry, for kOps' well-known keys.
+    pub fn well_known(self) -> Option<&'static WellKnownEtcd> {
+        WELL_KNOWN_ETCD.iter().find(|w| w.key == self.0)
+    }
+
+    /// The etcd cluster's name: `etcd` for `main`, else `etcd-<key>`.
+    pub fn cluster_name(self) -> String {
+        match self.0 {
+            "main" => "etcd".to_owned(),
+            key => format!("etcd-{key}"),
+        }
+    }
+
+    /// The name of member `member`: `etcd-a`, `etcd-events-a` (its DNS name without the suffix).
+    pub fn member_name(self, member: &str) -> String {
+        format!("{}-{member}", self.cluster_name())
+    }
+
+    /// The static pod's name: `etcd-server`, `etcd-server-<key>`.
+    pub fn pod_name(self) -> String {
+        match self.0 {
+            "main" => "etcd-server".to_owned(),
+            key => format!("etcd-server-{key}"),
+        }
+    }
+
+    /// The data directory's name on the volume: `data`, `data-<key>`.
+    pub fn data_dir_name(self) -> String {
+        match self.0 {
+            "main" => "data".to_owned(),
+            key => format!("data-{key}"),
+        }
+    }
+
+    /// The rank in kOps' claim order (lower first).
+    pub fn claim_rank(self) -> u8 {
+        self.well_known().map_or(2, |w| w.claim_rank)
+    }
+
+    /// The pod's CPU request.
+    pub fn cpu_request(self) -> &'static str {
+        self.well_known().map_or("100m", |w| w.cpu_request)
+    }
+}
+
 /// One etcd membership of a volume, from one `k8s.io/etcd/<key>` tag.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct EtcdMembership {
@@ -104,6 +198,33 @@ pub fn parse_etcd_tag(cluster_key: &str, value: &str) -> Result<EtcdMembership, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_etcd_key_s_names_and_facts_come_from_one_table() {
+        let main = EtcdKey("main");
+        assert_eq!(main.member_name("a"), "etcd-a");
+        assert_eq!(main.pod_name(), "etcd-server");
+        assert_eq!(main.data_dir_name(), "data");
+        assert_eq!((main.claim_rank(), main.cpu_request()), (0, "200m"));
+        let events = EtcdKey("events");
+        assert_eq!(events.member_name("us-test-1a"), "etcd-events-us-test-1a");
+        assert_eq!(events.pod_name(), "etcd-server-events");
+        assert_eq!(events.claim_rank(), 1);
+        assert_eq!(EtcdKey("cilium").cluster_name(), "etcd-cilium");
+        let leases = EtcdKey("leases").well_known().unwrap();
+        assert_eq!((leases.client_port, leases.peer_port), (4004, 2383));
+        let other = EtcdKey("x");
+        assert_eq!((other.well_known(), other.claim_rank()), (None, 2));
+        assert_eq!(other.data_dir_name(), "data-x");
+        // Every port of the table is used once.
+        let mut ports: Vec<u16> = WELL_KNOWN_ETCD
+            .iter()
+            .flat_map(|w| [w.peer_port, w.client_port])
+            .collect();
+        ports.sort_unstable();
+        ports.dedup();
+        assert_eq!(ports.len(), 2 * WELL_KNOWN_ETCD.len());
+    }
 
     fn membership(cluster: &str, member: &str, members: &[&str]) -> EtcdMembership {
         EtcdMembership::new(cluster, member, members)

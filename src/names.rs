@@ -78,21 +78,6 @@ pub fn is_within(name: &str, apex: &str) -> bool {
             .is_some_and(|head| head.ends_with('.'))
 }
 
-/// The etcd cluster name of a cluster key, kOps style: `main` → `etcd`, `events` → `etcd-events`.
-pub fn etcd_cluster_name(key: &str) -> String {
-    if key == "main" {
-        "etcd".to_owned()
-    } else {
-        format!("etcd-{key}")
-    }
-}
-
-/// The name of etcd member `member` of cluster key `key`: `etcd-a`, `etcd-events-a`. With the
-/// internal suffix it is the member's DNS name.
-pub fn etcd_member_name(key: &str, member: &str) -> String {
-    format!("{}-{member}", etcd_cluster_name(key))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,16 +101,6 @@ mod tests {
         ] {
             assert!(!is_dns1123_label(bad), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn etcd_names() {
-        assert_eq!(etcd_member_name("main", "a"), "etcd-a");
-        assert_eq!(
-            etcd_member_name("events", "us-test-1a"),
-            "etcd-events-us-test-1a"
-        );
-        assert_eq!(etcd_cluster_name("cilium"), "etcd-cilium");
     }
 
     #[test]

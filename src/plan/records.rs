@@ -6,9 +6,8 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cloud::AttachmentState;
-use crate::cloud::InstanceInfo;
-use crate::names::etcd_member_name;
+use crate::cloud::{AttachmentState, InstanceInfo};
+use crate::etcd::EtcdKey;
 use crate::plan::volumes::EtcdVolume;
 use crate::spec::ClusterSpec;
 
@@ -179,7 +178,7 @@ fn etcd_records(
         for membership in &volume.etcd {
             let name = format!(
                 "{}{internal_suffix}",
-                etcd_member_name(&membership.cluster, &membership.member)
+                EtcdKey(&membership.cluster).member_name(&membership.member)
             );
             etcd.entry(name)
                 .or_default()

@@ -10,8 +10,7 @@ use crate::cloud::tags::{
 };
 use crate::cloud::{AttachmentState, VolumeState};
 use crate::cloud::{CloudVolume, VolumeAttachment};
-use crate::etcd::{parse_etcd_tag, EtcdMembership};
-use crate::names::etcd_member_name;
+use crate::etcd::{parse_etcd_tag, EtcdKey, EtcdMembership};
 use crate::plan::blank::{CloudWitness, FORMATTED_TAG};
 
 /// Device names under which a volume is the instance's root device; never touched (kops#3167).
@@ -137,8 +136,8 @@ fn classify_one(
         // The member's DNS name and pod name join the key and the member: each must still be
         // one DNS label.
         for joined in [
-            etcd_member_name(&membership.cluster, &membership.member),
-            format!("etcd-server-{}", membership.cluster),
+            EtcdKey(&membership.cluster).member_name(&membership.member),
+            EtcdKey(&membership.cluster).pod_name(),
         ] {
             if joined.len() > 63 {
                 return Err(format!(
@@ -157,11 +156,7 @@ fn classify_one(
 /// Claim rank of a set of memberships: `main` first, then `events`, then the others.
 fn claim_rank(etcd: &[EtcdMembership]) -> u8 {
     etcd.iter()
-        .map(|m| match m.cluster.as_str() {
-            "main" => 0,
-            "events" => 1,
-            _ => 2,
-        })
+        .map(|m| EtcdKey(&m.cluster).claim_rank())
         .min()
         .unwrap_or(3)
 }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{anyhow, bail, Result};
 use serde::Serialize;
 
-use crate::etcd::EtcdMembership;
+use crate::etcd::{EtcdKey, EtcdMembership};
 use crate::plan::manifests::flags::parse_go_duration;
 use crate::spec::EtcdClusterSpec;
 
@@ -269,19 +269,12 @@ struct KeyFacts {
 }
 
 fn key_facts(key: &str) -> KeyFacts {
-    match key {
-        "main" => KeyFacts {
-            pod_name: "etcd-server".into(),
-            cluster_name: crate::names::etcd_cluster_name("main"),
-            data_dir_name: "data".into(),
-            cpu_request: "200m",
-        },
-        other => KeyFacts {
-            pod_name: format!("etcd-server-{other}"),
-            cluster_name: crate::names::etcd_cluster_name(other),
-            data_dir_name: format!("data-{other}"),
-            cpu_request: "100m",
-        },
+    let key = EtcdKey(key);
+    KeyFacts {
+        pod_name: key.pod_name(),
+        cluster_name: key.cluster_name(),
+        data_dir_name: key.data_dir_name(),
+        cpu_request: key.cpu_request(),
     }
 }
 
@@ -306,11 +299,11 @@ pub fn etcd_ports<'a>(
     let mut owner: BTreeMap<u16, &str> = BTreeMap::new();
     for key in &keys {
         let spec = clusters.iter().find(|c| c.name == *key);
-        let pair = match (*key, spec.map(|c| (c.peer_port, c.client_port))) {
-            ("main", _) => (2380, 4001),
-            ("events", _) => (2381, 4002),
-            ("cilium", _) => (2382, 4003),
-            ("leases", _) => (2383, 4004),
+        let pair = match (
+            EtcdKey(key).well_known(),
+            spec.map(|c| (c.peer_port, c.client_port)),
+        ) {
+            (Some(known), _) => (known.peer_port, known.client_port),
             (_, Some((Some(peer), Some(client)))) => (peer, client),
             (_, Some((Some(_), None) | (None, Some(_)))) => bail!(
                 "spec.etcdClusters `{key}`: give both `peerPort` and `clientPort`, or neither"
@@ -546,7 +539,7 @@ pub fn pod_params(
     }
     let facts = key_facts(&membership.cluster);
     let node = |member: &str| {
-        let name = crate::names::etcd_member_name(&membership.cluster, member);
+        let name = EtcdKey(&membership.cluster).member_name(member);
         EtcdNode {
             internal_name: format!("{name}{internal_suffix}"),
             name,
