@@ -59,11 +59,8 @@ pub struct Snapshot<'a> {
 pub struct Verification {
     /// The names the recorded check found published; `Some` only when this run trusts it.
     pub trusted_names: Option<Vec<DesiredRecord>>,
-    /// The hosted zones the rules chose: remembered, or found in this run.
+    /// The hosted zones the rules chose when last found (remembered in the state file).
     pub zones: Option<KnownZones>,
-    /// Set by the publish step when every name stands in Route53 as desired (no name left
-    /// alone with a warning): the names as they stand now.
-    pub names_verified: Option<Vec<DesiredRecord>>,
 }
 
 impl<'a> Snapshot<'a> {

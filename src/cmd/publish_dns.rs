@@ -15,5 +15,7 @@ pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) ->
     snapshot.cluster().await?;
     steps::announce_etcd_owner(settings, &mut snapshot, report)?;
     let _lock = steps::lock(settings)?;
-    steps::publish::run(settings, &mut snapshot, report).await
+    steps::publish::run(settings, &mut snapshot, report)
+        .await
+        .map(drop)
 }

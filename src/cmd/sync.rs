@@ -36,28 +36,32 @@ pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) ->
     } else {
         None
     };
-    let claimed = if owns_etcd {
+    let (claimed, mounted) = if owns_etcd {
         let claimed = steps::claim::run(settings, &mut snapshot, report).await?;
-        steps::mount::run(settings, &mut snapshot, report).await?;
-        claimed
+        let mounted = steps::mount::run(settings, &mut snapshot, report).await?;
+        (claimed, mounted)
     } else {
-        steps::claim::Claimed::default()
+        Default::default()
     };
     steps::render::run(settings, &mut snapshot, report).await?;
-    if settings.legacy && settings.master && !owns_etcd && cluster.dns == DnsProvider::Route53 {
+    let legacy_beside_etcd_manager = settings.legacy && settings.master && !owns_etcd;
+    let published = if legacy_beside_etcd_manager && cluster.dns == DnsProvider::Route53 {
         // The old protokube beside etcd-manager published nothing to Route53: dns-controller
         // owns the names there.
         tracing::info!(
             "etcd-manager runs here and dns-controller publishes the cluster's names: nothing \
              for protokube to publish to Route53"
         );
+        steps::publish::PublishOutcome::nothing()
     } else {
-        steps::publish::run(settings, &mut snapshot, report).await?;
-    }
+        steps::publish::run(settings, &mut snapshot, report).await?
+    };
     // A worker's run asks the cloud nothing more to see whether it should have been a master.
     steps::check_master_flag(settings, &mut snapshot, false, report).await?;
     if let Some(verify) = verify {
-        steps::verify::finish(settings, &snapshot, &verify, cluster.dns, report)?;
+        // What the steps changed, as they say it (typed outcomes, not the report).
+        let volumes_changed = claimed.volumes_changed || mounted.formatted;
+        steps::verify::finish(settings, &snapshot, &verify, volumes_changed, &published)?;
     }
     if settings.master {
         steps::kubernetes_api(settings, report).await?;

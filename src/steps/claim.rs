@@ -23,6 +23,8 @@ use crate::steps::discover::warn_skipped;
 #[derive(Debug, Default)]
 #[must_use = "a detach the cloud refused makes the run end not ready: call `finish`"]
 pub struct Claimed {
+    /// A volume was attached to or detached from this instance (or would be, in a dry run).
+    pub volumes_changed: bool,
     /// Detaches the cloud refused (kOps' IRSA control-plane role has no `ec2:DetachVolume`):
     /// the rest of the run goes on — what is safe is mounted — and it ends "not ready".
     refused_detaches: Vec<String>,
@@ -131,6 +133,7 @@ pub async fn run(
             {
                 Attached::As(device) => {
                     tracing::info!("attaching `{}` as `{device}`", volume.id);
+                    claimed.volumes_changed = true;
                     report.push(Change {
                         kind: ChangeKind::Volume,
                         target: volume.id.clone(),
@@ -225,6 +228,7 @@ async fn detach(
         Err(err) => return Err(err),
     }
     tracing::info!("detaching `{}`: {why}", volume.id);
+    claimed.volumes_changed = true;
     report.push(Change {
         kind: ChangeKind::Volume,
         target: volume.id.clone(),

@@ -24,11 +24,18 @@ use crate::settings::Settings;
 use crate::snapshot::Snapshot;
 use crate::state::{MountedVolume, State};
 
+/// What the mount step did that the verify step must know.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Mounted {
+    /// A volume was formatted, or its formatted tag written (the cloud's volumes changed).
+    pub formatted: bool,
+}
+
 pub async fn run(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     report: &mut Report,
-) -> Result<()> {
+) -> Result<Mounted> {
     let instance_id = snapshot.identity().await?.instance_id.clone();
     let targets: Vec<EtcdVolume> = snapshot
         .volumes_here()
@@ -40,6 +47,8 @@ pub async fn run(
                 .is_some_and(|a| a.instance_id == instance_id)
         })
         .collect();
+    // This step's own changes start here in the report.
+    let first_change = report.changes.len();
     // One volume's failure does not stop the others: mount what is safe, record it, then fail.
     let mut mounted = Vec::new();
     let mut errors = Vec::new();
@@ -58,7 +67,12 @@ pub async fn run(
     warn_untagged(settings, &untagged, report);
     let volumes = record_state(settings, mounted, report)?;
     snapshot.record_mounted(volumes);
-    super::first_error(errors)
+    super::first_error(errors)?;
+    Ok(Mounted {
+        formatted: report.changes[first_change..]
+            .iter()
+            .any(|c| c.action == Action::Format),
+    })
 }
 
 /// Mounts one attached volume (or, with dry run, reports what that would do); says whether it

@@ -8,7 +8,9 @@ use crate::apply::route53::{publish, Remembered};
 use crate::names::check_dns_name;
 use crate::paths::HOSTS_FILE;
 use crate::plan::hosts::plan_hosts;
-use crate::plan::records::{desired_records, gossip_master_records, worker_records, ApiNames};
+use crate::plan::records::{
+    desired_records, gossip_master_records, worker_records, ApiNames, DesiredRecord,
+};
 use crate::plan::route53::ZonePolicy;
 use crate::report::Report;
 use crate::settings::{DnsProvider, Settings};
@@ -16,11 +18,32 @@ use crate::snapshot::Snapshot;
 use crate::state::KnownZones;
 use crate::steps::discover::warn_skipped;
 
+/// What the publish step found, for the verify step (`sync` on a master).
+#[derive(Clone, Debug)]
+pub struct PublishOutcome {
+    /// The names that stand in Route53 as desired now (none left alone with a warning); an
+    /// empty list where nothing goes to Route53; `None` when a name is not in place (or this
+    /// was a dry run, whose plan is not in place yet).
+    pub names_in_place: Option<Vec<DesiredRecord>>,
+    /// The hosted zones the rules chose, when Route53 was looked at.
+    pub zones: Option<KnownZones>,
+}
+
+impl PublishOutcome {
+    /// Nothing published to Route53: nothing there to verify.
+    pub fn nothing() -> Self {
+        Self {
+            names_in_place: Some(Vec::new()),
+            zones: None,
+        }
+    }
+}
+
 pub async fn run(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     report: &mut Report,
-) -> Result<()> {
+) -> Result<PublishOutcome> {
     let cluster = snapshot.cluster().await?;
     match cluster.dns {
         DnsProvider::None => {
@@ -29,11 +52,11 @@ pub async fn run(
             } else {
                 tracing::info!("--dns none: nothing to publish");
             }
-            return Ok(());
+            return Ok(PublishOutcome::nothing());
         }
         DnsProvider::Route53 if !settings.master => {
             tracing::info!("only control-plane nodes publish to Route53 (--master is not set)");
-            return Ok(());
+            return Ok(PublishOutcome::nothing());
         }
         _ => {}
     }
@@ -98,7 +121,7 @@ pub async fn run(
         for change in plan.changes {
             report.push(change);
         }
-        return Ok(());
+        return Ok(PublishOutcome::nothing());
     }
     let dns = snapshot.clients().await?.dns;
     let policy = ZonePolicy {
@@ -124,12 +147,12 @@ pub async fn run(
         report,
     )
     .await?;
-    snapshot.verification.zones = Some(KnownZones {
-        rules: settings.zone_rules.clone(),
-        zones: published.zones,
-    });
-    // What a dry run plans is not in place yet.
-    snapshot.verification.names_verified =
-        (published.in_place && !settings.dry_run).then_some(desired);
-    Ok(())
+    Ok(PublishOutcome {
+        // What a dry run plans is not in place yet.
+        names_in_place: (published.in_place && !settings.dry_run).then_some(desired),
+        zones: Some(KnownZones {
+            rules: settings.zone_rules.clone(),
+            zones: published.zones,
+        }),
+    })
 }

@@ -10,10 +10,10 @@ use anyhow::{Context as _, Result};
 
 use crate::plan::mounts::mounted_at;
 use crate::plan::verify::{decide, due, Check, Local};
-use crate::report::{Action, ChangeKind, Report};
-use crate::settings::{DnsProvider, Settings};
+use crate::settings::Settings;
 use crate::snapshot::Snapshot;
 use crate::state::{State, Verified};
+use crate::steps::publish::PublishOutcome;
 
 /// What [`begin`] decided, for [`finish`].
 #[derive(Clone, Debug)]
@@ -77,16 +77,13 @@ pub fn finish(
     settings: &Settings,
     snapshot: &Snapshot<'_>,
     verify: &Verify,
-    dns: DnsProvider,
-    report: &Report,
+    volumes_changed: bool,
+    published: &PublishOutcome,
 ) -> Result<()> {
     if settings.dry_run {
         return Ok(());
     }
-    let names = match dns {
-        DnsProvider::Route53 => snapshot.verification.names_verified.clone(),
-        DnsProvider::Hosts | DnsProvider::None => Some(Vec::new()),
-    };
+    let names = published.names_in_place.clone();
     let state = load(settings)?;
     let verified = match &verify.check {
         Check::Trusted => state.verified.clone().map(|recorded| Verified {
@@ -94,12 +91,8 @@ pub fn finish(
             ..recorded
         }),
         Check::Full(_) => {
-            let volumes_untouched = !report
-                .changes
-                .iter()
-                .any(|c| c.kind == ChangeKind::Volume || c.action == Action::Format);
             match (
-                volumes_untouched,
+                !volumes_changed,
                 names,
                 snapshot.masters_known(),
                 snapshot.volume_answer(),
@@ -116,7 +109,10 @@ pub fn finish(
     };
     let state = State {
         verified,
-        zones: snapshot.verification.zones.clone(),
+        zones: published
+            .zones
+            .clone()
+            .or_else(|| snapshot.verification.zones.clone()),
         ..state
     };
     save(settings, &state)
