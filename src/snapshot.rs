@@ -45,6 +45,9 @@ pub struct Snapshot<'a> {
     masters: Option<Vec<InstanceInfo>>,
     mounted: Option<Vec<MountedVolume>>,
     etcd_owner: Option<EtcdOwner>,
+    /// The state file as read once this run (empty when missing or unreadable) and, when it
+    /// could not be read, why; updated when a step writes it.
+    state: Option<(State, Option<String>)>,
     /// etcd-manager owns the etcd volumes here: they are not even listed.
     volumes_left: bool,
     /// Volumes attached or mounted only in this dry run's plan: nothing on the host to read.
@@ -77,6 +80,7 @@ impl<'a> Snapshot<'a> {
             masters: None,
             mounted: None,
             etcd_owner: None,
+            state: None,
             volumes_left: false,
             planned: BTreeSet::new(),
             verification: Verification::default(),
@@ -307,6 +311,41 @@ impl<'a> Snapshot<'a> {
         self.planned.contains(volume_id)
     }
 
+    /// The state file (`<root>/var/lib/protokube/state.json`), read once per run; missing or
+    /// unreadable counts as empty (the mount step rewrites it from what it mounts).
+    pub fn state(&mut self) -> Result<&State> {
+        Ok(&self.read_state()?.0)
+    }
+
+    /// The state file, read once per run; one that cannot be read is an error.
+    pub fn state_strict(&mut self) -> Result<&State> {
+        match self.read_state()? {
+            (_, Some(why)) => Err(anyhow!("{why}")),
+            (state, None) => Ok(state),
+        }
+    }
+
+    /// The state as a step of this run has just written it.
+    pub fn record_state(&mut self, state: State) {
+        self.state = Some((state, None));
+    }
+
+    fn read_state(&mut self) -> Result<&(State, Option<String>)> {
+        if self.state.is_none() {
+            let path = self.settings.root.own(STATE_FILE)?;
+            self.state = Some(match State::load(&path) {
+                Ok(state) => (state.unwrap_or_else(|| State::new(Vec::new())), None),
+                Err(err) => {
+                    tracing::debug!("{err:#}");
+                    (State::new(Vec::new()), Some(format!("{err:#}")))
+                }
+            });
+        }
+        self.state
+            .as_ref()
+            .ok_or_else(|| anyhow!("state file not read"))
+    }
+
     /// Records the etcd volumes mounted here after the mount step (or as its plan would leave
     /// them).
     pub fn record_mounted(&mut self, mounted: Vec<MountedVolume>) {
@@ -318,10 +357,10 @@ impl<'a> Snapshot<'a> {
     /// mounted from the device the file names (its etcd manifest lives on it).
     pub fn mounted(&mut self) -> Result<Vec<MountedVolume>> {
         if self.mounted.is_none() {
+            let volumes = self.state_strict()?.volumes.clone();
             let root = &self.settings.root;
             let path = root.own(STATE_FILE)?;
-            let state = State::load(&path)?.unwrap_or_default();
-            for volume in &state.volumes {
+            for volume in &volumes {
                 check_recorded_mount(root, volume).with_context(|| {
                     format!(
                         "`{}` records volume `{}`, which is not trusted; run `protokube mount` \
@@ -331,7 +370,7 @@ impl<'a> Snapshot<'a> {
                     )
                 })?;
             }
-            self.mounted = Some(state.volumes);
+            self.mounted = Some(volumes);
         }
         Ok(self.mounted.clone().unwrap_or_default())
     }

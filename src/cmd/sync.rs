@@ -61,7 +61,13 @@ pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) ->
     if let Some(verify) = verify {
         // What the steps changed, as they say it (typed outcomes, not the report).
         let volumes_changed = claimed.volumes_changed || mounted.formatted;
-        steps::verify::finish(settings, &snapshot, &verify, volumes_changed, &published)?;
+        steps::verify::finish(
+            settings,
+            &mut snapshot,
+            &verify,
+            volumes_changed,
+            &published,
+        )?;
     }
     if settings.master {
         steps::kubernetes_api(settings, report).await?;

@@ -89,7 +89,7 @@ pub async fn check_master_flag(
         return Ok(());
     }
     let state_file = settings.root.own(STATE_FILE)?;
-    let mounted = State::load_or_empty(&state_file).volumes.len();
+    let mounted = snapshot.state()?.volumes.len();
     let why = if mounted > 0 {
         Some(format!(
             "this node has {mounted} etcd volume(s) mounted (`{}`)",
@@ -187,11 +187,6 @@ fn not_ready_warned_in_legacy(
         }
         other => other,
     }
-}
-
-/// The state file as it is; an unreadable one counts as none (the mount step rewrites it).
-pub fn load_state(settings: &Settings) -> Result<State> {
-    Ok(State::load_or_empty(&settings.root.own(STATE_FILE)?))
 }
 
 /// Writes the state file atomically, when its bytes change (bookkeeping: never reported).

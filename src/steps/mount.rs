@@ -22,7 +22,7 @@ use crate::plan::volumes::EtcdVolume;
 use crate::report::{Action, Report};
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
-use crate::state::{MountedVolume, State};
+use crate::state::MountedVolume;
 
 /// What the mount step did that the verify step must know.
 #[derive(Clone, Copy, Debug, Default)]
@@ -65,7 +65,7 @@ pub async fn run(
         }
     }
     warn_untagged(settings, &untagged, report);
-    let volumes = record_state(settings, mounted, report)?;
+    let volumes = record_state(settings, snapshot, mounted, report)?;
     snapshot.record_mounted(volumes);
     super::first_error(errors)?;
     Ok(Mounted {
@@ -388,16 +388,21 @@ fn warn_untagged(settings: &Settings, untagged: &[String], report: &mut Report) 
 /// rewritten from what is mounted.
 fn record_state(
     settings: &Settings,
+    snapshot: &mut Snapshot<'_>,
     mounted: Vec<MountedVolume>,
     report: &mut Report,
 ) -> Result<Vec<MountedVolume>> {
     let path = settings.root.own(STATE_FILE)?;
-    let state = State::load_or_empty(&path).with_volumes(mounted);
+    let state = snapshot.state()?.clone().with_volumes(mounted);
     let current = files::read_fact(&path)?;
     let change = state_file_change(&state, &path, &current)?;
     if !settings.dry_run {
         files::apply(&change).context("saving the protokube state")?;
     }
     report.push(change.change());
-    Ok(state.volumes)
+    let volumes = state.volumes.clone();
+    if !settings.dry_run {
+        snapshot.record_state(state);
+    }
+    Ok(volumes)
 }

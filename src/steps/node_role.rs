@@ -17,7 +17,7 @@ use crate::snapshot::{Snapshot, VolumeScope};
 pub async fn learn(settings: &Settings, cloud: &dyn Cloud) -> Result<LearnedNode> {
     let mut snapshot = Snapshot::new(settings, cloud, VolumeScope::Zone);
     let instance_id = snapshot.identity().await?.instance_id.clone();
-    let mut state = super::load_state(settings)?;
+    let mut state = snapshot.state()?.clone();
     if let Some(known) = state.node.as_ref().filter(|n| n.instance_id == instance_id) {
         tracing::debug!(
             "instance `{instance_id}`: cluster `{}`, control plane {} (remembered)",

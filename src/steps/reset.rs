@@ -26,7 +26,6 @@ use crate::plan::route53::ZonePolicy;
 use crate::report::{Action, Change, ChangeKind, Report};
 use crate::settings::{DnsProvider, Settings};
 use crate::snapshot::Snapshot;
-use crate::state::State;
 use crate::wait::{poll_until, Backoff};
 
 /// One of this node's etcd volumes: attached here (the cloud says so), mounted here (the mount
@@ -135,7 +134,7 @@ async fn node_volumes(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Resul
             }
         }
     }
-    let state = State::load(&settings.root.own(STATE_FILE)?)?.unwrap_or_default();
+    let state = snapshot.state_strict()?.clone();
     let ids: BTreeSet<String> = attached
         .iter()
         .cloned()

@@ -26,7 +26,7 @@ pub struct Verify {
 /// Asks the cloud what this run needs: the masters alone while the recorded check holds, else
 /// the volumes and the masters at once. The snapshot then holds both.
 pub async fn begin(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<Verify> {
-    let state = load(settings)?;
+    let state = snapshot.state()?.clone();
     snapshot.verification.zones = state.zones.clone();
     let started = SystemTime::now();
     let recorded = state.verified.as_ref();
@@ -75,7 +75,7 @@ pub async fn begin(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<V
 /// keeps the record (with the names, if it had to publish them). The zones found are kept.
 pub fn finish(
     settings: &Settings,
-    snapshot: &Snapshot<'_>,
+    snapshot: &mut Snapshot<'_>,
     verify: &Verify,
     volumes_changed: bool,
     published: &PublishOutcome,
@@ -84,7 +84,7 @@ pub fn finish(
         return Ok(());
     }
     let names = published.names_in_place.clone();
-    let state = load(settings)?;
+    let state = snapshot.state()?.clone();
     let verified = match &verify.check {
         Check::Trusted => state.verified.clone().map(|recorded| Verified {
             published: names.unwrap_or(recorded.published.clone()),
@@ -115,16 +115,9 @@ pub fn finish(
             .or_else(|| snapshot.verification.zones.clone()),
         ..state
     };
-    save(settings, &state)
-}
-
-/// The state file as it is; an unreadable one counts as none (the mount step rewrites it).
-fn load(settings: &Settings) -> Result<State> {
-    super::load_state(settings)
-}
-
-fn save(settings: &Settings, state: &State) -> Result<()> {
-    super::save_state(settings, state).context("recording the verified state")
+    super::save_state(settings, &state).context("recording the verified state")?;
+    snapshot.record_state(state);
+    Ok(())
 }
 
 /// The recorded volumes that are mounted at their own mount points here.
