@@ -229,17 +229,12 @@ impl Settings {
                 .into());
             }
         }
+        // Only the steps that talk to the Kubernetes API read it: checked there, so an operator's
+        // own KUBECONFIG never stops a command that does not use it.
         let kubeconfig = match flags.kubeconfig.as_str() {
             "" => DEFAULT_KUBECONFIG.to_owned(),
             given => given.to_owned(),
         };
-        if !kubeconfig.starts_with('/') {
-            return Err(UsageError(format!(
-                "KUBECONFIG: `{}` is not an absolute path (kOps: /var/lib/kops/kubeconfig)",
-                kubeconfig.escape_debug()
-            ))
-            .into());
-        }
         let mut settings = Self {
             cluster: None,
             master: flags.master,

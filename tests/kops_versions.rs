@@ -102,6 +102,23 @@ fn label_node_waits_for_the_api_and_the_node_then_patches_once() {
         last["body"]["metadata"]["labels"],
         serde_json::json!({ LABELS[1]: "" })
     );
+    // KUBECONFIG must name a host path; only the steps that use it look at it.
+    let relative = Protokube::new()
+        .env("KUBECONFIG", "kubeconfig")
+        .args(["label-node", "--node-name", NODE])
+        .arg_path("--root", root.path())
+        .run();
+    assert_eq!(relative.code, 64, "{relative:#?}");
+    assert!(
+        relative.error_lines()[0].contains("KUBECONFIG"),
+        "{relative:#?}"
+    );
+    let unused = Protokube::new()
+        .env("KUBECONFIG", "kubeconfig")
+        .args(["apply-channels", "--channels", "s3://c/x.yaml", "--dry-run"])
+        .arg_path("--root", root.path())
+        .run();
+    assert_eq!(unused.code, 0, "{unused:#?}");
     // A client without the cluster's certificate is refused by the server: an error, not 75.
     certs.write_kubeconfig(&root, api.port, false);
     let refused = label_node(&root, &[]);
