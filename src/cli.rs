@@ -815,6 +815,7 @@ impl Cli {
                 .ok()
                 .filter(|v| !v.is_empty())
                 .unwrap_or_else(|| DEFAULT_KUBECONFIG.to_owned()),
+            talks_to_kubernetes: matches!(self.command, Some(Command::LabelNode)),
         })
     }
 }

@@ -86,6 +86,8 @@ pub struct Flags {
     pub node_name: Option<String>,
     /// `KUBECONFIG` (a host path).
     pub kubeconfig: String,
+    /// The command talks to the Kubernetes API (`label-node`).
+    pub talks_to_kubernetes: bool,
 }
 
 /// The kubeconfig nodeup writes for protokube on control-plane nodes (`KUBECONFIG` in
@@ -150,11 +152,12 @@ pub struct Settings {
     pub legacy: bool,
     /// Addon channels to apply (`--channels`), each checked.
     pub channels: Vec<String>,
-    /// The node to label (`--node-name`) when `--bootstrap-master-node-labels` asks for it.
-    pub label_node: Option<String>,
+    /// `--bootstrap-master-node-labels`: `sync` labels `--node-name`.
+    pub bootstrap_master_node_labels: bool,
     /// `--node-name`, checked.
     pub node_name: Option<String>,
-    /// The kubeconfig's host path (`KUBECONFIG`, else kOps' `/var/lib/kops/kubeconfig`).
+    /// The kubeconfig's host path (`KUBECONFIG`'s first entry, else kOps'
+    /// `/var/lib/kops/kubeconfig`); absolute wherever the run uses it.
     pub kubeconfig: String,
     dns_flag: Option<DnsProvider>,
     internal_suffix_flag: Option<String>,
@@ -229,12 +232,21 @@ impl Settings {
                 .into());
             }
         }
-        // Only the steps that talk to the Kubernetes API read it: checked there, so an operator's
-        // own KUBECONFIG never stops a command that does not use it.
-        let kubeconfig = match flags.kubeconfig.as_str() {
+        // Checked only where the run talks to the Kubernetes API, so an operator's own
+        // KUBECONFIG never stops a command that does not use it. It may list several files
+        // (`a:b`); the first is the one nodeup writes.
+        let kubeconfig = match flags.kubeconfig.split(':').next().unwrap_or_default() {
             "" => DEFAULT_KUBECONFIG.to_owned(),
-            given => given.to_owned(),
+            first => first.to_owned(),
         };
+        let labels_here = flags.bootstrap_master_node_labels && flags.node_name.is_some();
+        if (flags.talks_to_kubernetes || labels_here) && !kubeconfig.starts_with('/') {
+            return Err(UsageError(format!(
+                "KUBECONFIG: `{}` is not an absolute host path (kOps: {DEFAULT_KUBECONFIG})",
+                flags.kubeconfig.escape_debug()
+            ))
+            .into());
+        }
         let mut settings = Self {
             cluster: None,
             master: flags.master,
@@ -264,10 +276,7 @@ impl Settings {
             etcd_only: flags.legacy && spec.is_none(),
             legacy: flags.legacy,
             channels: flags.channels.clone(),
-            label_node: flags
-                .node_name
-                .clone()
-                .filter(|_| flags.bootstrap_master_node_labels),
+            bootstrap_master_node_labels: flags.bootstrap_master_node_labels,
             node_name: flags.node_name.clone(),
             kubeconfig,
             etcd: match (&flags.etcd.etcd_image, flags.legacy && spec.is_none()) {
@@ -300,6 +309,14 @@ impl Settings {
             );
         }
         Ok(settings)
+    }
+
+    /// The node `sync` gives kOps' control-plane labels: `--node-name`, when
+    /// `--bootstrap-master-node-labels` asks for it.
+    pub fn node_to_label(&self) -> Option<&str> {
+        self.node_name
+            .as_deref()
+            .filter(|_| self.bootstrap_master_node_labels)
     }
 
     /// kOps 1.36's unit: the old daemon's invocation naming neither `--master` nor the cluster,

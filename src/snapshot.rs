@@ -5,6 +5,7 @@
 //! volumes mount mounted from here, DNS the attachments claim made).
 
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 
@@ -45,6 +46,8 @@ pub struct Snapshot<'a> {
     masters: Option<Vec<InstanceInfo>>,
     mounted: Option<Vec<MountedVolume>>,
     etcd_owner: Option<EtcdOwner>,
+    /// The manifest directory and its entries, listed once.
+    manifest_dir: Option<(PathBuf, Vec<String>)>,
     /// The state file as read once this run (empty when missing or unreadable) and, when it
     /// could not be read, why; updated when a step writes it.
     state: Option<(State, Option<String>)>,
@@ -80,6 +83,7 @@ impl<'a> Snapshot<'a> {
             masters: None,
             mounted: None,
             etcd_owner: None,
+            manifest_dir: None,
             state: None,
             volumes_left: false,
             planned: BTreeSet::new(),
@@ -375,12 +379,24 @@ impl<'a> Snapshot<'a> {
         Ok(self.mounted.clone().unwrap_or_default())
     }
 
+    /// The resolved manifest directory and its entries' names, sorted (none when it is
+    /// missing): listed once per run.
+    pub fn manifest_dir(&mut self) -> Result<(PathBuf, Vec<String>)> {
+        if self.manifest_dir.is_none() {
+            self.manifest_dir = Some(list_manifest_dir(&self.settings.root)?);
+        }
+        self.manifest_dir
+            .clone()
+            .ok_or_else(|| anyhow!("manifest directory not listed"))
+    }
+
     /// Who owns etcd on this node, decided once per run from the static-pod manifests: kOps'
     /// etcd-manager where its pods are there (by content, whatever the file names), else
     /// protokube.
     pub fn etcd_owner(&mut self) -> Result<&EtcdOwner> {
         if self.etcd_owner.is_none() {
-            self.etcd_owner = Some(read_etcd_owner(&self.settings.root)?);
+            let (dir, names) = self.manifest_dir()?;
+            self.etcd_owner = Some(read_etcd_owner(&dir, &names));
         }
         self.etcd_owner
             .as_ref()
@@ -396,36 +412,47 @@ impl<'a> Snapshot<'a> {
 /// The largest manifest read to recognise etcd-manager's pods (theirs are a few KiB).
 const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 
-/// Reads the manifest directory's files (not dot files, which kubelet ignores; regular files,
-/// through symlinks, up to [`MAX_MANIFEST_BYTES`]) and decides who owns etcd.
-fn read_etcd_owner(root: &HostRoot) -> Result<EtcdOwner> {
+/// The resolved manifest directory and the names of its entries, sorted (none when it is
+/// missing).
+fn list_manifest_dir(root: &HostRoot) -> Result<(PathBuf, Vec<String>)> {
     let dir = root.resolve(MANIFEST_DIR)?;
     let entries = match fs_err::read_dir(&dir) {
         Ok(entries) => entries,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(EtcdOwner::Protokube),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok((dir, Vec::new())),
         Err(err) => return Err(err).context("listing the static-pod manifests"),
     };
-    let mut read = Vec::new();
+    let mut names = Vec::new();
     for entry in entries {
         let entry = entry.context("listing the static-pod manifests")?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') {
-            continue;
-        }
-        let path = entry.path();
-        let text = match fs_err::metadata(&path) {
-            Ok(meta) if meta.is_file() && meta.len() <= MAX_MANIFEST_BYTES => fs_err::read(&path)
-                .ok()
-                .and_then(|bytes| String::from_utf8(bytes).ok()),
-            _ => None,
-        };
-        read.push((name, text));
+        names.push(entry.file_name().to_string_lossy().into_owned());
     }
-    Ok(EtcdOwner::from_manifests(
-        dir,
-        read.iter()
-            .map(|(name, text)| (name.as_str(), text.as_deref())),
-    ))
+    names.sort();
+    Ok((dir, names))
+}
+
+/// Reads the manifest directory's files (not dot files, which kubelet ignores; regular files,
+/// through symlinks, up to [`MAX_MANIFEST_BYTES`]) and decides who owns etcd.
+fn read_etcd_owner(dir: &Path, names: &[String]) -> EtcdOwner {
+    let read: Vec<(&str, Option<String>)> = names
+        .iter()
+        .filter(|name| !name.starts_with('.'))
+        .map(|name| {
+            let path = dir.join(name);
+            let text = match fs_err::metadata(&path) {
+                Ok(meta) if meta.is_file() && meta.len() <= MAX_MANIFEST_BYTES => {
+                    fs_err::read(&path)
+                        .ok()
+                        .and_then(|bytes| String::from_utf8(bytes).ok())
+                }
+                _ => None,
+            };
+            (name.as_str(), text)
+        })
+        .collect();
+    EtcdOwner::from_manifests(
+        dir.to_owned(),
+        read.iter().map(|(name, text)| (*name, text.as_deref())),
+    )
 }
 
 /// A volume the state file records is at its own mount point, mounted from the recorded device.

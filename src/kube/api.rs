@@ -13,7 +13,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use super::NodeApi;
-use crate::error::{NotReady, UsageError};
+use crate::error::NotReady;
 use crate::paths::HostRoot;
 
 /// The largest kubeconfig read (kOps' is well under 16 KiB).
@@ -26,19 +26,11 @@ pub struct KubeNodes {
 }
 
 impl KubeNodes {
-    /// A client from the kubeconfig at host path `kubeconfig` (under `root`); every request is
+    /// A client from the kubeconfig at host path `kubeconfig` (absolute, checked by the
+    /// settings; taken under `root`); every request is
     /// bounded by `timeout`.
     pub async fn connect(root: &HostRoot, kubeconfig: &str, timeout: Duration) -> Result<Self> {
-        // KUBECONFIG may list several files (`a:b`); the first is the one nodeup writes.
-        let first = kubeconfig.split(':').next().unwrap_or_default();
-        if !first.starts_with('/') {
-            return Err(UsageError(format!(
-                "KUBECONFIG: `{}` is not an absolute host path (kOps: /var/lib/kops/kubeconfig)",
-                kubeconfig.escape_debug()
-            ))
-            .into());
-        }
-        let path = root.resolve(first)?;
+        let path = root.resolve(kubeconfig)?;
         if !path.exists() {
             return Err(NotReady(format!(
                 "the kubeconfig `{}` (KUBECONFIG) is not there yet: nodeup writes it on \

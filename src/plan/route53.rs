@@ -18,12 +18,13 @@ pub const PLACEHOLDER_V6: &str = "fd00:dead:add::";
 
 /// Whether a record set holds nothing but kOps' placeholder address of its family.
 fn is_placeholder(set: &RecordSet) -> bool {
-    let placeholder: IpAddr = match set.record_type.as_str() {
-        "A" => IpAddr::V4(std::net::Ipv4Addr::new(203, 0, 113, 123)),
-        "AAAA" => IpAddr::V6(std::net::Ipv6Addr::new(
-            0xfd00, 0xdead, 0xadd, 0, 0, 0, 0, 0,
-        )),
+    let placeholder = match set.record_type.as_str() {
+        "A" => PLACEHOLDER,
+        "AAAA" => PLACEHOLDER_V6,
         _ => return false,
+    };
+    let Ok(placeholder) = placeholder.parse::<IpAddr>() else {
+        return false;
     };
     !set.alias
         && !set.values.is_empty()

@@ -15,12 +15,10 @@ pub mod verify;
 
 use anyhow::{Context as _, Result};
 
-use std::path::PathBuf;
-
 use crate::apply::files::RunLock;
 use crate::apply::route53::PublishOptions;
 use crate::cloud::tags;
-use crate::paths::{MANIFEST_DIR, STATE_FILE};
+use crate::paths::STATE_FILE;
 use crate::plan::hosts::ManagedNames;
 use crate::plan::route53::ZonePolicy;
 use crate::report::Report;
@@ -35,23 +33,6 @@ pub fn lock(settings: &Settings) -> Result<Option<RunLock>> {
     } else {
         RunLock::acquire(&settings.root, settings.waits.timeout).map(Some)
     }
-}
-
-/// The resolved manifest directory and the names of its entries (none when it is missing).
-pub fn manifest_dir_entries(settings: &Settings) -> Result<(PathBuf, Vec<String>)> {
-    let dir = settings.root.resolve(MANIFEST_DIR)?;
-    let entries = match fs_err::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok((dir, Vec::new())),
-        Err(err) => return Err(err).context("listing the static-pod manifests"),
-    };
-    let mut names = Vec::new();
-    for entry in entries {
-        let entry = entry.context("listing the static-pod manifests")?;
-        names.push(entry.file_name().to_string_lossy().into_owned());
-    }
-    names.sort();
-    Ok((dir, names))
 }
 
 /// Decides, once per run, who owns etcd on this master (kOps' etcd-manager where its pods are
@@ -155,7 +136,7 @@ pub fn hosts_names<'a>(settings: &Settings, cluster: &'a Cluster) -> ManagedName
 /// minute tries again.
 pub async fn kubernetes_api(settings: &Settings, report: &mut Report) -> Result<()> {
     let mut outcome = Ok(());
-    if let Some(node) = &settings.label_node {
+    if let Some(node) = settings.node_to_label() {
         let labelled = match labels::connect(settings).await {
             Ok(nodes) => labels::run(settings, &nodes, node, report).await,
             Err(err) => Err(err),

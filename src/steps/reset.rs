@@ -45,7 +45,7 @@ pub async fn run(
 ) -> Result<()> {
     let cluster = snapshot.cluster().await?;
     // Facts first, the whole plan reported before anything changes.
-    let manifests = manifest_removals(settings)?;
+    let manifests = manifest_removals(settings, snapshot)?;
     let volumes = node_volumes(settings, snapshot).await?;
     let state_path = settings.root.own(STATE_FILE)?;
     let state_removal = plan_removal(&state_path, &files::read_fact(&state_path)?);
@@ -95,8 +95,8 @@ pub async fn run(
 }
 
 /// Removals of the manifests protokube wrote into the manifest directory.
-fn manifest_removals(settings: &Settings) -> Result<Vec<FileChange>> {
-    let (dir, names) = super::manifest_dir_entries(settings)?;
+fn manifest_removals(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<Vec<FileChange>> {
+    let (dir, names) = snapshot.manifest_dir()?;
     let mut listed = Vec::new();
     for name in names {
         let link = match files::read_fact(&dir.join(&name))? {
