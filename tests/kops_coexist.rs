@@ -81,21 +81,7 @@ fn etcd_manager_s_volumes_pods_and_names_are_left_to_it() {
         .unwrap();
     }
     std::fs::remove_file(bed.root.join("/var/lib/protokube/state.json")).unwrap();
-    let dir = bed.root.join("/etc/kubernetes/manifests");
-    std::fs::create_dir_all(&dir).unwrap();
-    for (from, to) in [
-        ("etcd-main-master-us-test-1a", "etcd-main-master-us-east-1b"),
-        (
-            "etcd-events-master-us-test-1a",
-            "etcd-events-master-us-east-1b",
-        ),
-    ] {
-        std::fs::copy(
-            fixture(&format!("etcd-manager/{from}.manifest")),
-            dir.join(format!("{to}.manifest")),
-        )
-        .unwrap();
-    }
+    support::kube::etcd_manager_pods(&bed.root, "master-us-east-1b");
     let mounts_before = bed
         .disks
         .iter()
@@ -110,8 +96,17 @@ fn etcd_manager_s_volumes_pods_and_names_are_left_to_it() {
         ("mount", 1),
         ("reset", 0),
     ] {
+        // The dry run is the run's own plan, beside etcd-manager too.
+        let dry = bed.run(command, &["--dry-run"]);
         let out = bed.run(command, &[]);
         assert_eq!(out.code, code, "{command}: {out:#?}");
+        if code == 0 {
+            assert_eq!(
+                support::bed::change_set(&dry.json()),
+                support::bed::change_set(&out.json()),
+                "{command}"
+            );
+        }
         let report = out.json();
         let said: Vec<String> = warnings(&report)
             .into_iter()
@@ -408,24 +403,20 @@ fn an_irsa_master_mounts_without_the_formatted_tag() {
         !operations.iter().any(|o| ROUTE53.contains(&o.as_str())),
         "{operations:?}"
     );
-    let uuids: Vec<String> = bed
-        .disks
-        .iter()
-        .map(support::block::LoopDevice::uuid)
-        .collect();
+    let uuids_now = || -> Vec<String> {
+        bed.disks
+            .iter()
+            .map(support::block::LoopDevice::uuid)
+            .collect()
+    };
+    let uuids = uuids_now();
     let converged = run();
     assert_eq!(converged.code, 0, "{converged:#?}");
     let report = converged.json();
     assert_eq!(report["changed"], false, "{report:#}");
     assert!(warnings(&report).is_empty(), "{report:#}");
     assert!(!report.to_string().contains("\"format\""));
-    assert_eq!(
-        bed.disks
-            .iter()
-            .map(support::block::LoopDevice::uuid)
-            .collect::<Vec<_>>(),
-        uuids
-    );
+    assert_eq!(uuids_now(), uuids);
     // A third run after the volumes are unmounted (a reboot) mounts them again, formats nothing.
     for volume in &bed.volumes {
         support::block::unmount_below(&bed.root.mountpoint(volume));
@@ -433,13 +424,7 @@ fn an_irsa_master_mounts_without_the_formatted_tag() {
     let rebooted = run();
     assert_eq!(rebooted.code, 0, "{rebooted:#?}");
     assert!(!rebooted.stdout.contains("\"format\""), "{rebooted:#?}");
-    assert_eq!(
-        bed.disks
-            .iter()
-            .map(support::block::LoopDevice::uuid)
-            .collect::<Vec<_>>(),
-        uuids
-    );
+    assert_eq!(uuids_now(), uuids);
 }
 
 /// IRSA's role may not detach: a second `main` volume attached here (after a reboot) is left

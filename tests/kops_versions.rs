@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use support::bed::{Bed, NodeKind, GOSSIP};
 use support::block::TestRoot;
-use support::kube::{closed_port, install_channels_tool, Certs, KubeApi};
+use support::kube::{closed_port, etcd_manager_pods, install_channels_tool, Certs, KubeApi};
 use support::node::{Node, REGION};
 use support::{fixture, seed, Protokube, RunOutput};
 
@@ -21,6 +21,19 @@ const LABELS: [&str; 3] = [
     "kops.k8s.io/kops-controller-pki",
     "node.kubernetes.io/exclude-from-external-load-balancers",
 ];
+
+/// Asserts node `NODE` carries kOps' three control-plane labels, empty; its labels.
+fn assert_control_plane_labels(api: &KubeApi) -> std::collections::BTreeMap<String, String> {
+    let labels = api.labels(NODE);
+    for label in LABELS {
+        assert_eq!(
+            labels.get(label).map(String::as_str),
+            Some(""),
+            "{labels:?}"
+        );
+    }
+    labels
+}
 
 fn label_node(root: &TestRoot, extra: &[&str]) -> RunOutput {
     Protokube::new()
@@ -69,8 +82,13 @@ fn label_node_waits_for_the_api_and_the_node_then_patches_once() {
     assert_eq!(dry.code, 0, "{dry:#?}");
     assert_eq!(dry.json()["changes"][0]["action"], "update");
     assert!(api.patches().is_empty());
-    // The real run: one strategic-merge patch with the three labels, as the `kops` client.
+    // The real run: one strategic-merge patch with the three labels, as the `kops` client;
+    // exactly what the dry run said.
     let first = label_node(&root, &["--detailed-exitcode"]);
+    assert_eq!(
+        support::bed::change_set(&dry.json()),
+        support::bed::change_set(&first.json())
+    );
     assert_eq!(first.code, 2, "{first:#?}");
     let patches = api.patches();
     assert_eq!(patches.len(), 1, "{patches:#?}");
@@ -79,14 +97,7 @@ fn label_node_waits_for_the_api_and_the_node_then_patches_once() {
         "application/strategic-merge-patch+json"
     );
     assert_eq!(patches[0]["subject"]["commonName"], "kops");
-    let labels = api.labels(NODE);
-    for label in LABELS {
-        assert_eq!(
-            labels.get(label).map(String::as_str),
-            Some(""),
-            "{labels:?}"
-        );
-    }
+    let labels = assert_control_plane_labels(&api);
     assert_eq!(labels["kubernetes.io/hostname"], NODE);
     // Converged: a read, no write.
     let again = label_node(&root, &["--detailed-exitcode"]);
@@ -103,16 +114,29 @@ fn label_node_waits_for_the_api_and_the_node_then_patches_once() {
         serde_json::json!({ LABELS[1]: "" })
     );
     // KUBECONFIG must name a host path; only the steps that use it look at it.
-    let relative = Protokube::new()
-        .env("KUBECONFIG", "kubeconfig")
-        .args(["label-node", "--node-name", NODE])
-        .arg_path("--root", root.path())
-        .run();
-    assert_eq!(relative.code, 64, "{relative:#?}");
-    assert!(
-        relative.error_lines()[0].contains("KUBECONFIG"),
-        "{relative:#?}"
-    );
+    // A relative one is refused before anything (the run lock included) is touched.
+    let fresh = TestRoot::new();
+    for args in [
+        &["label-node", "--node-name", NODE][..],
+        &[
+            "sync",
+            "--bootstrap-master-node-labels",
+            "--node-name",
+            NODE,
+        ][..],
+    ] {
+        let relative = Protokube::new()
+            .env("KUBECONFIG", "kubeconfig")
+            .args(args)
+            .arg_path("--root", fresh.path())
+            .run();
+        assert_eq!(relative.code, 64, "{relative:#?}");
+        assert!(
+            relative.error_lines()[0].contains("KUBECONFIG"),
+            "{relative:#?}"
+        );
+        assert!(!fresh.join("/run/protokube.lock").exists());
+    }
     let unused = Protokube::new()
         .env("KUBECONFIG", "kubeconfig")
         .args(["apply-channels", "--channels", "s3://c/x.yaml", "--dry-run"])
@@ -213,22 +237,6 @@ fn stop(mut daemon: std::process::Child) -> Option<i32> {
     }
 }
 
-/// etcd-manager's real pods, as nodeup writes them, in the node's manifest directory.
-fn etcd_manager_pods(root: &TestRoot) {
-    let dir = root.join("/etc/kubernetes/manifests");
-    std::fs::create_dir_all(&dir).unwrap();
-    for pod in [
-        "etcd-main-master-us-test-1a",
-        "etcd-events-master-us-test-1a",
-    ] {
-        std::fs::copy(
-            fixture(&format!("etcd-manager/{pod}.manifest")),
-            dir.join(format!("{pod}.manifest")),
-        )
-        .unwrap();
-    }
-}
-
 /// The ExecStart flags of a unit in nodeup's tasks file for kOps `version`.
 fn unit_flags(version: &str) -> Vec<String> {
     let text = std::fs::read_to_string(fixture(&format!("nodeup-protokube-v{version}.tasks.yaml")))
@@ -249,23 +257,10 @@ fn kops_1_35_unit_applies_channels_and_labels_the_node_beside_etcd_manager() {
     let node = Node::start();
     let cluster = "minimal.example.com";
     let volume = node.etcd_volume(cluster, &[("main", "us-east-1a/us-east-1a")]);
-    let zone = support::runtime().block_on(async {
-        let ec2 = node.moto.ec2(REGION).await;
-        for (key, value) in [("KubernetesCluster", cluster), ("k8s.io/role/master", "1")] {
-            let tag = aws_sdk_ec2::types::Tag::builder()
-                .key(key)
-                .value(value)
-                .build();
-            ec2.create_tags()
-                .resources(&node.instance_id)
-                .tags(tag)
-                .send()
-                .await
-                .unwrap();
-        }
-        seed::hosted_zone(&node.moto.route53().await, "example.com").await
-    });
-    etcd_manager_pods(&node.root);
+    node.tag_as_master(cluster);
+    let zone = support::runtime()
+        .block_on(async { seed::hosted_zone(&node.moto.route53().await, "example.com").await });
+    etcd_manager_pods(&node.root, "master-us-test-1a");
     let certs = Certs::new();
     let api = KubeApi::start(&certs);
     api.register(NODE, &[("kubernetes.io/hostname", NODE)]);
@@ -299,14 +294,7 @@ fn kops_1_35_unit_applies_channels_and_labels_the_node_beside_etcd_manager() {
         runs,
         format!("ARGS apply channel {channel} --v=4 --yes\nKUBECONFIG=/var/lib/kops/kubeconfig\n")
     );
-    let labels = api.labels(NODE);
-    for label in LABELS {
-        assert_eq!(
-            labels.get(label).map(String::as_str),
-            Some(""),
-            "{labels:?}"
-        );
-    }
+    assert_control_plane_labels(&api);
     let operations = node.moto.operations();
     for volume_call in [
         "DescribeVolumes",
@@ -337,7 +325,7 @@ fn kops_1_36_gossip_unit_takes_the_role_and_cluster_from_the_instance_tags() {
     for kind in [NodeKind::GossipMaster, NodeKind::GossipWorker] {
         let bed = Bed::new(kind);
         if kind == NodeKind::GossipMaster {
-            etcd_manager_pods(&bed.root);
+            etcd_manager_pods(&bed.root, "master-us-test-1a");
         }
         let mut flags = unit_flags("1.36.0");
         flags.extend([

@@ -42,23 +42,10 @@ fn master(disk: &LoopDevice) -> (Node, String, String) {
     let node = Node::start();
     let volume = node.etcd_volume(CLUSTER, &[("main", "us-east-1a/us-east-1a")]);
     node.root.link_by_id(&volume, &disk.path);
-    let zone = support::runtime().block_on(async {
-        // The instance is the cluster's master, as kOps tags it.
-        let ec2 = node.moto.ec2(REGION).await;
-        for (key, value) in [("KubernetesCluster", CLUSTER), ("k8s.io/role/master", "1")] {
-            let tag = aws_sdk_ec2::types::Tag::builder()
-                .key(key)
-                .value(value)
-                .build();
-            ec2.create_tags()
-                .resources(&node.instance_id)
-                .tags(tag)
-                .send()
-                .await
-                .unwrap();
-        }
-        seed::hosted_zone(&node.moto.route53().await, "example.com").await
-    });
+    // The instance is the cluster's master, as kOps tags it.
+    node.tag_as_master(CLUSTER);
+    let zone = support::runtime()
+        .block_on(async { seed::hosted_zone(&node.moto.route53().await, "example.com").await });
     (node, volume, zone)
 }
 

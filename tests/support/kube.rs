@@ -252,3 +252,20 @@ pub(crate) fn install_channels_tool(root: &TestRoot) -> PathBuf {
     std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
     log
 }
+
+/// etcd-manager's real pods (kOps' `reference/kops/etcd-manager/`), as nodeup writes them for
+/// instance group `instance_group`: `etcd-<cluster>-<instance group>.manifest` in the node's
+/// manifest directory.
+pub(crate) fn etcd_manager_pods(root: &TestRoot, instance_group: &str) {
+    let dir = root.join("/etc/kubernetes/manifests");
+    std::fs::create_dir_all(&dir).unwrap();
+    for cluster in ["main", "events"] {
+        std::fs::copy(
+            super::fixture(&format!(
+                "etcd-manager/etcd-{cluster}-master-us-test-1a.manifest"
+            )),
+            dir.join(format!("etcd-{cluster}-{instance_group}.manifest")),
+        )
+        .unwrap();
+    }
+}

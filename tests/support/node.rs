@@ -38,6 +38,26 @@ impl Node {
         })
     }
 
+    /// Tags this instance as a master of `cluster`, as kOps does (`KubernetesCluster`,
+    /// `k8s.io/role/master`).
+    pub(crate) fn tag_as_master(&self, cluster: &str) {
+        super::runtime().block_on(async {
+            let ec2 = self.moto.ec2(REGION).await;
+            for (key, value) in [("KubernetesCluster", cluster), ("k8s.io/role/master", "1")] {
+                let tag = aws_sdk_ec2::types::Tag::builder()
+                    .key(key)
+                    .value(value)
+                    .build();
+                ec2.create_tags()
+                    .resources(&self.instance_id)
+                    .tags(tag)
+                    .send()
+                    .await
+                    .unwrap();
+            }
+        });
+    }
+
     /// An etcd volume with `extra` tags, created from a snapshot when `from_snapshot`.
     pub(crate) fn etcd_volume_with(
         &self,
