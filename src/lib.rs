@@ -13,6 +13,7 @@ pub mod cmd;
 pub mod daemon;
 pub mod error;
 pub mod etcd;
+pub mod host;
 pub mod identity;
 pub mod kube;
 pub mod logging;
@@ -35,6 +36,8 @@ use crate::cli::{Cli, Command};
 use crate::cloud::aws::AwsCloud;
 use crate::cloud::{AccessDenied, Cloud};
 use crate::error::ExitCode;
+use crate::host::linux::LinuxHost;
+use crate::host::Host;
 use crate::report::{Report, ReportError};
 use crate::settings::Settings;
 
@@ -92,7 +95,7 @@ fn warn_ignored_flags(cli: &Cli, report: &mut Report) {
 async fn execute(cli: &Cli, report: &mut Report) -> Result<()> {
     let settings = Settings::resolve(cli.flags()?)?;
     let cloud = AwsCloud::new(settings.waits.timeout);
-    let result = run_with(&cli.to_run(), &settings, &cloud, report).await;
+    let result = run_with(&cli.to_run(), &settings, &cloud, &LinuxHost, report).await;
     report.aws_calls = cloud.aws_calls();
     result.map_err(|err| explain_denied(err, &settings))
 }
@@ -141,7 +144,11 @@ pub fn conclude(
         // Read through `--root` as every step reads it; none there (or a bad root) is none.
         let volumes_mounted = paths::HostRoot::new(&cli.global.root)
             .own(paths::STATE_FILE)
-            .map_or(0, |path| state::State::load_or_empty(&path).volumes.len());
+            .map_or(0, |path| {
+                state::State::load_or_empty(&host::linux::LinuxHost, &path)
+                    .volumes
+                    .len()
+            });
         let run = metrics::RunMetrics {
             report,
             exit_code: code.code(),
@@ -151,7 +158,7 @@ pub fn conclude(
         };
         let previous = metrics::read_previous(path);
         let written = metrics::render(&run, previous.as_deref()).and_then(|text| {
-            apply::files::write_atomic(path, text.as_bytes(), 0o644)
+            host::linux::files::write_atomic(path, text.as_bytes(), 0o644)
                 .map(drop)
                 .with_context(|| format!("writing the metrics file `{}`", path.display()))
         });
@@ -190,17 +197,20 @@ pub async fn run_with(
     command: &Command,
     settings: &Settings,
     cloud: &dyn Cloud,
+    host: &dyn Host,
     report: &mut Report,
 ) -> Result<()> {
     match command {
-        Command::DiscoverVolumes => cmd::discover_volumes::run(settings, cloud, report).await,
-        Command::Mount => cmd::mount::run(settings, cloud, report).await,
-        Command::RenderManifests(_) => cmd::render_manifests::run(settings, cloud, report).await,
-        Command::PublishDns(_) => cmd::publish_dns::run(settings, cloud, report).await,
-        Command::Sync(_) => cmd::sync::run(settings, cloud, report).await,
-        Command::Reset(_) => cmd::reset::run(settings, cloud, report).await,
-        Command::ApplyChannels => cmd::apply_channels::run(settings, report).await,
-        Command::LabelNode => cmd::label_node::run(settings, report).await,
+        Command::DiscoverVolumes => cmd::discover_volumes::run(settings, cloud, host, report).await,
+        Command::Mount => cmd::mount::run(settings, cloud, host, report).await,
+        Command::RenderManifests(_) => {
+            cmd::render_manifests::run(settings, cloud, host, report).await
+        }
+        Command::PublishDns(_) => cmd::publish_dns::run(settings, cloud, host, report).await,
+        Command::Sync(_) => cmd::sync::run(settings, cloud, host, report).await,
+        Command::Reset(_) => cmd::reset::run(settings, cloud, host, report).await,
+        Command::ApplyChannels => cmd::apply_channels::run(settings, host, report).await,
+        Command::LabelNode => cmd::label_node::run(settings, host, report).await,
         // Answered by the binary before any setting is read.
         Command::Version => Ok(()),
     }

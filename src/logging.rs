@@ -54,14 +54,7 @@ pub fn init(quiet: bool, verbose: u8, format: LogFormat) {
 
 /// Whether stderr is systemd's journal stream (`JOURNAL_STREAM` names its device and inode).
 fn stderr_is_journal() -> bool {
-    use std::os::unix::fs::MetadataExt as _;
-    let Ok(stream) = std::env::var("JOURNAL_STREAM") else {
-        return false;
-    };
-    let Ok(stderr) = fs_err::metadata("/proc/self/fd/2") else {
-        return false;
-    };
-    stream == format!("{}:{}", stderr.dev(), stderr.ino())
+    std::env::var("JOURNAL_STREAM").is_ok_and(|stream| crate::host::linux::stderr_is(&stream))
 }
 
 /// The JSON line format.

@@ -27,6 +27,9 @@ pub struct RunMetrics<'a> {
     pub volumes_mounted: usize,
 }
 
+/// The largest metrics file read back (ours are a few KiB).
+const MAX_METRICS_BYTES: u64 = 1 << 20;
+
 /// The name of the last-success gauge (kept from the previous file by runs that did not
 /// succeed).
 const LAST_SUCCESS: &str = "protokube_last_success_timestamp_seconds";
@@ -152,7 +155,7 @@ fn previous_success(text: &str) -> Option<f64> {
 
 /// Reads the previous metrics file, if any (unreadable counts as none).
 pub fn read_previous(path: &Path) -> Option<String> {
-    fs_err::read_to_string(path).ok()
+    crate::host::linux::read_text(path, MAX_METRICS_BYTES).ok()
 }
 
 #[cfg(test)]

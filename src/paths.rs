@@ -10,6 +10,8 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 
+use crate::host::linux::{self, Entry};
+
 /// Directory kubelet reads static pods from.
 pub const MANIFEST_DIR: &str = "/etc/kubernetes/manifests";
 /// The hosts file.
@@ -40,11 +42,7 @@ impl HostRoot {
     /// The root at `dir`, made absolute and free of symlinks, `.` and `..` (a relative
     /// `--root`, or one with `/./`, names the same directory the mount table does).
     pub fn canonical(dir: &Path) -> Result<Self> {
-        let canonical = fs_err::canonicalize(dir)?;
-        if !canonical.is_dir() {
-            bail!("`{}` is not a directory", dir.display());
-        }
-        Ok(Self(canonical))
+        Ok(Self(linux::canonical_dir(dir)?))
     }
 
     /// The root directory itself.
@@ -131,9 +129,8 @@ pub fn on_volume(mountpoint: &Path, relative: impl AsRef<Path>) -> Result<PathBu
 
 /// An error when `path` is a symlink.
 pub fn refuse_symlink(path: &Path) -> Result<()> {
-    match fs_err::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => {
-            let target = fs_err::read_link(path).unwrap_or_default();
+    match linux::entry(path) {
+        Ok(Entry::Symlink(target)) => {
             bail!(
                 "`{}` is a symlink (to `{}`) where protokube expects a directory or file of its \
                  own; refusing to follow it: remove it and run again",
@@ -159,19 +156,18 @@ fn resolve_under(root: &Path, base: &Path, path: &Path) -> Result<PathBuf> {
             continue;
         }
         let next = resolved.join(&name);
-        match fs_err::symlink_metadata(&next) {
-            Ok(meta) if meta.file_type().is_symlink() => {
+        match linux::entry(&next) {
+            Ok(Entry::Symlink(target)) => {
                 links += 1;
                 if links > MAX_LINKS {
                     bail!("too many levels of symlinks at `{}`", next.display());
                 }
-                let target = fs_err::read_link(&next)?;
                 let mut rest: Vec<OsString> = pending.drain(..).collect();
                 push_components(&mut pending, &target, &mut resolved, root, true);
                 pending.extend(rest.drain(..));
             }
-            Ok(_) => resolved = next,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            Ok(Entry::Other) => resolved = next,
+            Ok(Entry::Missing) => {
                 // Nothing below exists to be a symlink: the rest is taken literally.
                 resolved = next;
                 for name in pending.drain(..) {

@@ -497,10 +497,13 @@ fn zone_rules(flags: &[String], spec_dns_zone: Option<&str>) -> Result<Vec<ZoneR
 /// The templates: the built-in ones, each replaced by the file of the same name in the
 /// `--templates` directory when there is one. A directory that does not exist is a usage error;
 /// a template there that cannot be read or compiled fails the run (exit 1).
+/// The largest template override read (the built-in templates are a few KiB).
+const MAX_TEMPLATE_BYTES: u64 = 1 << 20;
+
 fn load_templates_dir(dir: Option<&Path>) -> Result<tera::Tera> {
     let mut overrides = Vec::new();
     if let Some(dir) = dir {
-        if !dir.is_dir() {
+        if !crate::host::linux::is_dir(dir) {
             return Err(UsageError(format!(
                 "--templates: `{}` is not a directory",
                 dir.display()
@@ -509,8 +512,9 @@ fn load_templates_dir(dir: Option<&Path>) -> Result<tera::Tera> {
         }
         for (name, _) in BUILTIN_TEMPLATES {
             let path = dir.join(name);
-            if path.exists() {
-                let text = fs_err::read_to_string(&path).context("reading a template override")?;
+            if crate::host::linux::exists(&path) {
+                let text = crate::host::linux::read_text(&path, MAX_TEMPLATE_BYTES)
+                    .context("reading a template override")?;
                 overrides.push((name.to_string(), text));
             }
         }

@@ -9,20 +9,20 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 
-use crate::apply::blockdev;
 use crate::cloud::AttachmentState;
 use crate::cloud::{
     tags, Cloud, CloudClients, CloudVolume, InstanceInfo, VolumeAttachment, VolumeQuery,
 };
+use crate::host::Host;
 use crate::identity::{self, NodeIdentity};
 use crate::names::check_cluster_name;
 use crate::paths::{volume_mountpoint, HostRoot, MANIFEST_DIR, STATE_FILE};
 use crate::plan::etcd_owner::EtcdOwner;
+use crate::plan::files::FileFact;
 use crate::plan::mounts::{mounted_at, MountEntry};
-use crate::plan::records::DesiredRecord;
 use crate::plan::volumes::{classify, Discovery, EtcdVolume};
 use crate::settings::{Cluster, Settings};
-use crate::state::{KnownZones, MountedVolume, State, Verified};
+use crate::state::{MountedVolume, State, Verified};
 
 /// Which of the cluster's volumes a run asks the cloud for: those in this node's zone (mount,
 /// discover-volumes), or those in every zone (DNS needs every member's attachment).
@@ -36,6 +36,7 @@ pub enum VolumeScope {
 pub struct Snapshot<'a> {
     settings: &'a Settings,
     cloud: &'a dyn Cloud,
+    host: &'a dyn Host,
     scope: VolumeScope,
     identity: Option<NodeIdentity>,
     clients: Option<CloudClients>,
@@ -55,26 +56,20 @@ pub struct Snapshot<'a> {
     volumes_left: bool,
     /// Volumes attached or mounted only in this dry run's plan: nothing on the host to read.
     planned: BTreeSet<String>,
-    /// What `sync` on a master knows from, and learns for, its last full check (DESIGN §8).
-    pub verification: Verification,
-}
-
-/// What the run knows from and for the recorded full check (`sync` on a master; empty
-/// otherwise, so every other command checks in full).
-#[derive(Clone, Debug, Default)]
-pub struct Verification {
-    /// The names the recorded check found published; `Some` only when this run trusts it.
-    pub trusted_names: Option<Vec<DesiredRecord>>,
-    /// The hosted zones the rules chose when last found (remembered in the state file).
-    pub zones: Option<KnownZones>,
 }
 
 impl<'a> Snapshot<'a> {
-    pub fn new(settings: &'a Settings, cloud: &'a dyn Cloud, scope: VolumeScope) -> Self {
+    pub fn new(
+        settings: &'a Settings,
+        cloud: &'a dyn Cloud,
+        host: &'a dyn Host,
+        scope: VolumeScope,
+    ) -> Self {
         Self {
             cluster: settings.cluster.clone(),
             settings,
             cloud,
+            host,
             scope,
             identity: None,
             clients: None,
@@ -87,8 +82,12 @@ impl<'a> Snapshot<'a> {
             state: None,
             volumes_left: false,
             planned: BTreeSet::new(),
-            verification: Verification::default(),
         }
+    }
+
+    /// The node this run works on: its devices and files.
+    pub fn host(&self) -> &'a dyn Host {
+        self.host
     }
 
     /// This node's identity: flags first, the metadata service for the rest.
@@ -197,11 +196,10 @@ impl<'a> Snapshot<'a> {
         Ok(())
     }
 
-    /// Takes the volumes, and the names, from the recorded check instead of asking the cloud.
+    /// Takes the volumes from the recorded check instead of asking the cloud.
     pub async fn trust(&mut self, recorded: &Verified) -> Result<()> {
         let query = self.volume_query().await?;
         self.record_volume_answer(&query, recorded.volumes.clone());
-        self.verification.trusted_names = Some(recorded.published.clone());
         Ok(())
     }
 
@@ -337,7 +335,7 @@ impl<'a> Snapshot<'a> {
     fn read_state(&mut self) -> Result<&(State, Option<String>)> {
         if self.state.is_none() {
             let path = self.settings.root.own(STATE_FILE)?;
-            self.state = Some(match State::load(&path) {
+            self.state = Some(match State::load(self.host, &path) {
                 Ok(state) => (state.unwrap_or_else(|| State::new(Vec::new())), None),
                 Err(err) => {
                     tracing::debug!("{err:#}");
@@ -365,7 +363,7 @@ impl<'a> Snapshot<'a> {
             let root = &self.settings.root;
             let path = root.own(STATE_FILE)?;
             for volume in &volumes {
-                check_recorded_mount(root, volume).with_context(|| {
+                check_recorded_mount(self.host, root, volume).with_context(|| {
                     format!(
                         "`{}` records volume `{}`, which is not trusted; run `protokube mount` \
                          (it rewrites the file from what it mounts)",
@@ -383,7 +381,13 @@ impl<'a> Snapshot<'a> {
     /// missing): listed once per run.
     pub fn manifest_dir(&mut self) -> Result<(PathBuf, Vec<String>)> {
         if self.manifest_dir.is_none() {
-            self.manifest_dir = Some(list_manifest_dir(&self.settings.root)?);
+            let dir = self.settings.root.resolve(MANIFEST_DIR)?;
+            let names = self
+                .host
+                .list(&dir)
+                .context("listing the static-pod manifests")?
+                .unwrap_or_default();
+            self.manifest_dir = Some((dir, names));
         }
         self.manifest_dir
             .clone()
@@ -396,56 +400,35 @@ impl<'a> Snapshot<'a> {
     pub fn etcd_owner(&mut self) -> Result<&EtcdOwner> {
         if self.etcd_owner.is_none() {
             let (dir, names) = self.manifest_dir()?;
-            self.etcd_owner = Some(read_etcd_owner(&dir, &names));
+            self.etcd_owner = Some(read_etcd_owner(self.host, &dir, &names));
         }
         self.etcd_owner
             .as_ref()
             .ok_or_else(|| anyhow!("etcd owner not decided"))
     }
 
-    /// The mount table of this mount namespace.
+    /// The mount table of this mount namespace, read now (a mount changes it).
     pub fn mount_table(&self) -> Result<Vec<MountEntry>> {
-        blockdev::mount_table()
+        self.host.mount_table()
     }
 }
 
 /// The largest manifest read to recognise etcd-manager's pods (theirs are a few KiB).
 const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 
-/// The resolved manifest directory and the names of its entries, sorted (none when it is
-/// missing).
-fn list_manifest_dir(root: &HostRoot) -> Result<(PathBuf, Vec<String>)> {
-    let dir = root.resolve(MANIFEST_DIR)?;
-    let entries = match fs_err::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok((dir, Vec::new())),
-        Err(err) => return Err(err).context("listing the static-pod manifests"),
-    };
-    let mut names = Vec::new();
-    for entry in entries {
-        let entry = entry.context("listing the static-pod manifests")?;
-        names.push(entry.file_name().to_string_lossy().into_owned());
-    }
-    names.sort();
-    Ok((dir, names))
-}
-
 /// Reads the manifest directory's files (not dot files, which kubelet ignores; regular files,
 /// through symlinks, up to [`MAX_MANIFEST_BYTES`]) and decides who owns etcd.
-fn read_etcd_owner(dir: &Path, names: &[String]) -> EtcdOwner {
+fn read_etcd_owner(host: &dyn Host, dir: &Path, names: &[String]) -> EtcdOwner {
     let read: Vec<(&str, Option<String>)> = names
         .iter()
         .filter(|name| !name.starts_with('.'))
         .map(|name| {
-            let path = dir.join(name);
-            let text = match fs_err::metadata(&path) {
-                Ok(meta) if meta.is_file() && meta.len() <= MAX_MANIFEST_BYTES => {
-                    fs_err::read(&path)
-                        .ok()
-                        .and_then(|bytes| String::from_utf8(bytes).ok())
-                }
-                _ => None,
-            };
+            // What cannot be read as a manifest is none of etcd-manager's.
+            let text = host
+                .read(&dir.join(name), MAX_MANIFEST_BYTES)
+                .ok()
+                .flatten()
+                .and_then(|bytes| String::from_utf8(bytes).ok());
             (name.as_str(), text)
         })
         .collect();
@@ -456,7 +439,7 @@ fn read_etcd_owner(dir: &Path, names: &[String]) -> EtcdOwner {
 }
 
 /// A volume the state file records is at its own mount point, mounted from the recorded device.
-fn check_recorded_mount(root: &HostRoot, volume: &MountedVolume) -> Result<()> {
+fn check_recorded_mount(host: &dyn Host, root: &HostRoot, volume: &MountedVolume) -> Result<()> {
     let expected = volume_mountpoint(&volume.volume_id);
     if volume.mountpoint != expected {
         bail!(
@@ -467,18 +450,19 @@ fn check_recorded_mount(root: &HostRoot, volume: &MountedVolume) -> Result<()> {
     }
     let mountpoint = root.volume_mountpoint(&volume.volume_id)?;
     let device = root.resolve(&volume.device)?;
-    if !device.exists() {
+    if matches!(host.fact(&device)?, FileFact::Missing) {
         bail!(
             "it is not mounted at `{}`: its device `{}` is not there",
             mountpoint.display(),
             volume.device.display()
         );
     }
-    let devno = blockdev::device_number(&device)
+    let devno = host
+        .device_number(&device)
         .with_context(|| format!("recorded device `{}`", volume.device.display()))?;
-    let table = blockdev::mount_table()?;
+    let table = host.mount_table()?;
     let mounted_here = mounted_at(&table, &mountpoint).is_some_and(|m| m.devno == devno)
-        && blockdev::mounted_device(&mountpoint)? == devno;
+        && host.mounted_device(&mountpoint)? == devno;
     if !mounted_here {
         bail!(
             "it is not mounted at `{}` from `{}`",

@@ -273,17 +273,8 @@ impl ClusterDocument {
 
     /// Reads and parses a cluster document from a file.
     pub fn load(path: &Path) -> Result<Self> {
-        let size = fs_err::metadata(path)
-            .context("reading the cluster spec")?
-            .len();
-        if size > MAX_SPEC_BYTES {
-            bail!(
-                "cluster spec `{}` is {size} bytes; a kOps cluster spec is a few KiB (the limit is \
-                 {MAX_SPEC_BYTES})",
-                path.display()
-            );
-        }
-        let text = fs_err::read_to_string(path).context("reading the cluster spec")?;
+        let text = crate::host::linux::read_text(path, MAX_SPEC_BYTES)
+            .context("reading the cluster spec (kOps' completed specs are a few KiB)")?;
         Self::parse(&text, &path.display().to_string())
     }
 

@@ -1,21 +1,27 @@
-//! Reading `<root>/var/lib/protokube/state.json` (its contents are `plan::state`): a missing file
-//! is no state; a garbled or newer one is refused with the path and the way out.
+//! Reading `<root>/var/lib/protokube/state.json` (its contents are `plan::state`) from the node's
+//! files: a missing file is no state; a garbled or newer one is refused with the path and the way
+//! out.
 
 use std::path::Path;
 
 use anyhow::{bail, Context as _, Result};
 
+use crate::host::Files;
 pub use crate::plan::state::{KnownZones, MountedVolume, State, Verified, STATE_VERSION};
 
+/// The largest state file read (a cluster's is a few KiB).
+const MAX_STATE_BYTES: u64 = 16 << 20;
+
 impl State {
-    /// Reads the state file at `path`; `None` when there is none yet.
-    pub fn load(path: &Path) -> Result<Option<Self>> {
-        let text = match fs_err::read_to_string(path) {
-            Ok(text) => text,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(err) => return Err(err).context("reading the protokube state"),
+    /// Reads the state file at `path` on the node's `files`; `None` when there is none yet.
+    pub fn load(files: &dyn Files, path: &Path) -> Result<Option<Self>> {
+        let Some(bytes) = files
+            .read(path, MAX_STATE_BYTES)
+            .context("reading the protokube state")?
+        else {
+            return Ok(None);
         };
-        let state: State = serde_json::from_str(&text).with_context(|| {
+        let state: State = serde_json::from_slice(&bytes).with_context(|| {
             format!(
                 "state file `{}` is not valid; remove it and run `protokube mount` again",
                 path.display()
@@ -34,8 +40,8 @@ impl State {
 
     /// The state file at `path` as it is, for what only needs its best reading: missing or
     /// unreadable counts as an empty state (the mount step rewrites it from what it mounts).
-    pub fn load_or_empty(path: &Path) -> Self {
-        State::load(path)
+    pub fn load_or_empty(files: &dyn Files, path: &Path) -> Self {
+        State::load(files, path)
             .unwrap_or_else(|err| {
                 tracing::debug!("{err:#}");
                 None
@@ -45,9 +51,11 @@ impl State {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
     use crate::etcd::EtcdMembership;
+    use crate::host::linux::LinuxHost;
 
     fn volume(id: &str) -> MountedVolume {
         MountedVolume {
@@ -66,10 +74,10 @@ mod tests {
     fn round_trip_sorted_and_deterministic() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.json");
-        assert_eq!(State::load(&path).unwrap(), None);
+        assert_eq!(State::load(&LinuxHost, &path).unwrap(), None);
         let state = State::new(vec![volume("vol-2"), volume("vol-1")]);
         std::fs::write(&path, state.to_bytes().unwrap()).unwrap();
-        let loaded = State::load(&path).unwrap().unwrap();
+        let loaded = State::load(&LinuxHost, &path).unwrap().unwrap();
         assert_eq!(loaded, state);
         assert_eq!(loaded.volumes[0].volume_id, "vol-1");
         assert_eq!(
@@ -85,14 +93,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.json");
         std::fs::write(&path, r#"{"version": 2, "volumes": []}"#).unwrap();
-        let err = State::load(&path).unwrap_err();
+        let err = State::load(&LinuxHost, &path).unwrap_err();
         assert!(format!("{err:#}").contains("version 2"), "{err:#}");
         std::fs::write(&path, "{").unwrap();
-        let err = State::load(&path).unwrap_err();
+        let err = State::load(&LinuxHost, &path).unwrap_err();
         assert!(format!("{err:#}").contains("state.json"), "{err:#}");
         // The lenient reading counts garbage and a missing file as an empty state.
-        assert_eq!(State::load_or_empty(&path), State::new(Vec::new()));
+        assert_eq!(
+            State::load_or_empty(&LinuxHost, &path),
+            State::new(Vec::new())
+        );
         std::fs::remove_file(&path).unwrap();
-        assert_eq!(State::load_or_empty(&path), State::new(Vec::new()));
+        assert_eq!(
+            State::load_or_empty(&LinuxHost, &path),
+            State::new(Vec::new())
+        );
     }
 }

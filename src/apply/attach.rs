@@ -6,9 +6,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, bail, Result};
 
-use crate::apply::blockdev::{self, FoundDevice};
 use crate::cloud::AttachmentState;
 use crate::cloud::{AttachOutcome, VolumeApi};
+use crate::host::{Devices, FoundDevice};
 use crate::paths::HostRoot;
 use crate::plan::volumes::{attachment_stuck, free_device_name};
 use crate::wait::{poll_until, Backoff, Waits};
@@ -153,6 +153,7 @@ pub async fn wait_attached(
 
 /// Waits for the block device of `volume_id`, attached as `requested`, to appear under `root`.
 pub async fn wait_device(
+    devices: &dyn Devices,
     root: &HostRoot,
     volume_id: &str,
     requested: &str,
@@ -167,7 +168,7 @@ pub async fn wait_device(
         waits.timeout,
         waits.progress,
         waits.device.clone(),
-        || async { blockdev::find_device(root, volume_id, requested) },
+        || async { devices.find_device(root, volume_id, requested) },
     )
     .await
 }

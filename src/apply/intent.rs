@@ -9,9 +9,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::apply::files::write_atomic;
+use crate::host::Files;
 use crate::paths::{HostRoot, FORMATTING_DIR};
 use crate::plan::blank::IntentUuid;
+use crate::plan::files::{plan_file, plan_removal};
+
+/// The largest record read (ours are under 200 bytes).
+const MAX_RECORD_BYTES: u64 = 64 << 10;
 
 #[derive(Serialize, Deserialize)]
 struct Record {
@@ -29,17 +33,30 @@ fn path(root: &HostRoot, volume_id: &str) -> Result<PathBuf> {
 }
 
 /// Records the intent to format `device` of `volume_id` with filesystem UUID `uuid`.
-pub fn record(root: &HostRoot, volume_id: &str, device: &Path, uuid: &str) -> Result<()> {
-    write(root, volume_id, device, uuid, false).context("recording the intent to format")
+pub fn record(
+    files: &dyn Files,
+    root: &HostRoot,
+    volume_id: &str,
+    device: &Path,
+    uuid: &str,
+) -> Result<()> {
+    write(files, root, volume_id, device, uuid, false).context("recording the intent to format")
 }
 
 /// Records that the format of `volume_id` with `uuid` finished though the cloud refused its
 /// formatted tag: from now on this record witnesses the filesystem in the tag's place.
-pub fn record_formatted(root: &HostRoot, volume_id: &str, device: &Path, uuid: &str) -> Result<()> {
-    write(root, volume_id, device, uuid, true).context("recording the format on this node")
+pub fn record_formatted(
+    files: &dyn Files,
+    root: &HostRoot,
+    volume_id: &str,
+    device: &Path,
+    uuid: &str,
+) -> Result<()> {
+    write(files, root, volume_id, device, uuid, true).context("recording the format on this node")
 }
 
 fn write(
+    files: &dyn Files,
     root: &HostRoot,
     volume_id: &str,
     device: &Path,
@@ -52,20 +69,21 @@ fn write(
         uuid: uuid.to_owned(),
         formatted,
     };
-    let mut bytes = serde_json::to_vec(&record)?;
-    bytes.push(b'\n');
-    write_atomic(&path(root, volume_id)?, &bytes, 0o600)?;
-    Ok(())
+    let mut text = serde_json::to_string(&record)?;
+    text.push('\n');
+    let path = path(root, volume_id)?;
+    files.apply(&plan_file(&path, &files.fact(&path)?, &text, 0o600))
 }
 
 /// The intent an earlier run left for `volume_id` and did not finish, if any.
-pub fn pending(root: &HostRoot, volume_id: &str) -> Result<Option<IntentUuid>> {
-    let text = match fs_err::read_to_string(path(root, volume_id)?) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(err).context("reading the intent to format"),
+pub fn pending(files: &dyn Files, root: &HostRoot, volume_id: &str) -> Result<Option<IntentUuid>> {
+    let Some(bytes) = files
+        .read(&path(root, volume_id)?, MAX_RECORD_BYTES)
+        .context("reading the intent to format")?
+    else {
+        return Ok(None);
     };
-    Ok(Some(match serde_json::from_str::<Record>(&text) {
+    Ok(Some(match serde_json::from_slice::<Record>(&bytes) {
         Ok(record) if record.volume_id == volume_id && record.formatted => {
             IntentUuid::Formatted(record.uuid)
         }
@@ -76,46 +94,45 @@ pub fn pending(root: &HostRoot, volume_id: &str) -> Result<Option<IntentUuid>> {
 }
 
 /// Removes the record once the format is finished.
-pub fn clear(root: &HostRoot, volume_id: &str) -> Result<()> {
+pub fn clear(files: &dyn Files, root: &HostRoot, volume_id: &str) -> Result<()> {
     let path = path(root, volume_id)?;
-    match fs_err::remove_file(&path) {
-        Ok(()) => {}
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(err) => return Err(err).context("clearing the intent to format"),
-    }
-    if let Some(dir) = path.parent() {
-        fs_err::File::open(dir)?.sync_all()?;
-    }
-    Ok(())
+    files
+        .apply(&plan_removal(&path, &files.fact(&path)?))
+        .context("clearing the intent to format")
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
+    use crate::host::linux::LinuxHost;
 
     #[test]
     fn round_trip_with_the_uuid() {
         let dir = tempfile::tempdir().unwrap();
         let root = HostRoot::canonical(dir.path()).unwrap();
-        assert_eq!(pending(&root, "vol-1").unwrap(), None);
-        record(&root, "vol-1", Path::new("/dev/xvdu"), "u-1").unwrap();
+        assert_eq!(pending(&LinuxHost, &root, "vol-1").unwrap(), None);
+        record(&LinuxHost, &root, "vol-1", Path::new("/dev/xvdu"), "u-1").unwrap();
         assert_eq!(
-            pending(&root, "vol-1").unwrap(),
+            pending(&LinuxHost, &root, "vol-1").unwrap(),
             Some(IntentUuid::Uuid("u-1".into()))
         );
-        assert_eq!(pending(&root, "vol-2").unwrap(), None);
-        record_formatted(&root, "vol-1", Path::new("/dev/xvdu"), "u-1").unwrap();
+        assert_eq!(pending(&LinuxHost, &root, "vol-2").unwrap(), None);
+        record_formatted(&LinuxHost, &root, "vol-1", Path::new("/dev/xvdu"), "u-1").unwrap();
         assert_eq!(
-            pending(&root, "vol-1").unwrap(),
+            pending(&LinuxHost, &root, "vol-1").unwrap(),
             Some(IntentUuid::Formatted("u-1".into()))
         );
-        clear(&root, "vol-1").unwrap();
-        clear(&root, "vol-1").unwrap();
-        assert_eq!(pending(&root, "vol-1").unwrap(), None);
+        clear(&LinuxHost, &root, "vol-1").unwrap();
+        clear(&LinuxHost, &root, "vol-1").unwrap();
+        assert_eq!(pending(&LinuxHost, &root, "vol-1").unwrap(), None);
         // A record from an older protokube: the device path alone.
         let legacy = root.path(FORMATTING_DIR).join("vol-3");
         std::fs::create_dir_all(legacy.parent().unwrap()).unwrap();
         std::fs::write(&legacy, "/dev/xvdu\n").unwrap();
-        assert_eq!(pending(&root, "vol-3").unwrap(), Some(IntentUuid::Unknown));
+        assert_eq!(
+            pending(&LinuxHost, &root, "vol-3").unwrap(),
+            Some(IntentUuid::Unknown)
+        );
     }
 }

@@ -1,9 +1,6 @@
-//! The effects, one module each: attaching volumes (EC2), block devices and mounts (the only
-//! user of `sys-mount`), files (atomic writes, the lock), Route53, the hosts file.
+//! The effects that follow a plan through a seam: attaching volumes (EC2), the record of a format
+//! in progress (the node's files), Route53's names.
 
 pub mod attach;
-pub mod blockdev;
-pub mod files;
-pub mod hosts;
 pub mod intent;
 pub mod route53;

@@ -2,6 +2,8 @@
 //! against AWS or against a stricter test double. The AWS implementation lives in [`aws`].
 
 pub mod aws;
+#[cfg(test)]
+pub mod memory;
 pub mod tags;
 
 use std::collections::BTreeMap;

@@ -3,11 +3,12 @@
 use anyhow::Result;
 
 use crate::error::UsageError;
+use crate::host::Host;
 use crate::report::Report;
 use crate::settings::Settings;
 use crate::steps;
 
-pub async fn run(settings: &Settings, report: &mut Report) -> Result<()> {
+pub async fn run(settings: &Settings, host: &dyn Host, report: &mut Report) -> Result<()> {
     if settings.channels.is_empty() {
         return Err(UsageError(
             "apply-channels needs --channels URL[,URL…] (nodeup passes the cluster's addon \
@@ -16,6 +17,6 @@ pub async fn run(settings: &Settings, report: &mut Report) -> Result<()> {
         )
         .into());
     }
-    let _lock = steps::lock(settings)?;
+    let _lock = steps::lock(settings, host)?;
     steps::channels::run(settings, report).await
 }

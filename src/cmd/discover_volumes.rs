@@ -3,12 +3,18 @@
 use anyhow::Result;
 
 use crate::cloud::Cloud;
+use crate::host::Host;
 use crate::report::Report;
 use crate::settings::Settings;
 use crate::snapshot::{Snapshot, VolumeScope};
 use crate::steps;
 
-pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) -> Result<()> {
-    let mut snapshot = Snapshot::new(settings, cloud, VolumeScope::Zone);
+pub async fn run(
+    settings: &Settings,
+    cloud: &dyn Cloud,
+    host: &dyn Host,
+    report: &mut Report,
+) -> Result<()> {
+    let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Zone);
     steps::discover::run(settings, &mut snapshot, report).await
 }

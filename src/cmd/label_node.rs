@@ -3,15 +3,16 @@
 use anyhow::Result;
 
 use crate::error::UsageError;
+use crate::host::Host;
 use crate::report::Report;
 use crate::settings::Settings;
 use crate::steps;
 
-pub async fn run(settings: &Settings, report: &mut Report) -> Result<()> {
+pub async fn run(settings: &Settings, host: &dyn Host, report: &mut Report) -> Result<()> {
     let node = settings.node_name.as_deref().ok_or_else(|| {
         UsageError("label-node needs --node-name NAME (this node's name in Kubernetes)".to_owned())
     })?;
-    let _lock = steps::lock(settings)?;
+    let _lock = steps::lock(settings, host)?;
     let nodes = steps::labels::connect(settings).await?;
     steps::labels::run(settings, &nodes, node, report).await
 }

@@ -4,13 +4,19 @@
 use anyhow::Result;
 
 use crate::cloud::Cloud;
+use crate::host::Host;
 use crate::report::Report;
 use crate::settings::Settings;
 use crate::snapshot::{Snapshot, VolumeScope};
 use crate::steps;
 
-pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) -> Result<()> {
-    let mut snapshot = Snapshot::new(settings, cloud, VolumeScope::Zone);
+pub async fn run(
+    settings: &Settings,
+    cloud: &dyn Cloud,
+    host: &dyn Host,
+    report: &mut Report,
+) -> Result<()> {
+    let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Zone);
     if !settings.master {
         // Nothing to mount; but a master run without the flag would leave etcd absent.
         steps::check_master_flag(settings, &mut snapshot, true, report).await?;
@@ -24,7 +30,7 @@ pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) ->
     if let Some(why) = snapshot.etcd_owner()?.notice() {
         anyhow::bail!("{why}; remove its manifests first to hand the volumes to protokube");
     }
-    let _lock = steps::lock(settings)?;
+    let _lock = steps::lock(settings, host)?;
     let claimed = steps::claim::run(settings, &mut snapshot, report).await?;
     steps::mount::run(settings, &mut snapshot, report).await?;
     claimed.finish()

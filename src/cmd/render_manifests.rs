@@ -4,16 +4,22 @@
 use anyhow::Result;
 
 use crate::cloud::Cloud;
+use crate::host::Host;
 use crate::report::Report;
 use crate::settings::Settings;
 use crate::snapshot::{Snapshot, VolumeScope};
 use crate::steps;
 
-pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) -> Result<()> {
-    let mut snapshot = Snapshot::new(settings, cloud, VolumeScope::Zone);
+pub async fn run(
+    settings: &Settings,
+    cloud: &dyn Cloud,
+    host: &dyn Host,
+    report: &mut Report,
+) -> Result<()> {
+    let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Zone);
     // The cluster's names are checked before anything is locked or changed.
     snapshot.cluster().await?;
     steps::announce_etcd_owner(settings, &mut snapshot, report)?;
-    let _lock = steps::lock(settings)?;
+    let _lock = steps::lock(settings, host)?;
     steps::render::run(settings, &mut snapshot, report).await
 }

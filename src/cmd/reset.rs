@@ -4,17 +4,23 @@
 use anyhow::Result;
 
 use crate::cloud::Cloud;
+use crate::host::Host;
 use crate::report::Report;
 use crate::settings::Settings;
 use crate::snapshot::{Snapshot, VolumeScope};
 use crate::steps;
 
-pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) -> Result<()> {
-    let mut snapshot = Snapshot::new(settings, cloud, VolumeScope::Region);
+pub async fn run(
+    settings: &Settings,
+    cloud: &dyn Cloud,
+    host: &dyn Host,
+    report: &mut Report,
+) -> Result<()> {
+    let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Region);
     // The cluster's names are checked before anything is locked or changed.
     snapshot.cluster().await?;
     // Where etcd-manager owns etcd, its volumes and names are left; the rest is reset.
     steps::announce_etcd_owner(settings, &mut snapshot, report)?;
-    let _lock = steps::lock(settings)?;
+    let _lock = steps::lock(settings, host)?;
     steps::reset::run(settings, &mut snapshot, report).await
 }

@@ -7,26 +7,32 @@
 use anyhow::Result;
 
 use crate::cloud::Cloud;
+use crate::host::Host;
 use crate::report::Report;
 use crate::settings::{DnsProvider, Settings};
 use crate::snapshot::{Snapshot, VolumeScope};
 use crate::steps;
 
-pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) -> Result<()> {
+pub async fn run(
+    settings: &Settings,
+    cloud: &dyn Cloud,
+    host: &dyn Host,
+    report: &mut Report,
+) -> Result<()> {
     // kOps 1.36's unit names neither the cluster nor the role: the instance's tags do.
     let learned;
     let settings = if settings.learns_node_role() {
-        let node = steps::node_role::learn(settings, cloud).await?;
+        let node = steps::node_role::learn(settings, cloud, host).await?;
         learned = settings.clone().with_node(&node)?;
         &learned
     } else {
         settings
     };
     // One region-wide listing serves mount (this zone) and DNS (every member).
-    let mut snapshot = Snapshot::new(settings, cloud, VolumeScope::Region);
+    let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Region);
     // The cluster's names are checked before anything is locked or changed.
     let cluster = snapshot.cluster().await?;
-    let _lock = steps::lock(settings)?;
+    let _lock = steps::lock(settings, host)?;
     // Who owns etcd here is decided once: where etcd-manager does, its volumes are left alone
     // and not even listed.
     let owns_etcd = steps::announce_etcd_owner(settings, &mut snapshot, report)?;
@@ -54,7 +60,8 @@ pub async fn run(settings: &Settings, cloud: &dyn Cloud, report: &mut Report) ->
         );
         steps::publish::PublishOutcome::nothing()
     } else {
-        steps::publish::run(settings, &mut snapshot, report).await?
+        let known = verify.as_ref().map(|v| v.known.clone()).unwrap_or_default();
+        steps::publish::run(settings, &mut snapshot, &known, report).await?
     };
     // A worker's run asks the cloud nothing more to see whether it should have been a master.
     steps::check_master_flag(settings, &mut snapshot, false, report).await?;

@@ -14,6 +14,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use super::NodeApi;
 use crate::error::NotReady;
+use crate::host::linux;
 use crate::paths::HostRoot;
 
 /// The largest kubeconfig read (kOps' is well under 16 KiB).
@@ -31,7 +32,7 @@ impl KubeNodes {
     /// bounded by `timeout`.
     pub async fn connect(root: &HostRoot, kubeconfig: &str, timeout: Duration) -> Result<Self> {
         let path = root.resolve(kubeconfig)?;
-        if !path.exists() {
+        if !linux::exists(&path) {
             return Err(NotReady(format!(
                 "the kubeconfig `{}` (KUBECONFIG) is not there yet: nodeup writes it on \
                  control-plane nodes; retry later",
@@ -39,14 +40,7 @@ impl KubeNodes {
             ))
             .into());
         }
-        let read = || -> Result<String> {
-            let size = fs_err::metadata(&path)?.len();
-            if size > MAX_KUBECONFIG_BYTES {
-                return Err(anyhow!("{size} bytes is no kubeconfig"));
-            }
-            Ok(fs_err::read_to_string(&path)?)
-        };
-        let text = read().with_context(|| {
+        let text = linux::read_text(&path, MAX_KUBECONFIG_BYTES).with_context(|| {
             format!(
                 "reading the kubeconfig `{}` (KUBECONFIG; nodeup writes it on control-plane nodes)",
                 path.display()

@@ -3,13 +3,13 @@
 //! `KUBECONFIG` among it), bounded by `--timeout`.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 
 use super::ChannelRun;
 use crate::error::NotReady;
+use crate::host::linux::process::run_with_timeout;
 
 /// Where nodeup installs the tool, under `--root`.
 pub const CHANNELS_TOOL: &str = "/opt/kops/bin/channels";
@@ -25,34 +25,23 @@ const OUTPUT_TAIL: usize = 4096;
 /// Runs the tool at `tool` for `channel`; a run that outlasts `timeout` is killed and is "not
 /// ready" (exit 75).
 pub async fn apply_channel(tool: &Path, channel: &str, timeout: Duration) -> Result<ChannelRun> {
-    let child = tokio::process::Command::new(tool)
-        .args(channel_args(channel))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .with_context(|| format!("starting kOps' channels tool `{}`", tool.display()))?;
-    let output = match tokio::time::timeout(timeout, child.wait_with_output()).await {
-        Ok(output) => output.with_context(|| format!("running `{}`", tool.display()))?,
-        Err(_) => {
-            return Err(NotReady(format!(
+    let finished = run_with_timeout(tool, &channel_args(channel), timeout)
+        .await
+        .context("running kOps' channels tool")?
+        .ok_or_else(|| {
+            NotReady(format!(
                 "kOps' channels tool did not finish channel `{channel}` within --timeout; retry \
                  later"
             ))
-            .into())
-        }
-    };
-    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&output.stderr));
-    let text = text.trim();
+        })?;
+    let text = finished.output.trim();
     let tail = match text.char_indices().rev().nth(OUTPUT_TAIL) {
         Some((at, _)) => &text[at..],
         None => text,
     };
     Ok(ChannelRun {
-        success: output.status.success(),
-        status: output.status.to_string(),
+        success: finished.success,
+        status: finished.status,
         output: tail.to_owned(),
     })
 }

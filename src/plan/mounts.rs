@@ -222,33 +222,73 @@ pub fn check_device(
     Ok(())
 }
 
-/// The report entries of the decision for the unmounted device of `volume_id`, to be mounted at
-/// `mountpoint` (a path under the root).
+/// One action of the mount step on a device that is not mounted, in the order made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceAction {
+    /// `mkfs.ext4` with a new UUID (recorded first), then the volume's formatted tag.
+    Format(FormatReason),
+    /// `fsck -a` the existing ext4; `finish`: it is protokube's interrupted format, which a clean
+    /// check finishes (the tag) and a failed one formats again.
+    Check { uuid: Option<String>, finish: bool },
+    /// Grow the unmounted ext4 to its device's size.
+    GrowOffline { from: u64, to: u64 },
+    /// Mount it at its mount point.
+    Mount,
+}
+
+/// The actions a device decision makes, in order (the one plan of both the dry run and the
+/// run); `grow` is the offline grow an existing filesystem needs, `(from, to)` bytes.
+pub fn plan_device(decision: &DeviceDecision, grow: Option<(u64, u64)>) -> Vec<DeviceAction> {
+    let mut actions = Vec::new();
+    match decision {
+        DeviceDecision::Refuse(_) => return actions,
+        DeviceDecision::Format(reason) => actions.push(DeviceAction::Format(reason.clone())),
+        DeviceDecision::CheckAndMount { uuid, unfinished } => {
+            actions.push(DeviceAction::Check {
+                uuid: uuid.clone(),
+                finish: *unfinished,
+            });
+            if let Some((from, to)) = grow {
+                actions.push(DeviceAction::GrowOffline { from, to });
+            }
+        }
+    }
+    actions.push(DeviceAction::Mount);
+    actions
+}
+
+impl DeviceAction {
+    /// The report entry this action makes when it is done as planned (a check that finishes
+    /// nothing has none).
+    pub fn change(&self, volume_id: &str, mountpoint: &str, device: &str) -> Option<Change> {
+        match self {
+            Self::Format(reason) => Some(format_change(volume_id, reason, device)),
+            Self::Check { uuid, finish } => {
+                finish.then(|| finish_change(volume_id, uuid.as_deref().unwrap_or_default()))
+            }
+            Self::GrowOffline { from, to } => {
+                Some(grow_change(volume_id, device, *from, *to, false))
+            }
+            Self::Mount => Some(mount_change(
+                Action::Mount,
+                mountpoint,
+                format!("{volume_id} from {device}"),
+            )),
+        }
+    }
+}
+
+/// The report entries of a device decision, as its plan makes them.
 pub fn decision_changes(
     decision: &DeviceDecision,
     volume_id: &str,
     mountpoint: &str,
     device: &str,
 ) -> Vec<Change> {
-    let mut changes = Vec::new();
-    match decision {
-        DeviceDecision::Refuse(_) => return changes,
-        DeviceDecision::Format(reason) => changes.push(format_change(volume_id, reason, device)),
-        DeviceDecision::CheckAndMount { uuid, unfinished } => {
-            if *unfinished {
-                changes.push(finish_change(
-                    volume_id,
-                    uuid.as_deref().unwrap_or_default(),
-                ));
-            }
-        }
-    }
-    changes.push(mount_change(
-        Action::Mount,
-        mountpoint,
-        format!("{volume_id} from {device}"),
-    ));
-    changes
+    plan_device(decision, None)
+        .iter()
+        .filter_map(|action| action.change(volume_id, mountpoint, device))
+        .collect()
 }
 
 /// The report entry of a mount point.

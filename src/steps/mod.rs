@@ -1,6 +1,7 @@
 //! The steps a command is made of. Each plans its changes from the settings and the snapshot
 //! (pure functions in `plan/`), reports them, and — unless `--dry-run` — makes them through the
-//! effect modules in `apply/`, then updates the snapshot for the steps after it.
+//! seams (the node's `host`, the `cloud`, through `apply/` where an effect has steps of its own),
+//! then updates the snapshot for the steps after it.
 
 pub mod channels;
 pub mod claim;
@@ -15,9 +16,9 @@ pub mod verify;
 
 use anyhow::{Context as _, Result};
 
-use crate::apply::files::RunLock;
 use crate::apply::route53::PublishOptions;
 use crate::cloud::tags;
+use crate::host::{Files, RunLock};
 use crate::paths::STATE_FILE;
 use crate::plan::hosts::ManagedNames;
 use crate::plan::route53::ZonePolicy;
@@ -27,11 +28,11 @@ use crate::snapshot::Snapshot;
 use crate::state::State;
 
 /// The run lock for a mutating command; none with `--dry-run`, which changes nothing.
-pub fn lock(settings: &Settings) -> Result<Option<RunLock>> {
+pub fn lock(settings: &Settings, files: &dyn Files) -> Result<Option<RunLock>> {
     if settings.dry_run {
         Ok(None)
     } else {
-        RunLock::acquire(&settings.root, settings.waits.timeout).map(Some)
+        files.lock(&settings.root, settings.waits.timeout).map(Some)
     }
 }
 
@@ -171,13 +172,13 @@ fn not_ready_warned_in_legacy(
 }
 
 /// Writes the state file atomically, when its bytes change (bookkeeping: never reported).
-pub fn save_state(settings: &Settings, state: &State) -> Result<()> {
+pub fn save_state(settings: &Settings, files: &dyn Files, state: &State) -> Result<()> {
     let path = settings.root.own(STATE_FILE)?;
-    let current = crate::apply::files::read_fact(&path)?;
+    let current = files.fact(&path)?;
     let text = String::from_utf8(state.to_bytes()?).context("serializing the state")?;
     let change = crate::plan::files::plan_file(&path, &current, &text, 0o644);
     if change.action != crate::report::Action::Unchanged {
-        crate::apply::files::apply(&change).context("writing the state file")?;
+        files.apply(&change).context("writing the state file")?;
     }
     Ok(())
 }

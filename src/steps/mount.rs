@@ -6,9 +6,9 @@
 use anyhow::{anyhow, bail, Context as _, Result};
 
 use crate::apply::attach::wait_device;
-use crate::apply::blockdev::{self, FoundDevice, FsckResult};
-use crate::apply::{files, intent};
+use crate::apply::intent;
 use crate::cloud::AccessDenied;
+use crate::host::{FoundDevice, FsckResult, Host};
 use crate::paths::{volume_mountpoint, STATE_FILE};
 use crate::plan::blank::{
     decide_device, predict_device, DeviceDecision, DeviceFacts, FormatReason, IntentUuid,
@@ -16,7 +16,8 @@ use crate::plan::blank::{
 };
 use crate::plan::mounts::{
     decision_changes, deferred_grow_warning, finish_change, format_change, grow_change,
-    mount_change, mount_state, plan_grow, refusal_from_mounts, state_file_change, Grow, MountState,
+    mount_change, mount_state, plan_device, plan_grow, refusal_from_mounts, state_file_change,
+    DeviceAction, Grow, MountState,
 };
 use crate::plan::volumes::EtcdVolume;
 use crate::report::{Action, Report};
@@ -105,17 +106,26 @@ async fn mount_volume(
         }
         return Ok((record(device_name), false));
     }
+    let host = snapshot.host();
     let device = if settings.dry_run {
-        blockdev::find_device(&settings.root, &volume.id, &device_name)?.ok_or_else(|| {
-            anyhow!(
+        host.find_device(&settings.root, &volume.id, &device_name)?
+            .ok_or_else(|| {
+                anyhow!(
                 "the block device of volume `{}` (attached as `{device_name}`) has not appeared \
                  under `{}`",
                 volume.id,
                 settings.root.path("/dev").display()
             )
-        })?
+            })?
     } else {
-        wait_device(&settings.root, &volume.id, &device_name, &settings.waits).await?
+        wait_device(
+            host,
+            &settings.root,
+            &volume.id,
+            &device_name,
+            &settings.waits,
+        )
+        .await?
     };
     let mounted_now = mount_device(
         settings,
@@ -135,8 +145,9 @@ async fn mount_volume(
 }
 
 /// The safety core: the mount table first, then the witnesses; format only what every witness
-/// proves blank (or protokube's own interrupted format), check an existing ext4, mount. Says
-/// whether the device was mounted already.
+/// proves blank (or protokube's own interrupted format), check an existing ext4, mount — the
+/// actions of one plan, reported by a dry run and made by a run. Says whether the device was
+/// mounted already.
 async fn mount_device(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
@@ -146,31 +157,32 @@ async fn mount_device(
     untagged: &mut Vec<String>,
     report: &mut Report,
 ) -> Result<bool> {
+    let host = snapshot.host();
     let root = &settings.root;
     let text = mountpoint.display().to_string();
     let device_text = device.path.display().to_string();
-    let state = mount_state(&blockdev::mount_table()?, mountpoint, device.devno);
-    if state == MountState::MountedHere && blockdev::mounted_device(mountpoint)? == device.devno {
+    let state = mount_state(&host.mount_table()?, mountpoint, device.devno);
+    if state == MountState::MountedHere && host.mounted_device(mountpoint)? == device.devno {
         report.push(mount_change(
             Action::Unchanged,
             &text,
             format!("{} already mounted", volume.id),
         ));
-        grow_mounted(settings, volume, device, report)?;
+        grow_mounted(settings, host, volume, device, report)?;
         return Ok(true);
     }
     if let Some(why) = refusal_from_mounts(&state, &text) {
         bail!("{why}");
     }
     // Where the host will see the mount: decided (or refused) before anything is written.
-    let place = blockdev::mount_place(root, mountpoint)?;
-    let (signature, backups, zeros) = blockdev::read_witnesses(&device.path, settings.blank_check)?;
+    let place = host.mount_place(root, mountpoint)?;
+    let witnesses = host.witnesses(&device.path, settings.blank_check)?;
     let facts = DeviceFacts {
         cloud: volume.cloud.clone(),
-        signature,
-        backups,
-        zeros,
-        intent: intent::pending(root, &volume.id)?,
+        signature: witnesses.signature,
+        backups: witnesses.backups,
+        zeros: witnesses.zeros,
+        intent: intent::pending(host, root, &volume.id)?,
     };
     let decision = decide_device(&facts);
     if let DeviceDecision::Refuse(why) = &decision {
@@ -181,84 +193,89 @@ async fn mount_device(
     // An existing filesystem whose device was enlarged is grown before it is mounted.
     let grow = match &decision {
         DeviceDecision::CheckAndMount { .. } => {
-            let (filesystem, size) = blockdev::filesystem_and_device_size(&device.path)?;
+            let (filesystem, size) = host.filesystem_and_device_size(&device.path)?;
             match plan_grow(filesystem, size, false, false) {
-                Grow::Offline { from, to } => {
-                    Some(grow_change(&volume.id, &device_text, from, to, false))
-                }
+                Grow::Offline { from, to } => Some((from, to)),
                 _ => None,
             }
         }
         _ => None,
     };
+    let actions = plan_device(&decision, grow);
     if settings.dry_run {
-        let mut changes = decision_changes(&decision, &volume.id, &text, &device_text);
-        if let Some(grow) = grow {
-            let mount = changes.len().saturating_sub(1);
-            changes.insert(mount, grow);
-        }
-        for change in changes {
+        for change in actions
+            .iter()
+            .filter_map(|action| action.change(&volume.id, &text, &device_text))
+        {
             report.push(change);
         }
         return Ok(false);
     }
-    match decision {
-        DeviceDecision::Format(reason) => {
-            format_volume(settings, snapshot, volume, device, reason, untagged, report).await?;
-        }
-        DeviceDecision::CheckAndMount { uuid, unfinished } => match blockdev::fsck(&device.path) {
-            Ok(result) => {
-                if let FsckResult::Corrected(code) = result {
-                    report.warn(format!(
-                        "fsck corrected errors on `{device_text}` of volume `{}` (exit {code})",
-                        volume.id
-                    ));
+    // A failed check of protokube's own interrupted format formats it again; nothing of the
+    // old filesystem is then left to grow.
+    let mut formatted_again = false;
+    for action in actions {
+        match action {
+            DeviceAction::Format(reason) => {
+                format_volume(settings, snapshot, volume, device, reason, untagged, report).await?;
+            }
+            DeviceAction::Check { uuid, finish } => match host.fsck(&device.path) {
+                Ok(result) => {
+                    if let FsckResult::Corrected(code) = result {
+                        report.warn(format!(
+                            "fsck corrected errors on `{device_text}` of volume `{}` (exit {code})",
+                            volume.id
+                        ));
+                    }
+                    if finish {
+                        let uuid = uuid.unwrap_or_default();
+                        if tag_formatted(
+                            settings,
+                            snapshot,
+                            volume,
+                            &device.host_path,
+                            &uuid,
+                            untagged,
+                        )
+                        .await?
+                        {
+                            report.push(finish_change(&volume.id, &uuid));
+                        }
+                    } else if !recorded_on_node {
+                        // A record left by a run killed after tagging is finished with too.
+                        intent::clear(host, root, &volume.id)?;
+                    }
                 }
-                if unfinished {
-                    let uuid = uuid.unwrap_or_default();
-                    if tag_formatted(
+                Err(_) if finish => {
+                    formatted_again = true;
+                    format_volume(
                         settings,
                         snapshot,
                         volume,
-                        &device.host_path,
-                        &uuid,
+                        device,
+                        FormatReason::Interrupted,
                         untagged,
+                        report,
                     )
-                    .await?
-                    {
-                        report.push(finish_change(&volume.id, &uuid));
-                    }
-                } else if !recorded_on_node {
-                    // A record left by a run killed after tagging is finished with too.
-                    intent::clear(root, &volume.id)?;
+                    .await?;
                 }
-                if let Some(grow) = grow {
-                    blockdev::grow_ext4(&device.path, false)?;
-                    report.push(grow);
-                }
+                Err(err) => return Err(err),
+            },
+            DeviceAction::GrowOffline { .. } if formatted_again => {}
+            DeviceAction::GrowOffline { from, to } => {
+                host.grow_ext4(&device.path, false)?;
+                report.push(grow_change(&volume.id, &device_text, from, to, false));
             }
-            Err(_) if unfinished => {
-                format_volume(
-                    settings,
-                    snapshot,
-                    volume,
-                    device,
-                    FormatReason::Interrupted,
-                    untagged,
-                    report,
-                )
-                .await?;
+            DeviceAction::Mount => {
+                host.mount_ext4(root, &place, device, mountpoint)?;
+                report.push(mount_change(
+                    Action::Mount,
+                    &text,
+                    format!("{} from {device_text}", volume.id),
+                ));
             }
-            Err(err) => return Err(err),
-        },
-        DeviceDecision::Refuse(_) => unreachable!("refusals returned above"),
+        }
     }
-    blockdev::mount_ext4(root, &place, device, mountpoint)?;
-    report.push(mount_change(
-        Action::Mount,
-        &text,
-        format!("{} from {device_text}", volume.id),
-    ));
     Ok(false)
 }
 
@@ -266,20 +283,21 @@ async fn mount_device(
 /// warning (the next mount grows it). The kernel refusing an online grow is a warning too.
 fn grow_mounted(
     settings: &Settings,
+    host: &dyn Host,
     volume: &EtcdVolume,
     device: &FoundDevice,
     report: &mut Report,
 ) -> Result<()> {
     let device_text = device.path.display().to_string();
-    let (filesystem, size) = blockdev::filesystem_and_device_size(&device.path)?;
-    match plan_grow(filesystem, size, true, blockdev::may_grow_online()) {
+    let (filesystem, size) = host.filesystem_and_device_size(&device.path)?;
+    match plan_grow(filesystem, size, true, host.may_grow_online()) {
         Grow::No | Grow::Offline { .. } => {}
         Grow::Deferred { from, to } => {
             report.warn(deferred_grow_warning(&volume.id, &device_text, from, to));
         }
         Grow::Online { from, to } => {
             if !settings.dry_run {
-                if let Err(err) = blockdev::grow_ext4(&device.path, true) {
+                if let Err(err) = host.grow_ext4(&device.path, true) {
                     report.warn(format!(
                         "{}: {err:#}",
                         deferred_grow_warning(&volume.id, &device_text, from, to)
@@ -316,8 +334,9 @@ async fn format_volume(
         device.path.display(),
         volume.id
     );
-    intent::record(&settings.root, &volume.id, &device.host_path, &uuid)?;
-    blockdev::format_ext4(&device.path, &uuid)?;
+    let host = snapshot.host();
+    intent::record(host, &settings.root, &volume.id, &device.host_path, &uuid)?;
+    host.format_ext4(&device.path, &uuid)?;
     tag_formatted(
         settings,
         snapshot,
@@ -350,7 +369,7 @@ async fn tag_formatted(
     let volumes = snapshot.clients().await?.volumes;
     match volumes.tag_volume(&volume.id, FORMATTED_TAG, uuid).await {
         Ok(()) => {
-            intent::clear(&settings.root, &volume.id)?;
+            intent::clear(snapshot.host(), &settings.root, &volume.id)?;
             Ok(true)
         }
         Err(err)
@@ -359,7 +378,7 @@ async fn tag_formatted(
                 .any(<dyn std::error::Error + 'static>::is::<AccessDenied>) =>
         {
             tracing::debug!("tagging `{}`: {err:#}", volume.id);
-            intent::record_formatted(&settings.root, &volume.id, device, uuid)?;
+            intent::record_formatted(snapshot.host(), &settings.root, &volume.id, device, uuid)?;
             untagged.push(format!("`{}` (ext4 UUID {uuid})", volume.id));
             Ok(false)
         }
@@ -394,10 +413,13 @@ fn record_state(
 ) -> Result<Vec<MountedVolume>> {
     let path = settings.root.own(STATE_FILE)?;
     let state = snapshot.state()?.clone().with_volumes(mounted);
-    let current = files::read_fact(&path)?;
+    let current = snapshot.host().fact(&path)?;
     let change = state_file_change(&state, &path, &current)?;
     if !settings.dry_run {
-        files::apply(&change).context("saving the protokube state")?;
+        snapshot
+            .host()
+            .apply(&change)
+            .context("saving the protokube state")?;
     }
     report.push(change.change());
     let volumes = state.volumes.clone();

@@ -7,6 +7,7 @@
 use anyhow::{anyhow, Result};
 
 use crate::cloud::{tags, Cloud};
+use crate::host::Host;
 use crate::names::check_cluster_name;
 use crate::plan::state::LearnedNode;
 use crate::settings::Settings;
@@ -14,8 +15,8 @@ use crate::snapshot::{Snapshot, VolumeScope};
 
 /// This instance's cluster and role: remembered, else read from its tags (and remembered,
 /// except by a dry run).
-pub async fn learn(settings: &Settings, cloud: &dyn Cloud) -> Result<LearnedNode> {
-    let mut snapshot = Snapshot::new(settings, cloud, VolumeScope::Zone);
+pub async fn learn(settings: &Settings, cloud: &dyn Cloud, host: &dyn Host) -> Result<LearnedNode> {
+    let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Zone);
     let instance_id = snapshot.identity().await?.instance_id.clone();
     let mut state = snapshot.state()?.clone();
     if let Some(known) = state.node.as_ref().filter(|n| n.instance_id == instance_id) {
@@ -59,7 +60,7 @@ pub async fn learn(settings: &Settings, cloud: &dyn Cloud) -> Result<LearnedNode
     );
     if !settings.dry_run {
         state.node = Some(node.clone());
-        super::save_state(settings, &state)?;
+        super::save_state(settings, snapshot.host(), &state)?;
     }
     Ok(node)
 }

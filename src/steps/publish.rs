@@ -3,7 +3,6 @@
 
 use anyhow::{anyhow, Result};
 
-use crate::apply::hosts::{read_hosts, write_hosts};
 use crate::apply::route53::{publish, Remembered};
 use crate::names::check_dns_name;
 use crate::paths::HOSTS_FILE;
@@ -17,6 +16,16 @@ use crate::settings::{DnsProvider, Settings};
 use crate::snapshot::Snapshot;
 use crate::state::KnownZones;
 use crate::steps::discover::warn_skipped;
+
+/// What `sync` on a master knows from its last full check (DESIGN §8); nothing for every other
+/// run, which looks in full.
+#[derive(Clone, Debug, Default)]
+pub struct Known {
+    /// The hosted zones the rules chose when last found (remembered in the state file).
+    pub zones: Option<KnownZones>,
+    /// The names the recorded check found published; `Some` only when this run trusts it.
+    pub trusted_names: Option<Vec<DesiredRecord>>,
+}
 
 /// What the publish step found, for the verify step (`sync` on a master).
 #[derive(Clone, Debug)]
@@ -42,6 +51,7 @@ impl PublishOutcome {
 pub async fn run(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
+    known: &Known,
     report: &mut Report,
 ) -> Result<PublishOutcome> {
     let cluster = snapshot.cluster().await?;
@@ -112,11 +122,12 @@ pub async fn run(
         let names = super::hosts_names(settings, &cluster);
         let mut desired = desired;
         desired.retain(|r| names.manages(&r.name));
+        let host = snapshot.host();
         let path = settings.root.resolve(HOSTS_FILE)?;
-        let content = read_hosts(&path)?;
+        let content = host.read_hosts(&path)?;
         let plan = plan_hosts(&path.display().to_string(), &content, &desired, &names);
         if !settings.dry_run {
-            write_hosts(&path, &content, &plan.content)?;
+            host.write_hosts(&path, &content, &plan.content)?;
         }
         for change in plan.changes {
             report.push(change);
@@ -129,13 +140,12 @@ pub async fn run(
         etcd_members_known,
     };
     let options = super::publish_options(settings, policy);
-    let verification = &snapshot.verification;
     let remembered = Remembered {
-        zones: verification
+        zones: known
             .zones
             .as_ref()
-            .and_then(|known| known.for_rules(&settings.zone_rules)),
-        names: verification.trusted_names.as_deref(),
+            .and_then(|zones| zones.for_rules(&settings.zone_rules)),
+        names: known.trusted_names.as_deref(),
     };
     let published = publish(
         &*dns,

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::apply::files;
-use crate::paths::{on_volume, MANIFEST_DIR, ON_VOLUME_MANIFEST_DIR};
+use crate::host::Files;
+use crate::paths::{on_volume, HostRoot, MANIFEST_DIR, ON_VOLUME_MANIFEST_DIR};
 use crate::plan::manifests::nodeup::Distribution;
 use crate::plan::manifests::{
     plan_version_records, plan_writes, render_all, version_record_paths, Layout, Placement,
@@ -29,6 +29,7 @@ pub async fn run(
         None if settings.etcd_only => &no_spec,
         None => bail!("render-manifests needs the cluster spec: pass --cluster-spec FILE"),
     };
+    let host = snapshot.host();
     let cluster = snapshot.cluster().await?;
     // Where etcd-manager runs, the volumes and etcd are its own, whatever is mounted.
     let mounted = if settings.master && snapshot.etcd_owner()?.is_protokube() {
@@ -43,7 +44,7 @@ pub async fn run(
         spec,
         mounted: &mounted,
         etcd: &settings.etcd,
-        distribution: read_distribution(&settings.root)?,
+        distribution: read_distribution(host, &settings.root)?,
         etcd_only: settings.etcd_only,
     };
     let mut warnings = Vec::new();
@@ -88,12 +89,12 @@ pub async fn run(
         }
         read.extend(paths.link.map(|(link, _)| link));
         for path in read {
-            let fact = files::read_fact(&path)?;
+            let fact = host.fact(&path)?;
             facts.insert(path, fact);
         }
     }
     for path in version_record_paths(&layout, &manifests)? {
-        let fact = files::read_fact(&path)?;
+        let fact = host.fact(&path)?;
         facts.insert(path, fact);
     }
     // The version guard first: a refused upgrade writes nothing.
@@ -101,7 +102,7 @@ pub async fn run(
     changes.extend(plan_writes(&layout, &manifests, &facts)?);
     for change in changes {
         if !settings.dry_run {
-            files::apply(&change)?;
+            host.apply(&change)?;
         }
         report.push(change.change());
     }
@@ -109,11 +110,15 @@ pub async fn run(
 }
 
 /// The host's distribution from `<root>/etc/os-release` (none: another Linux).
-fn read_distribution(root: &crate::paths::HostRoot) -> Result<Distribution> {
+fn read_distribution(files: &dyn Files, root: &HostRoot) -> Result<Distribution> {
     let path = root.resolve("/etc/os-release")?;
-    match fs_err::read_to_string(&path) {
-        Ok(text) => Ok(Distribution::from_os_release(&text)),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Distribution::Other),
-        Err(err) => Err(err).context("reading the host's os-release"),
-    }
+    let bytes = files
+        .read(&path, MAX_OS_RELEASE_BYTES)
+        .context("reading the host's os-release")?;
+    Ok(bytes.map_or(Distribution::Other, |bytes| {
+        Distribution::from_os_release(&String::from_utf8_lossy(&bytes))
+    }))
 }
+
+/// The largest os-release read (a few hundred bytes on every distribution).
+const MAX_OS_RELEASE_BYTES: u64 = 64 << 10;

@@ -11,11 +11,10 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 
-use crate::apply::hosts::{read_hosts, write_hosts};
 use crate::apply::route53::release;
-use crate::apply::{blockdev, files};
 use crate::cloud::AttachmentState;
 use crate::error::NotReady;
+use crate::host::Devices;
 use crate::paths::{HOSTS_FILE, STATE_FILE};
 use crate::plan::files::{plan_removal, plan_restore, FileChange, FileFact};
 use crate::plan::hosts::plan_hosts_removal;
@@ -43,12 +42,13 @@ pub async fn run(
     snapshot: &mut Snapshot<'_>,
     report: &mut Report,
 ) -> Result<()> {
+    let host = snapshot.host();
     let cluster = snapshot.cluster().await?;
     // Facts first, the whole plan reported before anything changes.
     let manifests = manifest_removals(settings, snapshot)?;
     let volumes = node_volumes(settings, snapshot).await?;
     let state_path = settings.root.own(STATE_FILE)?;
-    let state_removal = plan_removal(&state_path, &files::read_fact(&state_path)?);
+    let state_removal = plan_removal(&state_path, &host.fact(&state_path)?);
 
     for change in &manifests {
         report.push(change.change());
@@ -62,15 +62,15 @@ pub async fn run(
     // What the manifests were, to put them back if the volumes cannot be freed.
     let before: Vec<(PathBuf, FileFact)> = manifests
         .iter()
-        .map(|c| Ok((c.path.clone(), files::read_fact(&c.path)?)))
+        .map(|c| Ok((c.path.clone(), host.fact(&c.path)?)))
         .collect::<Result<_>>()?;
     for change in &manifests {
-        files::apply(change)?;
+        host.apply(change)?;
     }
-    if let Err(err) = wait_until_free(settings, &volumes).await {
+    if let Err(err) = wait_until_free(settings, host, &volumes).await {
         for (path, fact) in &before {
             if let Some(restore) = plan_restore(path, fact) {
-                files::apply(&restore)
+                host.apply(&restore)
                     .with_context(|| format!("putting back `{}`", path.display()))?;
             }
         }
@@ -78,7 +78,7 @@ pub async fn run(
     }
     for volume in &volumes {
         if volume.mounted.is_some() {
-            blockdev::unmount(&volume.mountpoint)?;
+            host.unmount(&volume.mountpoint)?;
         }
     }
     let instance_id = snapshot.identity().await?.instance_id.clone();
@@ -89,17 +89,18 @@ pub async fn run(
     }
     report_volumes(settings, &volumes, report);
     release_names(settings, snapshot, &cluster, report).await?;
-    files::apply(&state_removal)?;
+    host.apply(&state_removal)?;
     report.push(state_removal.change());
     Ok(())
 }
 
 /// Removals of the manifests protokube wrote into the manifest directory.
 fn manifest_removals(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<Vec<FileChange>> {
+    let host = snapshot.host();
     let (dir, names) = snapshot.manifest_dir()?;
     let mut listed = Vec::new();
     for name in names {
-        let link = match files::read_fact(&dir.join(&name))? {
+        let link = match host.fact(&dir.join(&name))? {
             FileFact::Symlink(target) => Some(target),
             _ => None,
         };
@@ -110,7 +111,7 @@ fn manifest_removals(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result
         .into_iter()
         .map(|name| {
             let path = dir.join(name);
-            Ok(plan_removal(&path, &files::read_fact(&path)?))
+            Ok(plan_removal(&path, &host.fact(&path)?))
         })
         .collect()
 }
@@ -140,7 +141,7 @@ async fn node_volumes(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Resul
         .cloned()
         .chain(state.volumes.into_iter().map(|v| v.volume_id))
         .collect();
-    let table = blockdev::mount_table()?;
+    let table = snapshot.mount_table()?;
     let mut volumes = Vec::new();
     for id in ids {
         let mountpoint = settings.root.volume_mountpoint(&id)?;
@@ -177,7 +178,11 @@ fn report_volumes(settings: &Settings, volumes: &[NodeVolume], report: &mut Repo
 
 /// Waits, bounded by `--timeout`, until no process uses a mounted volume (kubelet stops etcd
 /// once its manifest is gone); exit 75 naming the users when one stays.
-async fn wait_until_free(settings: &Settings, volumes: &[NodeVolume]) -> Result<()> {
+async fn wait_until_free(
+    settings: &Settings,
+    host: &dyn Devices,
+    volumes: &[NodeVolume],
+) -> Result<()> {
     let mounted: Vec<(&NodeVolume, (u32, u32))> = volumes
         .iter()
         .filter_map(|v| v.mounted.map(|devno| (v, devno)))
@@ -189,7 +194,7 @@ async fn wait_until_free(settings: &Settings, volumes: &[NodeVolume]) -> Result<
         mounted
             .iter()
             .filter_map(|(volume, devno)| {
-                let users = blockdev::users_of(*devno);
+                let users = host.users_of(*devno);
                 (!users.is_empty()).then(|| {
                     format!(
                         "`{}` ({}) is used by {}",
@@ -233,12 +238,13 @@ async fn release_names(
     match cluster.dns {
         DnsProvider::None => Ok(()),
         DnsProvider::Hosts => {
+            let host = snapshot.host();
             let path = settings.root.resolve(HOSTS_FILE)?;
-            let content = read_hosts(&path)?;
+            let content = host.read_hosts(&path)?;
             let names = super::hosts_names(settings, cluster);
             let plan = plan_hosts_removal(&path.display().to_string(), &content, &names);
             if !settings.dry_run {
-                write_hosts(&path, &content, &plan.content)?;
+                host.write_hosts(&path, &content, &plan.content)?;
             }
             for change in plan.changes {
                 report.push(change);

@@ -13,12 +13,14 @@ use crate::plan::verify::{decide, due, Check, Local};
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
 use crate::state::{State, Verified};
-use crate::steps::publish::PublishOutcome;
+use crate::steps::publish::{Known, PublishOutcome};
 
 /// What [`begin`] decided, for [`finish`].
 #[derive(Clone, Debug)]
 pub struct Verify {
     pub check: Check,
+    /// What the publish step may take from the recorded check.
+    pub known: Known,
     /// When the cloud was asked: a full check is recorded as of this moment.
     started: SystemTime,
 }
@@ -27,7 +29,10 @@ pub struct Verify {
 /// the volumes and the masters at once. The snapshot then holds both.
 pub async fn begin(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<Verify> {
     let state = snapshot.state()?.clone();
-    snapshot.verification.zones = state.zones.clone();
+    let mut known = Known {
+        zones: state.zones.clone(),
+        trusted_names: None,
+    };
     let started = SystemTime::now();
     let recorded = state.verified.as_ref();
     let check = match (due(recorded, started, settings.verify_interval), recorded) {
@@ -51,6 +56,7 @@ pub async fn begin(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<V
                         humantime::format_rfc3339_seconds(recorded.at)
                     );
                     snapshot.trust(recorded).await?;
+                    known.trusted_names = Some(recorded.published.clone());
                 }
                 Check::Full(_) => {
                     snapshot.discovery().await?;
@@ -66,7 +72,11 @@ pub async fn begin(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<V
     if let Check::Full(reason) = &check {
         tracing::info!("full check of volumes and records: {reason}");
     }
-    Ok(Verify { check, started })
+    Ok(Verify {
+        check,
+        known,
+        started,
+    })
 }
 
 /// After a successful run: a full check that left the cloud's volumes as it found them (no
@@ -112,10 +122,10 @@ pub fn finish(
         zones: published
             .zones
             .clone()
-            .or_else(|| snapshot.verification.zones.clone()),
+            .or_else(|| verify.known.zones.clone()),
         ..state
     };
-    super::save_state(settings, &state).context("recording the verified state")?;
+    super::save_state(settings, snapshot.host(), &state).context("recording the verified state")?;
     snapshot.record_state(state);
     Ok(())
 }

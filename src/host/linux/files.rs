@@ -1,5 +1,5 @@
-//! Files a node depends on: atomic writes that skip equal bytes, symlinks, log files, and the
-//! run lock.
+//! Files on the real node: atomic writes that skip equal bytes, symlinks, log files, reads,
+//! listings, and the run lock.
 
 use std::io::Write as _;
 use std::os::fd::AsRawFd;
@@ -9,20 +9,13 @@ use fs_err::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Context as _, Result};
+use anyhow::{anyhow, bail, Context as _, Result};
 
 use crate::error::NotReady;
+use crate::host::WriteOutcome;
 use crate::paths::{HostRoot, LOCK_FILE};
 use crate::plan::files::{Desired, FileChange, FileFact};
 use crate::report::Action;
-
-/// What [`write_atomic`] did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WriteOutcome {
-    Created,
-    Updated,
-    Unchanged,
-}
 
 /// Writes `bytes` to `path` with `mode` so that readers see the old file or the new one, never a
 /// torn one: a dot-prefixed temporary file in the same directory, fsync, rename, fsync of the
@@ -129,6 +122,46 @@ pub fn read_fact(path: &Path) -> Result<FileFact> {
     })
 }
 
+/// The names of the entries of `dir`, sorted; `None` when it does not exist.
+pub fn list(dir: &Path) -> Result<Option<Vec<String>>> {
+    let entries = match fs_err::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err.into()),
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        names.push(entry?.file_name().to_string_lossy().into_owned());
+    }
+    names.sort();
+    Ok(Some(names))
+}
+
+/// The bytes of the file at `path` (symlinks followed); `None` when it is missing. Anything
+/// but a regular file of at most `max` bytes is an error.
+pub fn read_limited(path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
+    let meta = match fs_err::metadata(path) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err.into()),
+    };
+    if !meta.is_file() {
+        bail!("`{}` is not a regular file", path.display());
+    }
+    if meta.len() > max {
+        bail!(
+            "`{}` is {} bytes, more than the {max} expected",
+            path.display(),
+            meta.len()
+        );
+    }
+    match fs_err::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(err.into()),
+    }
+}
+
 /// Makes one planned file change (nothing for `unchanged`).
 pub fn apply(change: &FileChange) -> Result<()> {
     if change.action == Action::Unchanged {
@@ -197,11 +230,11 @@ fn file_name(path: &Path) -> Result<String> {
 
 /// The exclusive run lock, `<root>/run/protokube.lock`: held for the life of this value.
 #[derive(Debug)]
-pub struct RunLock {
+pub struct FileLock {
     _file: std::fs::File,
 }
 
-impl RunLock {
+impl FileLock {
     /// Takes the lock, waiting up to `timeout` for another run to release it; exit 75 after that.
     pub fn acquire(root: &HostRoot, timeout: Duration) -> Result<Self> {
         let path = root.own(LOCK_FILE)?;
@@ -297,13 +330,13 @@ mod tests {
     fn second_lock_waits_then_reports_not_ready() {
         let dir = tempfile::tempdir().unwrap();
         let root = HostRoot::new(dir.path());
-        let held = RunLock::acquire(&root, Duration::from_secs(1)).unwrap();
+        let held = FileLock::acquire(&root, Duration::from_secs(1)).unwrap();
         // flock locks belong to the open file description: a second open conflicts even in
         // the same process.
-        let err = RunLock::acquire(&root, Duration::from_millis(200)).unwrap_err();
+        let err = FileLock::acquire(&root, Duration::from_millis(200)).unwrap_err();
         assert!(err.is::<NotReady>(), "{err:#}");
         assert!(format!("{err}").contains("protokube.lock"));
         drop(held);
-        RunLock::acquire(&root, Duration::from_millis(200)).unwrap();
+        FileLock::acquire(&root, Duration::from_millis(200)).unwrap();
     }
 }

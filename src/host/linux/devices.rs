@@ -1,6 +1,6 @@
-//! Block devices and mounts on this host: finding a volume's device, reading the witnesses of
-//! the blank proof (blkid, backup superblocks, zeros), `mkfs`, `fsck`, and mounting. This module
-//! is the only user of `sys-mount` and the only reader of the mount table.
+//! Block devices and mounts on the real node: finding a volume's device, reading the witnesses of
+//! the blank proof (blkid, backup superblocks, zeros), `mkfs`, `fsck`, mounting (in the host's
+//! mount namespace when run from a container), growing, unmounting, a device's users.
 
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 
+use crate::host::{FoundDevice, FsckResult, MountPlace, Witnesses};
 use crate::paths::HostRoot;
 use crate::plan::blank::{
     backup_superblock_offsets, parse_blkid, recognise_backup, zero_check_ranges, BlankCheck,
@@ -36,19 +37,6 @@ pub fn device_number(path: &Path) -> Result<(u32, u32)> {
         bail!("`{}` is not a block device", path.display());
     }
     Ok(split_devno(meta.rdev()))
-}
-
-/// Where a volume's block device was found.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FoundDevice {
-    /// The path it was found at (the by-id link or the requested name), under the root.
-    pub found_at: PathBuf,
-    /// The device node itself, every symlink resolved inside the root: what is probed,
-    /// formatted and mounted (so the mount table shows `/dev/nvme1n1`, not the link).
-    pub path: PathBuf,
-    /// `path` as a host path, for the state file.
-    pub host_path: PathBuf,
-    pub devno: (u32, u32),
 }
 
 /// The host paths at which the device of `volume_id`, attached as `requested`, can appear, in
@@ -186,17 +174,22 @@ pub fn read_backup_superblocks(path: &Path) -> Result<Vec<String>> {
 
 /// The witnesses the device itself gives: `blkid -p`, and only when that finds nothing, the
 /// backup superblocks and the zero check.
-pub fn read_witnesses(
-    path: &Path,
-    check: BlankCheck,
-) -> Result<(Signature, Vec<String>, Option<Zeros>)> {
+pub fn read_witnesses(path: &Path, check: BlankCheck) -> Result<Witnesses> {
     let signature = signature(path)?;
     if signature != Signature::None {
-        return Ok((signature, Vec::new(), None));
+        return Ok(Witnesses {
+            signature,
+            backups: Vec::new(),
+            zeros: None,
+        });
     }
     let backups = read_backup_superblocks(path)?;
     let zeros = read_zeros(path, check)?;
-    Ok((signature, backups, Some(zeros)))
+    Ok(Witnesses {
+        signature,
+        backups,
+        zeros: Some(zeros),
+    })
 }
 
 /// Runs a tool on a device; the child dies with protokube (a killed run leaves no orphan `mkfs`
@@ -242,14 +235,6 @@ pub fn format_ext4(path: &Path, uuid: &str) -> Result<()> {
     }
 }
 
-/// What `fsck -a` said.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FsckResult {
-    Clean,
-    /// Errors were corrected (exit 1, 2 or 3).
-    Corrected(i32),
-}
-
 /// `fsck -a` before mounting an existing filesystem: 0 clean; 1–3 corrected; 4 or more refuse.
 pub fn fsck(path: &Path) -> Result<FsckResult> {
     let output = run_tool("fsck", &["-a", "-T"], path)?;
@@ -275,16 +260,6 @@ pub fn fsck(path: &Path) -> Result<FsckResult> {
 /// The device a path is on (`st_dev`): for a mount point, the device mounted there.
 pub fn mounted_device(path: &Path) -> Result<(u32, u32)> {
     Ok(split_devno(fs_err::metadata(path)?.dev()))
-}
-
-/// Where a mount is made so that the host (kubelet) sees it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MountPlace {
-    /// In this mount namespace: it is the host's, or propagates to it.
-    Here,
-    /// In the host's mount namespace (this file names it), by host paths: `--root` is the
-    /// host's root seen from a container (kOps' `-v /:/rootfs`); what kOps did with `nsenter`.
-    Host(PathBuf),
 }
 
 /// Where mounts under `mountpoint` go; refused when the host would not see them: this process

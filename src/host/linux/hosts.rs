@@ -7,7 +7,8 @@ use std::path::Path;
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::apply::files::{write_atomic_owned, WriteOutcome};
+use crate::host::linux::files::write_atomic_owned;
+use crate::host::WriteOutcome;
 
 /// Reads the hosts file as bytes (it need not be UTF-8); a missing one reads as empty.
 pub fn read_hosts(path: &Path) -> Result<Vec<u8>> {

@@ -1,0 +1,184 @@
+//! The real node: [`LinuxHost`] implements the host traits with system calls, `/proc`, `sys-mount`
+//! and the e2fsprogs tools. Everything protokube does to a machine goes through this module —
+//! it is the only user of `fs-err`, `libc`, `sys-mount`, `unsafe` and child processes (clippy's
+//! `disallowed-methods` and `tests/architecture.rs` keep it so). Besides the traits, it gives the
+//! few reads made before a run has a snapshot (the cluster spec, template overrides, the
+//! kubeconfig, the metrics file) and runs kOps' channels tool.
+
+// The one place `std::fs` is meant to be used.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+pub mod devices;
+pub mod files;
+pub mod hosts;
+pub mod process;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::{
+    Devices, Files, FoundDevice, FsckResult, MountPlace, RunLock, Witnesses, WriteOutcome,
+};
+use crate::paths::HostRoot;
+use crate::plan::blank::BlankCheck;
+use crate::plan::files::{FileChange, FileFact};
+use crate::plan::mounts::MountEntry;
+
+/// This machine.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LinuxHost;
+
+impl Devices for LinuxHost {
+    fn mount_table(&self) -> Result<Vec<MountEntry>> {
+        devices::mount_table()
+    }
+
+    fn device_number(&self, path: &Path) -> Result<(u32, u32)> {
+        devices::device_number(path)
+    }
+
+    fn mounted_device(&self, path: &Path) -> Result<(u32, u32)> {
+        devices::mounted_device(path)
+    }
+
+    fn find_device(
+        &self,
+        root: &HostRoot,
+        volume_id: &str,
+        requested: &str,
+    ) -> Result<Option<FoundDevice>> {
+        devices::find_device(root, volume_id, requested)
+    }
+
+    fn witnesses(&self, device: &Path, check: BlankCheck) -> Result<Witnesses> {
+        devices::read_witnesses(device, check)
+    }
+
+    fn filesystem_and_device_size(&self, device: &Path) -> Result<(u64, u64)> {
+        devices::filesystem_and_device_size(device)
+    }
+
+    fn format_ext4(&self, device: &Path, uuid: &str) -> Result<()> {
+        devices::format_ext4(device, uuid)
+    }
+
+    fn fsck(&self, device: &Path) -> Result<FsckResult> {
+        devices::fsck(device)
+    }
+
+    fn mount_place(&self, root: &HostRoot, mountpoint: &Path) -> Result<MountPlace> {
+        devices::mount_place(root, mountpoint)
+    }
+
+    fn mount_ext4(
+        &self,
+        root: &HostRoot,
+        place: &MountPlace,
+        device: &FoundDevice,
+        mountpoint: &Path,
+    ) -> Result<()> {
+        devices::mount_ext4(root, place, device, mountpoint)
+    }
+
+    fn may_grow_online(&self) -> bool {
+        devices::may_grow_online()
+    }
+
+    fn grow_ext4(&self, device: &Path, mounted: bool) -> Result<()> {
+        devices::grow_ext4(device, mounted)
+    }
+
+    fn unmount(&self, mountpoint: &Path) -> Result<()> {
+        devices::unmount(mountpoint)
+    }
+
+    fn users_of(&self, devno: (u32, u32)) -> Vec<String> {
+        devices::users_of(devno)
+    }
+}
+
+impl Files for LinuxHost {
+    fn fact(&self, path: &Path) -> Result<FileFact> {
+        files::read_fact(path)
+    }
+
+    fn apply(&self, change: &FileChange) -> Result<()> {
+        files::apply(change)
+    }
+
+    fn list(&self, dir: &Path) -> Result<Option<Vec<String>>> {
+        files::list(dir)
+    }
+
+    fn read(&self, path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
+        files::read_limited(path, max)
+    }
+
+    fn read_hosts(&self, path: &Path) -> Result<Vec<u8>> {
+        hosts::read_hosts(path)
+    }
+
+    fn write_hosts(&self, path: &Path, old: &[u8], new: &[u8]) -> Result<WriteOutcome> {
+        hosts::write_hosts(path, old, new)
+    }
+
+    fn lock(&self, root: &HostRoot, timeout: Duration) -> Result<RunLock> {
+        Ok(Box::new(files::FileLock::acquire(root, timeout)?))
+    }
+}
+
+/// What is at a path, symlinks not followed (for resolving host paths as `chroot` would).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Entry {
+    Missing,
+    Symlink(PathBuf),
+    Other,
+}
+
+/// What is at `path` (symlinks not followed).
+pub fn entry(path: &Path) -> std::io::Result<Entry> {
+    match fs_err::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => Ok(Entry::Symlink(fs_err::read_link(path)?)),
+        Ok(_) => Ok(Entry::Other),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Entry::Missing),
+        Err(err) => Err(err),
+    }
+}
+
+/// `dir` made absolute and free of symlinks, `.` and `..`; an error unless it is a directory.
+pub fn canonical_dir(dir: &Path) -> Result<PathBuf> {
+    let canonical = fs_err::canonicalize(dir)?;
+    if !canonical.is_dir() {
+        anyhow::bail!("`{}` is not a directory", dir.display());
+    }
+    Ok(canonical)
+}
+
+/// Whether `path` exists (symlinks followed).
+pub fn exists(path: &Path) -> bool {
+    path.exists()
+}
+
+/// Whether `path` is a directory (symlinks followed).
+pub fn is_dir(path: &Path) -> bool {
+    path.is_dir()
+}
+
+/// The text of the file at `path` when it holds at most `max` bytes (an error otherwise, or when
+/// it is missing or not UTF-8): the cluster spec, a template override, the kubeconfig.
+pub fn read_text(path: &Path, max: u64) -> Result<String> {
+    let bytes = files::read_limited(path, max)?.ok_or_else(|| {
+        anyhow::Error::from(std::io::Error::from(std::io::ErrorKind::NotFound))
+            .context(format!("`{}` does not exist", path.display()))
+    })?;
+    String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("`{}` is not UTF-8", path.display()))
+}
+
+/// Whether stderr is the stream whose `device:inode` systemd put in `JOURNAL_STREAM`.
+pub fn stderr_is(stream: &str) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    fs_err::metadata("/proc/self/fd/2")
+        .is_ok_and(|stderr| stream == format!("{}:{}", stderr.dev(), stderr.ino()))
+}

@@ -1,0 +1,159 @@
+//! The seam to the node, as [`crate::cloud`] is the seam to the cloud: what a step asks of the
+//! machine it runs on — its block devices and mounts ([`Devices`]) and its files ([`Files`]) —
+//! as narrow traits over our own types. [`linux`] is the real node (the only user of
+//! `sys-mount`, `libc`, `fs-err` and child processes); `memory` is a node held in memory for
+//! the steps' unit tests.
+
+pub mod linux;
+#[cfg(test)]
+pub mod memory;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::paths::HostRoot;
+use crate::plan::blank::{BlankCheck, Signature, Zeros};
+use crate::plan::files::{FileChange, FileFact};
+use crate::plan::mounts::MountEntry;
+
+/// Where a volume's block device was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FoundDevice {
+    /// The path it was found at (the by-id link or the requested name), under the root.
+    pub found_at: PathBuf,
+    /// The device node itself, every symlink resolved inside the root: what is probed,
+    /// formatted and mounted (so the mount table shows `/dev/nvme1n1`, not the link).
+    pub path: PathBuf,
+    /// `path` as a host path, for the state file.
+    pub host_path: PathBuf,
+    pub devno: (u32, u32),
+}
+
+/// What the device itself says of its blankness: `blkid -p`, and only when that finds nothing,
+/// the backup superblocks and the zero check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Witnesses {
+    pub signature: Signature,
+    pub backups: Vec<String>,
+    pub zeros: Option<Zeros>,
+}
+
+/// What `fsck -a` said.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FsckResult {
+    Clean,
+    /// Errors were corrected (exit 1, 2 or 3).
+    Corrected(i32),
+}
+
+/// Where a mount is made so that the host (kubelet) sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MountPlace {
+    /// In this mount namespace: it is the host's, or propagates to it.
+    Here,
+    /// In the host's mount namespace (this file names it), by host paths: `--root` is the
+    /// host's root seen from a container (kOps' `-v /:/rootfs`); what kOps did with `nsenter`.
+    Host(PathBuf),
+}
+
+/// What a write of a whole file did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteOutcome {
+    Created,
+    Updated,
+    Unchanged,
+}
+
+/// The node's block devices and mounts.
+pub trait Devices: Send + Sync {
+    /// The mounts of this process's mount namespace (read again on every call).
+    fn mount_table(&self) -> Result<Vec<MountEntry>>;
+
+    /// `(major, minor)` of the block device at `path` (symlinks followed).
+    fn device_number(&self, path: &Path) -> Result<(u32, u32)>;
+
+    /// The device a path is on: for a mount point, the device mounted there.
+    fn mounted_device(&self, path: &Path) -> Result<(u32, u32)>;
+
+    /// The block device of `volume_id`, attached as `requested`, under `root` (`None` while it
+    /// has not appeared), checked to be that volume's.
+    fn find_device(
+        &self,
+        root: &HostRoot,
+        volume_id: &str,
+        requested: &str,
+    ) -> Result<Option<FoundDevice>>;
+
+    /// The blank proof's witnesses on the device.
+    fn witnesses(&self, device: &Path, check: BlankCheck) -> Result<Witnesses>;
+
+    /// The size in bytes of the ext4 filesystem on `device` and of the device.
+    fn filesystem_and_device_size(&self, device: &Path) -> Result<(u64, u64)>;
+
+    /// Creates an ext4 filesystem with UUID `uuid` and checks the device probes as exactly it.
+    fn format_ext4(&self, device: &Path, uuid: &str) -> Result<()>;
+
+    /// `fsck -a`: clean, corrected, or an error (not mountable).
+    fn fsck(&self, device: &Path) -> Result<FsckResult>;
+
+    /// Where mounts under `mountpoint` go so the host sees them; refused when it would not.
+    fn mount_place(&self, root: &HostRoot, mountpoint: &Path) -> Result<MountPlace>;
+
+    /// Creates the mount point and mounts the ext4 device there in `place`, then checks the
+    /// mount point shows that device.
+    fn mount_ext4(
+        &self,
+        root: &HostRoot,
+        place: &MountPlace,
+        device: &FoundDevice,
+        mountpoint: &Path,
+    ) -> Result<()>;
+
+    /// Whether this process may grow a mounted ext4 filesystem.
+    fn may_grow_online(&self) -> bool;
+
+    /// Grows the ext4 filesystem on `device` to the device's size (`mounted`: online).
+    fn grow_ext4(&self, device: &Path, mounted: bool) -> Result<()>;
+
+    /// Unmounts the filesystem at `mountpoint`; one in use stays mounted and the error says so.
+    fn unmount(&self, mountpoint: &Path) -> Result<()>;
+
+    /// The processes using the filesystem on device `devno`, as `pid (command)`.
+    fn users_of(&self, devno: (u32, u32)) -> Vec<String>;
+}
+
+/// The exclusive run lock, held for the life of this value.
+pub type RunLock = Box<dyn std::any::Any + Send>;
+
+/// The node's files.
+pub trait Files: Send + Sync {
+    /// What is at `path` now (symlinks not followed).
+    fn fact(&self, path: &Path) -> Result<FileFact>;
+
+    /// Makes one planned file change atomically (nothing for `unchanged`).
+    fn apply(&self, change: &FileChange) -> Result<()>;
+
+    /// The names of the entries of directory `dir`, sorted; `None` when it does not exist.
+    fn list(&self, dir: &Path) -> Result<Option<Vec<String>>>;
+
+    /// The bytes of the file at `path` (symlinks followed); `None` when it is missing. Anything
+    /// but a regular file of at most `max` bytes is an error.
+    fn read(&self, path: &Path, max: u64) -> Result<Option<Vec<u8>>>;
+
+    /// The hosts file's bytes (symlinks already resolved); a missing one reads as empty.
+    fn read_hosts(&self, path: &Path) -> Result<Vec<u8>>;
+
+    /// Writes `new` to the hosts file at `path`, which holds `old`, when they differ: atomically,
+    /// or, where it is a bind mount, in place without ever being empty.
+    fn write_hosts(&self, path: &Path, old: &[u8], new: &[u8]) -> Result<WriteOutcome>;
+
+    /// Takes the run lock under `root`, waiting up to `timeout` for another run to release it.
+    fn lock(&self, root: &HostRoot, timeout: Duration) -> Result<RunLock>;
+}
+
+/// The whole node: its devices and its files.
+pub trait Host: Devices + Files {}
+
+impl<T: Devices + Files> Host for T {}
