@@ -1,6 +1,7 @@
 //! A cloud held in memory, for the steps' unit tests: EC2's volumes and instances as the
 //! traits see them, filtered as EC2 filters them, attaches that take effect at once (and refuse
-//! a volume attached elsewhere, as EC2 does), an empty Route53, and a log of every call.
+//! a volume attached elsewhere, as EC2 does), detaches that stay `detaching`, an empty Route53,
+//! and a log of every call.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -42,6 +43,11 @@ impl MemoryCloud {
     /// The cloud as it is now.
     pub fn world(&self) -> World {
         self.lock_world().clone()
+    }
+
+    /// Changes the cloud (a test's own doing, not logged as a call).
+    pub fn change(&self, f: impl FnOnce(&mut World)) {
+        f(&mut self.lock_world());
     }
 
     /// The calls that change the cloud (attach, detach, tag).
@@ -157,10 +163,12 @@ impl VolumeApi for MemoryCloud {
         if dry_run {
             return Ok(());
         }
+        // As EC2: the attachment is `detaching` for a while, its device name still taken.
         if let Some(volume) = world.volumes.iter_mut().find(|v| v.id == volume_id) {
-            volume.attachments.retain(|a| a.instance_id != instance_id);
-            if volume.attachments.is_empty() {
-                volume.state = VolumeState::Available;
+            for attachment in &mut volume.attachments {
+                if attachment.instance_id == instance_id {
+                    attachment.state = AttachmentState::Detaching;
+                }
             }
         }
         Ok(())

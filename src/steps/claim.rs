@@ -247,3 +247,61 @@ fn memberships(volume: &EtcdVolume) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::VolumeScope;
+    use crate::steps::testing::{Bench, Vol, INSTANCE, OTHER_INSTANCE};
+
+    #[test]
+    fn free_volumes_are_claimed_main_first_one_per_key_never_one_attached_elsewhere() {
+        let bench = Bench::master(&[
+            Vol::new("vol-events", "events", "a"),
+            Vol::new("vol-main-a", "main", "a"),
+            Vol::new("vol-main-b", "main", "b"),
+            Vol::new("vol-taken", "main", "c").attached_to(OTHER_INSTANCE, "/dev/xvdu"),
+            Vol::new("vol-far", "main", "d").in_zone("us-east-1b"),
+        ]);
+        let mut snapshot = bench.snapshot(VolumeScope::Zone);
+        let mut report = bench.report();
+        let claimed = Bench::block_on(run(&bench.settings, &mut snapshot, &mut report)).unwrap();
+        assert!(claimed.volumes_changed);
+        claimed.finish().unwrap();
+        // kOps' order: a `main` volume before `events`; one volume per key; the volume
+        // attached to another node and the one in another zone are never asked for.
+        let attaches = bench.cloud.mutations();
+        assert_eq!(attaches.len(), 2, "{attaches:?}");
+        assert!(
+            attaches[0].starts_with("AttachVolume vol-main-"),
+            "{attaches:?}"
+        );
+        assert_eq!(attaches[1], "AttachVolume vol-events");
+        let world = bench.cloud.world();
+        let attached_here: Vec<&str> = world
+            .volumes
+            .iter()
+            .filter(|v| v.attachments.iter().any(|a| a.instance_id == INSTANCE))
+            .map(|v| v.id.as_str())
+            .collect();
+        assert_eq!(attached_here.len(), 2);
+        assert!(attached_here.contains(&"vol-events"));
+        // The claim step touches no device and no file of the node.
+        assert!(bench.take_effects().is_empty());
+    }
+
+    #[test]
+    fn a_dry_run_claims_on_paper_only() {
+        let mut bench = Bench::master(&[Vol::new("vol-main", "main", "a")]);
+        bench.dry_run();
+        let mut snapshot = bench.snapshot(VolumeScope::Zone);
+        let mut report = bench.report();
+        let claimed = Bench::block_on(run(&bench.settings, &mut snapshot, &mut report)).unwrap();
+        claimed.finish().unwrap();
+        assert_eq!(report.changes.len(), 1);
+        assert_eq!(report.changes[0].action, Action::Attach);
+        // The cloud is asked with DryRun, and nothing is attached.
+        assert!(bench.cloud.world().volumes[0].attachments.is_empty());
+        assert!(snapshot.is_planned("vol-main"));
+    }
+}

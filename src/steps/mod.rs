@@ -12,6 +12,8 @@ pub mod node_role;
 pub mod publish;
 pub mod render;
 pub mod reset;
+#[cfg(test)]
+mod testing;
 pub mod verify;
 
 use anyhow::{Context as _, Result};
@@ -205,5 +207,66 @@ fn first_error(errors: Vec<anyhow::Error>) -> Result<()> {
             Err(first)
         }
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::VolumeScope;
+    use crate::steps::testing::{Bench, Vol, INSTANCE};
+
+    const ETCD_MANAGER_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: \
+                                    etcd-manager-main\n  namespace: kube-system\nspec:\n  \
+                                    containers:\n  - name: etcd-manager\n    image: \
+                                    registry.k8s.io/etcdadm/etcd-manager-slim:v3.0.20240617\n";
+
+    #[test]
+    fn beside_etcd_manager_no_volume_is_listed_claimed_or_mounted() {
+        let bench = Bench::master(&[
+            Vol::new("vol-free", "main", "a"),
+            Vol::new("vol-here", "events", "a").attached_to(INSTANCE, "/dev/xvdu"),
+        ]);
+        bench.device("/dev/xvdu", 1, crate::host::memory::Content::Zeros);
+        // Whatever the file is called, its content says whose it is.
+        bench.file("/etc/kubernetes/manifests/main.yaml", ETCD_MANAGER_POD);
+        let mut snapshot = bench.snapshot(VolumeScope::Region);
+        let mut report = bench.report();
+        let owns_etcd = announce_etcd_owner(&bench.settings, &mut snapshot, &mut report).unwrap();
+        assert!(!owns_etcd);
+        assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
+        assert!(
+            report.warnings[0].contains("main.yaml"),
+            "{:?}",
+            report.warnings
+        );
+        Bench::block_on(async {
+            let claimed = claim::run(&bench.settings, &mut snapshot, &mut report).await?;
+            mount::run(&bench.settings, &mut snapshot, &mut report).await?;
+            claimed.finish()
+        })
+        .unwrap();
+        // The cloud was not even asked for the volumes; the node was not touched.
+        assert!(!bench
+            .cloud
+            .world()
+            .calls
+            .iter()
+            .any(|c| c.starts_with("DescribeVolumes") || c.starts_with("AttachVolume")));
+        assert!(bench.take_effects().is_empty());
+        assert_eq!(report.warnings.len(), 1);
+    }
+
+    #[test]
+    fn without_etcd_manager_protokube_owns_etcd() {
+        let bench = Bench::master(&[]);
+        bench.file(
+            "/etc/kubernetes/manifests/kube-proxy.manifest",
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: kube-proxy\n",
+        );
+        let mut snapshot = bench.snapshot(VolumeScope::Region);
+        let mut report = bench.report();
+        assert!(announce_etcd_owner(&bench.settings, &mut snapshot, &mut report).unwrap());
+        assert!(report.warnings.is_empty());
     }
 }

@@ -428,3 +428,261 @@ fn record_state(
     }
     Ok(volumes)
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::host::memory::Content;
+    use crate::report::ChangeKind;
+    use crate::snapshot::VolumeScope;
+    use crate::steps::testing::{Bench, Vol, INSTANCE, OTHER_INSTANCE, SIZE};
+
+    fn ext4(uuid: &str) -> Content {
+        Content::Ext4 {
+            uuid: uuid.to_owned(),
+            size: SIZE,
+            broken: false,
+        }
+    }
+
+    /// Runs the mount step alone on the bench.
+    fn mount(bench: &Bench) -> (Report, Result<Mounted>) {
+        let mut snapshot = bench.snapshot(VolumeScope::Zone);
+        let mut report = bench.report();
+        let result = Bench::block_on(run(&bench.settings, &mut snapshot, &mut report));
+        (report, result)
+    }
+
+    fn actions(report: &Report) -> Vec<(ChangeKind, Action)> {
+        report
+            .changes
+            .iter()
+            .filter(|c| c.action != Action::Unchanged)
+            .map(|c| (c.kind, c.action))
+            .collect()
+    }
+
+    #[test]
+    fn a_blank_device_is_formatted_recorded_first_tagged_then_mounted() {
+        let bench =
+            Bench::master(&[Vol::new("vol-1", "main", "a").attached_to(INSTANCE, "/dev/xvdu")]);
+        bench.device("/dev/xvdu", 1, Content::Zeros);
+        let (report, result) = mount(&bench);
+        assert!(result.unwrap().formatted);
+        assert_eq!(
+            bench.take_effects(),
+            [
+                "write /var/lib/protokube/formatting/vol-1",
+                "format /dev/xvdu",
+                "write /var/lib/protokube/formatting/vol-1",
+                "mount /dev/xvdu /mnt/master-vol-1",
+                "write /var/lib/protokube/state.json",
+            ]
+        );
+        // The volume carries the UUID the device was given; the record is gone.
+        let node = bench.host.node();
+        let Content::Ext4 { uuid, .. } = &node.devices[&bench.path("/dev/xvdu")].content else {
+            panic!("not formatted");
+        };
+        let tag = &bench.cloud.world().volumes[0].tags[FORMATTED_TAG];
+        assert_eq!(tag, uuid);
+        assert!(!node
+            .files
+            .contains_key(&bench.path("/var/lib/protokube/formatting/vol-1")));
+        assert_eq!(
+            actions(&report),
+            [
+                (ChangeKind::Filesystem, Action::Format),
+                (ChangeKind::Mount, Action::Mount),
+                (ChangeKind::File, Action::Create),
+            ]
+        );
+        // The next run finds it mounted: nothing to do.
+        let (again, result) = mount(&bench);
+        assert!(!result.unwrap().formatted);
+        assert!(actions(&again).is_empty(), "{:?}", again.changes);
+        assert!(bench.take_effects().is_empty());
+    }
+
+    #[test]
+    fn a_tagged_ext4_is_checked_and_mounted_never_formatted() {
+        let bench = Bench::master(&[Vol::new("vol-1", "main", "a")
+            .attached_to(INSTANCE, "/dev/xvdu")
+            .formatted("u-1")]);
+        bench.device("/dev/xvdu", 1, ext4("u-1"));
+        let (_, result) = mount(&bench);
+        assert!(!result.unwrap().formatted);
+        assert_eq!(
+            bench.take_effects(),
+            [
+                "fsck /dev/xvdu",
+                "mount /dev/xvdu /mnt/master-vol-1",
+                "write /var/lib/protokube/state.json",
+            ]
+        );
+        assert!(bench.cloud.mutations().is_empty());
+    }
+
+    #[test]
+    fn a_device_not_proven_blank_is_refused_and_left_untouched() {
+        for content in [Content::Data(4096), Content::Other("xfs".to_owned())] {
+            // Untagged data, another filesystem: no witness proves them blank.
+            let bench =
+                Bench::master(&[Vol::new("vol-1", "main", "a").attached_to(INSTANCE, "/dev/xvdu")]);
+            bench.device("/dev/xvdu", 1, content.clone());
+            let (_, result) = mount(&bench);
+            let err = result.unwrap_err();
+            assert!(format!("{err:#}").contains("vol-1"), "{err:#}");
+            let effects = bench.take_effects();
+            assert!(
+                !effects
+                    .iter()
+                    .any(|e| e.starts_with("format") || e.starts_with("mount")),
+                "{content:?}: {effects:?}"
+            );
+            assert_eq!(
+                bench.host.node().devices[&bench.path("/dev/xvdu")].content,
+                content
+            );
+            assert!(bench.cloud.mutations().is_empty());
+        }
+    }
+
+    #[test]
+    fn a_device_mounted_elsewhere_is_refused() {
+        let bench = Bench::master(&[Vol::new("vol-1", "main", "a")
+            .attached_to(INSTANCE, "/dev/xvdu")
+            .formatted("u-1")]);
+        bench.device("/dev/xvdu", 1, ext4("u-1"));
+        let elsewhere = bench.path("/srv/data");
+        bench.host.change(|node| {
+            node.mounts.insert(elsewhere, (202, 1));
+        });
+        let (_, result) = mount(&bench);
+        assert!(result.is_err());
+        assert!(bench.take_effects().is_empty());
+    }
+
+    /// A volume of a generated node: its key, where it is attached, what its device holds.
+    #[derive(Clone, Debug)]
+    enum Gen {
+        /// Free and blank (kOps creates them so).
+        Free,
+        /// Attached here; its device holds this, its tag names `u-<n>` when `tagged`.
+        Here { content: Content, tagged: bool },
+        /// Attached to another master.
+        Elsewhere,
+    }
+
+    fn generated() -> impl Strategy<Value = Vec<(bool, Gen)>> {
+        let content = prop_oneof![
+            Just(Content::Zeros),
+            Just(Content::Data(512)),
+            Just(Content::Other("xfs".to_owned())),
+            // A dry run does not run fsck: a filesystem it fails is the run's own discovery.
+            any::<bool>().prop_map(|small| Content::Ext4 {
+                uuid: "u-0".to_owned(),
+                size: if small { SIZE / 2 } else { SIZE },
+                broken: false,
+            }),
+        ];
+        let volume = prop_oneof![
+            Just(Gen::Free),
+            (content, any::<bool>()).prop_map(|(content, tagged)| Gen::Here { content, tagged }),
+            Just(Gen::Elsewhere),
+        ];
+        prop::collection::vec((any::<bool>(), volume), 0..4)
+    }
+
+    /// The bench of a generated node: volume `n` holds `main` or `events`; the devices of
+    /// volumes attached here are `/dev/xvd{u,v,…}`, and the free names after them hold blank
+    /// devices for what the claim attaches.
+    fn bench_of(volumes: &[(bool, Gen)], dry_run: bool) -> Bench {
+        let names = ["u", "v", "w", "x", "y", "z", "ba", "bb"];
+        let mut next = 0;
+        let mut vols = Vec::new();
+        let mut devices = Vec::new();
+        for (n, (main, generated)) in volumes.iter().enumerate() {
+            let key = if *main { "main" } else { "events" };
+            let vol = Vol::new(&format!("vol-{n}"), key, &format!("m{n}"));
+            vols.push(match generated {
+                Gen::Free => vol,
+                Gen::Elsewhere => vol.attached_to(OTHER_INSTANCE, "/dev/xvdu"),
+                Gen::Here { content, tagged } => {
+                    let device = format!("/dev/xvd{}", names[next]);
+                    next += 1;
+                    devices.push((device.clone(), content.clone()));
+                    let vol = vol.attached_to(INSTANCE, &device);
+                    if *tagged {
+                        vol.formatted("u-0")
+                    } else {
+                        vol
+                    }
+                }
+            });
+        }
+        let mut bench = Bench::master(&vols);
+        if dry_run {
+            bench.dry_run();
+        }
+        for (minor, (device, content)) in devices.into_iter().enumerate() {
+            bench.device(&device, minor as u32, content);
+        }
+        for (minor, name) in names.iter().enumerate().skip(next) {
+            bench.device(
+                &format!("/dev/xvd{name}"),
+                100 + minor as u32,
+                Content::Zeros,
+            );
+        }
+        bench
+    }
+
+    /// The claim and mount steps as `sync` runs them: their report and whether they failed.
+    fn claim_and_mount(bench: &Bench) -> (Vec<(ChangeKind, Action, String)>, bool) {
+        let mut snapshot = bench.snapshot(VolumeScope::Zone);
+        let mut report = bench.report();
+        let result = Bench::block_on(async {
+            let claimed =
+                crate::steps::claim::run(&bench.settings, &mut snapshot, &mut report).await?;
+            run(&bench.settings, &mut snapshot, &mut report).await?;
+            claimed.finish()
+        });
+        let changes = report
+            .changes
+            .iter()
+            .map(|c| (c.kind, c.action, c.target.clone()))
+            .collect();
+        (changes, result.is_ok())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(96))]
+
+        /// What a dry run reports is what the run then does, change for change, on any node
+        /// whose devices a dry run can see (a volume it has not attached is predicted from the
+        /// cloud's witness, so the generated free volumes are blank, as kOps creates them);
+        /// and the dry run changes nothing.
+        #[test]
+        fn a_dry_run_reports_what_the_run_does(volumes in generated()) {
+            let dry = bench_of(&volumes, true);
+            let real = bench_of(&volumes, false);
+            let root = |bench: &Bench, changes: Vec<(ChangeKind, Action, String)>| {
+                let root = bench.settings.root.dir().display().to_string();
+                changes
+                    .into_iter()
+                    .map(|(kind, action, target)| (kind, action, target.replace(&root, "")))
+                    .collect::<Vec<_>>()
+            };
+            let world_before = dry.cloud.world().volumes;
+            let (planned, planned_ok) = claim_and_mount(&dry);
+            let (done, done_ok) = claim_and_mount(&real);
+            prop_assert_eq!(root(&dry, planned), root(&real, done));
+            prop_assert_eq!(planned_ok, done_ok);
+            prop_assert!(dry.take_effects().is_empty());
+            prop_assert_eq!(dry.cloud.world().volumes, world_before);
+        }
+    }
+}

@@ -291,3 +291,92 @@ async fn release_names(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::memory::Content;
+    use crate::snapshot::VolumeScope;
+    use crate::steps::testing::{Bench, Vol, INSTANCE};
+
+    const LINK: &str = "/etc/kubernetes/manifests/etcd-main.manifest";
+    const TARGET: &str = "/mnt/master-vol-1/k8s.io/manifests/etcd-main.manifest";
+
+    /// A master with volume `vol-1` attached and mounted, and protokube's etcd link in place.
+    fn mounted_master(detach: bool) -> Bench {
+        let bench = Bench::with_flags(
+            &[Vol::new("vol-1", "main", "a")
+                .attached_to(INSTANCE, "/dev/xvdu")
+                .formatted("u-1")],
+            |flags| {
+                flags.detach = detach;
+                flags.timeout = std::time::Duration::from_millis(300);
+            },
+        );
+        bench.device(
+            "/dev/xvdu",
+            1,
+            Content::Ext4 {
+                uuid: "u-1".into(),
+                size: 1 << 30,
+                broken: false,
+            },
+        );
+        let mountpoint = bench.path("/mnt/master-vol-1");
+        bench.host.change(|node| {
+            node.mounts.insert(mountpoint, (202, 1));
+        });
+        bench.symlink(LINK, TARGET);
+        bench
+    }
+
+    fn reset(bench: &Bench) -> (Report, Result<()>) {
+        let mut snapshot = bench.snapshot(VolumeScope::Region);
+        let mut report = bench.report();
+        let result = Bench::block_on(run(&bench.settings, &mut snapshot, &mut report));
+        (report, result)
+    }
+
+    #[test]
+    fn a_busy_volume_puts_the_manifest_back_and_changes_nothing_else() {
+        let bench = mounted_master(true);
+        bench.host.change(|node| {
+            node.users.insert((202, 1), vec!["4242 (etcd)".to_owned()]);
+        });
+        let (_, result) = reset(&bench);
+        let err = result.unwrap_err();
+        assert!(err.chain().any(|e| e.is::<NotReady>()), "{err:#}");
+        assert!(format!("{err:#}").contains("4242 (etcd)"), "{err:#}");
+        // The link went (kubelet stops etcd), came back when etcd held on; nothing else.
+        assert_eq!(
+            bench.take_effects(),
+            [format!("write {LINK}"), format!("write {LINK}")]
+        );
+        let node = bench.host.node();
+        assert_eq!(node.symlinks[&bench.path(LINK)], PathBuf::from(TARGET));
+        assert!(node.mounts.contains_key(&bench.path("/mnt/master-vol-1")));
+        assert!(bench.cloud.mutations().is_empty());
+    }
+
+    #[test]
+    fn a_free_volume_is_unmounted_after_its_manifest_then_detached() {
+        let bench = mounted_master(true);
+        let (report, result) = reset(&bench);
+        result.unwrap();
+        assert_eq!(
+            bench.take_effects(),
+            [
+                format!("write {LINK}"),
+                "unmount /mnt/master-vol-1".to_owned()
+            ]
+        );
+        assert_eq!(bench.cloud.mutations(), ["DetachVolume vol-1"]);
+        let order: Vec<Action> = report
+            .changes
+            .iter()
+            .filter(|c| c.action != Action::Unchanged)
+            .map(|c| c.action)
+            .collect();
+        assert_eq!(order, [Action::Delete, Action::Unmount, Action::Detach]);
+    }
+}

@@ -149,3 +149,40 @@ fn mounted_volumes(
     }
     Ok(mounted)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::host::memory::Content;
+    use crate::steps::testing::{master, Bench, Vol};
+
+    #[test]
+    fn a_converged_master_trusts_its_last_check_until_the_masters_change() {
+        let bench = Bench::master(&[Vol::new("vol-1", "main", "a")]);
+        bench.device("/dev/xvdu", 1, Content::Zeros);
+        // Cold: the full check claims, formats and mounts; the cloud changed, nothing recorded.
+        let (_, calls, result) = bench.sync_volumes();
+        result.unwrap();
+        assert!(calls.iter().any(|c| c.starts_with("AttachVolume")));
+        // Converged: a full check finds nothing to do and records it.
+        let (report, calls, result) = bench.sync_volumes();
+        result.unwrap();
+        assert!(!report.changed, "{:?}", report.changes);
+        assert!(calls.iter().any(|c| c == "DescribeVolumes"), "{calls:?}");
+        // Trusted: one question (the masters), the volumes from the record.
+        let (report, calls, result) = bench.sync_volumes();
+        result.unwrap();
+        assert!(!report.changed);
+        assert_eq!(calls, ["DescribeInstances"]);
+        // A new master: the record no longer holds; the volumes are asked for again.
+        bench.cloud.change(|world| {
+            let tags = world.instances[0].1.clone();
+            world
+                .instances
+                .push((master("i-0000000000000000c", "10.0.0.3"), tags));
+        });
+        let (_, calls, result) = bench.sync_volumes();
+        result.unwrap();
+        assert!(calls.iter().any(|c| c == "DescribeVolumes"), "{calls:?}");
+        assert_eq!(bench.host.node().mounts.len(), 1);
+    }
+}
