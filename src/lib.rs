@@ -142,8 +142,8 @@ pub fn conclude(
     }
     if let Some(path) = &cli.global.metrics_file {
         // Read through `--root` as every step reads it; none there (or a bad root) is none.
-        let volumes_mounted = paths::HostRoot::new(&cli.global.root)
-            .own(paths::STATE_FILE)
+        let volumes_mounted = host::linux::root(&cli.global.root)
+            .and_then(|root| root.own(paths::STATE_FILE))
             .map_or(0, |path| {
                 state::State::load_or_empty(&host::linux::LinuxHost, &path)
                     .volumes

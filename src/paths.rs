@@ -8,9 +8,9 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
-use anyhow::{anyhow, bail, Context as _, Result};
+use std::sync::Arc;
 
-use crate::host::linux::{self, Entry};
+use anyhow::{anyhow, bail, Context as _, Result};
 
 /// Directory kubelet reads static pods from.
 pub const MANIFEST_DIR: &str = "/etc/kubernetes/manifests";
@@ -28,26 +28,60 @@ pub const ON_VOLUME_MANIFEST_DIR: &str = "k8s.io/manifests";
 /// Symlinks followed in one resolution before giving up (as Linux's `ELOOP`).
 const MAX_LINKS: usize = 40;
 
-/// The directory the host's `/` is found at (`--root`; `/` unless running in a container or a
-/// test), absolute and free of symlinks.
+/// What is at a path, symlinks not followed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HostRoot(PathBuf);
+pub enum Entry {
+    Missing,
+    Symlink(PathBuf),
+    Other,
+}
+
+/// How resolution looks at a path: the node's `lstat` and `readlink` (the Linux host), or none.
+pub trait Links: Send + Sync + std::fmt::Debug {
+    /// What is at `path`, symlinks not followed.
+    fn entry(&self, path: &Path) -> std::io::Result<Entry>;
+}
+
+/// No path exists: every path is taken literally (pure code, and tests of it).
+#[derive(Clone, Copy, Debug)]
+struct Literal;
+
+impl Links for Literal {
+    fn entry(&self, _path: &Path) -> std::io::Result<Entry> {
+        Ok(Entry::Missing)
+    }
+}
+
+/// The directory the host's `/` is found at (`--root`; `/` unless running in a container or a
+/// test), absolute and free of symlinks, with how the paths under it are looked at.
+#[derive(Clone, Debug)]
+pub struct HostRoot {
+    dir: PathBuf,
+    links: Arc<dyn Links>,
+}
+
+impl PartialEq for HostRoot {
+    fn eq(&self, other: &Self) -> bool {
+        self.dir == other.dir
+    }
+}
+
+impl Eq for HostRoot {}
 
 impl HostRoot {
-    /// The root as given (already canonical, or a test's literal path).
+    /// A root taken literally: no symlink under it is seen (pure code, tests of it).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self(root.into())
+        Self::on(root.into(), Arc::new(Literal))
     }
 
-    /// The root at `dir`, made absolute and free of symlinks, `.` and `..` (a relative
-    /// `--root`, or one with `/./`, names the same directory the mount table does).
-    pub fn canonical(dir: &Path) -> Result<Self> {
-        Ok(Self(linux::canonical_dir(dir)?))
+    /// The root at `dir` (absolute, free of symlinks), its paths looked at through `links`.
+    pub fn on(dir: PathBuf, links: Arc<dyn Links>) -> Self {
+        Self { dir, links }
     }
 
     /// The root directory itself.
     pub fn dir(&self) -> &Path {
-        &self.0
+        &self.dir
     }
 
     /// Where the host path `host_path` (absolute, e.g. `/etc/hosts`) is found from here, taken
@@ -57,12 +91,12 @@ impl HostRoot {
             .as_ref()
             .strip_prefix("/")
             .unwrap_or(host_path.as_ref());
-        self.0.join(relative)
+        self.dir.join(relative)
     }
 
     /// The host path of a path under the root (`<root>/var/mnt/x` → `/var/mnt/x`).
     pub fn host_path_of(&self, path: &Path) -> PathBuf {
-        match path.strip_prefix(&self.0) {
+        match path.strip_prefix(&self.dir) {
             Ok(rest) => Path::new("/").join(rest),
             Err(_) => path.to_owned(),
         }
@@ -73,11 +107,11 @@ impl HostRoot {
     /// that does not exist yet is appended as it is.
     pub fn resolve(&self, host_path: impl AsRef<Path>) -> Result<PathBuf> {
         let host_path = host_path.as_ref();
-        resolve_under(&self.0, &self.0, host_path).with_context(|| {
+        resolve_under(&*self.links, &self.dir, host_path).with_context(|| {
             format!(
                 "resolving `{}` under `{}`",
                 host_path.display(),
-                self.0.display()
+                self.dir.display()
             )
         })
     }
@@ -91,7 +125,32 @@ impl HostRoot {
             .ok_or_else(|| anyhow!("`{}` has no file name", host_path.display()))?;
         let dir = self.resolve(host_path.parent().unwrap_or(Path::new("/")))?;
         let path = dir.join(name);
-        refuse_symlink(&path)?;
+        self.refuse_symlink(&path)?;
+        Ok(path)
+    }
+
+    /// An error when `path` (under the root) is a symlink.
+    pub fn refuse_symlink(&self, path: &Path) -> Result<()> {
+        refuse_symlink(&*self.links, path)
+    }
+
+    /// `relative` (e.g. `k8s.io/manifests/etcd.manifest`) on a volume mounted at `mountpoint`:
+    /// every component that exists must be a directory or file of its own, never a symlink, so
+    /// what the volume holds cannot send a write anywhere else.
+    pub fn on_volume(&self, mountpoint: &Path, relative: impl AsRef<Path>) -> Result<PathBuf> {
+        let mut path = mountpoint.to_owned();
+        for component in relative.as_ref().components() {
+            match component {
+                Component::Normal(name) => {
+                    path.push(name);
+                    self.refuse_symlink(&path)?;
+                }
+                other => bail!(
+                    "`{}` is not a plain relative path on the volume ({other:?})",
+                    relative.as_ref().display()
+                ),
+            }
+        }
         Ok(path)
     }
 
@@ -107,29 +166,9 @@ pub fn volume_mountpoint(volume_id: &str) -> PathBuf {
     PathBuf::from(format!("/mnt/master-{volume_id}"))
 }
 
-/// `relative` (e.g. `k8s.io/manifests/etcd.manifest`) on a volume mounted at `mountpoint`:
-/// every component that exists must be a directory or file of its own, never a symlink, so
-/// what the volume holds cannot send a write anywhere else.
-pub fn on_volume(mountpoint: &Path, relative: impl AsRef<Path>) -> Result<PathBuf> {
-    let mut path = mountpoint.to_owned();
-    for component in relative.as_ref().components() {
-        match component {
-            Component::Normal(name) => {
-                path.push(name);
-                refuse_symlink(&path)?;
-            }
-            other => bail!(
-                "`{}` is not a plain relative path on the volume ({other:?})",
-                relative.as_ref().display()
-            ),
-        }
-    }
-    Ok(path)
-}
-
 /// An error when `path` is a symlink.
-pub fn refuse_symlink(path: &Path) -> Result<()> {
-    match linux::entry(path) {
+fn refuse_symlink(links: &dyn Links, path: &Path) -> Result<()> {
+    match links.entry(path) {
         Ok(Entry::Symlink(target)) => {
             bail!(
                 "`{}` is a symlink (to `{}`) where protokube expects a directory or file of its \
@@ -142,12 +181,12 @@ pub fn refuse_symlink(path: &Path) -> Result<()> {
     }
 }
 
-/// `chroot`-style resolution of `path` below `base` (itself resolved), inside `root`.
-fn resolve_under(root: &Path, base: &Path, path: &Path) -> Result<PathBuf> {
-    let mut resolved = base.to_owned();
+/// `chroot`-style resolution of `path` inside `root`.
+fn resolve_under(links: &dyn Links, root: &Path, path: &Path) -> Result<PathBuf> {
+    let mut resolved = root.to_owned();
     let mut pending: VecDeque<OsString> = VecDeque::new();
     push_components(&mut pending, path, &mut resolved, root, false);
-    let mut links = 0;
+    let mut followed = 0;
     while let Some(name) = pending.pop_front() {
         if name == ".." {
             if resolved != root {
@@ -156,10 +195,10 @@ fn resolve_under(root: &Path, base: &Path, path: &Path) -> Result<PathBuf> {
             continue;
         }
         let next = resolved.join(&name);
-        match linux::entry(&next) {
+        match links.entry(&next) {
             Ok(Entry::Symlink(target)) => {
-                links += 1;
-                if links > MAX_LINKS {
+                followed += 1;
+                if followed > MAX_LINKS {
                     bail!("too many levels of symlinks at `{}`", next.display());
                 }
                 let mut rest: Vec<OsString> = pending.drain(..).collect();
@@ -205,6 +244,7 @@ fn push_components(
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
@@ -228,7 +268,7 @@ mod tests {
     #[test]
     fn symlinks_are_followed_inside_the_root_like_chroot() {
         let dir = tempfile::tempdir().unwrap();
-        let root = HostRoot::canonical(dir.path()).unwrap();
+        let root = crate::host::linux::root(dir.path()).unwrap();
         let r = root.dir().to_owned();
         std::fs::create_dir_all(r.join("var/mnt")).unwrap();
         // Fedora CoreOS: /mnt -> var/mnt.
@@ -255,14 +295,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let dotted = dir.path().join(".").join("sub/../");
         std::fs::create_dir_all(dir.path().join("sub")).unwrap();
-        let root = HostRoot::canonical(&dotted).unwrap();
+        let root = crate::host::linux::root(&dotted).unwrap();
         assert_eq!(root.dir(), std::fs::canonicalize(dir.path()).unwrap());
     }
 
     #[test]
     fn own_paths_and_paths_on_a_volume_refuse_symlinks() {
         let dir = tempfile::tempdir().unwrap();
-        let root = HostRoot::canonical(dir.path()).unwrap();
+        let root = crate::host::linux::root(dir.path()).unwrap();
         let r = root.dir().to_owned();
         std::fs::create_dir_all(r.join("mnt")).unwrap();
         symlink("/tmp", r.join("mnt/master-vol-1")).unwrap();
@@ -275,8 +315,10 @@ mod tests {
         let volume = r.join("volume");
         std::fs::create_dir_all(&volume).unwrap();
         symlink("/etc", volume.join("k8s.io")).unwrap();
-        assert!(on_volume(&volume, "k8s.io/manifests/etcd.manifest").is_err());
-        assert!(on_volume(&volume, "var/etcd/data").is_ok());
-        assert!(on_volume(&volume, "../x").is_err());
+        assert!(root
+            .on_volume(&volume, "k8s.io/manifests/etcd.manifest")
+            .is_err());
+        assert!(root.on_volume(&volume, "var/etcd/data").is_ok());
+        assert!(root.on_volume(&volume, "../x").is_err());
     }
 }

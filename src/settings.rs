@@ -23,7 +23,7 @@ use crate::plan::manifests::etcd::{
 use crate::plan::manifests::templates::{compile_templates, BUILTIN_TEMPLATES};
 use crate::plan::zones::ZoneRule;
 use crate::report::OutputFormat;
-use crate::spec::ClusterDocument;
+use crate::spec::{ClusterDocument, MAX_SPEC_BYTES};
 use crate::wait::{Progress, Waits};
 
 /// The etcd image of the old daemon's invocation without a spec or `--etcd-image` (kOps
@@ -187,11 +187,7 @@ impl Settings {
             .as_deref()
             .map(parse_internal_suffix)
             .transpose()?;
-        let spec = flags
-            .cluster_spec
-            .as_deref()
-            .map(ClusterDocument::load)
-            .transpose()?;
+        let spec = flags.cluster_spec.as_deref().map(read_spec).transpose()?;
         let spec_origin = flags
             .cluster_spec
             .as_deref()
@@ -250,7 +246,7 @@ impl Settings {
         let mut settings = Self {
             cluster: None,
             master: flags.master,
-            root: HostRoot::canonical(&flags.root).map_err(|err| {
+            root: crate::host::linux::root(&flags.root).map_err(|err| {
                 UsageError(format!(
                     "--root: `{}` is not a directory protokube can use ({err:#})",
                     flags.root.display()
@@ -497,6 +493,13 @@ fn zone_rules(flags: &[String], spec_dns_zone: Option<&str>) -> Result<Vec<ZoneR
 /// The templates: the built-in ones, each replaced by the file of the same name in the
 /// `--templates` directory when there is one. A directory that does not exist is a usage error;
 /// a template there that cannot be read or compiled fails the run (exit 1).
+/// Reads and parses the cluster document at `path` (kOps' completed spec).
+pub fn read_spec(path: &Path) -> Result<ClusterDocument> {
+    let text = crate::host::linux::read_text(path, MAX_SPEC_BYTES)
+        .context("reading the cluster spec (kOps' completed specs are a few KiB)")?;
+    ClusterDocument::parse(&text, &path.display().to_string())
+}
+
 /// The largest template override read (the built-in templates are a few KiB).
 const MAX_TEMPLATE_BYTES: u64 = 1 << 20;
 

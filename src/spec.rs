@@ -3,9 +3,7 @@
 //! The componentconfig sections (`kubeAPIServer`, …) stay YAML mappings: the flag builder reads
 //! them field by field through the flag table, so fields kOps adds later need no code here.
 
-use std::path::Path;
-
-use anyhow::{bail, Context as _, Result};
+use anyhow::{bail, Result};
 use serde::Deserialize;
 use serde_yaml::Mapping;
 
@@ -269,13 +267,6 @@ impl ClusterDocument {
             );
         }
         Ok(doc)
-    }
-
-    /// Reads and parses a cluster document from a file.
-    pub fn load(path: &Path) -> Result<Self> {
-        let text = crate::host::linux::read_text(path, MAX_SPEC_BYTES)
-            .context("reading the cluster spec (kOps' completed specs are a few KiB)")?;
-        Self::parse(&text, &path.display().to_string())
     }
 
     /// The cluster name from `metadata.name`, if set.

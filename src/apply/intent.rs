@@ -110,7 +110,7 @@ mod tests {
     #[test]
     fn round_trip_with_the_uuid() {
         let dir = tempfile::tempdir().unwrap();
-        let root = HostRoot::canonical(dir.path()).unwrap();
+        let root = crate::host::linux::root(dir.path()).unwrap();
         assert_eq!(pending(&LinuxHost, &root, "vol-1").unwrap(), None);
         record(&LinuxHost, &root, "vol-1", Path::new("/dev/xvdu"), "u-1").unwrap();
         assert_eq!(

@@ -9,7 +9,7 @@ use anyhow::Result;
 use crate::cloud::Cloud;
 use crate::host::Host;
 use crate::report::Report;
-use crate::settings::{DnsProvider, Settings};
+use crate::settings::Settings;
 use crate::snapshot::{Snapshot, VolumeScope};
 use crate::steps;
 
@@ -31,7 +31,7 @@ pub async fn run(
     // One region-wide listing serves mount (this zone) and DNS (every member).
     let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Region);
     // The cluster's names are checked before anything is locked or changed.
-    let cluster = snapshot.cluster().await?;
+    snapshot.cluster().await?;
     let _lock = steps::lock(settings, host)?;
     // Who owns etcd here is decided once: where etcd-manager does, its volumes are left alone
     // and not even listed.
@@ -50,19 +50,8 @@ pub async fn run(
         Default::default()
     };
     steps::render::run(settings, &mut snapshot, report).await?;
-    let legacy_beside_etcd_manager = settings.legacy && settings.master && !owns_etcd;
-    let published = if legacy_beside_etcd_manager && cluster.dns == DnsProvider::Route53 {
-        // The old protokube beside etcd-manager published nothing to Route53: dns-controller
-        // owns the names there.
-        tracing::info!(
-            "etcd-manager runs here and dns-controller publishes the cluster's names: nothing \
-             for protokube to publish to Route53"
-        );
-        steps::publish::PublishOutcome::nothing()
-    } else {
-        let known = verify.as_ref().map(|v| v.known.clone()).unwrap_or_default();
-        steps::publish::run(settings, &mut snapshot, &known, report).await?
-    };
+    let known = verify.as_ref().map(|v| v.known.clone()).unwrap_or_default();
+    let published = steps::publish::run(settings, &mut snapshot, &known, report).await?;
     // A worker's run asks the cloud nothing more to see whether it should have been a master.
     steps::check_master_flag(settings, &mut snapshot, false, report).await?;
     if let Some(verify) = verify {

@@ -157,7 +157,7 @@ impl Devices for MemoryHost {
         let device = self.device(device)?;
         let read = match check {
             BlankCheck::Full => device.size,
-            _ => device.size.min(1 << 20),
+            BlankCheck::Sampled => device.size.min(1 << 20),
         };
         Ok(match device.content {
             Content::Zeros => Witnesses {

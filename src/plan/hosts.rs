@@ -304,6 +304,7 @@ pub fn plan_hosts(
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
     use crate::plan::records::RecordRole;

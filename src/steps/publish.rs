@@ -68,6 +68,15 @@ pub async fn run(
             tracing::info!("only control-plane nodes publish to Route53 (--master is not set)");
             return Ok(PublishOutcome::nothing());
         }
+        // The old protokube beside etcd-manager published nothing to Route53: dns-controller
+        // owns the names there.
+        DnsProvider::Route53 if settings.legacy && !snapshot.etcd_owner()?.is_protokube() => {
+            tracing::info!(
+                "etcd-manager runs here and dns-controller publishes the cluster's names: \
+                 nothing for protokube to publish to Route53"
+            );
+            return Ok(PublishOutcome::nothing());
+        }
         _ => {}
     }
     let masters = snapshot.masters().await?;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Context as _, Result};
 
 use crate::host::Files;
-use crate::paths::{on_volume, HostRoot, MANIFEST_DIR, ON_VOLUME_MANIFEST_DIR};
+use crate::paths::{HostRoot, MANIFEST_DIR, ON_VOLUME_MANIFEST_DIR};
 use crate::plan::manifests::nodeup::Distribution;
 use crate::plan::manifests::{
     plan_version_records, plan_writes, render_all, version_record_paths, Layout, Placement,
@@ -70,8 +70,8 @@ pub async fn run(
         {
             let mountpoint = root.volume_mountpoint(volume_id)?;
             let check = || -> Result<_> {
-                on_volume(&mountpoint, data_dir)?;
-                on_volume(&mountpoint, ON_VOLUME_MANIFEST_DIR)
+                root.on_volume(&mountpoint, data_dir)?;
+                root.on_volume(&mountpoint, ON_VOLUME_MANIFEST_DIR)
             };
             let dir = check().with_context(|| format!("volume `{volume_id}`"))?;
             layout.volume_dirs.insert(volume_id.clone(), dir);

@@ -345,7 +345,10 @@ mod tests {
         });
         let (_, result) = reset(&bench);
         let err = result.unwrap_err();
-        assert!(err.chain().any(|e| e.is::<NotReady>()), "{err:#}");
+        assert!(
+            err.chain().any(<dyn std::error::Error>::is::<NotReady>),
+            "{err:#}"
+        );
         assert!(format!("{err:#}").contains("4242 (etcd)"), "{err:#}");
         // The link went (kubelet stops etcd), came back when etcd held on; nothing else.
         assert_eq!(

@@ -116,7 +116,8 @@ pub(crate) fn master(id: &str, ip: &str) -> InstanceInfo {
 
 /// A master's run: its settings, the cloud and the node.
 pub(crate) struct Bench {
-    pub(crate) dir: tempfile::TempDir,
+    /// The root's directory, removed with the bench.
+    _root: tempfile::TempDir,
     pub(crate) settings: Settings,
     pub(crate) cloud: MemoryCloud,
     pub(crate) host: MemoryHost,
@@ -156,7 +157,7 @@ impl Bench {
             ..World::default()
         });
         Self {
-            dir,
+            _root: dir,
             settings,
             cloud,
             host: MemoryHost::new(Node::default()),

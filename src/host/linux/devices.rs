@@ -283,7 +283,7 @@ pub fn mount_ext4(
     mountpoint: &Path,
 ) -> Result<()> {
     fs_err::create_dir_all(mountpoint).context("creating the mount point")?;
-    crate::paths::refuse_symlink(mountpoint)?;
+    root.refuse_symlink(mountpoint)?;
     fs_err::set_permissions(mountpoint, std::fs::Permissions::from_mode(0o750))
         .context("setting the mount point's mode")?;
     let mount_here = || {

@@ -329,7 +329,7 @@ mod tests {
     #[test]
     fn second_lock_waits_then_reports_not_ready() {
         let dir = tempfile::tempdir().unwrap();
-        let root = HostRoot::new(dir.path());
+        let root = crate::host::linux::root(dir.path()).unwrap();
         let held = FileLock::acquire(&root, Duration::from_secs(1)).unwrap();
         // flock locks belong to the open file description: a second open conflicts even in
         // the same process.

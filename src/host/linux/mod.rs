@@ -13,7 +13,7 @@ pub mod files;
 pub mod hosts;
 pub mod process;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -21,7 +21,7 @@ use anyhow::Result;
 use super::{
     Devices, Files, FoundDevice, FsckResult, MountPlace, RunLock, Witnesses, WriteOutcome,
 };
-use crate::paths::HostRoot;
+use crate::paths::{Entry, HostRoot, Links};
 use crate::plan::blank::BlankCheck;
 use crate::plan::files::{FileChange, FileFact};
 use crate::plan::mounts::MountEntry;
@@ -129,31 +129,28 @@ impl Files for LinuxHost {
     }
 }
 
-/// What is at a path, symlinks not followed (for resolving host paths as `chroot` would).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Entry {
-    Missing,
-    Symlink(PathBuf),
-    Other,
-}
-
-/// What is at `path` (symlinks not followed).
-pub fn entry(path: &Path) -> std::io::Result<Entry> {
-    match fs_err::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => Ok(Entry::Symlink(fs_err::read_link(path)?)),
-        Ok(_) => Ok(Entry::Other),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Entry::Missing),
-        Err(err) => Err(err),
+impl Links for LinuxHost {
+    fn entry(&self, path: &Path) -> std::io::Result<Entry> {
+        match fs_err::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                Ok(Entry::Symlink(fs_err::read_link(path)?))
+            }
+            Ok(_) => Ok(Entry::Other),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Entry::Missing),
+            Err(err) => Err(err),
+        }
     }
 }
 
-/// `dir` made absolute and free of symlinks, `.` and `..`; an error unless it is a directory.
-pub fn canonical_dir(dir: &Path) -> Result<PathBuf> {
+/// The host's root at `dir` on this machine: made absolute and free of symlinks, `.` and `..`
+/// (a relative `--root`, or one with `/./`, names the same directory the mount table does);
+/// an error unless it is a directory.
+pub fn root(dir: &Path) -> Result<HostRoot> {
     let canonical = fs_err::canonicalize(dir)?;
     if !canonical.is_dir() {
         anyhow::bail!("`{}` is not a directory", dir.display());
     }
-    Ok(canonical)
+    Ok(HostRoot::on(canonical, std::sync::Arc::new(LinuxHost)))
 }
 
 /// Whether `path` exists (symlinks followed).

@@ -3,7 +3,7 @@
 //! data), growing an enlarged volume, owned names the cluster no longer has, `--adopt`, and
 //! the etcd version guard.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! `leases` etcd cluster and external-dns' ownership records. Real binary, moto behind the
 //! recording layer, real loop devices.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

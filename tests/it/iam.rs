@@ -5,7 +5,7 @@
 //! temporary credentials of a role holding the policy (`AssumeRole`). Every command passes with
 //! no denied call; with one permission removed, the run fails with a line naming it.
 
-mod support;
+use crate::support;
 
 use support::bed::{Bed, NodeKind};
 use support::iam::{kops_policy, role_credentials, without, Credentials};

@@ -7,7 +7,7 @@
 //! there. The same bring-up runs on IPv6 alone: hosts with only IPv6 addresses on their veths,
 //! instances in IPv6-only subnets, an IPv6 cluster spec.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -1,7 +1,9 @@
 //! The shape of the code (DESIGN §9), checked so it cannot drift: thin command files that do not
 //! import each other, nothing below the commands importing the CLI layer or a command, no
-//! import cycles between modules, planning free of effects, `sys-mount` in one module, clap in
-//! the CLI layer only, and a `//!` line at the top of every file.
+//! import cycles between modules, planning free of effects, the machine touched under
+//! `host/linux/` only and the steps and snapshot reaching it through the host traits, test
+//! support compiled for tests only, clap in the CLI layer only, and a `//!` line at the top of
+//! every file.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -41,10 +43,16 @@ fn module_of(path: &Path) -> String {
     parts.join("::")
 }
 
-/// The code of a file without its unit tests (they may use anything).
+/// The code of a file without its unit tests (they may use anything): cut at the
+/// `#[cfg(test)]` that opens `mod tests`.
 fn without_tests(text: &str) -> &str {
-    text.find("#[cfg(test)]").map_or(text, |i| &text[..i])
+    text.find("\nmod tests {")
+        .and_then(|i| text[..i].rfind("#[cfg(test)]"))
+        .map_or(text, |i| &text[..i])
 }
+
+/// Files that exist for the unit tests alone (`#[cfg(test)]` where they are declared).
+const TEST_SUPPORT: [&str; 3] = ["host/memory.rs", "cloud/memory.rs", "steps/testing.rs"];
 
 /// The `crate::a::b` paths a file names, as module paths (`a::b`), deepest first cut at what
 /// exists as a module.
@@ -181,9 +189,16 @@ fn planning_has_no_effects() {
         }
         for import in imports {
             assert!(
-                !["apply", "steps", "snapshot", "settings", "cloud::aws"]
-                    .iter()
-                    .any(|layer| import == layer || import.starts_with(&format!("{layer}::"))),
+                ![
+                    "apply",
+                    "steps",
+                    "snapshot",
+                    "settings",
+                    "cloud::aws",
+                    "host::linux"
+                ]
+                .iter()
+                .any(|layer| import == layer || import.starts_with(&format!("{layer}::"))),
                 "{module} (pure planning) imports {import}"
             );
         }
@@ -197,12 +212,72 @@ fn planning_has_no_effects() {
     }
 }
 
+/// What touches the machine itself: files, system calls, mounts, child processes.
+const NODE_EFFECTS: [&str; 9] = [
+    "fs_err::",
+    "std::fs",
+    "sys_mount::",
+    "libc::",
+    "unsafe ",
+    "std::process::Command",
+    "std::process::{",
+    "tokio::process",
+    "std::os::unix::fs",
+];
+
 #[test]
-fn sys_mount_is_used_by_the_block_device_module_only() {
+fn the_machine_is_touched_under_the_linux_host_only() {
     for (path, text) in sources() {
-        if text.contains("sys_mount::") {
-            assert_eq!(path, Path::new("apply/blockdev.rs"), "{}", path.display());
+        if path.starts_with("host/linux") {
+            continue;
         }
+        let code = without_tests(&text);
+        for effect in NODE_EFFECTS {
+            assert!(
+                !code.contains(effect),
+                "{} uses {effect}: the node is reached through `host` (its Linux implementation \
+                 in host/linux/ is the only user)",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn steps_and_the_snapshot_reach_the_node_through_the_host_traits() {
+    let graph = graph();
+    for (module, imports) in &graph.edges {
+        let reaches_node = top(module) == "steps" || module == "snapshot";
+        if !reaches_node
+            || TEST_SUPPORT
+                .iter()
+                .any(|f| module_of(Path::new(f)) == *module)
+        {
+            continue;
+        }
+        for import in imports {
+            assert!(
+                !import.starts_with("host::linux"),
+                "{module} imports {import}: a step is given the node (`&dyn Host`), so it runs on \
+                 the in-memory one in its unit tests"
+            );
+        }
+    }
+}
+
+#[test]
+fn test_support_is_compiled_for_tests_only() {
+    for file in TEST_SUPPORT {
+        let module = module_of(Path::new(file));
+        let (parent, name) = module.rsplit_once("::").unwrap();
+        let declaring = format!("src/{}/mod.rs", parent.replace("::", "/"));
+        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(&declaring))
+            .unwrap();
+        assert!(
+            text.contains(&format!("#[cfg(test)]\npub mod {name};"))
+                || text.contains(&format!("#[cfg(test)]\nmod {name};")),
+            "{declaring} declares {name} without #[cfg(test)]"
+        );
     }
 }
 

@@ -1,7 +1,7 @@
 //! A failed run still prints one report: with `-o json` a script always gets one object, with
 //! `"error": {"message", "exit_code"}` and the changes made before the failure (DESIGN §2).
 
-mod support;
+use crate::support;
 
 use support::bed::{Bed, NodeKind};
 use support::Protokube;

@@ -5,7 +5,7 @@
 //!
 //! `PROTOKUBE_KILL_RUNS` sets the number of kills (CI: 30; `scripts/reliability`: 100).
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 use std::time::Instant;

@@ -2,7 +2,7 @@
 //! token request the hop limit drops names the fixes; `AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE=IPv6`
 //! reaches IMDS at `[fd00:ec2::254]` (served here inside a network namespace of the test's own).
 
-mod support;
+use crate::support;
 
 use std::net::TcpListener;
 use std::os::fd::AsRawFd as _;

@@ -8,7 +8,7 @@
 //! joins that PID namespace with a mount namespace of its own and the host's /proc mounted at
 //! `<root>/proc`, as `docker run --pid=host -v /:/rootfs` shows it.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Child, Command, Stdio};

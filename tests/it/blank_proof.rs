@@ -4,7 +4,7 @@
 //! someone else's damaged filesystem, and every signature kind: each refused, the device left
 //! byte for byte. A proven-blank format tags the volume with the new filesystem's UUID.
 
-mod support;
+use crate::support;
 
 use support::block::LoopDevice;
 use support::node::Node;

@@ -1,7 +1,7 @@
 //! Rendered manifests against kOps' golden files: the three legacy etcd manifests, nodeup's
 //! static pods for the minimal cluster, flags for every completed spec, and snapshots.
 
-mod support;
+use crate::support;
 
 use protokube::etcd::EtcdMembership;
 use protokube::plan::manifests::etcd::{EtcdNode, EtcdOptions, EtcdPodParams, EtcdTls};
@@ -108,7 +108,8 @@ fn render_spec(
     master: bool,
     mounted: &[MountedVolume],
 ) -> (Vec<Manifest>, ClusterDocument) {
-    let doc = ClusterDocument::load(&fixture(&format!("cluster-completed/{name}.yaml"))).unwrap();
+    let doc = protokube::settings::read_spec(&fixture(&format!("cluster-completed/{name}.yaml")))
+        .unwrap();
     let (manifests, warnings) = render_document(&doc, master, mounted);
     assert!(warnings.is_empty(), "{warnings:?}");
     (manifests, doc)
@@ -395,7 +396,8 @@ fn leases_and_cilium_etcd_on_kops_ports_serve_every_api_server_endpoint() {
         &["main", "events", "leases"][..],
         &["main", "events", "leases", "cilium"],
     ] {
-        let mut doc = ClusterDocument::load(&fixture("cluster-completed/ha.yaml")).unwrap();
+        let mut doc =
+            protokube::settings::read_spec(&fixture("cluster-completed/ha.yaml")).unwrap();
         let template = doc.spec.etcd_clusters[0].clone();
         doc.spec.etcd_clusters = keys
             .iter()

@@ -1,10 +1,10 @@
 //! The old daemon's invocation (DESIGN §2): kOps' nodeup starts protokube with no subcommand and
-//! its own flags (`tests/support` has the ExecStart line of nodeup's unit). protokube runs
+//! its own flags (`tests/it/support` has the ExecStart line of nodeup's unit). protokube runs
 //! `sync` and keeps running; the flags it has no use for are named once; SIGTERM ends it cleanly
 //! between runs. Without a spec it does the old protokube's job (volumes, etcd pods, DNS); with
 //! `PROTOKUBE_CLUSTER_SPEC` the whole `sync`.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 //! key attached here, throttling past the SDK's retries, a slow service, and listings whose
 //! pages are empty before the last.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::block::LoopDevice;

@@ -3,7 +3,7 @@
 //! the next run converges; a symlinked one is edited through the link; owner, group and mode are
 //! kept; bytes that are not UTF-8 outside the block are kept.
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! exits 64 (a flag) or 1 (a file or a spec value) before the lock, the cloud or any file: no
 //! AWS call that changes anything, no mount, no format, nothing new under `--root`.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! record and thousands of unrelated records; the hosts file, also bind-mounted; throttling
 //! injected in front of the emulator (real SDK retries).
 
-mod support;
+use crate::support;
 
 use support::block::TestRoot;
 use support::{seed, ImdsServer, Moto, Protokube, RunOutput};

@@ -1,7 +1,7 @@
 //! `discover-volumes` end to end: the real binary, the real AWS SDK, the local AWS emulator and an
 //! in-test IMDSv2 server.
 
-mod support;
+use crate::support;
 
 use support::{seed, ImdsServer, Moto, Protokube};
 

@@ -4,7 +4,7 @@
 //! the canonical device; an NVMe namespace must carry the volume's serial whichever path found
 //! it; a state file the mount table contradicts is not trusted.
 
-mod support;
+use crate::support;
 
 use support::bed::{Bed, NodeKind};
 use support::block::{mount_points, LoopDevice};

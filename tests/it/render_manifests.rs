@@ -1,7 +1,7 @@
 //! `render-manifests` end to end: the real binary, a volume mounted by `protokube mount` on a real
 //! loop device, files under a temporary `--root`, and a real etcd running the rendered pod.
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! in `attaching`, and a block device that never appears. The double implements protokube's own
 //! `VolumeApi` trait; block devices are still real loop devices under a temporary root.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -206,6 +206,7 @@ fn run(cloud: &Arc<StrictVolumes>, root: &TestRoot) -> (Result<Vec<String>>, Rep
         &Command::Mount,
         &settings,
         &double,
+        &protokube::host::linux::LinuxHost,
         &mut report,
     ));
     let result = result.map(|()| {

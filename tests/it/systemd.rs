@@ -3,7 +3,7 @@
 //! names, the environment file and the man pages the units' Documentation= lines name. The
 //! unit nodeup writes (`protokube-nodeup.service`) has nodeup's exact ExecStart line.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -1,10 +1,10 @@
 //! The old protokube's job on each kOps version (issue "Do the old protokube's job on every kOps
 //! version"): `label-node` against a stand-in API server (HTTPS, its own CA, client-certificate
-//! auth: `tests/support/kube.rs`), `apply-channels` with a recording channels tool, nodeup's
+//! auth: `tests/it/support/kube.rs`), `apply-channels` with a recording channels tool, nodeup's
 //! unit line of kOps ≤ 1.35 on a control-plane node where etcd-manager runs, and kOps 1.36's
 //! gossip unit line on a control-plane instance and on a worker.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

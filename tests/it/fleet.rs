@@ -4,7 +4,7 @@
 //! remembered. Counted by the emulator's request recorder (`scripts/moto_server.py`); moto
 //! itself serves every call.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! The command-line contract: help text, exit codes, and one clear line for bad input.
 
-mod support;
+use crate::support;
 
 use std::time::Instant;
 
@@ -159,8 +159,7 @@ fn bad_cluster_specs_exit_1_naming_the_file() {
 fn every_reference_cluster_spec_loads() {
     for name in support::COMPLETED_SPECS {
         let path = fixture(&format!("cluster-completed/{name}.yaml"));
-        let doc = protokube::spec::ClusterDocument::load(&path)
-            .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        let doc = protokube::settings::read_spec(&path).unwrap_or_else(|e| panic!("{name}: {e:#}"));
         let cluster_name = doc.name().unwrap();
         assert!(cluster_name.ends_with(".example.com") || cluster_name.ends_with(".k8s.local"));
         let keys: Vec<&str> = doc

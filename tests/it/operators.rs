@@ -2,7 +2,7 @@
 //! parser of the `prometheus_client` Python package in the test virtualenv), JSON log lines,
 //! the build information, and the warning (exit 3) for a master's job without `--master`.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::Path;

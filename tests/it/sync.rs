@@ -2,7 +2,7 @@
 //! devices, a full check, a converged rerun (one AWS call, no writes), dry run, the lock, and a
 //! worker.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

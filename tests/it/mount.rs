@@ -1,7 +1,7 @@
 //! `mount` end to end: the real binary against the local AWS emulator, with real loop devices,
 //! real blkid/mkfs.ext4/fsck/mount, under a temporary `--root`.
 
-mod support;
+use crate::support;
 
 use support::block::{LoopDevice, TestRoot};
 use support::node::Node;

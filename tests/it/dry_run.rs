@@ -2,7 +2,7 @@
 //! each single command, the (kind, target, action) set `--dry-run` reports is the set the real
 //! run then reports, and a dry run after the real run reports no change.
 
-mod support;
+use crate::support;
 
 use support::bed::{change_set, Bed, NodeKind};
 

@@ -4,7 +4,7 @@
 //! through an alias or a type protokube does not write is left alone; a change of over 1 000
 //! records is split within Route53's limits and published whole.
 
-mod support;
+use crate::support;
 
 use aws_sdk_route53::types::{
     AliasTarget, Change, ChangeAction, ChangeBatch, ResourceRecord, ResourceRecordSet, RrType,

@@ -1,0 +1,43 @@
+//! protokube's integration tests, one test crate: the real binary (or the library's `run_with`)
+//! against moto, real loop devices, namespaces, real etcd and kOps' own files, one module per
+//! area, sharing `support` (the world builder, the emulators, the typed report). Tests that need
+//! root (loop devices, mounts, namespaces) are `#[ignore]`d with that reason: a non-root
+//! `cargo test` passes without them, and `scripts/test` (CI) runs them all as root.
+
+// Tests set up and read files as they please; the product reaches the node through `host`.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+mod support;
+
+mod architecture;
+mod blank_proof;
+mod cli;
+mod cluster;
+mod containers;
+mod discover_volumes;
+mod dns_double;
+mod dns_names;
+mod dry_run;
+mod ec2_failures;
+mod failed_runs;
+mod fleet;
+mod generated_files;
+mod host_paths;
+mod hosts_file;
+mod iam;
+mod imds;
+mod kops_coexist;
+mod kops_versions;
+mod legacy;
+mod lifecycle;
+mod mount;
+mod mount_double;
+mod operators;
+mod properties;
+mod publish_dns;
+mod reliability;
+mod render_golden;
+mod render_manifests;
+mod sync;
+mod systemd;
+mod validation;
