@@ -85,6 +85,20 @@ impl<'a> Snapshot<'a> {
         }
     }
 
+    /// This snapshot for `settings` that know more of the node (its cluster and role, learned
+    /// from its tags): what does not depend on them — the identity, the cloud clients, the
+    /// state file as read or written — is kept, not asked for again.
+    pub fn for_settings<'b>(self, settings: &'b Settings) -> Snapshot<'b>
+    where
+        'a: 'b,
+    {
+        let mut next = Snapshot::new(settings, self.cloud, self.host, self.scope);
+        next.identity = self.identity;
+        next.clients = self.clients;
+        next.state = self.state;
+        next
+    }
+
     /// The node this run works on: its devices and files.
     pub fn host(&self) -> &'a dyn Host {
         self.host

@@ -19,17 +19,17 @@ pub async fn run(
     host: &dyn Host,
     report: &mut Report,
 ) -> Result<()> {
-    // kOps 1.36's unit names neither the cluster nor the role: the instance's tags do.
-    let learned;
-    let settings = if settings.learns_node_role() {
-        let node = steps::node_role::learn(settings, cloud, host).await?;
-        learned = settings.clone().with_node(&node)?;
-        &learned
-    } else {
-        settings
-    };
     // One region-wide listing serves mount (this zone) and DNS (every member).
     let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Region);
+    // kOps 1.36's unit names neither the cluster nor the role: the instance's tags do.
+    let learned;
+    let (settings, mut snapshot) = if settings.learns_node_role() {
+        let node = steps::node_role::learn(settings, &mut snapshot).await?;
+        learned = settings.clone().with_node(&node)?;
+        (&learned, snapshot.for_settings(&learned))
+    } else {
+        (settings, snapshot)
+    };
     // The cluster's names are checked before anything is locked or changed.
     snapshot.cluster().await?;
     let _lock = steps::lock(settings, host)?;
@@ -50,8 +50,9 @@ pub async fn run(
         Default::default()
     };
     steps::render::run(settings, &mut snapshot, report).await?;
-    let known = verify.as_ref().map(|v| v.known.clone()).unwrap_or_default();
-    let published = steps::publish::run(settings, &mut snapshot, &known, report).await?;
+    let nothing_known = steps::publish::Known::default();
+    let known = verify.as_ref().map_or(&nothing_known, |v| &v.known);
+    let published = steps::publish::run(settings, &mut snapshot, known, report).await?;
     // A worker's run asks the cloud nothing more to see whether it should have been a master.
     steps::check_master_flag(settings, &mut snapshot, false, report).await?;
     if let Some(verify) = verify {

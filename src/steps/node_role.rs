@@ -6,17 +6,15 @@
 
 use anyhow::{anyhow, Result};
 
-use crate::cloud::{tags, Cloud};
-use crate::host::Host;
+use crate::cloud::tags;
 use crate::names::check_cluster_name;
 use crate::plan::state::LearnedNode;
 use crate::settings::Settings;
-use crate::snapshot::{Snapshot, VolumeScope};
+use crate::snapshot::Snapshot;
 
 /// This instance's cluster and role: remembered, else read from its tags (and remembered,
-/// except by a dry run).
-pub async fn learn(settings: &Settings, cloud: &dyn Cloud, host: &dyn Host) -> Result<LearnedNode> {
-    let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Zone);
+/// except by a dry run). `snapshot` is the run's, before it knows them.
+pub async fn learn(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<LearnedNode> {
     let instance_id = snapshot.identity().await?.instance_id.clone();
     let mut state = snapshot.state()?.clone();
     if let Some(known) = state.node.as_ref().filter(|n| n.instance_id == instance_id) {
@@ -61,6 +59,7 @@ pub async fn learn(settings: &Settings, cloud: &dyn Cloud, host: &dyn Host) -> R
     if !settings.dry_run {
         state.node = Some(node.clone());
         super::save_state(settings, snapshot.host(), &state)?;
+        snapshot.record_state(state);
     }
     Ok(node)
 }
