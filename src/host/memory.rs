@@ -92,16 +92,19 @@ impl MemoryHost {
     }
 
     fn device(&self, path: &Path) -> Result<Device> {
-        self.lock_node()
-            .devices
-            .get(path)
-            .cloned()
-            .ok_or_else(|| anyhow!("no block device at `{}`", path.display()))
+        device_mut(&mut self.lock_node(), path).map(|device| device.clone())
     }
 
     fn effect(&self, what: String) {
         self.lock_node().effects.push(what);
     }
+}
+
+/// The device at `path`, or the error a missing device node gives.
+fn device_mut<'n>(node: &'n mut Node, path: &Path) -> Result<&'n mut Device> {
+    node.devices
+        .get_mut(path)
+        .ok_or_else(|| anyhow!("no block device at `{}`", path.display()))
 }
 
 impl Devices for MemoryHost {
@@ -193,10 +196,7 @@ impl Devices for MemoryHost {
 
     fn format_ext4(&self, device: &Path, uuid: &str) -> Result<()> {
         let mut node = self.lock_node();
-        let found = node
-            .devices
-            .get_mut(device)
-            .ok_or_else(|| anyhow!("no block device at `{}`", device.display()))?;
+        let found = device_mut(&mut node, device)?;
         found.content = Content::Ext4 {
             uuid: uuid.to_owned(),
             size: found.size,
@@ -247,10 +247,7 @@ impl Devices for MemoryHost {
 
     fn grow_ext4(&self, device: &Path, mounted: bool) -> Result<()> {
         let mut node = self.lock_node();
-        let found = node
-            .devices
-            .get_mut(device)
-            .ok_or_else(|| anyhow!("no block device at `{}`", device.display()))?;
+        let found = device_mut(&mut node, device)?;
         if let Content::Ext4 { size, .. } = &mut found.content {
             *size = found.size;
         }
@@ -364,10 +361,10 @@ impl Files for MemoryHost {
     }
 
     fn write_hosts(&self, path: &Path, old: &[u8], new: &[u8]) -> Result<WriteOutcome> {
-        if old == new && self.lock_node().files.contains_key(path) {
+        let mut node = self.lock_node();
+        if old == new && node.files.contains_key(path) {
             return Ok(WriteOutcome::Unchanged);
         }
-        let mut node = self.lock_node();
         let created = node
             .files
             .insert(path.to_owned(), (new.to_vec(), 0o644))
