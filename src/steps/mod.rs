@@ -6,6 +6,7 @@
 pub mod channels;
 pub mod claim;
 pub mod discover;
+pub mod dns_target;
 pub mod labels;
 pub mod mount;
 pub mod node_role;
@@ -18,14 +19,11 @@ pub mod verify;
 
 use anyhow::{Context as _, Result};
 
-use crate::apply::route53::PublishOptions;
 use crate::cloud::tags;
 use crate::host::{Files, RunLock};
 use crate::paths::STATE_FILE;
-use crate::plan::hosts::ManagedNames;
-use crate::plan::route53::ZonePolicy;
 use crate::report::Report;
-use crate::settings::{Cluster, Settings};
+use crate::settings::Settings;
 use crate::snapshot::Snapshot;
 use crate::state::State;
 
@@ -118,21 +116,6 @@ pub async fn check_master_flag(
     Ok(())
 }
 
-/// The names of kOps' hosts block that are protokube's for `cluster` (publish and reset):
-/// without DNS (`topology.dns.type: None`) nodeup writes the API's and kops-controller's names
-/// itself, so only the etcd names are protokube's there.
-pub fn hosts_names<'a>(settings: &Settings, cluster: &'a Cluster) -> ManagedNames<'a> {
-    ManagedNames {
-        cluster: &cluster.name,
-        internal_suffix: &cluster.internal_suffix,
-        public_name: &cluster.public_name,
-        api_names: !settings
-            .spec
-            .as_ref()
-            .is_some_and(|d| d.spec.uses_none_dns()),
-    }
-}
-
 /// The steps that talk to the Kubernetes API on a control-plane node, when their flags are
 /// given (kOps' protokube did them every minute up to kOps 1.35): the labels, then the addon
 /// channels. In the old daemon's loop an API that is not ready yet is a warning: the next
@@ -183,17 +166,6 @@ pub fn save_state(settings: &Settings, files: &dyn Files, state: &State) -> Resu
         files.apply(&change).context("writing the state file")?;
     }
     Ok(())
-}
-
-/// How the DNS steps talk to Route53, from the settings and the step's zone policy.
-pub fn publish_options(settings: &Settings, policy: ZonePolicy) -> PublishOptions {
-    PublishOptions {
-        dry_run: settings.dry_run,
-        wait: settings.dns_wait.then_some(settings.waits.timeout),
-        progress: settings.waits.progress,
-        wait_backoff: settings.waits.dns.clone(),
-        policy,
-    }
 }
 
 /// The first of several errors (the run's error line); the others are logged.

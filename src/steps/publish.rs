@@ -3,19 +3,16 @@
 
 use anyhow::{anyhow, Result};
 
-use crate::apply::route53::{publish, Remembered};
 use crate::names::check_dns_name;
-use crate::paths::HOSTS_FILE;
-use crate::plan::hosts::plan_hosts;
-use crate::plan::records::{
-    desired_records, gossip_master_records, worker_records, ApiNames, DesiredRecord,
-};
+use crate::plan::records::{worker_records, DesiredRecord};
 use crate::plan::route53::ZonePolicy;
 use crate::report::Report;
-use crate::settings::{DnsProvider, Settings};
+use crate::settings::Settings;
 use crate::snapshot::Snapshot;
 use crate::state::KnownZones;
 use crate::steps::discover::warn_skipped;
+
+use super::dns_target;
 
 /// What `sync` on a master knows from its last full check (DESIGN §8); nothing for every other
 /// run, which looks in full.
@@ -55,29 +52,19 @@ pub async fn run(
     report: &mut Report,
 ) -> Result<PublishOutcome> {
     let cluster = snapshot.cluster().await?;
-    match cluster.dns {
-        DnsProvider::None => {
-            if let Some(note) = &cluster.dns_note {
-                tracing::info!("{note}");
-            } else {
-                tracing::info!("--dns none: nothing to publish");
-            }
-            return Ok(PublishOutcome::nothing());
-        }
-        DnsProvider::Route53 if !settings.master => {
-            tracing::info!("only control-plane nodes publish to Route53 (--master is not set)");
-            return Ok(PublishOutcome::nothing());
-        }
-        // The old protokube beside etcd-manager published nothing to Route53: dns-controller
-        // owns the names there.
-        DnsProvider::Route53 if settings.legacy && !snapshot.etcd_owner()?.is_protokube() => {
-            tracing::info!(
-                "etcd-manager runs here and dns-controller publishes the cluster's names: \
-                 nothing for protokube to publish to Route53"
-            );
-            return Ok(PublishOutcome::nothing());
-        }
-        _ => {}
+    let target = dns_target::choose(settings, &cluster);
+    if let Some(why) = target.idle_reason() {
+        tracing::info!("{why}");
+        return Ok(PublishOutcome::nothing());
+    }
+    // The old protokube beside etcd-manager published nothing to Route53: dns-controller owns
+    // the names there.
+    if target.is_route53() && settings.legacy && !snapshot.etcd_owner()?.is_protokube() {
+        tracing::info!(
+            "etcd-manager runs here and dns-controller publishes the cluster's names: \
+             nothing for protokube to publish to Route53"
+        );
+        return Ok(PublishOutcome::nothing());
     }
     let masters = snapshot.masters().await?;
     let mut etcd_members_known = false;
@@ -90,32 +77,7 @@ pub async fn run(
             Vec::new()
         };
         etcd_members_known = volumes.iter().any(|v| !v.etcd.is_empty());
-        if cluster.dns == DnsProvider::Hosts {
-            // Without a DNS service, as current kOps' nodeup: the API at 127.0.0.1 here.
-            let spec_public_name = settings
-                .spec
-                .as_ref()
-                .and_then(|s| s.spec.master_public_name.as_ref())
-                .map(|_| cluster.public_name.as_str());
-            gossip_master_records(
-                &cluster.name,
-                &cluster.internal_suffix,
-                spec_public_name,
-                &volumes,
-                &masters,
-            )
-        } else {
-            desired_records(
-                &cluster.name,
-                &cluster.internal_suffix,
-                ApiNames::for_spec(
-                    settings.spec.as_ref().map(|d| &d.spec),
-                    &cluster.public_name,
-                ),
-                &volumes,
-                &masters,
-            )
-        }
+        target.master_records(&volumes, &masters)
     } else {
         // A worker needs the masters' addresses only, and may not list volumes (kOps' node
         // role has `DescribeInstances` alone).
@@ -125,53 +87,11 @@ pub async fn run(
     for record in &desired {
         check_dns_name(&record.name).map_err(|why| anyhow!("refusing to publish: {why}"))?;
     }
-    if cluster.dns == DnsProvider::Hosts {
-        // Without DNS (topology.dns.type: None) nodeup writes the API's and kops-controller's
-        // names into the block itself (the load balancer's addresses): only etcd's are ours.
-        let names = super::hosts_names(settings, &cluster);
-        let mut desired = desired;
-        desired.retain(|r| names.manages(&r.name));
-        let host = snapshot.host();
-        let path = settings.root.resolve(HOSTS_FILE)?;
-        let content = host.read_hosts(&path)?;
-        let plan = plan_hosts(&path.display().to_string(), &content, &desired, &names);
-        if !settings.dry_run {
-            host.write_hosts(&path, &content, &plan.content)?;
-        }
-        for change in plan.changes {
-            report.push(change);
-        }
-        return Ok(PublishOutcome::nothing());
-    }
-    let dns = snapshot.clients().await?.dns;
     let policy = ZonePolicy {
         adopt: settings.adopt,
         etcd_members_known,
     };
-    let options = super::publish_options(settings, policy);
-    let remembered = Remembered {
-        zones: known
-            .zones
-            .as_ref()
-            .and_then(|zones| zones.for_rules(&settings.zone_rules)),
-        names: known.trusted_names.as_deref(),
-    };
-    let published = publish(
-        &*dns,
-        &desired,
-        &settings.zone_rules,
-        &cluster.name,
-        &options,
-        remembered,
-        report,
-    )
-    .await?;
-    Ok(PublishOutcome {
-        // What a dry run plans is not in place yet.
-        names_in_place: (published.in_place && !settings.dry_run).then_some(desired),
-        zones: Some(KnownZones {
-            rules: settings.zone_rules.clone(),
-            zones: published.zones,
-        }),
-    })
+    target
+        .publish(snapshot, desired, policy, known, report)
+        .await
 }

@@ -6,25 +6,21 @@
 //! exits 75: the node is left as it was.
 
 use std::collections::BTreeSet;
-use std::net::IpAddr;
 use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 
-use crate::apply::route53::release;
 use crate::cloud::AttachmentState;
 use crate::error::NotReady;
 use crate::host::Devices;
-use crate::paths::{HOSTS_FILE, STATE_FILE};
+use crate::paths::STATE_FILE;
 use crate::plan::files::{plan_removal, plan_restore, FileChange, FileFact};
-use crate::plan::hosts::plan_hosts_removal;
 use crate::plan::mounts::mounted_at;
-use crate::plan::records::{desired_records, ApiNames};
 use crate::plan::reset::{manifests_to_remove, ManifestEntry};
-use crate::plan::route53::ZonePolicy;
 use crate::report::{Action, Change, ChangeKind, Report};
-use crate::settings::{DnsProvider, Settings};
+use crate::settings::Settings;
 use crate::snapshot::Snapshot;
+use crate::steps::dns_target;
 use crate::wait::{poll_until, Backoff};
 
 /// One of this node's etcd volumes: attached here (the cloud says so), mounted here (the mount
@@ -44,6 +40,7 @@ pub async fn run(
 ) -> Result<()> {
     let host = snapshot.host();
     let cluster = snapshot.cluster().await?;
+    let dns = dns_target::choose(settings, &cluster);
     // Facts first, the whole plan reported before anything changes.
     let manifests = manifest_removals(settings, snapshot)?;
     let volumes = node_volumes(settings, snapshot).await?;
@@ -55,7 +52,7 @@ pub async fn run(
     }
     if settings.dry_run {
         report_volumes(settings, &volumes, report);
-        release_names(settings, snapshot, &cluster, report).await?;
+        dns.release(snapshot, report).await?;
         report.push(state_removal.change());
         return Ok(());
     }
@@ -88,7 +85,7 @@ pub async fn run(
         snapshot.record_detachment(&volume.id);
     }
     report_volumes(settings, &volumes, report);
-    release_names(settings, snapshot, &cluster, report).await?;
+    dns.release(snapshot, report).await?;
     host.apply(&state_removal)?;
     report.push(state_removal.change());
     Ok(())
@@ -225,71 +222,6 @@ async fn wait_until_free(
         .into());
     }
     Ok(())
-}
-
-/// Takes this node out of DNS: its addresses out of the Route53 names the cluster owns
-/// (masters), or the managed hosts block removed (every node with hosts DNS).
-async fn release_names(
-    settings: &Settings,
-    snapshot: &mut Snapshot<'_>,
-    cluster: &crate::settings::Cluster,
-    report: &mut Report,
-) -> Result<()> {
-    match cluster.dns {
-        DnsProvider::None => Ok(()),
-        DnsProvider::Hosts => {
-            let host = snapshot.host();
-            let path = settings.root.resolve(HOSTS_FILE)?;
-            let content = host.read_hosts(&path)?;
-            let names = super::hosts_names(settings, cluster);
-            let plan = plan_hosts_removal(&path.display().to_string(), &content, &names);
-            if !settings.dry_run {
-                host.write_hosts(&path, &content, &plan.content)?;
-            }
-            for change in plan.changes {
-                report.push(change);
-            }
-            Ok(())
-        }
-        DnsProvider::Route53 if !settings.master => Ok(()),
-        DnsProvider::Route53 => {
-            let identity = snapshot.identity().await?.clone();
-            let masters = snapshot.masters().await?;
-            let mut own: Vec<IpAddr> = masters
-                .iter()
-                .filter(|m| m.id == identity.instance_id)
-                .flat_map(|m| m.private_ips.iter().chain(&m.public_ips).copied())
-                .chain(identity.internal_ip)
-                .chain(identity.external_ip)
-                .collect();
-            own.sort();
-            own.dedup();
-            let volumes = snapshot.discovery().await?.volumes.clone();
-            // The names whose zones and subtrees are read; every owned name there is looked at.
-            let names = desired_records(
-                &cluster.name,
-                &cluster.internal_suffix,
-                ApiNames::for_spec(
-                    settings.spec.as_ref().map(|d| &d.spec),
-                    &cluster.public_name,
-                ),
-                &volumes,
-                &masters,
-            );
-            let dns = snapshot.clients().await?.dns;
-            let options = super::publish_options(settings, ZonePolicy::default());
-            release(
-                &*dns,
-                &names,
-                &own,
-                &settings.zone_rules,
-                &cluster.name,
-                &options,
-                report,
-            )
-            .await
-        }
-    }
 }
 
 #[cfg(test)]
