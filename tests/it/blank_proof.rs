@@ -6,13 +6,13 @@
 
 use crate::support;
 
+use support::bed::{Bed, NodeKind};
 use support::block::LoopDevice;
-use support::node::Node;
 
 /// Mounts a fresh volume of `cluster` backed by `disk` and checks the run refused it: exit 1,
 /// one error line naming the volume and `found`, the device untouched and not mounted.
 fn assert_refused(
-    node: &Node,
+    node: &Bed,
     cluster: &str,
     volume: &str,
     disk: &LoopDevice,
@@ -38,7 +38,7 @@ fn assert_refused(
 }
 
 /// A fresh volume of a fresh cluster (one per case, so each claims its own) backed by `disk`.
-fn volume_on(node: &Node, case: usize, disk: &LoopDevice) -> (String, String) {
+fn volume_on(node: &Bed, case: usize, disk: &LoopDevice) -> (String, String) {
     let cluster = format!("c{case}.example.com");
     let volume = node.etcd_volume(&cluster, &[("main", "a/a")]);
     node.root.link_by_id(&volume, &disk.path);
@@ -152,7 +152,7 @@ fn every_signature_kind_is_refused_and_left_byte_for_byte() {
             "non-zero data",
         ),
     ];
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     for (i, (kind, size_mib, prepare, found)) in cases.into_iter().enumerate() {
         let disk = LoopDevice::blank(size_mib);
         prepare(&disk);
@@ -174,7 +174,7 @@ fn data_blkid_cannot_see_is_refused() {
     let disk = LoopDevice::blank(64);
     let offset = 5 * (1 << 20) + (1 << 20) / 10;
     disk.write_at(offset, &vec![0x42u8; 800_000]);
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let (cluster, volume) = volume_on(&node, 0, &disk);
     assert_refused(
         &node,
@@ -198,7 +198,7 @@ fn the_full_check_reads_what_samples_do_not() {
     let stride = (size - head - tail) / chunks;
     let offset = (head + stride * 100 + stride / 2) & !4095;
     disk.write_at(offset, &[0x42u8; 64 << 10]);
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let (cluster, volume) = volume_on(&node, 0, &disk);
     assert_refused(
         &node,
@@ -234,7 +234,7 @@ fn a_filesystem_whose_start_was_wiped_is_refused() {
             "btrfs superblock mirror",
         ),
     ];
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     for (i, (kind, size_mib, make, found)) in cases.into_iter().enumerate() {
         let disk = LoopDevice::blank(size_mib);
         make(&disk);
@@ -250,7 +250,7 @@ fn a_filesystem_whose_start_was_wiped_is_refused() {
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn the_cloud_witness_refuses_a_formatted_or_restored_volume_without_a_filesystem() {
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     // Tagged by protokube as formatted, but the device has no filesystem: never formatted again.
     let disk = LoopDevice::blank(64);
     let cluster = "tagged.example.com";
@@ -289,7 +289,7 @@ fn the_cloud_witness_refuses_a_formatted_or_restored_volume_without_a_filesystem
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn a_format_tags_the_volume_with_the_new_filesystems_uuid() {
     let disk = LoopDevice::blank(64);
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let (cluster, volume) = volume_on(&node, 0, &disk);
     let out = node.mount(&cluster, &[]);
     assert_eq!(out.code, 0, "{out:#?}");
@@ -300,7 +300,7 @@ fn a_format_tags_the_volume_with_the_new_filesystems_uuid() {
     );
     // The tag is what the next run (and a dry run) trusts: no format is planned again.
     let out = node.mount(&cluster, &["--dry-run"]);
-    assert_eq!(out.json()["changed"], false, "{out:#?}");
+    assert!(!out.report().changed, "{out:#?}");
     assert!(!node
         .root
         .join("/var/lib/protokube/formatting")
@@ -312,7 +312,7 @@ fn a_format_tags_the_volume_with_the_new_filesystems_uuid() {
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn an_intent_record_reformats_only_what_its_own_mkfs_began() {
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let intent = |volume: &str, content: &str| {
         let path = node
             .root
@@ -359,10 +359,7 @@ fn an_intent_record_reformats_only_what_its_own_mkfs_began() {
     );
     let out = node.mount(&cluster, &[]);
     assert_eq!(out.code, 0, "{out:#?}");
-    assert!(out.json()["warnings"][0]
-        .as_str()
-        .unwrap()
-        .contains("killed while formatting"));
+    assert!(out.report().warnings[0].contains("killed while formatting"));
     let new = disk.uuid();
     assert_ne!(new, own);
     assert_eq!(

@@ -13,8 +13,8 @@ use crate::support;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Child, Command, Stdio};
 
+use support::bed::{Bed, NodeKind};
 use support::block::LoopDevice;
-use support::node::Node;
 use support::Protokube;
 
 const CLUSTER: &str = "c.example.com";
@@ -73,10 +73,10 @@ impl Drop for Host {
 }
 
 /// `protokube mount` on a master of `node`, run through `wrapper` (the namespaces it runs in).
-fn mount_under(node: &Node, wrapper: &[&str]) -> support::RunOutput {
+fn mount_under(node: &Bed, wrapper: &[&str]) -> support::RunOutput {
     Protokube::under(wrapper)
-        .moto(&node.moto)
-        .imds(&node.imds)
+        .moto(node.moto())
+        .imds(node.imds())
         .args(["mount", "--master", "--cluster-id", CLUSTER, "-o", "json"])
         .arg_path("--root", node.root.path())
         .run()
@@ -85,7 +85,7 @@ fn mount_under(node: &Node, wrapper: &[&str]) -> support::RunOutput {
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn from_a_container_the_volume_is_mounted_in_the_hosts_namespace() {
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let disk = LoopDevice::blank(64);
     let volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
     node.root.link_by_id(&volume, &disk.path);
@@ -132,7 +132,7 @@ fn from_a_container_the_volume_is_mounted_in_the_hosts_namespace() {
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn a_mount_the_host_would_not_see_is_refused_before_the_device_is_touched() {
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let disk = LoopDevice::blank(64);
     let volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
     node.root.link_by_id(&volume, &disk.path);

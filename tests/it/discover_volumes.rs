@@ -73,44 +73,40 @@ fn reports_this_clusters_volumes_in_this_zone_and_warns_about_the_rest() {
         .args(["discover-volumes", "--cluster-id", CLUSTER, "-o", "json"])
         .run();
     assert_eq!(out.code, 0, "{out:#?}");
-    let report = out.json();
-    assert_eq!(report["command"], "discover-volumes");
-    assert_eq!(report["changed"], false);
-    assert_eq!(report["changes"], serde_json::json!([]));
+    let report = out.report();
+    assert_eq!(report.command, "discover-volumes");
+    assert!(!report.changed);
+    assert!(report.changes.is_empty());
 
-    let volumes = report["volumes"].as_array().unwrap();
+    let volumes = &report.volumes;
     let mut expected_ids = vec![ids["main-a"].clone(), ids["events-a"].clone()];
     expected_ids.sort();
-    let got_ids: Vec<&str> = volumes.iter().map(|v| v["id"].as_str().unwrap()).collect();
+    let got_ids: Vec<&str> = volumes.iter().map(|v| v.id.as_str()).collect();
     assert_eq!(got_ids, expected_ids);
-    let main = volumes
-        .iter()
-        .find(|v| v["id"] == ids["main-a"].as_str())
-        .unwrap();
+    let main = volumes.iter().find(|v| v.id == ids["main-a"]).unwrap();
     assert_eq!(
-        main,
-        &serde_json::json!({
-            "id": ids["main-a"], "zone": ZONE, "state": "available",
-            "attached_to": null, "device": null, "mountpoint": null,
-            "etcd": [{"cluster": "main", "member": "a", "members": ["a", "b", "c"]}],
-        })
+        (main.zone.as_str(), main.state.as_str()),
+        (ZONE, "available")
     );
-    let events = volumes
-        .iter()
-        .find(|v| v["id"] == ids["events-a"].as_str())
-        .unwrap();
-    assert_eq!(events["attached_to"], node.as_str());
-    assert_eq!(events["device"], "/dev/xvdv");
-    assert_eq!(events["state"], "in-use");
-    assert_eq!(events["mountpoint"], serde_json::Value::Null);
-    assert_eq!(events["etcd"][0]["cluster"], "events");
+    assert_eq!(
+        (&main.attached_to, &main.device, &main.mountpoint),
+        (&None, &None, &None)
+    );
+    assert_eq!(main.etcd.len(), 1);
+    let membership = &main.etcd[0];
+    assert_eq!(
+        (membership.cluster.as_str(), membership.member.as_str()),
+        ("main", "a")
+    );
+    assert_eq!(membership.members, ["a", "b", "c"]);
+    let events = volumes.iter().find(|v| v.id == ids["events-a"]).unwrap();
+    assert_eq!(events.attached_to.as_deref(), Some(node.as_str()));
+    assert_eq!(events.device.as_deref(), Some("/dev/xvdv"));
+    assert_eq!(events.state, "in-use");
+    assert_eq!(events.mountpoint, None);
+    assert_eq!(events.etcd[0].cluster, "events");
 
-    let warnings: Vec<&str> = report["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w.as_str().unwrap())
-        .collect();
+    let warnings = &report.warnings;
     assert_eq!(warnings.len(), 5, "{warnings:#?}");
     for name in ["malformed", "not-member", "hostile", "no-etcd", "root"] {
         assert!(
@@ -156,9 +152,9 @@ fn one_describe_volumes_call_however_many_unrelated_volumes() {
         .args(["discover-volumes", "--cluster-id", CLUSTER, "-o", "json"])
         .run();
     assert_eq!(out.code, 0, "{out:#?}");
-    let report = out.json();
-    assert_eq!(report["volumes"][0]["id"], ids.as_str());
-    assert_eq!(report["volumes"].as_array().unwrap().len(), 1);
+    let report = out.report();
+    assert_eq!(report.volumes[0].id, ids);
+    assert_eq!(report.volumes.len(), 1);
     assert_eq!(moto.operations(), ["DescribeVolumes"]);
 }
 
@@ -178,7 +174,7 @@ fn cluster_name_comes_from_the_instance_tag_when_not_given() {
         .args(["discover-volumes", "-o", "json"])
         .run();
     assert_eq!(out.code, 0, "{out:#?}");
-    assert_eq!(out.json()["volumes"][0]["id"], main.as_str());
+    assert_eq!(out.report().volumes[0].id, main);
 
     // An instance without the tag and no flag or spec: one line saying what to pass.
     let bare = support::runtime().block_on(async {
@@ -224,12 +220,9 @@ fn cluster_name_comes_from_the_spec_and_flags_override_identity() {
         .arg_path("--cluster-spec", &spec)
         .run();
     assert_eq!(out.code, 0, "{out:#?}");
-    let report: serde_yaml::Value = serde_yaml::from_str(&out.stdout).unwrap();
-    assert_eq!(report["volumes"][0]["id"].as_str(), Some(main.as_str()));
-    assert_eq!(
-        report["volumes"][0]["etcd"][0]["member"].as_str(),
-        Some("b")
-    );
+    let report = out.yaml_report();
+    assert_eq!(report.volumes[0].id, main);
+    assert_eq!(report.volumes[0].etcd[0].member, "b");
 }
 
 #[test]

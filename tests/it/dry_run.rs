@@ -4,7 +4,7 @@
 
 use crate::support;
 
-use support::bed::{change_set, Bed, NodeKind};
+use support::bed::{Bed, NodeKind};
 
 const COMMANDS: [&str; 5] = [
     "sync",
@@ -23,10 +23,10 @@ fn check(kind: NodeKind) {
         let bed = Bed::new(kind);
         let dry = bed.run(command, &["--dry-run"]);
         assert_eq!(dry.code, 0, "{kind:?} {command} --dry-run: {dry:#?}");
-        let planned = change_set(&dry.json());
+        let planned = dry.report().change_set();
         let real = bed.run(command, &[]);
         assert_eq!(real.code, 0, "{kind:?} {command}: {real:#?}");
-        let done = change_set(&real.json());
+        let done = real.report().change_set();
         assert_eq!(
             planned, done,
             "{kind:?} {command}: the dry run (left) is not what the run did (right)"
@@ -36,9 +36,8 @@ fn check(kind: NodeKind) {
             again.code, 0,
             "{kind:?} {command} --dry-run again: {again:#?}"
         );
-        assert_eq!(
-            again.json()["changed"],
-            false,
+        assert!(
+            !again.report().changed,
             "{kind:?} {command}: a dry run after the run still plans changes: {again:#?}"
         );
     }
@@ -71,8 +70,7 @@ fn route53_worker() {
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn a_fresh_masters_dry_run_announces_the_whole_bring_up() {
     let bed = Bed::new(NodeKind::HaMaster);
-    let report = bed.run("sync", &["--dry-run"]).json();
-    let planned = change_set(&report);
+    let planned = bed.run("sync", &["--dry-run"]).report().change_set();
     let root = bed.root.path().display().to_string();
     for volume in &bed.volumes {
         assert!(

@@ -8,14 +8,14 @@
 use crate::support;
 
 use serde_json::json;
+use support::bed::{Bed, NodeKind, REGION};
 use support::block::LoopDevice;
-use support::node::{Node, REGION};
 use support::seed;
 
 const CLUSTER: &str = "c.example.com";
 
 /// Two volumes of etcd cluster `main` in this zone (members a and b), each on a loop device.
-fn two_mains(node: &Node) -> (Vec<String>, Vec<LoopDevice>) {
+fn two_mains(node: &Bed) -> (Vec<String>, Vec<LoopDevice>) {
     let disks = vec![LoopDevice::blank(32), LoopDevice::blank(32)];
     let volumes: Vec<String> = ["a", "b"]
         .iter()
@@ -27,7 +27,7 @@ fn two_mains(node: &Node) -> (Vec<String>, Vec<LoopDevice>) {
     (volumes, disks)
 }
 
-fn attached_here(node: &Node, volumes: &[String]) -> Vec<String> {
+fn attached_here(node: &Bed, volumes: &[String]) -> Vec<String> {
     volumes
         .iter()
         .filter(|v| {
@@ -42,11 +42,11 @@ fn attached_here(node: &Node, volumes: &[String]) -> Vec<String> {
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn an_attach_whose_answer_was_lost_is_recognised_as_ours() {
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let (volumes, _disks) = two_mains(&node);
     // The first AttachVolume succeeds, its answer is lost (503): the SDK retries, and EC2 says
     // VolumeInUse — about our own attachment.
-    node.moto.set_faults(json!([{
+    node.moto().set_faults(json!([{
         "match": "AttachVolume", "after": true, "count": 1,
         "status": 503, "code": "ServiceUnavailable"
     }]));
@@ -58,7 +58,7 @@ fn an_attach_whose_answer_was_lost_is_recognised_as_ours() {
         "one main volume only"
     );
     let attaches = node
-        .moto
+        .moto()
         .operations()
         .iter()
         .filter(|o| *o == "AttachVolume")
@@ -69,29 +69,24 @@ fn an_attach_whose_answer_was_lost_is_recognised_as_ours() {
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn an_attachment_stuck_attaching_is_detached_and_the_run_is_not_ready() {
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let disk = LoopDevice::blank(32);
     let volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
     node.root.link_by_id(&volume, &disk.path);
-    node.moto
+    node.moto()
         .set_faults(json!([{"match": "DescribeVolumes", "stuck_attaching": volume}]));
     let out = node.mount(CLUSTER, &[]);
     assert_eq!(out.code, 75, "{out:#?}");
     assert!(out.error_lines()[0].contains("attaching"), "{out:#?}");
-    let report = out.json();
-    let detached = report["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|c| c["action"] == "detach" && c["target"] == volume.as_str());
-    assert!(detached, "{report:#}");
+    let report = out.report();
+    assert!(report.has("detach", &volume), "{report:#?}");
     assert!(
         node.attachments(&volume).is_empty(),
         "detached in the cloud"
     );
     assert!(disk.fs_type().is_none(), "never formatted");
     // Once EC2 behaves, the next run attaches it again.
-    node.moto.set_faults(json!([]));
+    node.moto().set_faults(json!([]));
     let out = node.mount(CLUSTER, &[]);
     assert_eq!(out.code, 0, "{out:#?}");
 }
@@ -99,11 +94,11 @@ fn an_attachment_stuck_attaching_is_detached_and_the_run_is_not_ready() {
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn a_stale_read_of_the_previous_owner_detaching_is_waited_out() {
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let disk = LoopDevice::blank(32);
     let volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
     node.root.link_by_id(&volume, &disk.path);
-    node.moto.set_faults(json!([{
+    node.moto().set_faults(json!([{
         "match": "DescribeVolumes", "count": 1,
         "detaching_shadow": {"volume": volume, "instance": "i-0123456789abcdef0"}
     }]));
@@ -115,10 +110,10 @@ fn a_stale_read_of_the_previous_owner_detaching_is_waited_out() {
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn a_second_volume_of_one_etcd_cluster_attached_here_is_detached() {
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let (volumes, disks) = two_mains(&node);
     support::runtime().block_on(async {
-        let ec2 = node.moto.ec2(REGION).await;
+        let ec2 = node.moto().ec2(REGION).await;
         seed::attach(&ec2, &volumes[0], &node.instance_id, "/dev/xvdu").await;
         seed::attach(&ec2, &volumes[1], &node.instance_id, "/dev/xvdv").await;
     });
@@ -131,21 +126,17 @@ fn a_second_volume_of_one_etcd_cluster_attached_here_is_detached() {
     let out = node.mount(CLUSTER, &[]);
     assert_eq!(out.code, 0, "{out:#?}");
     assert_eq!(attached_here(&node, &volumes), [volumes[kept].clone()]);
-    let report = out.json();
-    assert!(report["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|c| c["action"] == "detach" && c["target"] == volumes[extra].as_str()));
+    let report = out.report();
+    assert!(report.has("detach", &volumes[extra]), "{report:#?}");
     assert_eq!(disks[kept].mounted_at().len(), 1);
     assert!(disks[extra].mounted_at().is_empty());
 }
 
 #[test]
 fn throttling_past_the_retries_or_a_slow_service_is_not_ready() {
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let _volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
-    node.moto.set_faults(json!([{
+    node.moto().set_faults(json!([{
         "match": "DescribeVolumes", "rate": 1.0, "status": 503, "code": "RequestLimitExceeded"
     }]));
     let out = node.mount(CLUSTER, &[]);
@@ -156,14 +147,14 @@ fn throttling_past_the_retries_or_a_slow_service_is_not_ready() {
         "{line}"
     );
     let tries = node
-        .moto
+        .moto()
         .operations()
         .iter()
         .filter(|o| *o == "DescribeVolumes")
         .count();
     assert_eq!(tries, 6, "the SDK's attempts, then 75");
     // An answer slower than --timeout: 75 once the timeout has passed, not after every retry.
-    node.moto
+    node.moto()
         .set_faults(json!([{"match": "DescribeVolumes", "delay": 30}]));
     let out = node.mount(CLUSTER, &["--timeout", "2s"]);
     assert_eq!(out.code, 75, "{out:#?}");
@@ -172,19 +163,19 @@ fn throttling_past_the_retries_or_a_slow_service_is_not_ready() {
 
 #[test]
 fn listings_follow_their_pages_through_empty_ones() {
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
-    node.moto
+    node.moto()
         .set_faults(json!([{"match": "DescribeVolumes", "empty_pages": 3}]));
     let out = support::Protokube::new()
-        .moto(&node.moto)
-        .imds(&node.imds)
+        .moto(node.moto())
+        .imds(node.imds())
         .args(["discover-volumes", "--cluster-id", CLUSTER, "-o", "json"])
         .run();
     assert_eq!(out.code, 0, "{out:#?}");
-    assert_eq!(out.json()["volumes"][0]["id"], volume.as_str());
+    assert_eq!(out.report().volumes[0].id, volume);
     let pages = node
-        .moto
+        .moto()
         .operations()
         .iter()
         .filter(|o| *o == "DescribeVolumes")

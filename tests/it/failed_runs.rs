@@ -12,13 +12,10 @@ fn a_usage_error_with_json_output_is_a_report() {
         .args(["sync", "-o", "json", "--no-such-flag"])
         .run();
     assert_eq!(out.code, 64, "{out:#?}");
-    let report = out.json();
-    assert_eq!(report["command"], "sync");
-    assert_eq!(report["error"]["exit_code"], 64);
-    assert!(report["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("--no-such-flag"));
+    let report = out.report();
+    assert_eq!(report.command, "sync");
+    assert_eq!(report.failure().exit_code, 64);
+    assert!(report.failure().message.contains("--no-such-flag"));
     assert_eq!(out.error_lines().len(), 1);
     // Text output keeps stdout empty when nothing was done.
     let out = Protokube::new().args(["sync", "--no-such-flag"]).run();
@@ -39,13 +36,10 @@ fn a_held_lock_is_a_report_with_exit_code_75() {
     );
     let out = bed.run("sync", &["--timeout", "1s"]);
     assert_eq!(out.code, 75, "{out:#?}");
-    let report = out.json();
-    assert_eq!(report["error"]["exit_code"], 75);
-    assert!(report["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("protokube.lock"));
-    assert_eq!(report["changes"].as_array().unwrap().len(), 0);
+    let report = out.report();
+    assert_eq!(report.failure().exit_code, 75);
+    assert!(report.failure().message.contains("protokube.lock"));
+    assert!(report.changes.is_empty());
 }
 
 #[test]
@@ -57,13 +51,13 @@ fn a_failure_after_changes_reports_them_and_the_error() {
 
     let out = bed.run("sync", &[]);
     assert_eq!(out.code, 1, "{out:#?}");
-    let report = out.json();
-    assert_eq!(report["error"]["exit_code"], 1);
-    let message = report["error"]["message"].as_str().unwrap();
+    let report = out.report();
+    assert_eq!(report.failure().exit_code, 1);
+    let message = &report.failure().message;
     assert!(message.contains(&bed.volumes[1]), "{message}");
     assert!(message.contains("partition table"), "{message}");
-    assert_eq!(report["changed"], true);
-    let done = support::bed::change_set(&report);
+    assert!(report.changed);
+    let done = report.change_set();
     let main = &bed.volumes[0];
     assert!(
         done.contains(&("volume".into(), main.clone(), "attach".into())),

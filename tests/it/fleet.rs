@@ -270,10 +270,10 @@ fn a_dry_run_trusts_as_the_run_does_and_records_nothing() {
     let out = node.run("sync", &["--dry-run", "--detailed-exitcode"]);
     assert_eq!(out.code, 0, "{out:#?}");
     assert_eq!(operations(&node), ["DescribeInstances"]);
-    let dry = support::bed::change_set(&out.json());
+    let dry = out.report().change_set();
     let out = node.run("sync", &["--dry-run", "--verify-interval", "0"]);
     assert_eq!(
-        support::bed::change_set(&out.json()),
+        out.report().change_set(),
         dry,
         "a full check reports what a trusted run reports"
     );

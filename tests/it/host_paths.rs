@@ -8,7 +8,6 @@ use crate::support;
 
 use support::bed::{Bed, NodeKind};
 use support::block::{mount_points, LoopDevice};
-use support::node::Node;
 
 /// Runs `sync` until converged: the first run changes, the second reports nothing to do.
 fn converges(bed: &Bed, extra: &[&str]) {
@@ -16,7 +15,7 @@ fn converges(bed: &Bed, extra: &[&str]) {
     assert_eq!(out.code, 0, "{out:#?}");
     let again = bed.run("sync", extra);
     assert_eq!(again.code, 0, "{again:#?}");
-    assert_eq!(again.json()["changed"], false, "not converged: {again:#?}");
+    assert!(!again.report().changed, "not converged: {again:#?}");
 }
 
 #[test]
@@ -57,12 +56,12 @@ fn a_relative_root_or_one_with_dots_converges() {
     let dotted = format!("{}/./", bed.root.path().display());
     let again = bed.run("sync", &["--root", &dotted]);
     assert_eq!(again.code, 0, "{again:#?}");
-    assert_eq!(again.json()["changed"], false, "{again:#?}");
+    assert!(!again.report().changed, "{again:#?}");
     let relative = bed
         .command("sync", &spec, &["--root", name])
         .current_dir(parent)
         .run();
-    assert_eq!(relative.json()["changed"], false, "{relative:#?}");
+    assert!(!relative.report().changed, "{relative:#?}");
 }
 
 #[test]
@@ -133,7 +132,7 @@ fn the_mount_source_is_the_canonical_device() {
 }
 
 /// A volume of `cluster` whose by-id link leads to `target` (a device node under the root).
-fn by_id_to(node: &Node, cluster: &str, disk: &LoopDevice, target: &str) -> String {
+fn by_id_to(node: &Bed, cluster: &str, disk: &LoopDevice, target: &str) -> String {
     let volume = node.etcd_volume(cluster, &[("main", "a/a")]);
     node.root.device_node(&format!("/dev/{target}"), &disk.path);
     let link = node.root.join(&format!(
@@ -148,7 +147,7 @@ fn by_id_to(node: &Node, cluster: &str, disk: &LoopDevice, target: &str) -> Stri
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn devices_that_may_not_be_the_volume_are_refused() {
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let cases = [
         ("xvdz", "not an NVMe namespace"),
         ("nvme7n1p1", "partition"),

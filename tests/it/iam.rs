@@ -138,7 +138,7 @@ fn a_master_syncs_under_kops_policy_with_the_zone_by_id_by_name_or_private() {
         );
         let converged = run(&bed, &credentials, &spec, "sync", &[]);
         assert_eq!(converged.code, 0, "zone by {zone_by}: {converged:#?}");
-        assert_eq!(converged.json()["changed"], false, "zone by {zone_by}");
+        assert!(!converged.report().changed, "zone by {zone_by}");
         assert_eq!(
             bed.moto().denied(),
             Vec::<String>::new(),
@@ -188,7 +188,7 @@ fn a_missing_create_tags_is_a_warning_and_the_volumes_mount() {
         bed_under_policy(NodeKind::HaMaster, "id", Some("ec2:CreateTags"));
     let out = run(&bed, &credentials, &spec, "sync", &[]);
     assert_eq!(out.code, 0, "{out:#?}");
-    let warnings = out.json()["warnings"].to_string();
+    let warnings = out.report().warnings.join("\n");
     assert!(warnings.contains("ec2:CreateTags"), "{warnings}");
     assert!(!bed.moto().denied().is_empty(), "nothing was denied");
     for disk in &bed.disks {

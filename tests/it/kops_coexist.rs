@@ -40,15 +40,6 @@ fn seed_records(bed: &Bed, sets: &[(String, &str, Vec<String>)]) {
     bed.moto().reset_operations();
 }
 
-fn warnings(report: &serde_json::Value) -> Vec<String> {
-    report["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w.as_str().unwrap().to_owned())
-        .collect()
-}
-
 /// The manifest directory's file names.
 fn manifests(bed: &Bed) -> Vec<String> {
     let dir = bed.root.join("/etc/kubernetes/manifests");
@@ -102,18 +93,19 @@ fn etcd_manager_s_volumes_pods_and_names_are_left_to_it() {
         assert_eq!(out.code, code, "{command}: {out:#?}");
         if code == 0 {
             assert_eq!(
-                support::bed::change_set(&dry.json()),
-                support::bed::change_set(&out.json()),
+                dry.report().change_set(),
+                out.report().change_set(),
                 "{command}"
             );
         }
-        let report = out.json();
-        let said: Vec<String> = warnings(&report)
-            .into_iter()
-            .chain(report["error"]["message"].as_str().map(str::to_owned))
+        let report = out.report();
+        let said: Vec<&String> = report
+            .warnings
+            .iter()
+            .chain(report.error.as_ref().map(|e| &e.message))
             .filter(|w| w.contains("etcd-manager runs on this node"))
             .collect();
-        assert_eq!(said.len(), 1, "{command}: said once: {report:#}");
+        assert_eq!(said.len(), 1, "{command}: said once: {report:#?}");
         assert!(
             said[0].contains("etcd-main-master-us-east-1b.manifest"),
             "{command}: {}",
@@ -182,7 +174,7 @@ fn kops_placeholders_are_replaced_on_every_name() {
     seed_records(&bed, &sets);
     let out = bed.run("sync", &[]);
     assert_eq!(out.code, 0, "{out:#?}");
-    assert!(warnings(&out.json()).is_empty(), "{out:#?}");
+    assert!(out.report().warnings.is_empty(), "{out:#?}");
     let records = zone(&bed);
     let public = support::runtime().block_on(async {
         seed::instance_addresses(
@@ -265,16 +257,16 @@ fn a_load_balancer_s_alias_is_not_protokube_s() {
     let before = zone(&bed)[&(format!("api.{HA}"), "A".to_owned())].clone();
     let cold = bed.run_with_spec("sync", &spec, &[]);
     assert_eq!(cold.code, 0, "{cold:#?}");
-    assert!(warnings(&cold.json()).is_empty(), "{cold:#?}");
+    assert!(cold.report().warnings.is_empty(), "{cold:#?}");
     // The cold run formatted the volumes, so its full check is not recorded; the next one is.
     let second = bed.run_with_spec("sync", &spec, &[]);
     assert_eq!(second.code, 0, "{second:#?}");
-    assert!(warnings(&second.json()).is_empty(), "{second:#?}");
+    assert!(second.report().warnings.is_empty(), "{second:#?}");
     bed.moto().reset_operations();
     let converged = bed.run_with_spec("sync", &spec, &[]);
     assert_eq!(converged.code, 0, "{converged:#?}");
-    assert!(warnings(&converged.json()).is_empty(), "{converged:#?}");
-    assert_eq!(converged.json()["changed"], false);
+    assert!(converged.report().warnings.is_empty(), "{converged:#?}");
+    assert!(!converged.report().changed);
     assert_eq!(bed.moto().operations(), ["DescribeInstances"]);
     let records = zone(&bed);
     assert_eq!(records[&(format!("api.{HA}"), "A".to_owned())], before);
@@ -343,7 +335,7 @@ fn a_cluster_without_dns_asks_route53_nothing_and_keeps_nodeup_s_lines() {
         "{text}"
     );
     let again = bed.run_with_spec("publish-dns", &spec, &["--dns", "hosts"]);
-    assert_eq!(again.json()["changed"], false, "{again:#?}");
+    assert!(!again.report().changed, "{again:#?}");
 }
 
 /// A master of an IRSA cluster (`ha.yaml` with `useServiceAccountExternalPermissions`) whose
@@ -383,8 +375,8 @@ fn an_irsa_master_mounts_without_the_formatted_tag() {
     };
     let cold = run();
     assert_eq!(cold.code, 0, "{cold:#?}");
-    let report = cold.json();
-    let said = warnings(&report);
+    let report = cold.report();
+    let said = &report.warnings;
     assert_eq!(said.len(), 1, "{said:#?}");
     assert!(said[0].contains("ec2:CreateTags"), "{}", said[0]);
     for volume in &bed.volumes {
@@ -412,10 +404,10 @@ fn an_irsa_master_mounts_without_the_formatted_tag() {
     let uuids = uuids_now();
     let converged = run();
     assert_eq!(converged.code, 0, "{converged:#?}");
-    let report = converged.json();
-    assert_eq!(report["changed"], false, "{report:#}");
-    assert!(warnings(&report).is_empty(), "{report:#}");
-    assert!(!report.to_string().contains("\"format\""));
+    let report = converged.report();
+    assert!(!report.changed, "{report:#?}");
+    assert!(report.warnings.is_empty(), "{report:#?}");
+    assert!(!report.changes.iter().any(|c| c.action == "format"));
     assert_eq!(uuids_now(), uuids);
     // A third run after the volumes are unmounted (a reboot) mounts them again, formats nothing.
     for volume in &bed.volumes {
@@ -453,17 +445,15 @@ fn a_refused_detach_still_mounts_what_is_safe_and_ends_not_ready() {
     bed.moto().enforce_iam(true);
     let out = run();
     assert_eq!(out.code, 75, "{out:#?}");
-    let report = out.json();
+    let report = out.report();
     assert!(
-        warnings(&report)
+        report
+            .warnings
             .iter()
             .any(|w| w.contains(&extra) && w.contains("ec2:DetachVolume")),
-        "{report:#}"
+        "{report:#?}"
     );
-    assert!(report["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains(&extra));
+    assert!(report.failure().message.contains(&extra));
     for disk in &bed.disks {
         assert_eq!(
             disk.mounted_at().len(),
@@ -498,7 +488,7 @@ fn adopt_leaves_external_dns_names_alone() {
     );
     let out = bed.run("publish-dns", &["--adopt"]);
     assert_eq!(out.code, 0, "{out:#?}");
-    let said = warnings(&out.json());
+    let said = out.report().warnings;
     assert!(
         said.iter()
             .any(|w| w.contains(&name) && w.contains("external-dns")),

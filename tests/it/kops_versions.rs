@@ -9,10 +9,9 @@ use crate::support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use support::bed::{Bed, NodeKind, GOSSIP};
+use support::bed::{Bed, NodeKind, GOSSIP, REGION};
 use support::block::TestRoot;
 use support::kube::{closed_port, etcd_manager_pods, install_channels_tool, Certs, KubeApi};
-use support::node::{Node, REGION};
 use support::{fixture, seed, Protokube, RunOutput};
 
 const NODE: &str = "master.hostname.invalid";
@@ -80,15 +79,12 @@ fn label_node_waits_for_the_api_and_the_node_then_patches_once() {
     // A dry run says so and writes nothing.
     let dry = label_node(&root, &["--dry-run"]);
     assert_eq!(dry.code, 0, "{dry:#?}");
-    assert_eq!(dry.json()["changes"][0]["action"], "update");
+    assert_eq!(dry.report().changes[0].action, "update");
     assert!(api.patches().is_empty());
     // The real run: one strategic-merge patch with the three labels, as the `kops` client;
     // exactly what the dry run said.
     let first = label_node(&root, &["--detailed-exitcode"]);
-    assert_eq!(
-        support::bed::change_set(&dry.json()),
-        support::bed::change_set(&first.json())
-    );
+    assert_eq!(dry.report().change_set(), first.report().change_set());
     assert_eq!(first.code, 2, "{first:#?}");
     let patches = api.patches();
     assert_eq!(patches.len(), 1, "{patches:#?}");
@@ -102,7 +98,7 @@ fn label_node_waits_for_the_api_and_the_node_then_patches_once() {
     // Converged: a read, no write.
     let again = label_node(&root, &["--detailed-exitcode"]);
     assert_eq!(again.code, 0, "{again:#?}");
-    assert_eq!(again.json()["changes"][0]["action"], "unchanged");
+    assert_eq!(again.report().changes[0].action, "unchanged");
     assert_eq!(api.patches().len(), 1);
     // One label changed behind protokube's back: only it is patched back.
     api.register(NODE, &[(LABELS[0], ""), (LABELS[1], "no"), (LABELS[2], "")]);
@@ -169,7 +165,7 @@ fn apply_channels_tries_every_channel_and_names_the_failing_one() {
     };
     let dry = run(&["--dry-run"]);
     assert_eq!(dry.code, 0, "{dry:#?}");
-    assert_eq!(dry.json()["changes"].as_array().unwrap().len(), 2);
+    assert_eq!(dry.report().changes.len(), 2);
     assert!(!log.exists(), "a dry run ran the tool");
     let out = run(&[]);
     assert_eq!(out.code, 1, "{out:#?}");
@@ -184,12 +180,12 @@ fn apply_channels_tries_every_channel_and_names_the_failing_one() {
          ARGS apply channel s3://state/c/addons/bootstrap-channel.yaml --v=4 --yes\n\
          KUBECONFIG=/var/lib/kops/kubeconfig\n"
     );
-    let report = out.json();
+    let report = out.report();
     assert_eq!(
-        report["changes"][0]["target"],
+        report.changes[0].target,
         "s3://state/c/addons/bootstrap-channel.yaml"
     );
-    assert_eq!(report["changes"][0]["action"], "unchanged");
+    assert_eq!(report.changes[0].action, "unchanged");
     // Without --channels: a usage error, nothing run.
     let none = Protokube::new()
         .args(["apply-channels"])
@@ -254,19 +250,19 @@ fn unit_flags(version: &str) -> Vec<String> {
 /// SIGTERM ends it with 0.
 #[test]
 fn kops_1_35_unit_applies_channels_and_labels_the_node_beside_etcd_manager() {
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let cluster = "minimal.example.com";
     let volume = node.etcd_volume(cluster, &[("main", "us-east-1a/us-east-1a")]);
     node.tag_as_master(cluster);
     let zone = support::runtime()
-        .block_on(async { seed::hosted_zone(&node.moto.route53().await, "example.com").await });
+        .block_on(async { seed::hosted_zone(&node.moto().route53().await, "example.com").await });
     etcd_manager_pods(&node.root, "master-us-test-1a");
     let certs = Certs::new();
     let api = KubeApi::start(&certs);
     api.register(NODE, &[("kubernetes.io/hostname", NODE)]);
     certs.write_kubeconfig(&node.root, api.port, true);
     let log = install_channels_tool(&node.root);
-    node.moto.reset_operations();
+    node.moto().reset_operations();
     let channel = "s3://placeholder-read-bucket/clusters.example.com/minimal.example.com/addons/bootstrap-channel.yaml";
     let mut flags: Vec<String> = unit_flags("1.35.0")
         .into_iter()
@@ -276,8 +272,8 @@ fn kops_1_35_unit_applies_channels_and_labels_the_node_beside_etcd_manager() {
     let logs = tempfile::tempdir().unwrap();
     let (out, err) = (logs.path().join("stdout"), logs.path().join("stderr"));
     let daemon = Protokube::new()
-        .moto(&node.moto)
-        .imds(&node.imds)
+        .moto(node.moto())
+        .imds(node.imds())
         .env("PROTOKUBE_ROOT", node.root.path())
         // nodeup's /etc/sysconfig/protokube
         .env("KUBECONFIG", "/var/lib/kops/kubeconfig")
@@ -295,7 +291,7 @@ fn kops_1_35_unit_applies_channels_and_labels_the_node_beside_etcd_manager() {
         format!("ARGS apply channel {channel} --v=4 --yes\nKUBECONFIG=/var/lib/kops/kubeconfig\n")
     );
     assert_control_plane_labels(&api);
-    let operations = node.moto.operations();
+    let operations = node.moto().operations();
     for volume_call in [
         "DescribeVolumes",
         "AttachVolume",

@@ -9,8 +9,8 @@ use crate::support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use support::bed::{Bed, NodeKind, REGION};
 use support::block::LoopDevice;
-use support::node::{Node, REGION};
 use support::{fixture, seed, Protokube, NODEUP_EXEC_START};
 
 const CLUSTER: &str = "minimal.example.com";
@@ -38,14 +38,14 @@ fn wait_for(what: &str, stderr: &Path, ready: impl Fn() -> bool) {
 }
 
 /// A master of `minimal.example.com` with its `main` volume and the cluster's hosted zone.
-fn master(disk: &LoopDevice) -> (Node, String, String) {
-    let node = Node::start();
+fn master(disk: &LoopDevice) -> (Bed, String, String) {
+    let node = Bed::new(NodeKind::Bare);
     let volume = node.etcd_volume(CLUSTER, &[("main", "us-east-1a/us-east-1a")]);
     node.root.link_by_id(&volume, &disk.path);
     // The instance is the cluster's master, as kOps tags it.
     node.tag_as_master(CLUSTER);
     let zone = support::runtime()
-        .block_on(async { seed::hosted_zone(&node.moto.route53().await, "example.com").await });
+        .block_on(async { seed::hosted_zone(&node.moto().route53().await, "example.com").await });
     (node, volume, zone)
 }
 
@@ -57,8 +57,8 @@ fn nodeups_exec_start_runs_sync_until_sigterm() {
     let logs = tempfile::tempdir().unwrap();
     let (out, err) = (logs.path().join("stdout"), logs.path().join("stderr"));
     let mut daemon = Protokube::new()
-        .moto(&node.moto)
-        .imds(&node.imds)
+        .moto(node.moto())
+        .imds(node.imds())
         .env("PROTOKUBE_ROOT", node.root.path())
         .args(nodeup_args(&zone))
         .spawn_to(
@@ -82,13 +82,13 @@ fn nodeups_exec_start_runs_sync_until_sigterm() {
     assert!(!manifests.join("kube-apiserver.manifest").exists());
     assert!(disk.mounted_at().len() == 1, "{volume} is mounted");
     let records = support::runtime()
-        .block_on(async { seed::zone_records(&node.moto.route53().await, &zone).await });
+        .block_on(async { seed::zone_records(&node.moto().route53().await, &zone).await });
     let name = format!("etcd-us-east-1a.internal.{CLUSTER}");
     assert_eq!(
         records[&(name, "A".to_owned())].1,
         [support::runtime()
             .block_on(async {
-                seed::instance_addresses(&node.moto.ec2(REGION).await, &node.instance_id).await
+                seed::instance_addresses(&node.moto().ec2(REGION).await, &node.instance_id).await
             })
             .0],
         "{records:?}"
@@ -138,8 +138,8 @@ fn with_a_spec_from_the_environment_file_it_runs_the_whole_sync() {
     let logs = tempfile::tempdir().unwrap();
     let (out, err) = (logs.path().join("stdout"), logs.path().join("stderr"));
     let mut daemon = Protokube::new()
-        .moto(&node.moto)
-        .imds(&node.imds)
+        .moto(node.moto())
+        .imds(node.imds())
         .env("PROTOKUBE_ROOT", node.root.path())
         .env(
             "PROTOKUBE_CLUSTER_SPEC",
@@ -201,8 +201,8 @@ fn where_etcd_manager_runs_the_volumes_are_left_to_it() {
     )
     .unwrap();
     let sync = Protokube::new()
-        .moto(&node.moto)
-        .imds(&node.imds)
+        .moto(node.moto())
+        .imds(node.imds())
         .args(["sync", "--master", "--cluster-id", CLUSTER, "-o", "json"])
         .args(["--zone", &format!("*/{zone}")])
         .arg_path("--root", node.root.path())
@@ -213,7 +213,7 @@ fn where_etcd_manager_runs_the_volumes_are_left_to_it() {
         .run();
     assert_eq!(sync.code, 0, "{sync:#?}");
     assert!(manifests.join("kube-apiserver.manifest").exists());
-    let warnings = sync.json()["warnings"].to_string();
+    let warnings = sync.report().warnings.join("\n");
     assert!(
         warnings.contains("etcd-manager-main.manifest"),
         "{warnings}"

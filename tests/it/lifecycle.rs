@@ -8,7 +8,7 @@ use crate::support;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use support::bed::{change_set, Bed, NodeKind, HA, REGION};
+use support::bed::{Bed, NodeKind, HA, REGION};
 use support::{seed, Protokube};
 
 type Records = BTreeMap<(String, String), (Option<i64>, Vec<String>)>;
@@ -62,15 +62,6 @@ fn manifest_names(node: &Bed) -> Vec<String> {
     names
 }
 
-fn warnings(out: &support::RunOutput) -> Vec<String> {
-    out.json()["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w.as_str().unwrap().to_owned())
-        .collect()
-}
-
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn reset_undoes_exactly_what_its_dry_run_lists_and_sync_brings_the_node_back() {
@@ -98,14 +89,14 @@ fn reset_undoes_exactly_what_its_dry_run_lists_and_sync_brings_the_node_back() {
 
     let dry = node.run("reset", &["--dry-run"]);
     assert_eq!(dry.code, 0, "{dry:#?}");
-    let planned = change_set(&dry.json());
+    let planned = dry.report().change_set();
     assert_eq!(records(&node), before, "a dry run changes nothing");
     assert_eq!(manifest_names(&node).len(), 6);
 
     let out = node.run("reset", &["--detailed-exitcode"]);
     assert_eq!(out.code, 2, "{out:#?}");
     assert_eq!(
-        change_set(&out.json()),
+        out.report().change_set(),
         planned,
         "the dry run is the run's plan"
     );
@@ -153,13 +144,15 @@ fn reset_undoes_exactly_what_its_dry_run_lists_and_sync_brings_the_node_back() {
     // A second reset changes nothing.
     let again = node.run("reset", &["--detailed-exitcode"]);
     assert_eq!(again.code, 0, "{again:#?}");
-    assert_eq!(again.json()["changed"], false, "{again:#?}");
+    assert!(!again.report().changed, "{again:#?}");
 
     // sync brings the node back with its data: no format.
     let back = node.run("sync", &[]);
     assert_eq!(back.code, 0, "{back:#?}");
     assert!(
-        !change_set(&back.json())
+        !back
+            .report()
+            .change_set()
             .iter()
             .any(|(_, _, a)| a == "format"),
         "{back:#?}"
@@ -188,7 +181,9 @@ fn reset_detach_releases_the_volumes_for_another_master() {
     assert_eq!(node.run("sync", &[]).code, 0);
     let out = node.run("reset", &["--detach"]);
     assert_eq!(out.code, 0, "{out:#?}");
-    let detached: Vec<String> = change_set(&out.json())
+    let detached: Vec<String> = out
+        .report()
+        .change_set()
         .into_iter()
         .filter(|(kind, _, action)| kind == "volume" && action == "detach")
         .map(|(_, target, _)| target)
@@ -211,7 +206,7 @@ fn reset_detach_releases_the_volumes_for_another_master() {
     });
     assert_eq!(states, [0, 0], "detached");
     // Idempotent, and sync claims them again.
-    assert_eq!(node.run("reset", &["--detach"]).json()["changed"], false);
+    assert!(!node.run("reset", &["--detach"]).report().changed);
     assert_eq!(node.run("sync", &[]).code, 0);
     assert_eq!(manifest_names(&node).len(), 6);
 }
@@ -265,13 +260,13 @@ fn a_gossip_worker_reset_removes_its_hosts_block_and_kube_proxy() {
     let dry = node.run("reset", &["--dry-run"]);
     let out = node.run("reset", &[]);
     assert_eq!(out.code, 0, "{out:#?}");
-    assert_eq!(change_set(&out.json()), change_set(&dry.json()));
+    assert_eq!(out.report().change_set(), dry.report().change_set());
     assert_eq!(
         std::fs::read_to_string(node.root.join("/etc/hosts")).unwrap(),
         "127.0.0.1\tlocalhost\n"
     );
     assert!(manifest_names(&node).is_empty());
-    assert_eq!(node.run("reset", &[]).json()["changed"], false);
+    assert!(!node.run("reset", &[]).report().changed);
 }
 
 /// `df`'s size in 1 KiB blocks of the filesystem at `path`.
@@ -316,9 +311,10 @@ fn an_enlarged_volume_is_grown_online_where_allowed_else_at_the_next_mount() {
     let dry = node.run("sync", &["--dry-run"]);
     let out = node.run("sync", &[]);
     assert_eq!(out.code, 0, "{out:#?}");
-    assert_eq!(change_set(&out.json()), change_set(&dry.json()));
+    assert_eq!(out.report().change_set(), dry.report().change_set());
     let resized = |out: &support::RunOutput| {
-        change_set(&out.json())
+        out.report()
+            .change_set()
             .into_iter()
             .any(|(kind, target, action)| {
                 kind == "filesystem" && target == node.volumes[0] && action == "resize"
@@ -333,7 +329,7 @@ fn an_enlarged_volume_is_grown_online_where_allowed_else_at_the_next_mount() {
         );
     } else {
         // No CAP_SYS_RESOURCE: a warning, and the grow happens at the next mount.
-        let warned = warnings(&out);
+        let warned = out.report().warnings;
         assert!(
             warned.iter().any(|w| w.contains("grown at the next mount")),
             "{warned:#?}"
@@ -350,7 +346,7 @@ fn an_enlarged_volume_is_grown_online_where_allowed_else_at_the_next_mount() {
         // A dry run cannot read the files of a volume it has not mounted (it announces them
         // as created, see the README); everything else is the run's plan.
         let off_volume = |out: &support::RunOutput| {
-            let mut set = change_set(&out.json());
+            let mut set = out.report().change_set();
             set.retain(|(_, target, _)| !target.starts_with(&mountpoint.display().to_string()));
             set
         };
@@ -435,7 +431,7 @@ fn owned_names_of_members_gone_from_the_tags_are_deleted_and_foreign_ones_stay()
     let dry = node.run("sync", &["--dry-run", "--verify-interval", "0"]);
     let out = node.run("sync", &["--verify-interval", "0"]);
     assert_eq!(out.code, 0, "{out:#?}");
-    assert_eq!(change_set(&out.json()), change_set(&dry.json()));
+    assert_eq!(out.report().change_set(), dry.report().change_set());
     let after = records(&node);
     for name in [
         "etcd-b.internal.ha.example.com",
@@ -445,7 +441,9 @@ fn owned_names_of_members_gone_from_the_tags_are_deleted_and_foreign_ones_stay()
         assert!(!after.contains_key(&key(name, "A")), "{name}: {after:#?}");
         assert!(!after.contains_key(&key(name, "TXT")), "{name}: {after:#?}");
         assert!(
-            change_set(&out.json()).contains(&("dns".into(), name.into(), "delete".into())),
+            out.report()
+                .change_set()
+                .contains(&("dns".into(), name.into(), "delete".into())),
             "{out:#?}"
         );
     }
@@ -475,7 +473,7 @@ fn names_dns_controller_left_are_adopted_only_with_adopt() {
     );
     let out = node.run("sync", &[]);
     assert_eq!(out.code, 0, "{out:#?}");
-    let warned = warnings(&out);
+    let warned = out.report().warnings;
     for name in [
         "api.internal.ha.example.com",
         "etcd-a.internal.ha.example.com",
@@ -498,7 +496,7 @@ fn names_dns_controller_left_are_adopted_only_with_adopt() {
     let dry = node.run("sync", &["--adopt", "--dry-run"]);
     let out = node.run("sync", &["--adopt"]);
     assert_eq!(out.code, 0, "{out:#?}");
-    assert_eq!(change_set(&out.json()), change_set(&dry.json()));
+    assert_eq!(out.report().change_set(), dry.report().change_set());
     let adopted = records(&node);
     for name in [
         "api.internal.ha.example.com",
@@ -518,7 +516,7 @@ fn names_dns_controller_left_are_adopted_only_with_adopt() {
     // Converged, and no flag needed any more.
     let out = node.run("sync", &["--detailed-exitcode"]);
     assert_eq!(out.code, 0, "{out:#?}");
-    assert!(warnings(&out).iter().all(|w| !w.contains("--adopt")));
+    assert!(out.report().warnings.iter().all(|w| !w.contains("--adopt")));
 }
 
 /// `ha.yaml` with every etcd cluster at `version`.
@@ -566,16 +564,7 @@ fn an_etcd_downgrade_or_a_skipped_minor_is_refused_before_anything_is_written() 
     );
     assert_eq!(std::fs::read(&manifest).unwrap(), before);
     assert_eq!(std::fs::read_to_string(&record).unwrap(), "3.5.13\n");
-    assert_eq!(
-        out.json()["changes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|c| c["action"] != "unchanged")
-            .count(),
-        0,
-        "{out:#?}"
-    );
+    assert_eq!(out.report().real_changes().count(), 0, "{out:#?}");
 
     // 3.4 data, a spec asking for 3.6: refused with the path forward.
     std::fs::write(&record, "3.4.23\n").unwrap();

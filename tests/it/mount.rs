@@ -3,23 +3,9 @@
 
 use crate::support;
 
+use support::bed::{Bed, NodeKind};
 use support::block::{LoopDevice, TestRoot};
-use support::node::Node;
 use support::Protokube;
-
-fn actions(report: &serde_json::Value) -> Vec<(String, String)> {
-    report["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["kind"].as_str().unwrap().to_owned(),
-                c["action"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
-}
 
 fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
     list.iter()
@@ -33,15 +19,15 @@ const CLUSTER: &str = "c.example.com";
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn blank_volume_is_formatted_and_mounted_and_a_rerun_changes_nothing() {
     let disk = LoopDevice::blank(64);
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let volume = node.etcd_volume(CLUSTER, &[("main", "a/a,b,c")]);
     node.root.link_by_id(&volume, &disk.path);
 
     let out = node.mount(CLUSTER, &["--detailed-exitcode"]);
     assert_eq!(out.code, 2, "{out:#?}");
-    let report = out.json();
+    let report = out.report();
     assert_eq!(
-        actions(&report),
+        report.actions(),
         pairs(&[
             ("volume", "attach"),
             ("filesystem", "format"),
@@ -86,16 +72,16 @@ fn blank_volume_is_formatted_and_mounted_and_a_rerun_changes_nothing() {
         .unwrap();
 
     // Converged: nothing changes, one DescribeVolumes, no write.
-    node.moto.reset_operations();
+    node.moto().reset_operations();
     let out = node.mount(CLUSTER, &["--detailed-exitcode"]);
     assert_eq!(out.code, 0, "{out:#?}");
-    let report = out.json();
-    assert_eq!(report["changed"], false);
+    let report = out.report();
+    assert!(!report.changed);
     assert_eq!(
-        actions(&report),
+        report.actions(),
         pairs(&[("mount", "unchanged"), ("file", "unchanged")])
     );
-    assert_eq!(node.moto.operations(), ["DescribeVolumes"]);
+    assert_eq!(node.moto().operations(), ["DescribeVolumes"]);
     assert_eq!(
         std::fs::metadata(node.root.join("/var/lib/protokube/state.json"))
             .unwrap()
@@ -111,7 +97,7 @@ fn blank_volume_is_formatted_and_mounted_and_a_rerun_changes_nothing() {
 fn existing_ext4_is_checked_and_mounted_with_its_files() {
     let disk = LoopDevice::blank(64);
     disk.make_ext4_with(&[("var/etcd/data/member/snap/db", "etcd data")]);
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
     // Found under the requested device name this time (no NVMe link).
     node.root.device_node("/dev/xvdu", &disk.path);
@@ -119,7 +105,7 @@ fn existing_ext4_is_checked_and_mounted_with_its_files() {
     let out = node.mount(CLUSTER, &[]);
     assert_eq!(out.code, 0, "{out:#?}");
     assert_eq!(
-        actions(&out.json()),
+        out.report().actions(),
         pairs(&[("volume", "attach"), ("mount", "mount"), ("file", "create")])
     );
     let data = node
@@ -135,7 +121,7 @@ fn unreadable_devices_are_refused() {
     // No device-mapper `error` target in this kernel: a loop device with nothing bound to it
     // (reads nothing) and a device node with no driver behind it (cannot be opened) stand in for
     // a failing disk. Minor 1048575 is far above what `losetup --find` hands out to other tests.
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let volume = node.etcd_volume("u1.example.com", &[("main", "a/a")]);
     let unbound = make_block_device_node(&node.root, "/dev/unbound-loop", 7, 1_048_575);
     node.root.link_by_id(&volume, &unbound);
@@ -180,7 +166,7 @@ fn make_block_device_node(
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn of_two_main_volumes_exactly_one_is_claimed() {
     let disks = [LoopDevice::blank(64), LoopDevice::blank(64)];
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let volumes = [
         node.etcd_volume(CLUSTER, &[("main", "a/a,b")]),
         node.etcd_volume(CLUSTER, &[("main", "b/a,b")]),
@@ -201,24 +187,24 @@ fn of_two_main_volumes_exactly_one_is_claimed() {
     // A rerun keeps the one it has and claims nothing more.
     let out = node.mount(CLUSTER, &[]);
     assert_eq!(out.code, 0, "{out:#?}");
-    assert_eq!(out.json()["changed"], false, "{out:#?}");
+    assert!(!out.report().changed, "{out:#?}");
 }
 
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn dry_run_changes_nothing_and_says_what_it_would_do() {
     let disk = LoopDevice::blank(64);
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
     node.root.link_by_id(&volume, &disk.path);
     let out = node.mount(CLUSTER, &["--dry-run", "--detailed-exitcode"]);
     assert_eq!(out.code, 2, "{out:#?}");
-    let report = out.json();
-    assert_eq!(report["dry_run"], true);
+    let report = out.report();
+    assert!(report.dry_run);
     // The format the real run makes of a blank volume is announced too (by volume id: the
     // device does not exist before the attach).
     assert_eq!(
-        actions(&report),
+        report.actions(),
         pairs(&[
             ("volume", "attach"),
             ("filesystem", "format"),
@@ -226,7 +212,7 @@ fn dry_run_changes_nothing_and_says_what_it_would_do() {
             ("file", "create")
         ])
     );
-    assert_eq!(report["changes"][1]["target"], volume.as_str());
+    assert_eq!(report.changes[1].target, volume);
     assert!(node.attachments(&volume).is_empty());
     assert!(disk.fs_type().is_none());
     assert!(disk.mounted_at().is_empty());
@@ -235,8 +221,8 @@ fn dry_run_changes_nothing_and_says_what_it_would_do() {
 
     // Text form: one line per change, "would ...".
     let out = Protokube::new()
-        .moto(&node.moto)
-        .imds(&node.imds)
+        .moto(node.moto())
+        .imds(node.imds())
         .args(["mount", "--master", "--cluster-id", CLUSTER, "--dry-run"])
         .arg_path("--root", node.root.path())
         .run();
@@ -246,7 +232,7 @@ fn dry_run_changes_nothing_and_says_what_it_would_do() {
 
 #[test]
 fn a_held_lock_gives_75_after_the_timeout() {
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     node.etcd_volume(CLUSTER, &[("main", "a/a")]);
     let lock_path = node.root.join("/run/protokube.lock");
     std::fs::create_dir_all(lock_path.parent().unwrap()).unwrap();
@@ -256,8 +242,8 @@ fn a_held_lock_gives_75_after_the_timeout() {
         0
     );
     let out = Protokube::new()
-        .moto(&node.moto)
-        .imds(&node.imds)
+        .moto(node.moto())
+        .imds(node.imds())
         .args([
             "mount",
             "--master",
@@ -275,20 +261,17 @@ fn a_held_lock_gives_75_after_the_timeout() {
 
 #[test]
 fn without_master_nothing_is_mounted() {
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
     let out = Protokube::new()
-        .moto(&node.moto)
-        .imds(&node.imds)
+        .moto(node.moto())
+        .imds(node.imds())
         .args(["mount", "--cluster-id", CLUSTER, "-o", "json"])
         .arg_path("--root", node.root.path())
         .run();
     assert_eq!(out.code, 0, "{out:#?}");
-    assert_eq!(out.json()["changed"], false);
-    assert!(out.json()["warnings"][0]
-        .as_str()
-        .unwrap()
-        .contains("--master"));
+    assert!(!out.report().changed);
+    assert!(out.report().warnings[0].contains("--master"));
     assert!(node.attachments(&volume).is_empty());
 }
 
@@ -298,7 +281,7 @@ fn ext4_that_fsck_cannot_repair_is_refused() {
     let disk = LoopDevice::blank(64);
     disk.make_ext4_with(&[("data", "x")]);
     disk.damage_ext4();
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
     node.root.link_by_id(&volume, &disk.path);
     let out = node.mount(CLUSTER, &[]);
@@ -317,7 +300,7 @@ fn a_mount_point_holding_another_device_is_an_error() {
     ours.make_ext4_with(&[("ours", "1")]);
     let squatter = LoopDevice::blank(64);
     squatter.make_ext4_with(&[("squatter", "1")]);
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
     node.root.link_by_id(&volume, &ours.path);
     let mountpoint = node.root.mountpoint(&volume);
@@ -348,7 +331,7 @@ fn a_format_interrupted_by_a_kill_is_done_again_and_only_then() {
         .open(&disk.path)
         .and_then(|mut f| std::io::Write::write_all(&mut f, &[0x5a; 1 << 20]))
         .unwrap();
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let volume = node.etcd_volume(CLUSTER, &[("main", "a/a")]);
     node.root.link_by_id(&volume, &disk.path);
     // Without the intent record protokube refuses, as for any unknown data.
@@ -363,13 +346,10 @@ fn a_format_interrupted_by_a_kill_is_done_again_and_only_then() {
     std::fs::write(&intent, "/dev/xvdu\n").unwrap();
     let out = node.mount(CLUSTER, &[]);
     assert_eq!(out.code, 0, "{out:#?}");
-    let report = out.json();
+    let report = out.report();
     assert!(
-        report["warnings"][0]
-            .as_str()
-            .unwrap()
-            .contains("killed while formatting"),
-        "{report:#}"
+        report.warnings[0].contains("killed while formatting"),
+        "{report:#?}"
     );
     assert_eq!(disk.fs_type().as_deref(), Some("ext4"));
     assert!(

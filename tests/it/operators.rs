@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use support::bed::{Bed, NodeKind};
+use support::report::Report;
 use support::{moto::python, Protokube};
 
 /// Every sample of the metrics file, `name{labels}` → value, as the Prometheus parser reads it.
@@ -33,13 +34,12 @@ print(json.dumps(out))
 }
 
 /// The report's changes counted by `kind`/`action` labels, as the metrics file counts them.
-fn change_counts(report: &serde_json::Value) -> BTreeMap<String, f64> {
+fn change_counts(report: &Report) -> BTreeMap<String, f64> {
     let mut counts = BTreeMap::new();
-    for change in report["changes"].as_array().unwrap() {
+    for change in &report.changes {
         let key = format!(
             "protokube_changes{{action=\"{}\",kind=\"{}\"}}",
-            change["action"].as_str().unwrap(),
-            change["kind"].as_str().unwrap()
+            change.action, change.kind
         );
         *counts.entry(key).or_insert(0.0) += 1.0;
     }
@@ -73,7 +73,7 @@ fn the_metrics_file_parses_and_matches_the_report_after_success_failure_and_dry_
     assert_eq!(m["protokube_last_run_exit_code"], 2.0);
     assert_eq!(m["protokube_last_run_dry_run"], 0.0);
     assert_eq!(m["protokube_volumes_mounted"], 2.0);
-    assert_eq!(only(&m, "protokube_changes"), change_counts(&out.json()));
+    assert_eq!(only(&m, "protokube_changes"), change_counts(&out.report()));
     let calls: f64 = only(&m, "protokube_aws_calls").values().sum();
     assert_eq!(
         calls, served,
@@ -111,7 +111,7 @@ fn the_metrics_file_parses_and_matches_the_report_after_success_failure_and_dry_
     let m = metrics(&file);
     assert_eq!(m["protokube_last_run_dry_run"], 1.0);
     assert_eq!(m["protokube_last_success_timestamp_seconds"], success);
-    assert_eq!(only(&m, "protokube_changes"), change_counts(&out.json()));
+    assert_eq!(only(&m, "protokube_changes"), change_counts(&out.report()));
 }
 
 #[test]
@@ -156,7 +156,8 @@ fn json_log_lines_parse_and_the_report_is_the_same_whatever_the_log_format() {
 fn version_says_the_build() {
     let out = Protokube::new().args(["version", "-o", "json"]).run();
     assert_eq!(out.code, 0, "{out:#?}");
-    let info = out.json();
+    // Not a run report: the build's facts.
+    let info: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(info["version"], env!("CARGO_PKG_VERSION"));
     for key in ["commit", "build_date", "rustc", "target"] {
         let value = info[key].as_str().unwrap();
@@ -201,7 +202,7 @@ fn a_masters_job_without_master_is_warned_and_exits_3_with_detailed_exitcode() {
     for command in ["mount", "sync"] {
         let out = run(command);
         assert_eq!(out.code, 3, "{command}: {out:#?}");
-        let warnings = out.json()["warnings"].to_string();
+        let warnings = out.report().warnings.join("\n");
         assert!(
             warnings.contains("master tags") && warnings.contains("--master is not set"),
             "{command}: {warnings}"
@@ -211,5 +212,5 @@ fn a_masters_job_without_master_is_warned_and_exits_3_with_detailed_exitcode() {
     let worker = Bed::new(NodeKind::GossipWorker);
     let out = worker.run("sync", &["--detailed-exitcode"]);
     assert!(matches!(out.code, 0 | 2), "{out:#?}");
-    assert!(!out.json()["warnings"].to_string().contains("--master"));
+    assert!(!out.report().warns("--master"));
 }

@@ -128,13 +128,9 @@ fn route53_records_are_exact_and_a_rerun_from_either_master_changes_nothing() {
         &["--zone", "example.com", "--detailed-exitcode"],
     );
     assert_eq!(out.code, 2, "{out:#?}");
-    let report = out.json();
-    let warnings = report["warnings"].as_array().unwrap();
-    assert_eq!(warnings.len(), 1, "{report:#}");
-    assert!(warnings[0]
-        .as_str()
-        .unwrap()
-        .contains("etcd-b.internal.c.example.com"));
+    let report = out.report();
+    assert_eq!(report.warnings.len(), 1, "{report:#?}");
+    assert!(report.warnings[0].contains("etcd-b.internal.c.example.com"));
     assert_eq!(
         moto.rrset_requests("POST"),
         1,
@@ -299,21 +295,12 @@ fn dry_run_sends_nothing_and_reports_old_and_new() {
         &["--zone", "example.com", "--dry-run", "--detailed-exitcode"],
     );
     assert_eq!(out.code, 2, "{out:#?}");
-    let report = out.json();
-    let change = report["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["target"] == "api.internal.c.example.com")
-        .unwrap()
-        .clone();
-    assert_eq!(change["action"], "update");
+    let report = out.report();
+    let change = report.change_to("api.internal.c.example.com").unwrap();
+    assert_eq!(change.action, "update");
     assert!(
-        change["detail"]
-            .as_str()
-            .unwrap()
-            .starts_with("A 203.0.113.123 -> "),
-        "{change}"
+        change.detail.starts_with("A 203.0.113.123 -> "),
+        "{change:?}"
     );
     let after = support::runtime()
         .block_on(async { seed::zone_records(&moto.route53().await, &zone).await });
@@ -454,21 +441,12 @@ fn records_on_later_pages_of_the_cluster_subtree_are_found() {
     let out = publish(&moto, &imds, &root, &["--zone", "example.com"]);
     assert_eq!(out.code, 0, "{out:#?}");
     // The placeholder on a later page was seen: replaced (UPSERT), not CREATEd over.
-    let report = out.json();
-    let change = report["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["target"] == "etcd-a.internal.c.example.com")
-        .unwrap()
-        .clone();
-    assert_eq!(change["action"], "update", "{change}");
+    let report = out.report();
+    let change = report.change_to("etcd-a.internal.c.example.com").unwrap();
+    assert_eq!(change.action, "update", "{change:?}");
     assert!(
-        change["detail"]
-            .as_str()
-            .unwrap()
-            .starts_with("A 203.0.113.123 -> "),
-        "{change}"
+        change.detail.starts_with("A 203.0.113.123 -> "),
+        "{change:?}"
     );
     let records = support::runtime()
         .block_on(async { seed::zone_records(&moto.route53().await, &zone).await });

@@ -10,120 +10,50 @@ use crate::support;
 use std::process::Command;
 use std::time::Instant;
 
+use support::bed::{Bed, NodeKind, REGION};
 use support::block::{unmount_below, LoopDevice, TestRoot};
-use support::{fixture, seed, ImdsServer, Moto, Protokube};
+use support::{fixture, Protokube};
 
-const REGION: &str = "us-east-1";
-const ZONE: &str = "us-east-1a";
-const GOSSIP: &str = "minimal.k8s.local";
-
-/// A master of the gossip cluster (hosts DNS) with its two volumes on loop devices.
-struct Bed {
-    moto: Moto,
-    imds: ImdsServer,
-    root: TestRoot,
-    instance_id: String,
-    volumes: Vec<String>,
-    disks: Vec<LoopDevice>,
+/// `sync` on the gossip master quietly, with the default timeout, and `extra` flags.
+fn sync(bed: &Bed, extra: &[&str]) -> Protokube {
+    let flags = [&["-q", "--timeout", "5m"][..], extra].concat();
+    bed.command("sync", &bed.spec(), &flags)
 }
 
-impl Bed {
-    fn new() -> Self {
-        let disks = vec![LoopDevice::blank(64), LoopDevice::blank(64)];
-        let moto = Moto::start();
-        let (instance_id, private_ip, volumes) = support::runtime().block_on(async {
-            let ec2 = moto.ec2(REGION).await;
-            let tags = [("KubernetesCluster", GOSSIP), ("k8s.io/role/master", "1")];
-            let instance = seed::instance(&ec2, ZONE, &tags).await;
-            let (ip, _) = seed::instance_addresses(&ec2, &instance).await;
-            let mut volumes = Vec::new();
-            for key in ["main", "events"] {
-                volumes.push(
-                    seed::etcd_volume(&ec2, GOSSIP, ZONE, &[(key, "us-test-1a/us-test-1a")]).await,
-                );
-            }
-            (instance, ip, volumes)
-        });
-        let imds = ImdsServer::for_instance(&instance_id, ZONE, REGION, &private_ip);
-        let root = TestRoot::new();
-        for (volume, disk) in volumes.iter().zip(&disks) {
-            root.link_by_id(volume, &disk.path);
-        }
-        Self {
-            moto,
-            imds,
-            root,
-            instance_id,
-            volumes,
-            disks,
-        }
-    }
-
-    fn sync(&self) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_protokube"));
-        command
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap())
-            .env("AWS_ACCESS_KEY_ID", "testing")
-            .env("AWS_SECRET_ACCESS_KEY", "testing")
-            .env("AWS_CONFIG_FILE", "/dev/null")
-            .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-            .env("AWS_ENDPOINT_URL", self.moto.endpoint())
-            .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", self.imds.endpoint())
-            .args(["sync", "--master", "-q", "-o", "json"])
-            .arg("--cluster-spec")
-            .arg(fixture("cluster-completed/minimal_gossip.yaml"))
-            .arg("--root")
-            .arg(self.root.path())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        command
-    }
-
-    /// Back to a cold node: nothing mounted, volumes detached, blank and new (no formatted
-    /// tag), no files.
-    fn reset(&self) {
-        unmount_below(&self.root.join("/mnt"));
-        support::runtime().block_on(async {
-            let ec2 = self.moto.ec2(REGION).await;
-            for volume in &self.volumes {
-                ec2.delete_tags()
-                    .resources(volume)
-                    .tags(
-                        aws_sdk_ec2::types::Tag::builder()
-                            .key("k8s.io/protokube/formatted")
-                            .build(),
-                    )
-                    .send()
-                    .await
-                    .unwrap();
-                let out = ec2
-                    .describe_volumes()
-                    .volume_ids(volume)
-                    .send()
-                    .await
-                    .unwrap();
-                if !out.volumes()[0].attachments().is_empty() {
-                    ec2.detach_volume()
-                        .volume_id(volume)
-                        .instance_id(&self.instance_id)
-                        .send()
-                        .await
-                        .unwrap();
-                }
-            }
-        });
-        for disk in &self.disks {
-            let status = Command::new("blkdiscard")
-                .arg("-f")
-                .arg(&disk.path)
-                .status()
+/// Back to a cold node: nothing mounted, volumes detached, blank and new (no formatted
+/// tag), no files.
+fn make_cold(bed: &Bed) {
+    unmount_below(&bed.root.join("/mnt"));
+    support::runtime().block_on(async {
+        let ec2 = bed.moto().ec2(REGION).await;
+        for volume in &bed.volumes {
+            ec2.delete_tags()
+                .resources(volume)
+                .tags(
+                    aws_sdk_ec2::types::Tag::builder()
+                        .key("k8s.io/protokube/formatted")
+                        .build(),
+                )
+                .send()
+                .await
                 .unwrap();
-            assert!(status.success(), "blkdiscard (util-linux)");
         }
-        for dir in ["/etc", "/var", "/mnt", "/run"] {
-            let _ = std::fs::remove_dir_all(self.root.join(dir));
+    });
+    for volume in &bed.volumes {
+        if !bed.attachments(volume).is_empty() {
+            bed.detach(volume);
         }
+    }
+    for disk in &bed.disks {
+        let status = Command::new("blkdiscard")
+            .arg("-f")
+            .arg(&disk.path)
+            .status()
+            .unwrap();
+        assert!(status.success(), "blkdiscard (util-linux)");
+    }
+    for dir in ["/etc", "/var", "/mnt", "/run"] {
+        let _ = std::fs::remove_dir_all(bed.root.join(dir));
     }
 }
 
@@ -163,17 +93,13 @@ fn assert_no_torn_files(root: &TestRoot, context: &str) {
 }
 
 fn converge(bed: &Bed, context: &str) {
-    let status = bed.sync().status().unwrap();
-    assert!(
-        status.success(),
-        "{context}: sync after the kill failed: {status}"
-    );
-    let again = bed.sync().arg("--detailed-exitcode").status().unwrap();
+    let status = sync(bed, &[]).run().code;
     assert_eq!(
-        again.code(),
-        Some(0),
-        "{context}: not converged after one run"
+        status, 0,
+        "{context}: sync after the kill failed: exit {status}"
     );
+    let again = sync(bed, &["--detailed-exitcode"]).run().code;
+    assert_eq!(again, 0, "{context}: not converged after one run");
 }
 
 #[test]
@@ -183,21 +109,21 @@ fn sync_killed_at_random_moments_never_tears_a_file_and_the_next_run_converges()
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(30);
-    let bed = Bed::new();
+    let bed = Bed::new(NodeKind::GossipMaster);
     // How long a cold bring-up takes here, to spread the kills over it.
-    bed.reset();
+    make_cold(&bed);
     let started = Instant::now();
-    assert!(bed.sync().status().unwrap().success());
+    assert_eq!(sync(&bed, &[]).run().code, 0);
     let cold = started.elapsed();
     let mut seed_state: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut killed_mid_run = 0;
     for run in 0..runs {
-        bed.reset();
+        make_cold(&bed);
         seed_state ^= seed_state << 13;
         seed_state ^= seed_state >> 7;
         seed_state ^= seed_state << 17;
         let delay = cold.mul_f64((seed_state % 1000) as f64 / 1000.0);
-        let mut child = bed.sync().spawn().unwrap();
+        let mut child = sync(&bed, &[]).spawn();
         std::thread::sleep(delay);
         if child.try_wait().unwrap().is_none() {
             killed_mid_run += 1;
@@ -219,21 +145,21 @@ fn sync_killed_at_random_moments_never_tears_a_file_and_the_next_run_converges()
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn aws_faults_at_a_high_rate_are_retried_or_fail_cleanly() {
-    let bed = Bed::new();
-    bed.reset();
+    let bed = Bed::new(NodeKind::GossipMaster);
+    make_cold(&bed);
     // A quarter of all EC2 calls throttled or failing with 5xx, and slow.
-    bed.moto.set_faults(serde_json::json!([
+    bed.moto().set_faults(serde_json::json!([
         {"match": "Describe", "rate": 0.25, "status": 503, "code": "RequestLimitExceeded", "style": "query", "delay": 0.05},
         {"match": "AttachVolume", "rate": 0.25, "status": 500, "code": "InternalError", "style": "query"},
     ]));
     for round in 0..3 {
-        let status = bed.sync().status().unwrap();
+        let status = sync(&bed, &[]).run().code;
         let context = format!("round {round} under faults: exit {status}");
-        assert!(matches!(status.code(), Some(0 | 1 | 75)), "{context}");
+        assert!(matches!(status, 0 | 1 | 75), "{context}");
         assert_no_torn_files(&bed.root, &context);
     }
-    let faulted = bed.moto.operations().len();
-    bed.moto.set_faults(serde_json::json!([]));
+    let faulted = bed.moto().operations().len();
+    bed.moto().set_faults(serde_json::json!([]));
     converge(&bed, "after the faults stopped");
     assert!(faulted > 0);
 }
@@ -288,7 +214,7 @@ fn child_named(parent: u32, name: &str) -> Option<u32> {
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn a_killed_run_leaves_no_orphan_mkfs() {
-    let node = support::node::Node::start();
+    let node = support::bed::Bed::new(support::bed::NodeKind::Bare);
     let disk = LoopDevice::blank(64);
     let cluster = "orphan.example.com";
     let volume = node.etcd_volume(cluster, &[("main", "a/a")]);
@@ -303,8 +229,8 @@ fn a_killed_run_leaves_no_orphan_mkfs() {
         "-e",
         "inject=pwrite64:delay_enter=60000000",
     ])
-    .moto(&node.moto)
-    .imds(&node.imds)
+    .moto(node.moto())
+    .imds(node.imds())
     .args(["mount", "--master", "--cluster-id", cluster])
     .arg_path("--root", node.root.path())
     .spawn();

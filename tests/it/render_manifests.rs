@@ -6,9 +6,9 @@ use crate::support;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
+use support::bed::{Bed, NodeKind};
 use support::block::{LoopDevice, TestRoot};
 use support::etcd::EtcdPod;
-use support::node::Node;
 use support::{fixture, Protokube, RunOutput};
 
 const HA: &str = "ha.example.com";
@@ -40,8 +40,8 @@ fn mtime(path: &Path) -> std::time::SystemTime {
 }
 
 /// A master with `main` member `a` of an HA cluster mounted from a real loop device.
-fn mounted_master(disk: &LoopDevice) -> (Node, String) {
-    let node = Node::start();
+fn mounted_master(disk: &LoopDevice) -> (Bed, String) {
+    let node = Bed::new(NodeKind::Bare);
     let volume = node.etcd_volume(HA, &[("main", "a/a,b,c")]);
     node.root.link_by_id(&volume, &disk.path);
     let out = node.mount(HA, &[]);
@@ -134,7 +134,7 @@ fn a_master_gets_etcd_on_its_volume_and_the_control_plane() {
     let etcd_mtime = mtime(&on_volume);
     let out = render(root.path(), &spec, &["--master", "--detailed-exitcode"]);
     assert_eq!(out.code, 0, "{out:#?}");
-    assert_eq!(out.json()["changed"], false);
+    assert!(!out.report().changed);
     let after: Vec<_> = ["kube-apiserver", "kube-proxy"]
         .iter()
         .map(|n| mtime(&manifest_path(root, n)))
@@ -335,7 +335,7 @@ fn without_a_spec_it_says_what_to_pass() {
 fn the_rendered_etcd_pod_runs_a_healthy_etcd() {
     // etcd preallocates a 64 MiB WAL: give it room (the file is sparse).
     let disk = LoopDevice::blank(512);
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let cluster = "one.example.com";
     let volume = node.etcd_volume(cluster, &[("main", "a/a")]);
     node.root.link_by_id(&volume, &disk.path);
@@ -404,7 +404,7 @@ fn wait_healthy(etcd: &EtcdPod, wrapper_log: &Path) -> String {
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn cilium_etcd_gets_its_own_ports_and_runs() {
     let cluster = "three.example.com";
-    let node = Node::start();
+    let node = Bed::new(NodeKind::Bare);
     let disks = [
         LoopDevice::blank(64),
         LoopDevice::blank(64),
@@ -429,10 +429,7 @@ fn cilium_etcd_gets_its_own_ports_and_runs() {
     std::fs::write(&spec, serde_yaml::to_string(&doc).unwrap()).unwrap();
     let out = render(node.root.path(), &spec, &["--master"]);
     assert_eq!(out.code, 0, "{out:#?}");
-    assert!(
-        out.json()["warnings"].as_array().unwrap().is_empty(),
-        "{out:#?}"
-    );
+    assert!(out.report().warnings.is_empty(), "{out:#?}");
     let mut ports = Vec::new();
     for (name, peer, client) in [
         ("etcd", 2380, 4001),

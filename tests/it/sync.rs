@@ -80,7 +80,7 @@ fn cold_sync_brings_a_master_up_and_a_converged_rerun_costs_one_call_and_no_writ
     node.moto().reset_operations();
     let out = node.run("sync", &["--detailed-exitcode"]);
     assert_eq!(out.code, 0, "{out:#?}");
-    assert_eq!(out.json()["changed"], false);
+    assert!(!out.report().changed);
     let mut operations = node.moto().operations();
     operations.sort();
     assert_eq!(operations.len(), 3, "{operations:?}");
@@ -94,7 +94,7 @@ fn cold_sync_brings_a_master_up_and_a_converged_rerun_costs_one_call_and_no_writ
     node.moto().reset_operations();
     let out = node.run("sync", &["--detailed-exitcode"]);
     assert_eq!(out.code, 0, "{out:#?}");
-    assert_eq!(out.json()["changed"], false);
+    assert!(!out.report().changed);
     assert_eq!(node.moto().operations(), ["DescribeInstances"]);
     assert_eq!(mtimes(&manifests), before_manifests);
     assert_eq!(
@@ -109,14 +109,9 @@ fn dry_run_on_a_fresh_master_changes_nothing_and_exits_2() {
     let node = Bed::new(NodeKind::HaMaster);
     let out = node.run("sync", &["--dry-run", "--detailed-exitcode"]);
     assert_eq!(out.code, 2, "{out:#?}");
-    let report = out.json();
-    assert_eq!(report["command"], "sync");
-    let kinds: Vec<&str> = report["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["kind"].as_str().unwrap())
-        .collect();
+    let report = out.report();
+    assert_eq!(report.command, "sync");
+    let kinds: Vec<&str> = report.changes.iter().map(|c| c.kind.as_str()).collect();
     for kind in ["volume", "mount", "file", "dns"] {
         assert!(kinds.contains(&kind), "no {kind} change in {kinds:?}");
     }

@@ -1,12 +1,15 @@
-//! Fresh nodes of the four kinds protokube runs on, each with its own emulator, metadata
-//! service, temporary root and (for masters) blank loop devices behind its etcd volumes:
-//! an HA master of a Route53 cluster, the single master of a gossip cluster, a worker of a
-//! gossip cluster, and a worker of a Route53 cluster (no cloud at all).
+//! The tests' one world builder: a fresh node of the kinds protokube runs on, each with its own
+//! emulator, metadata service, temporary root and (for masters) blank loop devices behind its
+//! etcd volumes — an HA master of a Route53 cluster, the single master of a gossip cluster, a
+//! worker of a gossip cluster, a worker of a Route53 cluster (no cloud at all) — or a bare
+//! instance whose volumes the test seeds itself, with helpers to seed, inspect and `mount`.
 
 use super::block::{LoopDevice, TestRoot};
 use super::{fixture, seed, ImdsServer, Moto, Protokube, RunOutput};
 
 pub(crate) const REGION: &str = "us-east-1";
+/// The zone of every bed's instance.
+pub(crate) const ZONE: &str = "us-east-1a";
 pub(crate) const HA: &str = "ha.example.com";
 pub(crate) const GOSSIP: &str = "minimal.k8s.local";
 
@@ -22,6 +25,8 @@ pub(crate) enum NodeKind {
     GossipWorker,
     /// A worker of `minimal.example.com`: needs no cloud.
     Route53Worker,
+    /// An instance of no cluster in [`ZONE`], no volumes: the test seeds what it needs.
+    Bare,
 }
 
 /// One node and its world.
@@ -62,14 +67,10 @@ impl Bed {
             match kind {
                 NodeKind::HaMaster => {
                     let tags = [("KubernetesCluster", HA), ("k8s.io/role/master", "1")];
-                    let instance = seed::instance(&ec2, "us-east-1a", &tags).await;
+                    let instance = seed::instance(&ec2, ZONE, &tags).await;
                     let (ip, _) = seed::instance_addresses(&ec2, &instance).await;
                     let mut here = Vec::new();
-                    for (member, zone) in [
-                        ("a", "us-east-1a"),
-                        ("b", "us-east-1b"),
-                        ("c", "us-east-1c"),
-                    ] {
+                    for (member, zone) in [("a", ZONE), ("b", "us-east-1b"), ("c", "us-east-1c")] {
                         let value = format!("{member}/a,b,c");
                         let main = seed::etcd_volume(&ec2, HA, zone, &[("main", &value)]).await;
                         let events = seed::etcd_volume(&ec2, HA, zone, &[("events", &value)]).await;
@@ -82,29 +83,32 @@ impl Bed {
                 }
                 NodeKind::GossipMaster | NodeKind::GossipWorker => {
                     let master_tags = [("KubernetesCluster", GOSSIP), ("k8s.io/role/master", "1")];
-                    let master = seed::instance(&ec2, "us-east-1a", &master_tags).await;
+                    let master = seed::instance(&ec2, ZONE, &master_tags).await;
                     let mut volumes = Vec::new();
                     for key in ["main", "events"] {
                         let value = "us-test-1a/us-test-1a";
-                        volumes.push(
-                            seed::etcd_volume(&ec2, GOSSIP, "us-east-1a", &[(key, value)]).await,
-                        );
+                        volumes.push(seed::etcd_volume(&ec2, GOSSIP, ZONE, &[(key, value)]).await);
                     }
                     if kind == NodeKind::GossipMaster {
                         let (ip, _) = seed::instance_addresses(&ec2, &master).await;
                         (master, ip, volumes, None)
                     } else {
                         let worker_tags = [("KubernetesCluster", GOSSIP)];
-                        let worker = seed::instance(&ec2, "us-east-1a", &worker_tags).await;
+                        let worker = seed::instance(&ec2, ZONE, &worker_tags).await;
                         let (ip, _) = seed::instance_addresses(&ec2, &worker).await;
                         (worker, ip, Vec::new(), None)
                     }
+                }
+                NodeKind::Bare => {
+                    let instance = seed::instance(&ec2, ZONE, &[]).await;
+                    let (ip, _) = seed::instance_addresses(&ec2, &instance).await;
+                    (instance, ip, Vec::new(), None)
                 }
                 NodeKind::Route53Worker => unreachable!(),
             }
         });
         moto.reset_operations();
-        let imds = ImdsServer::for_instance(&instance_id, "us-east-1a", REGION, &private_ip);
+        let imds = ImdsServer::for_instance(&instance_id, ZONE, REGION, &private_ip);
         let root = TestRoot::new();
         let disks: Vec<LoopDevice> = volumes.iter().map(|_| LoopDevice::blank(64)).collect();
         for (volume, disk) in volumes.iter().zip(&disks) {
@@ -129,7 +133,7 @@ impl Bed {
         let spec = match self.kind {
             NodeKind::HaMaster => "ha.yaml",
             NodeKind::GossipMaster | NodeKind::GossipWorker => "minimal_gossip.yaml",
-            NodeKind::Route53Worker => "minimal-1.28.yaml",
+            NodeKind::Route53Worker | NodeKind::Bare => "minimal-1.28.yaml",
         };
         fixture(&format!("cluster-completed/{spec}"))
     }
@@ -191,7 +195,7 @@ impl Bed {
             }
             NodeKind::HaMaster => protokube.args(["--master"]),
             NodeKind::GossipMaster => protokube.args(["--master"]),
-            NodeKind::GossipWorker | NodeKind::Route53Worker => protokube,
+            NodeKind::GossipWorker | NodeKind::Route53Worker | NodeKind::Bare => protokube,
         };
         protokube.args(extra)
     }
@@ -200,22 +204,116 @@ impl Bed {
     pub(crate) fn moto(&self) -> &Moto {
         self.moto.as_ref().expect("this node has no cloud")
     }
-}
 
-/// The set of (kind, target, action) of a report's changes.
-pub(crate) fn change_set(
-    report: &serde_json::Value,
-) -> std::collections::BTreeSet<(String, String, String)> {
-    report["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["kind"].as_str().unwrap().to_owned(),
-                c["target"].as_str().unwrap().to_owned(),
-                c["action"].as_str().unwrap().to_owned(),
-            )
+    /// The metadata service (panics for a node without cloud).
+    pub(crate) fn imds(&self) -> &ImdsServer {
+        self.imds.as_ref().expect("this node has no cloud")
+    }
+
+    /// `protokube mount --master --cluster-id <cluster> -o json` here (no cluster spec), with
+    /// `extra` flags (`--timeout` 20 s unless given).
+    pub(crate) fn mount(&self, cluster: &str, extra: &[&str]) -> RunOutput {
+        Protokube::new()
+            .moto(self.moto())
+            .imds(self.imds())
+            .args(["mount", "--master", "--cluster-id", cluster, "-o", "json"])
+            .arg_path("--root", self.root.path())
+            .args(if extra.contains(&"--timeout") {
+                &[][..]
+            } else {
+                &["--timeout", "20s"][..]
+            })
+            .args(extra)
+            .run()
+    }
+
+    /// A new etcd volume of `cluster` in [`ZONE`] with these `etcd` keys.
+    pub(crate) fn etcd_volume(&self, cluster: &str, etcd: &[(&str, &str)]) -> String {
+        self.etcd_volume_with(cluster, etcd, &[], false)
+    }
+
+    /// An etcd volume with `extra` tags, created from a snapshot when `from_snapshot`.
+    pub(crate) fn etcd_volume_with(
+        &self,
+        cluster: &str,
+        etcd: &[(&str, &str)],
+        extra: &[(&str, &str)],
+        from_snapshot: bool,
+    ) -> String {
+        super::runtime().block_on(async {
+            let ec2 = self.moto().ec2(REGION).await;
+            let snapshot = if from_snapshot {
+                Some(seed::snapshot(&ec2, ZONE).await)
+            } else {
+                None
+            };
+            seed::etcd_volume_with(&ec2, cluster, ZONE, etcd, extra, snapshot.as_deref()).await
         })
-        .collect()
+    }
+
+    /// Tags this instance as a master of `cluster`, as kOps does (`KubernetesCluster`,
+    /// `k8s.io/role/master`).
+    pub(crate) fn tag_as_master(&self, cluster: &str) {
+        super::runtime().block_on(async {
+            let ec2 = self.moto().ec2(REGION).await;
+            for (key, value) in [("KubernetesCluster", cluster), ("k8s.io/role/master", "1")] {
+                let tag = aws_sdk_ec2::types::Tag::builder()
+                    .key(key)
+                    .value(value)
+                    .build();
+                ec2.create_tags()
+                    .resources(&self.instance_id)
+                    .tags(tag)
+                    .send()
+                    .await
+                    .unwrap();
+            }
+        });
+    }
+
+    /// The volume's tags, as the emulator has them.
+    pub(crate) fn volume_tags(
+        &self,
+        volume_id: &str,
+    ) -> std::collections::BTreeMap<String, String> {
+        super::runtime()
+            .block_on(async { seed::volume_tags(&self.moto().ec2(REGION).await, volume_id).await })
+    }
+
+    /// Detaches the volume from this instance behind protokube's back.
+    pub(crate) fn detach(&self, volume_id: &str) {
+        super::runtime().block_on(async {
+            let ec2 = self.moto().ec2(REGION).await;
+            // moto needs the instance id (AWS does not).
+            ec2.detach_volume()
+                .volume_id(volume_id)
+                .instance_id(&self.instance_id)
+                .send()
+                .await
+                .unwrap();
+        });
+    }
+
+    /// (instance, device) of each attachment of the volume, as the emulator has it.
+    pub(crate) fn attachments(&self, volume_id: &str) -> Vec<(String, String)> {
+        super::runtime().block_on(async {
+            let ec2 = self.moto().ec2(REGION).await;
+            let out = ec2
+                .describe_volumes()
+                .volume_ids(volume_id)
+                .send()
+                .await
+                .unwrap();
+            out.volumes()[0]
+                .attachments()
+                .iter()
+                .map(|a| {
+                    (
+                        a.instance_id().unwrap().to_owned(),
+                        a.device().unwrap().to_owned(),
+                    )
+                })
+                .collect()
+        })
+    }
 }

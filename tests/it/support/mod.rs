@@ -12,7 +12,7 @@ pub(crate) mod iam;
 pub(crate) mod imds;
 pub(crate) mod kube;
 pub(crate) mod moto;
-pub(crate) mod node;
+pub(crate) mod report;
 pub(crate) mod seed;
 
 use std::path::{Path, PathBuf};
@@ -84,10 +84,21 @@ pub(crate) struct RunOutput {
 }
 
 impl RunOutput {
-    pub(crate) fn json(&self) -> serde_json::Value {
+    /// The JSON report on stdout (`-o json`), typed; a report of another shape fails the test.
+    pub(crate) fn report(&self) -> report::Report {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
             panic!(
-                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                "stdout is not the JSON report ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// The YAML report on stdout (`-o yaml`): the same shape as the JSON one.
+    pub(crate) fn yaml_report(&self) -> report::Report {
+        serde_yaml::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not the YAML report ({e}):\n{}\nstderr:\n{}",
                 self.stdout, self.stderr
             )
         })
