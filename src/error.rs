@@ -29,7 +29,7 @@ impl ExitCode {
     /// The exit code for a failed run: the first typed cause in the chain decides, else 1.
     pub fn for_error(err: &anyhow::Error) -> Self {
         for cause in err.chain() {
-            if cause.is::<NotReady>() {
+            if cause.is::<NotReady>() || cause.is::<Unreachable>() {
                 return Self::NotReady;
             }
             if cause.is::<UsageError>() {
@@ -51,6 +51,20 @@ impl fmt::Display for NotReady {
 }
 
 impl std::error::Error for NotReady {}
+
+/// Something the run must reach did not answer: the metadata service, credentials, an AWS
+/// endpoint. Waited for with backoff up to `--timeout` ([`crate::cloud::patient`]); still not
+/// there then, it is "not ready" (exit 75), never a failure judged on one attempt.
+#[derive(Debug)]
+pub struct Unreachable(pub String);
+
+impl fmt::Display for Unreachable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unreachable {}
 
 /// A flag or flag value is wrong in a way clap could not see (exit 64).
 #[derive(Debug)]

@@ -137,7 +137,7 @@ pub fn conclude(
         Err(err) if cli.log_format() == logging::LogFormat::Json => {
             last_line!(error, "{}", error_message(err));
         }
-        Err(err) => eprintln!("{}", error_line(err)),
+        Err(err) => logging::print_error_line(&error_line(err)),
         Ok(()) => last_line!(info, "run finished"),
     }
     if let Some(path) = &cli.global.metrics_file {

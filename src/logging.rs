@@ -1,7 +1,8 @@
 //! Logging: `tracing` to stderr, level from `-v`/`-q`, `RUST_LOG` for finer control. Text lines
-//! (timestamped when stderr is neither a terminal nor the journal, which stamps lines itself), or
-//! with `--log-format json` one JSON object per line: `ts` (RFC 3339), `level`, `msg`, `target`
-//! and the event's fields.
+//! (timestamped when stderr is neither a terminal nor the journal; to the journal each line
+//! starts with its syslog priority, `<3>` error … `<7>` debug, which journald reads as the
+//! line's priority), or with `--log-format json` one JSON object per line: `ts` (RFC 3339),
+//! `level`, `msg`, `target` and the event's fields.
 
 use std::fmt;
 use std::io::IsTerminal as _;
@@ -43,18 +44,60 @@ pub fn init(quiet: bool, verbose: u8, format: LogFormat) {
     let terminal = std::io::stderr().is_terminal();
     let _ = match format {
         LogFormat::Json => builder.event_format(JsonLines).try_init(),
-        LogFormat::Text if terminal || stderr_is_journal() => builder
+        LogFormat::Text if stderr_is_journal() => builder.event_format(JournalLines).try_init(),
+        LogFormat::Text if terminal => builder
             .with_target(false)
             .without_time()
-            .with_ansi(terminal)
+            .with_ansi(true)
             .try_init(),
         LogFormat::Text => builder.with_target(false).with_ansi(false).try_init(),
     };
 }
 
 /// Whether stderr is systemd's journal stream (`JOURNAL_STREAM` names its device and inode).
-fn stderr_is_journal() -> bool {
+pub fn stderr_is_journal() -> bool {
     std::env::var("JOURNAL_STREAM").is_ok_and(|stream| crate::host::linux::stderr_is(&stream))
+}
+
+/// Prints a `protokube: error: …` line on stderr; to the journal with the error priority
+/// (`<3>`), so `journalctl -p err` finds it.
+pub fn print_error_line(line: &str) {
+    if stderr_is_journal() {
+        eprintln!("<3>{line}");
+    } else {
+        eprintln!("{line}");
+    }
+}
+
+/// The syslog priority journald reads from a line's `<N>` prefix.
+pub fn syslog_priority(level: tracing::Level) -> u8 {
+    match level {
+        tracing::Level::ERROR => 3,
+        tracing::Level::WARN => 4,
+        tracing::Level::INFO => 6,
+        tracing::Level::DEBUG | tracing::Level::TRACE => 7,
+    }
+}
+
+/// Lines for the journal: `<priority>LEVEL message fields`, no timestamp (journald stamps).
+struct JournalLines;
+
+impl<S, N> FormatEvent<S, N> for JournalLines
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let level = *event.metadata().level();
+        write!(writer, "<{}>{level:>5} ", syslog_priority(level))?;
+        ctx.field_format().format_fields(writer.by_ref(), event)?;
+        writeln!(writer)
+    }
 }
 
 /// The JSON line format.

@@ -14,7 +14,7 @@ fn main() -> ExitCode {
         Err(err) if err.use_stderr() => {
             // clap exits 2 on usage errors; 2 means "changed" here, so usage errors are 64.
             let line = cli::usage_error_line(&err);
-            eprintln!("{line}");
+            protokube::logging::print_error_line(&line);
             let (output, command) = cli::scan_args(std::env::args_os().skip(1));
             if output != OutputFormat::Text {
                 let mut report = Report::new(&command, false);
@@ -34,8 +34,8 @@ fn main() -> ExitCode {
     };
     if cli.is_legacy() && std::env::args_os().len() <= 1 {
         // Bare `protokube` is someone at a shell, not nodeup's unit (which always passes flags).
-        eprintln!(
-            "protokube: error: a subcommand is required (`protokube sync`, …); see `protokube --help`"
+        protokube::logging::print_error_line(
+            "protokube: error: a subcommand is required (`protokube sync`, …); see `protokube --help`",
         );
         return ExitCode::from(Code::Usage.code());
     }
@@ -49,7 +49,9 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(err) => {
-            eprintln!("protokube: error: starting the async runtime: {err}");
+            protokube::logging::print_error_line(&format!(
+                "protokube: error: starting the async runtime: {err}"
+            ));
             return ExitCode::from(Code::Failed.code());
         }
     };
@@ -62,7 +64,7 @@ fn main() -> ExitCode {
         return match runtime.block_on(daemon) {
             Ok(()) => ExitCode::from(Code::Done.code()),
             Err(err) => {
-                eprintln!("{}", protokube::error_line(&err));
+                protokube::logging::print_error_line(&protokube::error_line(&err));
                 ExitCode::from(Code::for_error(&err).code())
             }
         };
@@ -97,7 +99,9 @@ fn print_version(output: OutputFormat) -> ExitCode {
             ExitCode::from(Code::Done.code())
         }
         Err(err) => {
-            eprintln!("protokube: error: rendering the version: {err}");
+            protokube::logging::print_error_line(&format!(
+                "protokube: error: rendering the version: {err}"
+            ));
             ExitCode::from(Code::Failed.code())
         }
     }
@@ -108,10 +112,9 @@ fn print_report(report: &Report, output: OutputFormat) -> bool {
     let text = match report.render(output) {
         Ok(text) => text,
         Err(err) => {
-            eprintln!(
-                "{}",
-                protokube::error_line(&err.context("rendering the report"))
-            );
+            protokube::logging::print_error_line(&protokube::error_line(
+                &err.context("rendering the report"),
+            ));
             return false;
         }
     };
@@ -120,7 +123,9 @@ fn print_report(report: &Report, output: OutputFormat) -> bool {
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
     {
-        eprintln!("protokube: error: writing the report to stdout: {err}");
+        protokube::logging::print_error_line(&format!(
+            "protokube: error: writing the report to stdout: {err}"
+        ));
         return false;
     }
     true

@@ -4,6 +4,7 @@
 pub mod aws;
 #[cfg(test)]
 pub mod memory;
+pub mod patient;
 pub mod tags;
 
 use std::collections::BTreeMap;

@@ -11,6 +11,7 @@ mod support;
 
 mod architecture;
 mod blank_proof;
+mod boot;
 mod cli;
 mod cluster;
 mod containers;

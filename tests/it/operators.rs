@@ -214,3 +214,43 @@ fn a_masters_job_without_master_is_warned_and_exits_3_with_detailed_exitcode() {
     assert!(matches!(out.code, 0 | 2), "{out:#?}");
     assert!(!out.report().warns("--master"));
 }
+
+#[test]
+fn to_the_journal_every_line_carries_its_syslog_priority() {
+    let dir = tempfile::tempdir().unwrap();
+    let (stdout, stderr) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let stderr_file = std::fs::File::create(&stderr).unwrap();
+    let stream = {
+        use std::os::unix::fs::MetadataExt as _;
+        let meta = stderr_file.metadata().unwrap();
+        format!("{}:{}", meta.dev(), meta.ino())
+    };
+    // A dead metadata service: info lines while waiting, then the error line.
+    let status = Protokube::new()
+        .env("JOURNAL_STREAM", &stream)
+        .args([
+            "discover-volumes",
+            "--cluster-id",
+            "c.example.com",
+            "--timeout",
+            "2s",
+        ])
+        .spawn_to(std::fs::File::create(&stdout).unwrap(), stderr_file)
+        .wait()
+        .unwrap();
+    assert_eq!(status.code(), Some(75));
+    let lines = std::fs::read_to_string(&stderr).unwrap();
+    let lines: Vec<&str> = lines.lines().collect();
+    assert!(
+        lines.iter().any(|l| l.starts_with("<6> INFO ")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.last().unwrap().starts_with("<3>protokube: error: "),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.iter().all(|l| l.starts_with('<')),
+        "every line has its priority: {lines:#?}"
+    );
+}

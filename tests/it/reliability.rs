@@ -168,14 +168,15 @@ fn aws_faults_at_a_high_rate_are_retried_or_fail_cleanly() {
 fn a_dead_metadata_service_changes_nothing() {
     let root = TestRoot::new();
     let out = Protokube::new()
-        .args(["sync", "--master"])
+        .args(["sync", "--master", "--timeout", "3s"])
         .arg_path(
             "--cluster-spec",
             &fixture("cluster-completed/minimal_gossip.yaml"),
         )
         .arg_path("--root", root.path())
         .run();
-    assert_eq!(out.code, 1, "{out:#?}");
+    // Waited for up to --timeout, then not ready (a later run may find it).
+    assert_eq!(out.code, 75, "{out:#?}");
     assert_eq!(out.error_lines().len(), 1, "{out:#?}");
     assert!(out.error_lines()[0].contains("--instance-id"), "{out:#?}");
     let left: Vec<_> = std::fs::read_dir(root.path())

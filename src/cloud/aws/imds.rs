@@ -8,9 +8,12 @@ use aws_config::imds::client::error::ImdsError;
 
 use super::cause_chain;
 use crate::cloud::InstanceMetadata;
+use crate::error::Unreachable;
 
-/// IMDSv2 with short timeouts and one retry, so that a node without a metadata service fails
-/// within a few seconds. Honours `AWS_EC2_METADATA_SERVICE_ENDPOINT` and
+/// IMDSv2, one attempt per call: a metadata service that does not answer (yet) is
+/// [`Unreachable`], and [`crate::cloud::patient`] waits for it up to `--timeout`. A connection
+/// is made in 1 s or not at all (the service is link-local); an answer may take 10 s (a busy
+/// host at boot). Honours `AWS_EC2_METADATA_SERVICE_ENDPOINT` and
 /// `AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE=IPv6` (`http://[fd00:ec2::254]`).
 #[derive(Clone, Debug)]
 pub struct Imds {
@@ -22,9 +25,9 @@ impl Imds {
         Self {
             client: aws_config::imds::Client::builder()
                 .connect_timeout(Duration::from_secs(1))
-                .read_timeout(Duration::from_secs(1))
-                .operation_timeout(Duration::from_secs(4))
-                .max_attempts(2)
+                .read_timeout(Duration::from_secs(10))
+                .operation_timeout(Duration::from_secs(12))
+                .max_attempts(1)
                 .build(),
         }
     }
@@ -36,29 +39,42 @@ impl Default for Imds {
     }
 }
 
+/// Why a token request got no answer, when the cause is a timeout: the hop limit is one
+/// possible reason among others, said as such.
+const HOP_LIMIT_HINT: &str = "if protokube runs in a container without host networking, the \
+     metadata hop limit of 1 that kOps sets in its launch templates drops the token's answer: \
+     run with host networking or raise the hop limit to 2";
+
 #[async_trait]
 impl InstanceMetadata for Imds {
     async fn get(&self, path: &str) -> Result<Option<String>> {
         match self.client.get(format!("/latest/meta-data/{path}")).await {
             Ok(value) => Ok(Some(String::from(value))),
-            Err(ImdsError::ErrorResponse(response))
-                if response.response().status().as_u16() == 404 =>
-            {
-                Ok(None)
+            Err(ImdsError::ErrorResponse(response)) => {
+                let status = response.response().status().as_u16();
+                match status {
+                    404 => Ok(None),
+                    // Busy, starting or throttling (IMDS throttles at 429): not there yet.
+                    429 | 500..=599 => Err(Unreachable(format!(
+                        "the metadata service answered HTTP {status}"
+                    ))
+                    .into()),
+                    _ => Err(anyhow!("the metadata service answered HTTP {status}")),
+                }
             }
             Err(err @ ImdsError::FailedToLoadToken(_)) => {
                 let chain = cause_chain(&err);
-                if chain.contains("timed out") || chain.contains("timeout") {
-                    Err(anyhow!(
+                let message = if chain.contains("timed out") || chain.contains("timeout") {
+                    format!(
                         "the IMDSv2 token request (PUT /latest/api/token) got no answer: {chain}; \
-                         from a container without host networking the answer is dropped by the \
-                         metadata hop limit of 1 that kOps sets in its launch templates: run with \
-                         host networking or raise the hop limit to 2"
-                    ))
+                         {HOP_LIMIT_HINT}"
+                    )
                 } else {
-                    Err(anyhow!("{chain}"))
-                }
+                    chain
+                };
+                Err(Unreachable(message).into())
             }
+            Err(err @ ImdsError::IoError(_)) => Err(Unreachable(cause_chain(&err)).into()),
             Err(err) => Err(anyhow!("{}", cause_chain(&err))),
         }
     }

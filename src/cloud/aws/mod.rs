@@ -21,16 +21,17 @@ use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 
+use super::patient::{Patience, Patient};
 use super::{AccessDenied, Cloud, CloudClients, InstanceMetadata};
-use crate::error::NotReady;
+use crate::error::{NotReady, Unreachable};
 
 /// Attempts per AWS call (the first try included); throttling and 5xx are retried with backoff.
 const MAX_ATTEMPTS: u32 = 6;
 
-/// AWS: IMDSv2 for the metadata, EC2 and Route53 clients sharing one SDK configuration.
-#[derive(Debug)]
+/// AWS: IMDSv2 for the metadata, EC2 and Route53 clients sharing one SDK configuration; each
+/// waits with [`Patience`] for a metadata service, credentials or endpoint not there yet.
 pub struct AwsCloud {
-    imds: imds::Imds,
+    imds: Patient<imds::Imds>,
     /// Every operation, retries included, ends within this (`--timeout`).
     operation_timeout: Duration,
     counter: CallCounter,
@@ -39,7 +40,7 @@ pub struct AwsCloud {
 impl AwsCloud {
     pub fn new(operation_timeout: Duration) -> Self {
         Self {
-            imds: imds::Imds::new(),
+            imds: Patient::new(imds::Imds::new(), Patience::within(operation_timeout)),
             operation_timeout,
             counter: CallCounter::default(),
         }
@@ -87,11 +88,15 @@ impl Cloud for AwsCloud {
 
     async fn connect(&self, region: &str) -> Result<CloudClients> {
         let config = load_sdk_config(region, self.operation_timeout).await;
-        let ec2 = Arc::new(ec2::Ec2::new(&config, &self.counter));
+        let patience = Patience::within(self.operation_timeout);
+        let ec2 = ec2::Ec2::new(&config, &self.counter);
         Ok(CloudClients {
-            volumes: ec2.clone(),
-            instances: ec2,
-            dns: Arc::new(route53::Route53::new(&config, &self.counter)),
+            volumes: Arc::new(Patient::new(ec2.clone(), patience)),
+            instances: Arc::new(Patient::new(ec2, patience)),
+            dns: Arc::new(Patient::new(
+                route53::Route53::new(&config, &self.counter),
+                patience,
+            )),
         })
     }
 
@@ -100,20 +105,31 @@ impl Cloud for AwsCloud {
     }
 }
 
+/// Whether the operator chose the SDK's retries (`AWS_MAX_ATTEMPTS`, `AWS_RETRY_MODE`): then
+/// theirs win over protokube's defaults.
+fn operator_retry_config() -> bool {
+    ["AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"]
+        .iter()
+        .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()))
+}
+
 /// Loads the one SDK configuration every AWS client of a run shares: region from the node's
-/// identity, standard retries, bounded timeouts (each attempt 30 s, each operation with its
-/// retries `operation_timeout`), no stalled-stream ticking. Endpoint and credentials come from
-/// the SDK's standard chain, so `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, profiles and instance
-/// roles work.
+/// identity, standard retries (unless the operator set `AWS_MAX_ATTEMPTS`/`AWS_RETRY_MODE`),
+/// bounded timeouts (each attempt 30 s, each operation with its retries `operation_timeout`),
+/// no stalled-stream ticking. Endpoint and credentials come from the SDK's standard chain, so
+/// `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, profiles and instance roles work.
 pub async fn load_sdk_config(region: &str, operation_timeout: Duration) -> SdkConfig {
-    aws_config::defaults(BehaviorVersion::latest())
-        .region(Region::new(region.to_owned()))
-        .retry_config(
+    let mut loader =
+        aws_config::defaults(BehaviorVersion::latest()).region(Region::new(region.to_owned()));
+    if !operator_retry_config() {
+        loader = loader.retry_config(
             RetryConfig::standard()
                 .with_max_attempts(MAX_ATTEMPTS)
                 .with_initial_backoff(Duration::from_millis(200))
                 .with_max_backoff(Duration::from_secs(10)),
-        )
+        );
+    }
+    loader
         .timeout_config(
             TimeoutConfig::builder()
                 .connect_timeout(Duration::from_secs(5))
@@ -176,8 +192,8 @@ where
         }
         if RETRY_LATER.contains(&code) {
             return NotReady(format!(
-                "AWS kept answering `{permission}` with {code} through {MAX_ATTEMPTS} attempts \
-                 ({message}); retry later"
+                "AWS kept answering `{permission}` with {code} through its retries ({message}); \
+                 retry later"
             ))
             .into();
         }
@@ -193,8 +209,7 @@ where
         let status = service.raw().status();
         if status.is_server_error() {
             return NotReady(format!(
-                "AWS answered `{permission}` with HTTP {} through {MAX_ATTEMPTS} attempts; retry \
-                 later",
+                "AWS answered `{permission}` with HTTP {} through its retries; retry later",
                 status.as_u16()
             ))
             .into();
@@ -207,11 +222,19 @@ where
     if let SdkError::ResponseError(response) = &err {
         if response.raw().status().is_server_error() {
             return NotReady(format!(
-                "AWS answered `{permission}` with a server error through {MAX_ATTEMPTS} \
-                 attempts; retry later"
+                "AWS answered `{permission}` with a server error through its retries; retry later"
             ))
             .into();
         }
+    }
+    if let SdkError::DispatchFailure(_) = err {
+        // No connection (refused, no route, no name), or no credentials yet (an instance
+        // profile still propagating): waited for, then "not ready".
+        return Unreachable(format!(
+            "cannot reach AWS for `{permission}`: {}",
+            cause_chain(&err)
+        ))
+        .into();
     }
     anyhow!("{}", cause_chain(&err))
 }

@@ -387,15 +387,47 @@ fn check_mounts_reach_init(mountpoint: &Path) -> Result<()> {
     )
 }
 
+/// The stage of a mount in another namespace that failed, as the forked child reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NamespaceStage {
+    Enter = 1,
+    Mount = 2,
+}
+
+/// The error for a child's report `(stage, errno)`: which stage failed, with its own errno (any
+/// errno, `EUCLEAN` 117 included, is read as what it is).
+fn namespace_failure(stage: i32, errno: i32) -> anyhow::Error {
+    let error = std::io::Error::from_raw_os_error(errno);
+    if stage == NamespaceStage::Enter as i32 {
+        anyhow::Error::new(error).context("entering the host's mount namespace (setns)")
+    } else {
+        anyhow::Error::new(error).context("mount(2) in the host's mount namespace")
+    }
+}
+
 /// Mounts `source` at `target` (ext4, `noatime`) inside the mount namespace `namespace`: a
-/// forked child enters it (a threaded process cannot) and mounts by those paths there.
+/// forked child enters it (a threaded process cannot) and mounts by those paths there; it
+/// reports a failure as `(stage, errno)` on a pipe, so the stage and the errno stay apart.
 fn mount_in_namespace(namespace: &Path, source: &Path, target: &Path) -> Result<()> {
     use std::ffi::CString;
-    use std::os::fd::AsRawFd as _;
+    use std::io::Read as _;
+    use std::os::fd::{AsRawFd as _, FromRawFd as _};
     use std::os::unix::ffi::OsStrExt as _;
     let ns = fs_err::File::open(namespace)?;
     let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).context("a path with a NUL byte");
     let (source, target, fstype) = (c(source)?, c(target)?, CString::new("ext4")?);
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the two descriptors it is given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("creating the child's report pipe");
+    }
+    // SAFETY: both descriptors were just created and are owned here alone.
+    let (mut report, writer) = unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    };
     // SAFETY: between fork and _exit the child makes only async-signal-safe system calls on
     // data prepared before the fork.
     let pid = unsafe { libc::fork() };
@@ -404,8 +436,8 @@ fn mount_in_namespace(namespace: &Path, source: &Path, target: &Path) -> Result<
     }
     if pid == 0 {
         unsafe {
-            let code = if libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNS) != 0 {
-                100 + *libc::__errno_location()
+            let failed = if libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNS) != 0 {
+                Some(NamespaceStage::Enter)
             } else if libc::mount(
                 source.as_ptr(),
                 target.as_ptr(),
@@ -414,24 +446,39 @@ fn mount_in_namespace(namespace: &Path, source: &Path, target: &Path) -> Result<
                 std::ptr::null(),
             ) != 0
             {
-                *libc::__errno_location()
+                Some(NamespaceStage::Mount)
             } else {
-                0
+                None
             };
-            libc::_exit(code.min(255));
+            if let Some(stage) = failed {
+                let message = [stage as i32, *libc::__errno_location()];
+                libc::write(
+                    writer.as_raw_fd(),
+                    message.as_ptr().cast(),
+                    std::mem::size_of_val(&message),
+                );
+                libc::_exit(1);
+            }
+            libc::_exit(0);
         }
     }
+    drop(writer);
+    let mut message = Vec::new();
+    let read = report.read_to_end(&mut message);
     let mut status = 0;
     // SAFETY: waiting for the child forked above.
     if unsafe { libc::waitpid(pid, &raw mut status, 0) } != pid {
         return Err(std::io::Error::last_os_error()).context("waiting for the mounting child");
     }
+    read.context("reading the mounting child's report")?;
+    if let Ok(words) = <[u8; 8]>::try_from(message.as_slice()) {
+        let word =
+            |i: usize| i32::from_ne_bytes([words[i], words[i + 1], words[i + 2], words[i + 3]]);
+        return Err(namespace_failure(word(0), word(4)));
+    }
     match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
         Some(0) => Ok(()),
-        Some(code) if code > 100 => Err(std::io::Error::from_raw_os_error(code - 100))
-            .context("entering the host's mount namespace"),
-        Some(code) => Err(std::io::Error::from_raw_os_error(code)).context("mount(2)"),
-        None => bail!("the mounting child died (status {status})"),
+        _ => bail!("the mounting child died without a report (status {status})"),
     }
 }
 
@@ -569,5 +616,43 @@ mod tests {
                 ("/dev/sdu".to_owned(), false),
             ]
         );
+    }
+
+    #[test]
+    fn a_namespace_failure_names_its_stage_and_its_own_errno() {
+        // EUCLEAN (117) from mount(2) is a mount failure, not a namespace one.
+        let mount = format!(
+            "{:#}",
+            namespace_failure(NamespaceStage::Mount as i32, libc::EUCLEAN)
+        );
+        assert!(
+            mount.starts_with("mount(2) in the host's mount namespace"),
+            "{mount}"
+        );
+        assert!(mount.contains("Structure needs cleaning"), "{mount}");
+        let enter = format!(
+            "{:#}",
+            namespace_failure(NamespaceStage::Enter as i32, libc::EPERM)
+        );
+        assert!(
+            enter.starts_with("entering the host's mount namespace"),
+            "{enter}"
+        );
+        assert!(enter.contains("Operation not permitted"), "{enter}");
+    }
+
+    #[test]
+    #[ignore = "needs root: enters a mount namespace; scripts/test runs it as root"]
+    fn a_failing_mount_in_a_namespace_is_reported_as_the_mount() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = mount_in_namespace(
+            Path::new("/proc/self/ns/mnt"),
+            &dir.path().join("no-such-device"),
+            dir.path(),
+        )
+        .unwrap_err();
+        let message = format!("{error:#}");
+        assert!(message.starts_with("mount(2)"), "{message}");
+        assert!(message.contains("No such file or directory"), "{message}");
     }
 }

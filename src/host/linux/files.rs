@@ -83,17 +83,28 @@ pub fn write_atomic_owned(
     })
 }
 
-/// Removes temporary files an earlier, killed run left beside `name` (`.<name>.<pid>.tmp`).
-/// Callers hold the run lock, so no other protokube is writing them.
+/// Removes temporary files an earlier, killed run left beside `name` (`.<name>.<pid>.tmp`):
+/// those of this process and of processes that no longer exist. A live process's file is its
+/// own (a concurrent run writing the metrics file, which it does outside the run lock).
 pub fn remove_stale_temps(dir: &Path, name: &str) {
     let prefix = format!(".{name}.");
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
+    let own = std::process::id();
     for entry in entries.flatten() {
         let file_name = entry.file_name();
         let file_name = file_name.to_string_lossy();
-        if file_name.starts_with(&prefix) && file_name.ends_with(".tmp") {
+        let Some(pid) = file_name
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix(".tmp"))
+        else {
+            continue;
+        };
+        let writer_alive = pid
+            .parse::<u32>()
+            .is_ok_and(|pid| pid != own && Path::new(&format!("/proc/{pid}")).exists());
+        if !writer_alive {
             tracing::debug!(
                 "removing `{}` left by an interrupted run",
                 entry.path().display()
@@ -312,18 +323,25 @@ mod tests {
         );
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
         assert_eq!(mode, 0o600);
-        // A temporary file a killed run left is cleaned up by the next write.
-        std::fs::write(dir.path().join("sub/.state.json.999999.tmp"), "torn").unwrap();
+        // A temporary file a killed run left is cleaned up by the next write; one a live
+        // process is writing (pid 1 stands in for a concurrent run) is left to it.
+        let dead = u32::try_from(i32::MAX).unwrap();
+        std::fs::write(
+            dir.path().join(format!("sub/.state.json.{dead}.tmp")),
+            "torn",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("sub/.state.json.1.tmp"), "theirs").unwrap();
         assert_eq!(
             write_atomic(&path, b"three", 0o600).unwrap(),
             WriteOutcome::Updated
         );
-        // No temporary files are left behind.
-        let names: Vec<_> = std::fs::read_dir(dir.path().join("sub"))
+        let mut names: Vec<_> = std::fs::read_dir(dir.path().join("sub"))
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
-        assert_eq!(names, ["state.json"]);
+        names.sort();
+        assert_eq!(names, [".state.json.1.tmp", "state.json"]);
     }
 
     #[test]

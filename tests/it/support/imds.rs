@@ -7,12 +7,15 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 const TOKEN: &str = "in-test-imds-token";
 
 pub(crate) struct ImdsServer {
     address: std::net::SocketAddr,
     stop: Arc<AtomicBool>,
+    /// Until then, a connection is closed without an answer (a service still starting).
+    down_until: Arc<Mutex<Option<Instant>>>,
     requests: Arc<Mutex<Vec<String>>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -33,13 +36,23 @@ impl ImdsServer {
         listener.set_nonblocking(true).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let down_until = Arc::new(Mutex::new(None::<Instant>));
         let thread = {
             let stop = stop.clone();
             let requests = requests.clone();
+            let down_until = down_until.clone();
             std::thread::spawn(move || {
                 while !stop.load(Ordering::SeqCst) {
                     match listener.accept() {
                         Ok((stream, _)) => {
+                            let down = down_until
+                                .lock()
+                                .unwrap()
+                                .is_some_and(|t| Instant::now() < t);
+                            if down {
+                                drop(stream);
+                                continue;
+                            }
                             let _ = stream.set_nonblocking(false);
                             let _ = serve(stream, &items, &requests);
                         }
@@ -51,9 +64,16 @@ impl ImdsServer {
         Self {
             address,
             stop,
+            down_until,
             requests,
             thread: Some(thread),
         }
+    }
+
+    /// From now on for `period`, connections are closed without an answer: a metadata service
+    /// not up yet at boot.
+    pub(crate) fn unavailable_for(&self, period: Duration) {
+        *self.down_until.lock().unwrap() = Some(Instant::now() + period);
     }
 
     /// A metadata service for an instance.

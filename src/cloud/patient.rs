@@ -1,0 +1,317 @@
+//! Patience with a cloud that is not there yet: every call whose failure is [`Unreachable`] (no
+//! connection, no credentials yet, a metadata service not answering) is tried again with
+//! backoff until `--timeout`, then reported "not ready" (exit 75) saying what was waited for.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use async_trait::async_trait;
+
+use super::{
+    AttachOutcome, ChangeResult, CloudVolume, DnsApi, HostedZone, InstanceApi, InstanceInfo,
+    InstanceMetadata, RecordChange, RecordSet, VolumeApi, VolumeQuery,
+};
+use crate::error::{NotReady, Unreachable};
+
+/// How long to wait and how often to try.
+#[derive(Clone, Copy, Debug)]
+pub struct Patience {
+    /// The whole wait of one call (`--timeout`).
+    pub timeout: Duration,
+    /// The first pause; each next one doubles, up to `max_backoff`.
+    pub first_backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl Patience {
+    /// Backoff from 1 s to 20 s within `timeout`.
+    pub fn within(timeout: Duration) -> Self {
+        Self {
+            timeout,
+            first_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(20),
+        }
+    }
+
+    /// Runs `call` until it succeeds, fails for another reason, or `timeout` is spent (an
+    /// attempt still running then is cut short); `what` names what is waited for in the "not
+    /// ready" error, with the last failure seen.
+    pub async fn wait<T, F, Fut>(&self, what: &str, mut call: F) -> Result<T>
+    where
+        F: FnMut() -> Fut + Send,
+        Fut: Future<Output = Result<T>> + Send,
+    {
+        let started = Instant::now();
+        let mut backoff = self.first_backoff;
+        let mut attempts = 0_u32;
+        let mut last: Option<anyhow::Error> = None;
+        loop {
+            attempts += 1;
+            let remaining = self.timeout.saturating_sub(started.elapsed());
+            let err = match tokio::time::timeout(remaining, call()).await {
+                Ok(Err(err)) if err.chain().any(<dyn std::error::Error>::is::<Unreachable>) => {
+                    Some(err)
+                }
+                Ok(other) => return other,
+                Err(_cut_short) => None,
+            };
+            if let Some(err) = err {
+                last = Some(err);
+            }
+            let waited = started.elapsed();
+            if waited + backoff > self.timeout {
+                let why = last.map_or_else(|| "no answer".to_owned(), |err| format!("{err:#}"));
+                return Err(NotReady(format!(
+                    "{what}: not there within --timeout ({}, {attempts} attempts): {why}; retry \
+                     later",
+                    humantime::format_duration(self.timeout)
+                ))
+                .into());
+            }
+            let err = last.as_ref().map_or_else(String::new, |e| format!("{e:#}"));
+            tracing::info!(
+                "{what}: not there yet ({err}); trying again in {}",
+                humantime::format_duration(backoff)
+            );
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(self.max_backoff);
+        }
+    }
+}
+
+/// A cloud API that waits with [`Patience`] for what is not there yet.
+pub struct Patient<T> {
+    inner: T,
+    patience: Patience,
+}
+
+impl<T> Patient<T> {
+    pub fn new(inner: T, patience: Patience) -> Self {
+        Self { inner, patience }
+    }
+}
+
+#[async_trait]
+impl<T: InstanceMetadata> InstanceMetadata for Patient<T> {
+    async fn get(&self, path: &str) -> Result<Option<String>> {
+        let what = format!("the EC2 instance metadata service (`{path}`)");
+        self.patience.wait(&what, || self.inner.get(path)).await
+    }
+}
+
+/// What is waited for when an AWS API call cannot be made.
+fn aws(operation: &str) -> String {
+    format!("AWS (`{operation}`: endpoint and credentials)")
+}
+
+#[async_trait]
+impl<T: VolumeApi> VolumeApi for Patient<T> {
+    async fn find_volumes(&self, query: &VolumeQuery) -> Result<Vec<CloudVolume>> {
+        let what = aws("ec2:DescribeVolumes");
+        self.patience
+            .wait(&what, || self.inner.find_volumes(query))
+            .await
+    }
+
+    async fn volumes_by_id(&self, volume_ids: &[String]) -> Result<Vec<CloudVolume>> {
+        let what = aws("ec2:DescribeVolumes");
+        self.patience
+            .wait(&what, || self.inner.volumes_by_id(volume_ids))
+            .await
+    }
+
+    async fn attach_volume(
+        &self,
+        volume_id: &str,
+        instance_id: &str,
+        device: &str,
+        dry_run: bool,
+    ) -> Result<AttachOutcome> {
+        let what = aws("ec2:AttachVolume");
+        self.patience
+            .wait(&what, || {
+                self.inner
+                    .attach_volume(volume_id, instance_id, device, dry_run)
+            })
+            .await
+    }
+
+    async fn instance_device_names(&self, instance_id: &str) -> Result<Vec<String>> {
+        let what = aws("ec2:DescribeInstances");
+        self.patience
+            .wait(&what, || self.inner.instance_device_names(instance_id))
+            .await
+    }
+
+    async fn tag_volume(&self, volume_id: &str, key: &str, value: &str) -> Result<()> {
+        let what = aws("ec2:CreateTags");
+        self.patience
+            .wait(&what, || self.inner.tag_volume(volume_id, key, value))
+            .await
+    }
+
+    async fn detach_volume(&self, volume_id: &str, instance_id: &str, dry_run: bool) -> Result<()> {
+        let what = aws("ec2:DetachVolume");
+        self.patience
+            .wait(&what, || {
+                self.inner.detach_volume(volume_id, instance_id, dry_run)
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl<T: InstanceApi> InstanceApi for Patient<T> {
+    async fn instance_tags(&self, instance_id: &str) -> Result<BTreeMap<String, String>> {
+        let what = aws("ec2:DescribeInstances");
+        self.patience
+            .wait(&what, || self.inner.instance_tags(instance_id))
+            .await
+    }
+
+    async fn running_masters(&self, cluster: &str) -> Result<Vec<InstanceInfo>> {
+        let what = aws("ec2:DescribeInstances");
+        self.patience
+            .wait(&what, || self.inner.running_masters(cluster))
+            .await
+    }
+}
+
+#[async_trait]
+impl<T: DnsApi> DnsApi for Patient<T> {
+    async fn zone_by_id(&self, id: &str) -> Result<Option<HostedZone>> {
+        let what = aws("route53:GetHostedZone");
+        self.patience
+            .wait(&what, || self.inner.zone_by_id(id))
+            .await
+    }
+
+    async fn all_zones(&self) -> Result<Vec<HostedZone>> {
+        let what = aws("route53:ListHostedZones");
+        self.patience.wait(&what, || self.inner.all_zones()).await
+    }
+
+    async fn records_under(&self, zone_id: &str, apex: &str) -> Result<Vec<RecordSet>> {
+        let what = aws("route53:ListResourceRecordSets");
+        self.patience
+            .wait(&what, || self.inner.records_under(zone_id, apex))
+            .await
+    }
+
+    async fn change_records(
+        &self,
+        zone_id: &str,
+        changes: &[RecordChange],
+    ) -> Result<ChangeResult> {
+        let what = aws("route53:ChangeResourceRecordSets");
+        self.patience
+            .wait(&what, || self.inner.change_records(zone_id, changes))
+            .await
+    }
+
+    async fn change_in_sync(&self, change_id: &str) -> Result<bool> {
+        let what = aws("route53:GetChange");
+        self.patience
+            .wait(&what, || self.inner.change_in_sync(change_id))
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::*;
+    use crate::error::ExitCode;
+
+    /// A metadata service that is unreachable for its first `down` calls.
+    struct LateMetadata {
+        down: u32,
+        calls: AtomicU32,
+        failure: fn() -> anyhow::Error,
+    }
+
+    #[async_trait]
+    impl InstanceMetadata for LateMetadata {
+        async fn get(&self, _path: &str) -> Result<Option<String>> {
+            if self.calls.fetch_add(1, Ordering::SeqCst) < self.down {
+                return Err((self.failure)());
+            }
+            Ok(Some("i-0abc".to_owned()))
+        }
+    }
+
+    fn quick(timeout_ms: u64) -> Patience {
+        Patience {
+            timeout: Duration::from_millis(timeout_ms),
+            first_backoff: Duration::from_millis(1),
+            max_backoff: Duration::from_millis(4),
+        }
+    }
+
+    fn unreachable() -> anyhow::Error {
+        anyhow::Error::new(Unreachable("connection refused".into())).context("IMDS")
+    }
+
+    fn block_on<F: Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+            .block_on(future)
+    }
+
+    #[test]
+    fn what_is_not_there_yet_is_waited_for() {
+        let metadata = Patient::new(
+            LateMetadata {
+                down: 3,
+                calls: AtomicU32::new(0),
+                failure: unreachable,
+            },
+            quick(10_000),
+        );
+        let got = block_on(metadata.get("instance-id")).unwrap();
+        assert_eq!(got.as_deref(), Some("i-0abc"));
+        assert_eq!(metadata.inner.calls.load(Ordering::SeqCst), 4);
+    }
+
+    #[test]
+    fn what_never_comes_is_not_ready_naming_what_was_waited_for() {
+        let metadata = Patient::new(
+            LateMetadata {
+                down: u32::MAX,
+                calls: AtomicU32::new(0),
+                failure: unreachable,
+            },
+            quick(30),
+        );
+        let err = block_on(metadata.get("instance-id")).unwrap_err();
+        assert_eq!(ExitCode::for_error(&err), ExitCode::NotReady);
+        let message = format!("{err:#}");
+        assert!(message.contains("within --timeout"), "{message}");
+        assert!(
+            message.contains("metadata service (`instance-id`)"),
+            "{message}"
+        );
+        assert!(message.contains("connection refused"), "{message}");
+        assert!(metadata.inner.calls.load(Ordering::SeqCst) > 1);
+    }
+
+    #[test]
+    fn other_failures_are_not_retried() {
+        let metadata = Patient::new(
+            LateMetadata {
+                down: u32::MAX,
+                calls: AtomicU32::new(0),
+                failure: || anyhow::anyhow!("AccessDenied"),
+            },
+            quick(10_000),
+        );
+        let err = block_on(metadata.get("instance-id")).unwrap_err();
+        assert_eq!(ExitCode::for_error(&err), ExitCode::Failed);
+        assert_eq!(metadata.inner.calls.load(Ordering::SeqCst), 1);
+    }
+}
