@@ -77,9 +77,71 @@ pub fn classify(cluster: &str, zone: Option<&str>, cloud_volumes: Vec<CloudVolum
             }),
         }
     }
+    refuse_duplicate_members(&mut discovery);
     discovery.volumes.sort_by(|a, b| a.id.cmp(&b.id));
     discovery.skipped.sort_by(|a, b| a.id.cmp(&b.id));
     discovery
+}
+
+/// One member, one volume: when several volumes carry the same etcd member (a restored snapshot
+/// copy, a tag copied by hand), the one attached somewhere is the member's and the others are
+/// skipped; when none or several are attached, none can be told to be the member's and all are
+/// skipped. Each skip names the other volumes, so the operator can remove or retag the copy.
+fn refuse_duplicate_members(discovery: &mut Discovery) {
+    let mut holders: std::collections::BTreeMap<(&str, &str), Vec<usize>> = Default::default();
+    for (index, volume) in discovery.volumes.iter().enumerate() {
+        for membership in &volume.etcd {
+            holders
+                .entry((&membership.cluster, &membership.member))
+                .or_default()
+                .push(index);
+        }
+    }
+    let mut refused: std::collections::BTreeMap<usize, String> = Default::default();
+    for ((cluster, member), indexes) in &holders {
+        if indexes.len() < 2 {
+            continue;
+        }
+        let attached: Vec<usize> = indexes
+            .iter()
+            .copied()
+            .filter(|&i| discovery.volumes[i].attachment.is_some())
+            .collect();
+        let keep = match attached.as_slice() {
+            [one] => Some(*one),
+            _ => None,
+        };
+        for &index in indexes {
+            if Some(index) == keep || refused.contains_key(&index) {
+                continue;
+            }
+            let others: Vec<&str> = indexes
+                .iter()
+                .filter(|&&i| i != index)
+                .map(|&i| discovery.volumes[i].id.as_str())
+                .collect();
+            let why = if keep.is_some() {
+                "the attached one is taken as the member's"
+            } else {
+                "none can be told to be the member's"
+            };
+            refused.insert(
+                index,
+                format!(
+                    "it holds etcd `{cluster}` member `{member}` as `{}` does ({why}); one member \
+                     has one volume: delete the copy or remove its `{ETCD_TAG_PREFIX}{cluster}` tag",
+                    others.join("`, `")
+                ),
+            );
+        }
+    }
+    for (index, reason) in refused.into_iter().rev() {
+        let volume = discovery.volumes.remove(index);
+        discovery.skipped.push(SkippedVolume {
+            id: volume.id,
+            reason,
+        });
+    }
 }
 
 fn classify_one(
@@ -419,6 +481,70 @@ mod tests {
             "{}",
             reason("vol-long")
         );
+    }
+
+    #[test]
+    fn one_member_has_one_volume() {
+        let attached = |mut volume: CloudVolume| {
+            volume.state = VolumeState::InUse;
+            volume.attachments.push(VolumeAttachment {
+                instance_id: "i-1".into(),
+                device: "/dev/xvdu".into(),
+                state: AttachmentState::Attached,
+                attach_time: None,
+            });
+            volume
+        };
+        let member_a = base_tags(&[("k8s.io/etcd/main", "a/a,b")]);
+        // The member's volume is attached; a restored copy of it is not: the copy is refused.
+        let discovery = classify(
+            CLUSTER,
+            None,
+            vec![
+                attached(cloud_volume("vol-original", &member_a)),
+                cloud_volume("vol-copy", &member_a),
+                cloud_volume("vol-b", &base_tags(&[("k8s.io/etcd/main", "b/a,b")])),
+            ],
+        );
+        let ids: Vec<_> = discovery.volumes.iter().map(|v| v.id.as_str()).collect();
+        assert_eq!(ids, ["vol-b", "vol-original"]);
+        assert_eq!(discovery.skipped.len(), 1);
+        let reason = &discovery.skipped[0];
+        assert_eq!(reason.id, "vol-copy");
+        assert!(
+            reason.reason.contains("member `a`") && reason.reason.contains("`vol-original`"),
+            "{reason}"
+        );
+        // Neither attached (a cold start): neither can be told apart, both refused, each naming
+        // the other; a volume also holding another member goes with it.
+        let both = base_tags(&[
+            ("k8s.io/etcd/main", "a/a,b"),
+            ("k8s.io/etcd/events", "a/a,b"),
+        ]);
+        let discovery = classify(
+            CLUSTER,
+            None,
+            vec![
+                cloud_volume("vol-1", &both),
+                cloud_volume("vol-2", &member_a),
+            ],
+        );
+        assert!(discovery.volumes.is_empty(), "{discovery:#?}");
+        let skipped: Vec<_> = discovery
+            .skipped
+            .iter()
+            .map(|s| {
+                (
+                    s.id.as_str(),
+                    s.reason.contains(if s.id == "vol-1" {
+                        "`vol-2`"
+                    } else {
+                        "`vol-1`"
+                    }),
+                )
+            })
+            .collect();
+        assert_eq!(skipped, [("vol-1", true), ("vol-2", true)]);
     }
 
     fn etcd_volume(id: &str, clusters: &[&str]) -> EtcdVolume {

@@ -357,3 +357,39 @@ fn a_format_interrupted_by_a_kill_is_done_again_and_only_then() {
         "the intent record is cleared once the filesystem is verified"
     );
 }
+
+#[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
+fn a_copy_of_a_members_volume_is_refused_naming_both() {
+    let disk = LoopDevice::blank(64);
+    let node = Bed::new(NodeKind::Bare);
+    let original = node.etcd_volume(CLUSTER, &[("main", "a/a,b")]);
+    node.root.link_by_id(&original, &disk.path);
+    let out = node.mount(CLUSTER, &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(disk.mounted_at().len(), 1);
+    // A restored snapshot copy of member a's volume, tagged alike: never a candidate (for the
+    // master meant for member b either: discovery leaves it out).
+    let copy = node.etcd_volume(CLUSTER, &[("main", "a/a,b")]);
+    let out = node.mount(CLUSTER, &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    let report = out.report();
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains(&copy) && w.contains(&original) && w.contains("member `a`")),
+        "{report:#?}"
+    );
+    assert!(!report.changed, "{report:#?}");
+    assert!(node.attachments(&copy).is_empty());
+    let listed = Protokube::new()
+        .moto(node.moto())
+        .imds(node.imds())
+        .args(["discover-volumes", "--cluster-id", CLUSTER, "-o", "json"])
+        .run()
+        .report();
+    let ids: Vec<&str> = listed.volumes.iter().map(|v| v.id.as_str()).collect();
+    assert!(!ids.contains(&copy.as_str()), "{ids:?}");
+    assert!(ids.contains(&original.as_str()), "{ids:?}");
+}
