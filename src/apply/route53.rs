@@ -14,6 +14,7 @@ use crate::plan::records::DesiredRecord;
 use crate::plan::route53::{
     apexes, batches, plan_release, plan_zone, NameOutcome, ZonePolicy, EXTERNAL_DNS_PREFIXES,
 };
+use crate::plan::state::MissingName;
 use crate::plan::zones::{zone_for, ZoneRule};
 use crate::report::{Action, Change, ChangeKind, Report};
 use crate::wait::{poll_until, Backoff, Progress};
@@ -47,6 +48,9 @@ pub struct Published {
     pub zones: Vec<HostedZone>,
     /// Every name stands in Route53 as desired now (none left alone with a warning).
     pub in_place: bool,
+    /// The owned names the cluster no longer has, kept while they are waited out; `None` when
+    /// Route53 was not read (the trusted names were the desired ones).
+    pub missing: Option<BTreeMap<String, MissingName>>,
 }
 
 /// Publishes `desired` (names already checked as DNS names) to the zones the rules allow. Every
@@ -65,7 +69,7 @@ pub async fn publish(
     report: &mut Report,
 ) -> Result<Published> {
     let plan = |records: &[&DesiredRecord], existing: &[RecordSet]| {
-        plan_zone(records, existing, cluster, options.policy)
+        plan_zone(records, existing, cluster, &options.policy)
     };
     let run = ZoneRun {
         dns,
@@ -84,6 +88,7 @@ pub async fn publish(
             return Ok(Published {
                 zones: zones.to_vec(),
                 in_place: true,
+                missing: None,
             });
         }
     }
@@ -148,16 +153,31 @@ impl ZoneRun<'_> {
             read => read?,
         };
         let mut in_place = true;
+        let mut missing = BTreeMap::new();
         for (id, (zone, records)) in &by_zone {
             let plan = |existing: &[RecordSet]| plan(records, existing);
             let first = existing.remove(id).unwrap_or_default();
             let outcomes = publish_zone(self, zone, records, first, plan).await?;
-            for outcome in outcomes {
+            for mut outcome in outcomes {
                 in_place &= outcome.warning.is_none();
+                if let Some(seen) = outcome.missing.take() {
+                    tracing::info!(
+                        "`{}` is no longer one of the cluster's names (missing since {}); it is \
+                         deleted once missing for --verify-interval",
+                        outcome.name,
+                        humantime::format_rfc3339_seconds(seen.since)
+                    );
+                    missing.insert(outcome.name, seen);
+                    continue;
+                }
                 report_outcome(report, outcome, &zone.name);
             }
         }
-        Ok(Published { zones, in_place })
+        Ok(Published {
+            zones,
+            in_place,
+            missing: Some(missing),
+        })
     }
 
     /// The record sets under each zone's names, by zone id.

@@ -153,6 +153,28 @@ pub fn worker_records(cluster: &str, masters: &[InstanceInfo]) -> Vec<DesiredRec
 
 /// `etcd-<member>` / `etcd-<key>-<member>` + suffix → the private addresses of the instance the
 /// member's volume is attached to (none: unknown right now).
+/// The etcd names of every member that some volume lists in its member lists (not only the
+/// member each volume holds): an etcd name outside this set is one no volume speaks of any
+/// more. `None` when no volume names any member.
+pub fn listed_etcd_names(
+    internal_suffix: &str,
+    etcd_volumes: &[EtcdVolume],
+) -> Option<std::collections::BTreeSet<String>> {
+    let names: std::collections::BTreeSet<String> = etcd_volumes
+        .iter()
+        .flat_map(|volume| &volume.etcd)
+        .flat_map(|membership| {
+            membership.members.iter().map(move |member| {
+                format!(
+                    "{}{internal_suffix}",
+                    EtcdKey(&membership.cluster).member_name(member)
+                )
+            })
+        })
+        .collect();
+    (!names.is_empty()).then_some(names)
+}
+
 fn etcd_records(
     internal_suffix: &str,
     etcd_volumes: &[EtcdVolume],

@@ -1,12 +1,14 @@
 //! Route53 planning: the minimal changes for the names of one zone from what the zone holds,
 //! with an external-dns style ownership TXT record beside each name protokube manages. Pure.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
+use std::time::{Duration, SystemTime};
 
 use crate::cloud::{RecordAction, RecordChange, RecordSet};
 use crate::names::is_within;
 use crate::plan::records::DesiredRecord;
+use crate::plan::state::MissingName;
 use crate::report::Action;
 
 /// TTL of every record protokube writes.
@@ -119,6 +121,9 @@ pub struct NameOutcome {
     pub warning: Option<String>,
     /// Taken over with `--adopt` (its ownership TXT written now).
     pub adopted: bool,
+    /// An owned name the cluster no longer has, kept until it has been missing long enough:
+    /// since when, with which values (for the state file).
+    pub missing: Option<MissingName>,
 }
 
 impl NameOutcome {
@@ -136,20 +141,85 @@ impl NameOutcome {
             to: addresses,
             warning: None,
             adopted: false,
+            missing: None,
         }
     }
 }
 
 /// What a zone's plan may do beyond writing the desired names.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ZonePolicy {
     /// `--adopt`: take over a name of the cluster's own set that holds only A/AAAA records and
     /// no ownership TXT at all (left by kOps' dns-controller or the old protokube).
     pub adopt: bool,
-    /// The cloud's answer named the cluster's etcd members. Owned names the cluster no longer
-    /// has are deleted; an etcd name only while this holds, so an answer that lists no etcd
-    /// volume at all (a glitch, a permission gone) never empties the etcd names.
-    pub etcd_members_known: bool,
+    /// When an owned name the cluster no longer has may go.
+    pub deletion: DeletionGuard,
+}
+
+/// When an owned name the cluster no longer has is deleted (DESIGN §6): never on a partial
+/// view. A deleted name is cached as NXDOMAIN for the zone's SOA minimum, so in doubt, keep.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeletionGuard {
+    /// The etcd names of every member some volume of the full answer lists (in any volume's
+    /// member list, not only its own volume's tag): only an etcd name outside this set goes.
+    /// `None`: the answer named no etcd member at all (a glitch, a permission gone, etcd-manager
+    /// owning etcd): no etcd name goes.
+    pub listed_etcd_names: Option<BTreeSet<String>>,
+    /// Any other name goes once missing on consecutive full reads spanning `grace`: the names
+    /// found missing before, since when and with which values (from the state file).
+    pub missing: BTreeMap<String, MissingName>,
+    pub now: SystemTime,
+    /// `--verify-interval`.
+    pub grace: Duration,
+}
+
+impl Default for DeletionGuard {
+    /// Deletes nothing: no etcd name listed, every other name missing only from now.
+    fn default() -> Self {
+        Self {
+            listed_etcd_names: None,
+            missing: BTreeMap::new(),
+            now: SystemTime::UNIX_EPOCH,
+            grace: Duration::MAX,
+        }
+    }
+}
+
+/// What the guard says of an owned name the cluster no longer has, holding `values` now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Verdict {
+    Delete,
+    /// Kept; `Some` when the name is waited out (to remember), `None` for an etcd name kept
+    /// because its member is still listed (or no member is known).
+    Keep(Option<MissingName>),
+}
+
+impl DeletionGuard {
+    fn verdict(&self, name: &str, values: &[String]) -> Verdict {
+        if is_etcd_name(name) {
+            return match &self.listed_etcd_names {
+                Some(listed) if !listed.contains(name) => Verdict::Delete,
+                _ => Verdict::Keep(None),
+            };
+        }
+        let mut values = values.to_vec();
+        values.sort();
+        match self.missing.get(name) {
+            Some(seen) if seen.values == values => {
+                let missing_for = self.now.duration_since(seen.since).unwrap_or_default();
+                if missing_for >= self.grace {
+                    Verdict::Delete
+                } else {
+                    Verdict::Keep(Some(seen.clone()))
+                }
+            }
+            // First missed now, or its values changed since (another master publishes it).
+            _ => Verdict::Keep(Some(MissingName {
+                since: self.now,
+                values,
+            })),
+        }
+    }
 }
 
 /// Whether a record set is one protokube writes: A or AAAA (not an alias), or its TXT holding
@@ -183,7 +253,7 @@ pub fn plan_zone(
     desired: &[&DesiredRecord],
     existing: &[RecordSet],
     cluster: &str,
-    policy: ZonePolicy,
+    policy: &ZonePolicy,
 ) -> (Vec<RecordChange>, Vec<NameOutcome>) {
     let owner = ownership_value(cluster);
     let mut changes = Vec::new();
@@ -225,6 +295,7 @@ pub fn plan_zone(
             to: wanted.clone(),
             warning: None,
             adopted: false,
+            missing: None,
         };
         let owned = txt.is_some_and(|t| t.values.contains(&owner));
         let external_dns = external_dns_owner(&record.name, existing);
@@ -345,10 +416,11 @@ pub fn plan_zone(
         }
         outcomes.push(outcome);
     }
-    // Owned names the cluster no longer has: every record set of ours there goes.
+    // Owned names the cluster no longer has: every record set of ours there goes, once the
+    // guard says it is really gone.
     let wanted: BTreeSet<&str> = desired.iter().map(|r| r.name.as_str()).collect();
     for name in owned_names(existing, &owner) {
-        if wanted.contains(name) || (is_etcd_name(name) && !policy.etcd_members_known) {
+        if wanted.contains(name) {
             continue;
         }
         let sets: Vec<&RecordSet> = existing.iter().filter(|r| r.name == name).collect();
@@ -361,6 +433,23 @@ pub fn plan_zone(
             .filter(|r| r.record_type != "TXT")
             .flat_map(|r| r.values.clone())
             .collect();
+        match policy.deletion.verdict(name, &addresses) {
+            Verdict::Delete => {}
+            Verdict::Keep(missing) => {
+                if missing.is_some() {
+                    outcomes.push(NameOutcome {
+                        name: name.to_owned(),
+                        action: Action::Unchanged,
+                        from: addresses.clone(),
+                        to: addresses,
+                        warning: None,
+                        adopted: false,
+                        missing,
+                    });
+                }
+                continue;
+            }
+        }
         for set in sets {
             changes.push(RecordChange {
                 action: RecordAction::Delete,
@@ -374,14 +463,17 @@ pub fn plan_zone(
             to: Vec::new(),
             warning: None,
             adopted: false,
+            missing: None,
         });
     }
     (changes, outcomes)
 }
 
 /// Plans taking this node's `own` addresses out of the names of one zone that `cluster` owns
-/// (`reset`): a name left with no address is deleted with its TXT; names not owned, and
-/// other nodes' addresses, are never touched. Pure.
+/// (`reset`): a name left with no address is deleted with its TXT, except an etcd member's
+/// name, which follows its volume (the master that claims it next points it there: deleting it
+/// would leave the peers with NXDOMAIN cached); names not owned, and other nodes' addresses,
+/// are never touched. Pure.
 pub fn plan_release(
     existing: &[RecordSet],
     own: &[IpAddr],
@@ -403,6 +495,9 @@ pub fn plan_release(
             continue;
         }
         let to: Vec<String> = from.iter().filter(|v| !own.contains(*v)).cloned().collect();
+        if to.is_empty() && is_etcd_name(name) {
+            continue;
+        }
         let others = sets.iter().any(|r| !protokube_wrote(r, &owner));
         for set in sets.iter().filter(held) {
             let left: Vec<String> = set
@@ -451,6 +546,7 @@ pub fn plan_release(
             to,
             warning: None,
             adopted: false,
+            missing: None,
         });
     }
     (changes, outcomes)
@@ -513,7 +609,7 @@ mod tests {
         dual.addresses.push("2001:db8::1".parse().unwrap());
         let refs = [&dual];
         // New: A, AAAA and the ownership TXT.
-        let (changes, outcomes) = plan_zone(&refs, &[], C, ZonePolicy::default());
+        let (changes, outcomes) = plan_zone(&refs, &[], C, &ZonePolicy::default());
         let summary: Vec<(RecordAction, &str, Vec<String>)> = changes
             .iter()
             .map(|c| {
@@ -539,7 +635,7 @@ mod tests {
             set("etcd-a.internal.c.example.com", "AAAA", &["2001:db8::1"]),
             set("etcd-a.internal.c.example.com", "TXT", &[&owner]),
         ];
-        let (changes, outcomes) = plan_zone(&refs, &existing, C, ZonePolicy::default());
+        let (changes, outcomes) = plan_zone(&refs, &existing, C, &ZonePolicy::default());
         assert!(changes.is_empty(), "{changes:#?}");
         assert_eq!(outcomes[0].action, Action::Unchanged);
         // The member moved to an IPv6-only master: its A record goes, its AAAA is updated.
@@ -547,7 +643,7 @@ mod tests {
             addresses: vec!["2001:db8::2".parse().unwrap()],
             ..dual.clone()
         };
-        let (changes, outcomes) = plan_zone(&[&v6_only], &existing, C, ZonePolicy::default());
+        let (changes, outcomes) = plan_zone(&[&v6_only], &existing, C, &ZonePolicy::default());
         let summary: Vec<(RecordAction, &str)> = changes
             .iter()
             .map(|c| (c.action, c.record.record_type.as_str()))
@@ -581,7 +677,7 @@ mod tests {
             set("v6.c.example.com", "AAAA", &["fd00::1"]),
         ];
         let refs: Vec<&DesiredRecord> = records.iter().collect();
-        let (changes, outcomes) = plan_zone(&refs, &existing, C, ZonePolicy::default());
+        let (changes, outcomes) = plan_zone(&refs, &existing, C, &ZonePolicy::default());
         assert!(changes.is_empty(), "{changes:#?}");
         let warning = |n: &str| {
             outcomes
@@ -609,7 +705,7 @@ mod tests {
             })
             .collect();
         let refs: Vec<&DesiredRecord> = records.iter().collect();
-        let (changes, _) = plan_zone(&refs, &[], C, ZonePolicy::default());
+        let (changes, _) = plan_zone(&refs, &[], C, &ZonePolicy::default());
         assert_eq!(changes.len(), 1400);
         let split = batches(&changes);
         assert!(split.len() > 1);
@@ -693,7 +789,7 @@ mod tests {
             set("unknown.c.example.com", "TXT", &[&owner]),
         ];
         let refs: Vec<&DesiredRecord> = records.iter().collect();
-        let (changes, outcomes) = plan_zone(&refs, &existing, C, ZonePolicy::default());
+        let (changes, outcomes) = plan_zone(&refs, &existing, C, &ZonePolicy::default());
         let summary = summary(&changes);
         assert_eq!(
             summary,
@@ -745,7 +841,7 @@ mod tests {
             ),
         ];
         let refs: Vec<&DesiredRecord> = records.iter().collect();
-        let (changes, outcomes) = plan_zone(&refs, &existing, C, ZonePolicy::default());
+        let (changes, outcomes) = plan_zone(&refs, &existing, C, &ZonePolicy::default());
         assert!(outcomes.iter().all(|o| o.warning.is_none()), "{outcomes:?}");
         assert_eq!(
             summary(&changes),
@@ -771,7 +867,7 @@ mod tests {
             "AAAA",
             &["fd00::1"],
         )];
-        let (changes, outcomes) = plan_zone(&refs[1..], &foreign, C, ZonePolicy::default());
+        let (changes, outcomes) = plan_zone(&refs[1..], &foreign, C, &ZonePolicy::default());
         assert!(changes.is_empty());
         assert!(outcomes[0].warning.is_some());
     }
@@ -797,7 +893,7 @@ mod tests {
                 adopt,
                 ..ZonePolicy::default()
             };
-            let (changes, outcomes) = plan_zone(&refs, &existing, C, policy);
+            let (changes, outcomes) = plan_zone(&refs, &existing, C, &policy);
             assert!(changes.is_empty(), "adopt {adopt}: {changes:?}");
             for outcome in &outcomes {
                 let warning = outcome.warning.as_deref().unwrap_or_default();
@@ -820,10 +916,10 @@ mod tests {
             &[[10, 0, 0, 2], [10, 0, 0, 1]],
         )];
         let refs: Vec<&DesiredRecord> = records.iter().collect();
-        let (changes, _) = plan_zone(&refs, &[], C, ZonePolicy::default());
+        let (changes, _) = plan_zone(&refs, &[], C, &ZonePolicy::default());
         let applied: Vec<RecordSet> = changes.into_iter().map(|c| c.record).collect();
         assert_eq!(applied[1].values, [owner]);
-        let (changes, outcomes) = plan_zone(&refs, &applied, C, ZonePolicy::default());
+        let (changes, outcomes) = plan_zone(&refs, &applied, C, &ZonePolicy::default());
         assert!(changes.is_empty(), "{changes:?}");
         assert_eq!(outcomes[0].action, Action::Unchanged);
     }
@@ -846,11 +942,27 @@ mod tests {
             set("shared.c.example.com", "TXT", &[&owner]),
         ];
         let refs: Vec<&DesiredRecord> = records.iter().collect();
-        let known = ZonePolicy {
-            etcd_members_known: true,
+        let now = std::time::UNIX_EPOCH + Duration::from_hours(1000);
+        let grace = Duration::from_hours(1);
+        let seen = |since: SystemTime, values: &[&str]| MissingName {
+            since,
+            values: values.iter().map(|v| (*v).to_owned()).collect(),
+        };
+        // Member b is in no volume's member list; `old` has been missing for the grace period.
+        let gone = ZonePolicy {
+            deletion: DeletionGuard {
+                listed_etcd_names: Some(["etcd-a.internal.c.example.com".to_owned()].into()),
+                missing: [(
+                    "old.c.example.com".to_owned(),
+                    seen(now - grace, &["fd00::1"]),
+                )]
+                .into(),
+                now,
+                grace,
+            },
             ..ZonePolicy::default()
         };
-        let (changes, outcomes) = plan_zone(&refs, &existing, C, known);
+        let (changes, outcomes) = plan_zone(&refs, &existing, C, &gone);
         let summary = summary(&changes);
         assert_eq!(
             summary,
@@ -874,10 +986,103 @@ mod tests {
             deleted,
             ["etcd-b.internal.c.example.com", "old.c.example.com"]
         );
-        // An answer without etcd members keeps every etcd name.
-        let (changes, _) = plan_zone(&refs, &existing, C, ZonePolicy::default());
-        let names: Vec<&str> = changes.iter().map(|c| c.record.name.as_str()).collect();
-        assert_eq!(names, ["old.c.example.com", "old.c.example.com"]);
+
+        // A partial view: member b's volume skipped in this answer, but another volume still
+        // lists b: its name stays. `old` missing for less than the grace period: it stays, and
+        // is remembered as it was first seen missing.
+        let partial = ZonePolicy {
+            deletion: DeletionGuard {
+                listed_etcd_names: Some(
+                    [
+                        "etcd-a.internal.c.example.com",
+                        "etcd-b.internal.c.example.com",
+                    ]
+                    .map(str::to_owned)
+                    .into(),
+                ),
+                missing: [(
+                    "old.c.example.com".to_owned(),
+                    seen(now - grace / 2, &["fd00::1"]),
+                )]
+                .into(),
+                now,
+                grace,
+            },
+            ..ZonePolicy::default()
+        };
+        let (changes, outcomes) = plan_zone(&refs, &existing, C, &partial);
+        assert!(changes.is_empty(), "{changes:#?}");
+        let waited: Vec<_> = outcomes
+            .iter()
+            .filter_map(|o| Some((o.name.as_str(), o.missing.clone()?)))
+            .collect();
+        assert_eq!(
+            waited,
+            [("old.c.example.com", seen(now - grace / 2, &["fd00::1"]))]
+        );
+
+        // First missed now, or missed with other values before (another master published it
+        // since): the wait starts now.
+        for missing in [
+            BTreeMap::new(),
+            [(
+                "old.c.example.com".to_owned(),
+                seen(now - grace * 5, &["fd00::9"]),
+            )]
+            .into(),
+        ] {
+            let policy = ZonePolicy {
+                deletion: DeletionGuard {
+                    missing,
+                    now,
+                    grace,
+                    listed_etcd_names: None,
+                },
+                ..ZonePolicy::default()
+            };
+            let (changes, outcomes) = plan_zone(&refs, &existing, C, &policy);
+            assert!(changes.is_empty(), "{changes:#?}");
+            let old = outcomes
+                .iter()
+                .find(|o| o.name == "old.c.example.com")
+                .unwrap();
+            assert_eq!(old.missing, Some(seen(now, &["fd00::1"])));
+        }
+        // An answer without etcd members, and no record of misses: nothing goes.
+        let (changes, _) = plan_zone(&refs, &existing, C, &ZonePolicy::default());
+        assert!(changes.is_empty(), "{changes:#?}");
+    }
+
+    #[test]
+    fn reset_leaves_a_single_member_etcd_name_to_follow_its_volume() {
+        let owner = ownership_value(C);
+        let mine: IpAddr = "10.0.0.1".parse().unwrap();
+        let existing = [
+            set("etcd-a.internal.c.example.com", "A", &["10.0.0.1"]),
+            set("etcd-a.internal.c.example.com", "TXT", &[&owner]),
+            set("api.internal.c.example.com", "A", &["10.0.0.1", "10.0.0.2"]),
+            set("api.internal.c.example.com", "TXT", &[&owner]),
+            set("kops-controller.internal.c.example.com", "A", &["10.0.0.1"]),
+            set("kops-controller.internal.c.example.com", "TXT", &[&owner]),
+        ];
+        let (changes, outcomes) = plan_release(&existing, &[mine], C);
+        assert_eq!(
+            summary(&changes),
+            [
+                (RecordAction::Upsert, "api.internal.c.example.com", "A"),
+                (
+                    RecordAction::Delete,
+                    "kops-controller.internal.c.example.com",
+                    "A"
+                ),
+                (
+                    RecordAction::Delete,
+                    "kops-controller.internal.c.example.com",
+                    "TXT"
+                ),
+            ]
+        );
+        assert!(outcomes.iter().all(|o| !o.name.starts_with("etcd-")));
     }
 
     #[test]
@@ -896,7 +1101,7 @@ mod tests {
             set("other.c.example.com", "TXT", &["\"heritage=external-dns\""]),
         ];
         let refs: Vec<&DesiredRecord> = records.iter().collect();
-        let (changes, outcomes) = plan_zone(&refs, &existing, C, ZonePolicy::default());
+        let (changes, outcomes) = plan_zone(&refs, &existing, C, &ZonePolicy::default());
         assert!(changes.is_empty());
         let warnings: Vec<&str> = outcomes
             .iter()
@@ -910,7 +1115,7 @@ mod tests {
             adopt: true,
             ..ZonePolicy::default()
         };
-        let (changes, outcomes) = plan_zone(&refs, &existing, C, adopt);
+        let (changes, outcomes) = plan_zone(&refs, &existing, C, &adopt);
         let summary = summary(&changes);
         assert_eq!(
             summary,
@@ -931,7 +1136,7 @@ mod tests {
             });
             applied.push(change.record);
         }
-        let (changes, _) = plan_zone(&refs, &applied, C, ZonePolicy::default());
+        let (changes, _) = plan_zone(&refs, &applied, C, &ZonePolicy::default());
         assert!(changes.is_empty(), "{changes:#?}");
     }
 
@@ -941,9 +1146,13 @@ mod tests {
         let existing = [
             set("api.internal.c.example.com", "A", &["10.0.0.1", "10.0.0.2"]),
             set("api.internal.c.example.com", "TXT", &[&owner]),
-            set("etcd-a.internal.c.example.com", "A", &["10.0.0.1"]),
-            set("etcd-a.internal.c.example.com", "AAAA", &["fd00::1"]),
-            set("etcd-a.internal.c.example.com", "TXT", &[&owner]),
+            set("kops-controller.internal.c.example.com", "A", &["10.0.0.1"]),
+            set(
+                "kops-controller.internal.c.example.com",
+                "AAAA",
+                &["fd00::1"],
+            ),
+            set("kops-controller.internal.c.example.com", "TXT", &[&owner]),
             set("etcd-b.internal.c.example.com", "A", &["10.0.0.2"]),
             set("etcd-b.internal.c.example.com", "TXT", &[&owner]),
             set("foreign.c.example.com", "A", &["10.0.0.1"]),
@@ -972,19 +1181,19 @@ mod tests {
                 ),
                 (
                     RecordAction::Delete,
-                    "etcd-a.internal.c.example.com",
+                    "kops-controller.internal.c.example.com",
                     "A",
                     vec!["10.0.0.1".to_owned()]
                 ),
                 (
                     RecordAction::Delete,
-                    "etcd-a.internal.c.example.com",
+                    "kops-controller.internal.c.example.com",
                     "AAAA",
                     vec!["fd00::1".to_owned()]
                 ),
                 (
                     RecordAction::Delete,
-                    "etcd-a.internal.c.example.com",
+                    "kops-controller.internal.c.example.com",
                     "TXT",
                     vec![owner.clone()]
                 ),
@@ -998,7 +1207,7 @@ mod tests {
             actions,
             [
                 ("api.internal.c.example.com", Action::Update),
-                ("etcd-a.internal.c.example.com", Action::Delete)
+                ("kops-controller.internal.c.example.com", Action::Delete)
             ]
         );
         // Applied, a second release has nothing left to do.

@@ -3,9 +3,11 @@
 //! a converged `sync` asks the cloud once (DESIGN §8); the hosted zones found for the `--zone`
 //! rules. Versioned; serialized deterministically.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
+
 use serde::{Deserialize, Serialize};
 
 use crate::cloud::{CloudVolume, HostedZone, InstanceInfo};
@@ -32,6 +34,19 @@ pub struct State {
     /// neither the cluster nor the role).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<LearnedNode>,
+    /// Names the cluster owns in Route53 and no longer has, as full reads found them: deleted
+    /// only once missing for `--verify-interval` (DESIGN §6).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub missing_names: BTreeMap<String, MissingName>,
+}
+
+/// An owned name first found missing from the cluster's names at `since`, holding `values`
+/// then. Values that change later mean another master still publishes it: the wait restarts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MissingName {
+    #[serde(with = "rfc3339")]
+    pub since: std::time::SystemTime,
+    pub values: Vec<String>,
 }
 
 /// This instance's cluster and role, from its `KubernetesCluster` and kOps' control-plane tags.
@@ -114,15 +129,16 @@ impl State {
             verified: None,
             zones: None,
             node: None,
+            missing_names: BTreeMap::new(),
         }
     }
 
     /// This state with `volumes` mounted, the rest kept.
     pub fn with_volumes(self, volumes: Vec<MountedVolume>) -> Self {
         Self {
-            verified: self.verified,
-            zones: self.zones,
-            ..Self::new(volumes)
+            version: STATE_VERSION,
+            volumes: Self::new(volumes).volumes,
+            ..self
         }
     }
 
@@ -163,5 +179,27 @@ mod tests {
         // A state file without them (an older protokube's) still reads.
         let old: State = serde_json::from_str(r#"{"version": 1, "volumes": []}"#).unwrap();
         assert_eq!(old, State::new(Vec::new()));
+    }
+
+    #[test]
+    fn new_volumes_keep_the_rest_of_the_state() {
+        let state = State {
+            node: Some(LearnedNode {
+                instance_id: "i-1".into(),
+                cluster: "c.example.com".into(),
+                control_plane: true,
+            }),
+            missing_names: [(
+                "api.c.example.com".to_owned(),
+                MissingName {
+                    since: std::time::UNIX_EPOCH,
+                    values: vec!["10.0.0.1".into()],
+                },
+            )]
+            .into(),
+            ..State::new(Vec::new())
+        };
+        let mounted = state.clone().with_volumes(Vec::new());
+        assert_eq!(mounted, state);
     }
 }

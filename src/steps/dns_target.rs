@@ -263,6 +263,7 @@ impl DnsTarget for Route53Zones<'_> {
                 rules: settings.zone_rules.clone(),
                 zones: published.zones,
             }),
+            missing: published.missing,
         })
     }
 

@@ -1,15 +1,22 @@
 //! The publish step: the records etcd peers, nodes and users need, computed from the cloud's
 //! facts (plan), to the hosts file or to Route53.
 
-use anyhow::{anyhow, Result};
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use anyhow::{anyhow, Context as _, Result};
 
 use crate::names::check_dns_name;
-use crate::plan::records::{worker_records, DesiredRecord};
-use crate::plan::route53::ZonePolicy;
+use crate::plan::records::{
+    listed_etcd_names as listed_etcd_names_of, worker_records, DesiredRecord,
+};
+use crate::plan::route53::{DeletionGuard, ZonePolicy};
+use crate::plan::state::MissingName;
 use crate::report::Report;
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
 use crate::state::KnownZones;
+use crate::state::State;
 use crate::steps::discover::warn_skipped;
 
 use super::dns_target;
@@ -33,6 +40,8 @@ pub struct PublishOutcome {
     pub names_in_place: Option<Vec<DesiredRecord>>,
     /// The hosted zones the rules chose, when Route53 was looked at.
     pub zones: Option<KnownZones>,
+    /// The owned names no longer the cluster's, waited out, when Route53 was read in full.
+    pub missing: Option<BTreeMap<String, MissingName>>,
 }
 
 impl PublishOutcome {
@@ -41,6 +50,7 @@ impl PublishOutcome {
         Self {
             names_in_place: Some(Vec::new()),
             zones: None,
+            missing: None,
         }
     }
 }
@@ -67,7 +77,7 @@ pub async fn run(
         return Ok(PublishOutcome::nothing());
     }
     let masters = snapshot.masters().await?;
-    let mut etcd_members_known = false;
+    let mut listed_etcd_names = None;
     let desired = if settings.master {
         // Where etcd-manager owns etcd, the etcd names are its own: none desired, none deleted.
         let volumes = if snapshot.etcd_owner()?.is_protokube() {
@@ -76,7 +86,7 @@ pub async fn run(
         } else {
             Vec::new()
         };
-        etcd_members_known = volumes.iter().any(|v| !v.etcd.is_empty());
+        listed_etcd_names = listed_etcd_names_of(&cluster.internal_suffix, &volumes);
         target.master_records(&volumes, &masters)
     } else {
         // A worker needs the masters' addresses only, and may not list volumes (kOps' node
@@ -87,11 +97,34 @@ pub async fn run(
     for record in &desired {
         check_dns_name(&record.name).map_err(|why| anyhow!("refusing to publish: {why}"))?;
     }
+    let state = snapshot.state()?.clone();
     let policy = ZonePolicy {
         adopt: settings.adopt,
-        etcd_members_known,
+        deletion: DeletionGuard {
+            listed_etcd_names,
+            missing: state.missing_names.clone(),
+            now: SystemTime::now(),
+            grace: settings.verify_interval,
+        },
     };
-    target
+    let outcome = target
         .publish(snapshot, desired, policy, known, report)
-        .await
+        .await?;
+    // The names waited out are remembered for the next full read (a dry run remembers nothing).
+    if let Some(missing) = outcome
+        .missing
+        .as_ref()
+        .filter(|m| **m != state.missing_names)
+    {
+        if !settings.dry_run {
+            let state = State {
+                missing_names: missing.clone(),
+                ..state
+            };
+            super::save_state(settings, snapshot.host(), &state)
+                .context("recording the names no longer the cluster's")?;
+            snapshot.record_state(state);
+        }
+    }
+    Ok(outcome)
 }
