@@ -58,6 +58,8 @@ pub struct Node {
     pub users: BTreeMap<(u32, u32), Vec<String>>,
     /// Whether this process may grow a mounted filesystem.
     pub grow_online: bool,
+    /// Set: growing fails with this message (a `resize2fs` that fails).
+    pub grow_fails: Option<String>,
     /// Every effect made on the node, in order (`format /dev/xvdu`, `write <path>`, …).
     pub effects: Vec<String>,
 }
@@ -245,15 +247,24 @@ impl Devices for MemoryHost {
         self.lock_node().grow_online
     }
 
-    fn grow_ext4(&self, device: &Path, mounted: bool) -> Result<()> {
+    fn grow_ext4(&self, device: &Path) -> Result<()> {
         let mut node = self.lock_node();
+        if let Some(why) = node.grow_fails.clone() {
+            bail!("{why}");
+        }
+        let devno = device_mut(&mut node, device)?.devno;
+        if !node.mounts.values().any(|mounted| *mounted == devno) {
+            bail!(
+                "`{}` is not mounted: protokube grows online only",
+                device.display()
+            );
+        }
         let found = device_mut(&mut node, device)?;
         if let Content::Ext4 { size, .. } = &mut found.content {
             *size = found.size;
         }
-        let how = if mounted { "online" } else { "offline" };
         node.effects
-            .push(format!("grow {how} {}", device.display()));
+            .push(format!("grow online {}", device.display()));
         Ok(())
     }
 

@@ -114,8 +114,8 @@ pub trait Devices: Send + Sync {
     /// Whether this process may grow a mounted ext4 filesystem.
     fn may_grow_online(&self) -> bool;
 
-    /// Grows the ext4 filesystem on `device` to the device's size (`mounted`: online).
-    fn grow_ext4(&self, device: &Path, mounted: bool) -> Result<()>;
+    /// Grows the mounted ext4 filesystem on `device` to the device's size, online.
+    fn grow_ext4(&self, device: &Path) -> Result<()>;
 
     /// Unmounts the filesystem at `mountpoint`; one in use stays mounted and the error says so.
     fn unmount(&self, mountpoint: &Path) -> Result<()>;

@@ -230,30 +230,29 @@ pub enum DeviceAction {
     /// `fsck -a` the existing ext4; `finish`: it is protokube's interrupted format, which a clean
     /// check finishes (the tag) and a failed one formats again.
     Check { uuid: Option<String>, finish: bool },
-    /// Grow the unmounted ext4 to its device's size.
-    GrowOffline { from: u64, to: u64 },
     /// Mount it at its mount point.
     Mount,
+    /// Grow the mounted ext4 to its device's size, online (the kernel's journal keeps a grow
+    /// that is cut short safe); a failure is a warning that never unmounts it.
+    GrowOnline { from: u64, to: u64 },
 }
 
 /// The actions a device decision makes, in order (the one plan of both the dry run and the
-/// run); `grow` is the offline grow an existing filesystem needs, `(from, to)` bytes.
-pub fn plan_device(decision: &DeviceDecision, grow: Option<(u64, u64)>) -> Vec<DeviceAction> {
+/// run); `grow` is what an existing filesystem its device outgrew needs, once mounted.
+pub fn plan_device(decision: &DeviceDecision, grow: Grow) -> Vec<DeviceAction> {
     let mut actions = Vec::new();
     match decision {
         DeviceDecision::Refuse(_) => return actions,
         DeviceDecision::Format(reason) => actions.push(DeviceAction::Format(reason.clone())),
-        DeviceDecision::CheckAndMount { uuid, unfinished } => {
-            actions.push(DeviceAction::Check {
-                uuid: uuid.clone(),
-                finish: *unfinished,
-            });
-            if let Some((from, to)) = grow {
-                actions.push(DeviceAction::GrowOffline { from, to });
-            }
-        }
+        DeviceDecision::CheckAndMount { uuid, unfinished } => actions.push(DeviceAction::Check {
+            uuid: uuid.clone(),
+            finish: *unfinished,
+        }),
     }
     actions.push(DeviceAction::Mount);
+    if let (DeviceDecision::CheckAndMount { .. }, Grow::Online { from, to }) = (decision, grow) {
+        actions.push(DeviceAction::GrowOnline { from, to });
+    }
     actions
 }
 
@@ -266,14 +265,12 @@ impl DeviceAction {
             Self::Check { uuid, finish } => {
                 finish.then(|| finish_change(volume_id, uuid.as_deref().unwrap_or_default()))
             }
-            Self::GrowOffline { from, to } => {
-                Some(grow_change(volume_id, device, *from, *to, false))
-            }
             Self::Mount => Some(mount_change(
                 Action::Mount,
                 mountpoint,
                 format!("{volume_id} from {device}"),
             )),
+            Self::GrowOnline { from, to } => Some(grow_change(volume_id, device, *from, *to)),
         }
     }
 }
@@ -285,7 +282,7 @@ pub fn decision_changes(
     mountpoint: &str,
     device: &str,
 ) -> Vec<Change> {
-    plan_device(decision, None)
+    plan_device(decision, Grow::No)
         .iter()
         .filter_map(|action| action.change(volume_id, mountpoint, device))
         .collect()
@@ -368,58 +365,62 @@ pub fn ext4_size(superblock: &[u8]) -> Option<u64> {
     blocks.checked_mul(block_size)
 }
 
-/// What growing a filesystem to its device's size takes.
+/// What growing a filesystem to its device's size takes. A filesystem is grown only online,
+/// once mounted (as Kubernetes and etcd-manager do): an offline `resize2fs` cut short (a
+/// timeout, a stop, an OOM kill) can leave a half-grown ext4 that `fsck -a` then refuses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Grow {
     /// It fills its device.
     No,
-    /// Not mounted yet: `resize2fs` before mounting.
-    Offline { from: u64, to: u64 },
-    /// Mounted: `resize2fs` on the mounted filesystem (the kernel grows it).
+    /// `resize2fs` on the mounted filesystem (the kernel grows it).
     Online { from: u64, to: u64 },
-    /// Mounted, and this process may not grow it online (no `CAP_SYS_RESOURCE`): a warning,
-    /// and the grow happens at the next mount.
-    Deferred { from: u64, to: u64 },
+    /// This process may not grow it online (no `CAP_SYS_RESOURCE`): a warning.
+    Refused { from: u64, to: u64 },
 }
 
 /// Whether and how a filesystem of `fs_bytes` on a device of `device_bytes` is grown. Pure.
-pub fn plan_grow(fs_bytes: u64, device_bytes: u64, mounted: bool, may_grow_online: bool) -> Grow {
+pub fn plan_grow(fs_bytes: u64, device_bytes: u64, may_grow_online: bool) -> Grow {
     if device_bytes < fs_bytes.saturating_add(GROW_MIN_BYTES) {
         return Grow::No;
     }
     let (from, to) = (fs_bytes, device_bytes);
-    match (mounted, may_grow_online) {
-        (false, _) => Grow::Offline { from, to },
-        (true, true) => Grow::Online { from, to },
-        (true, false) => Grow::Deferred { from, to },
+    if may_grow_online {
+        Grow::Online { from, to }
+    } else {
+        Grow::Refused { from, to }
     }
 }
 
 /// The report entry of a grow, targeted by the volume id.
-pub fn grow_change(volume_id: &str, device: &str, from: u64, to: u64, online: bool) -> Change {
+pub fn grow_change(volume_id: &str, device: &str, from: u64, to: u64) -> Change {
     Change {
         kind: ChangeKind::Filesystem,
         target: volume_id.to_owned(),
         action: Action::Resize,
         detail: format!(
-            "ext4 on {device} grown {} from {} MiB to {} MiB",
-            if online { "online" } else { "before mounting" },
+            "ext4 on {device} grown online from {} MiB to {} MiB",
             from >> 20,
             to >> 20
         ),
     }
 }
 
-/// The warning for a grow that has to wait for the next mount.
-pub fn deferred_grow_warning(volume_id: &str, device: &str, from: u64, to: u64) -> String {
+/// The warning for a filesystem smaller than its device that is not grown now: `why` (no
+/// `CAP_SYS_RESOURCE`, or the grow's own error). etcd runs on it meanwhile.
+pub fn grow_warning(volume_id: &str, device: &str, from: u64, to: u64, why: &str) -> String {
     format!(
         "the filesystem of volume `{volume_id}` on `{device}` ({} MiB) is smaller than its \
-         device ({} MiB); growing it while mounted needs CAP_SYS_RESOURCE, which protokube does \
-         not have here: it is grown at the next mount",
+         device ({} MiB) and was not grown: {why}; it stays mounted as it is, and the next run \
+         tries again",
         from >> 20,
         to >> 20
     )
 }
+
+/// Why a grow is refused without `CAP_SYS_RESOURCE`.
+pub const NO_CAP_SYS_RESOURCE: &str =
+    "growing a mounted ext4 needs CAP_SYS_RESOURCE, which protokube does not have here (run it \
+     as root on the host)";
 
 #[cfg(test)]
 mod tests {
@@ -445,20 +446,29 @@ mod tests {
     #[test]
     fn grows_only_what_its_device_outgrew_and_only_where_it_may() {
         let mib = 1u64 << 20;
-        assert_eq!(plan_grow(256 * mib, 256 * mib, false, true), Grow::No);
-        assert_eq!(plan_grow(256 * mib, 260 * mib, false, true), Grow::No);
+        assert_eq!(plan_grow(256 * mib, 256 * mib, true), Grow::No);
+        assert_eq!(plan_grow(256 * mib, 260 * mib, true), Grow::No);
         let (from, to) = (256 * mib, 512 * mib);
-        assert_eq!(
-            plan_grow(from, to, false, false),
-            Grow::Offline { from, to }
-        );
-        assert_eq!(plan_grow(from, to, true, true), Grow::Online { from, to });
-        assert_eq!(
-            plan_grow(from, to, true, false),
-            Grow::Deferred { from, to }
-        );
+        assert_eq!(plan_grow(from, to, true), Grow::Online { from, to });
+        assert_eq!(plan_grow(from, to, false), Grow::Refused { from, to });
         // A device smaller than its filesystem is never "grown".
-        assert_eq!(plan_grow(to, from, false, true), Grow::No);
+        assert_eq!(plan_grow(to, from, true), Grow::No);
+        // Only after mounting, never before.
+        let check = DeviceDecision::CheckAndMount {
+            uuid: None,
+            unfinished: false,
+        };
+        assert_eq!(
+            plan_device(&check, Grow::Online { from, to }),
+            [
+                DeviceAction::Check {
+                    uuid: None,
+                    finish: false
+                },
+                DeviceAction::Mount,
+                DeviceAction::GrowOnline { from, to }
+            ]
+        );
     }
 
     const SAMPLE: &str = "\

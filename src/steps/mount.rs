@@ -15,9 +15,9 @@ use crate::plan::blank::{
     FORMATTED_TAG,
 };
 use crate::plan::mounts::{
-    decision_changes, deferred_grow_warning, finish_change, format_change, grow_change,
-    mount_change, mount_state, plan_device, plan_grow, refusal_from_mounts, state_file_change,
-    DeviceAction, Grow, MountState,
+    decision_changes, finish_change, format_change, grow_change, grow_warning, mount_change,
+    mount_state, plan_device, plan_grow, refusal_from_mounts, state_file_change, DeviceAction,
+    Grow, MountState, NO_CAP_SYS_RESOURCE,
 };
 use crate::plan::volumes::EtcdVolume;
 use crate::report::{Action, Report};
@@ -168,7 +168,8 @@ async fn mount_device(
             &text,
             format!("{} already mounted", volume.id),
         ));
-        grow_mounted(settings, host, volume, device, report)?;
+        let grow = grow_plan(host, device)?;
+        grow_mounted(settings, host, volume, device, grow, report);
         return Ok(true);
     }
     if let Some(why) = refusal_from_mounts(&state, &text) {
@@ -190,16 +191,10 @@ async fn mount_device(
     }
     // A format recorded on the node (the cloud refused its tag) stays recorded: it is the witness.
     let recorded_on_node = matches!(facts.intent, Some(IntentUuid::Formatted(_)));
-    // An existing filesystem whose device was enlarged is grown before it is mounted.
+    // An existing filesystem whose device was enlarged is grown once mounted.
     let grow = match &decision {
-        DeviceDecision::CheckAndMount { .. } => {
-            let (filesystem, size) = host.filesystem_and_device_size(&device.path)?;
-            match plan_grow(filesystem, size, false, false) {
-                Grow::Offline { from, to } => Some((from, to)),
-                _ => None,
-            }
-        }
-        _ => None,
+        DeviceDecision::CheckAndMount { .. } => grow_plan(host, device)?,
+        _ => Grow::No,
     };
     let actions = plan_device(&decision, grow);
     if settings.dry_run {
@@ -209,6 +204,7 @@ async fn mount_device(
         {
             report.push(change);
         }
+        grow_mounted(settings, host, volume, device, refused_only(grow), report);
         return Ok(false);
     }
     // A failed check of protokube's own interrupted format formats it again; nothing of the
@@ -261,11 +257,6 @@ async fn mount_device(
                 }
                 Err(err) => return Err(err),
             },
-            DeviceAction::GrowOffline { .. } if formatted_again => {}
-            DeviceAction::GrowOffline { from, to } => {
-                host.grow_ext4(&device.path, false)?;
-                report.push(grow_change(&volume.id, &device_text, from, to, false));
-            }
             DeviceAction::Mount => {
                 host.mount_ext4(root, &place, device, mountpoint)?;
                 report.push(mount_change(
@@ -274,41 +265,79 @@ async fn mount_device(
                     format!("{} from {device_text}", volume.id),
                 ));
             }
+            // A freshly formatted filesystem fills its device already.
+            DeviceAction::GrowOnline { .. } if formatted_again => {}
+            DeviceAction::GrowOnline { from, to } => {
+                grow_mounted(
+                    settings,
+                    host,
+                    volume,
+                    device,
+                    Grow::Online { from, to },
+                    report,
+                );
+            }
         }
+    }
+    if let Grow::Refused { .. } = grow {
+        grow_mounted(settings, host, volume, device, grow, report);
     }
     Ok(false)
 }
 
-/// Grows a mounted filesystem its device outgrew: online where this process may, else a
-/// warning (the next mount grows it). The kernel refusing an online grow is a warning too.
+/// What growing the filesystem on `device` to its device's size takes (read from the
+/// superblock, mounted or not).
+fn grow_plan(host: &dyn Host, device: &FoundDevice) -> Result<Grow> {
+    let (filesystem, size) = host.filesystem_and_device_size(&device.path)?;
+    Ok(plan_grow(filesystem, size, host.may_grow_online()))
+}
+
+/// The part of `grow` a dry run says on its own (the planned grow is among its actions).
+fn refused_only(grow: Grow) -> Grow {
+    match grow {
+        Grow::Refused { .. } => grow,
+        _ => Grow::No,
+    }
+}
+
+/// Grows a mounted filesystem its device outgrew, online; a refusal (no `CAP_SYS_RESOURCE`)
+/// or a failure of the grow itself is a warning and the filesystem stays mounted as it is.
 fn grow_mounted(
     settings: &Settings,
     host: &dyn Host,
     volume: &EtcdVolume,
     device: &FoundDevice,
+    grow: Grow,
     report: &mut Report,
-) -> Result<()> {
+) {
     let device_text = device.path.display().to_string();
-    let (filesystem, size) = host.filesystem_and_device_size(&device.path)?;
-    match plan_grow(filesystem, size, true, host.may_grow_online()) {
-        Grow::No | Grow::Offline { .. } => {}
-        Grow::Deferred { from, to } => {
-            report.warn(deferred_grow_warning(&volume.id, &device_text, from, to));
+    match grow {
+        Grow::No => {}
+        Grow::Refused { from, to } => {
+            report.warn(grow_warning(
+                &volume.id,
+                &device_text,
+                from,
+                to,
+                NO_CAP_SYS_RESOURCE,
+            ));
         }
         Grow::Online { from, to } => {
             if !settings.dry_run {
-                if let Err(err) = host.grow_ext4(&device.path, true) {
-                    report.warn(format!(
-                        "{}: {err:#}",
-                        deferred_grow_warning(&volume.id, &device_text, from, to)
+                if let Err(err) = host.grow_ext4(&device.path) {
+                    report.warn(grow_warning(
+                        &volume.id,
+                        &device_text,
+                        from,
+                        to,
+                        &format!("{err:#}"),
                     ));
-                    return Ok(());
+                    return;
                 }
             }
-            report.push(grow_change(&volume.id, &device_text, from, to, true));
+            report.push(grow_change(&volume.id, &device_text, from, to));
         }
     }
-    Ok(())
 }
 
 /// Formats the device with a new UUID (recorded first, so an interrupted format is recognised
@@ -523,6 +552,57 @@ mod tests {
             ]
         );
         assert!(bench.cloud.mutations().is_empty());
+    }
+
+    #[test]
+    fn an_enlarged_device_is_grown_online_after_mounting_and_a_failed_grow_keeps_the_mount() {
+        for fails in [None, Some("resize2fs: no space left for the journal")] {
+            let bench = Bench::master(&[Vol::new("vol-1", "main", "a")
+                .attached_to(INSTANCE, "/dev/xvdu")
+                .formatted("u-1")]);
+            // The filesystem fills a quarter of its (enlarged) device.
+            bench.device(
+                "/dev/xvdu",
+                1,
+                Content::Ext4 {
+                    uuid: "u-1".to_owned(),
+                    size: SIZE / 4,
+                    broken: false,
+                },
+            );
+            bench.host.change(|node| {
+                node.grow_online = true;
+                node.grow_fails = fails.map(str::to_owned);
+            });
+            let (report, result) = mount(&bench);
+            result.unwrap();
+            let grown = ["fsck /dev/xvdu", "mount /dev/xvdu /mnt/master-vol-1"]
+                .into_iter()
+                .chain(fails.is_none().then_some("grow online /dev/xvdu"))
+                .chain(["write /var/lib/protokube/state.json"])
+                .collect::<Vec<_>>();
+            assert_eq!(bench.take_effects(), grown, "never grown before mounting");
+            let resized = report
+                .changes
+                .iter()
+                .any(|c| c.action == Action::Resize && c.target == "vol-1");
+            assert_eq!(resized, fails.is_none(), "{:?}", report.changes);
+            if let Some(why) = fails {
+                assert!(
+                    report
+                        .warnings
+                        .iter()
+                        .any(|w| w.contains(why) && w.contains("vol-1")),
+                    "{:?}",
+                    report.warnings
+                );
+                assert!(bench
+                    .host
+                    .node()
+                    .mounts
+                    .contains_key(&bench.path("/mnt/master-vol-1")));
+            }
+        }
     }
 
     #[test]

@@ -106,7 +106,7 @@ pub fn find_device(
 
 /// `blkid -p` on the device.
 pub fn signature(path: &Path) -> Result<Signature> {
-    let output = run_tool("blkid", &["-p", "-o", "export"], path)?;
+    let output = run_tool("blkid", &["-p", "-o", "export"], path, Orphan::DiesWith)?;
     Ok(parse_blkid(
         output.status.code(),
         &String::from_utf8_lossy(&output.stdout),
@@ -194,23 +194,40 @@ pub fn read_witnesses(path: &Path, check: BlankCheck) -> Result<Witnesses> {
 
 /// Runs a tool on a device; the child dies with protokube (a killed run leaves no orphan `mkfs`
 /// holding the device).
-fn run_tool(program: &str, args: &[&str], device: &Path) -> Result<std::process::Output> {
+/// What becomes of a tool when protokube dies before it ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Orphan {
+    /// Killed with it (`PR_SET_PDEATHSIG`): `mkfs`, whose interruption the intent record covers.
+    DiesWith,
+    /// Left to finish: a repair (`fsck`) or a grow (`resize2fs`) cut short can leave a
+    /// filesystem worse than either end.
+    RunsOn,
+}
+
+fn run_tool(
+    program: &str,
+    args: &[&str],
+    device: &Path,
+    orphan: Orphan,
+) -> Result<std::process::Output> {
     use std::os::unix::process::CommandExt as _;
     let mut command = Command::new(program);
     command.args(args).arg(device).stdin(Stdio::null());
     let parent = std::process::id();
-    // SAFETY: between fork and exec only async-signal-safe calls: prctl and getppid.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The parent may have died before the prctl.
-            if libc::getppid() as u32 != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
+    if orphan == Orphan::DiesWith {
+        // SAFETY: between fork and exec only async-signal-safe calls: prctl and getppid.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The parent may have died before the prctl.
+                if libc::getppid() as u32 != parent {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
     }
     command
         .output()
@@ -220,7 +237,7 @@ fn run_tool(program: &str, args: &[&str], device: &Path) -> Result<std::process:
 /// Creates an ext4 filesystem with the UUID `uuid`, then checks the device probes as exactly
 /// that. Only call on a device every witness proved blank (or protokube's own interrupted one).
 pub fn format_ext4(path: &Path, uuid: &str) -> Result<()> {
-    let output = run_tool("mkfs.ext4", &["-q", "-U", uuid], path)?;
+    let output = run_tool("mkfs.ext4", &["-q", "-U", uuid], path, Orphan::DiesWith)?;
     if !output.status.success() {
         bail!(
             "`mkfs.ext4 {}` failed ({}): {}",
@@ -237,7 +254,7 @@ pub fn format_ext4(path: &Path, uuid: &str) -> Result<()> {
 
 /// `fsck -a` before mounting an existing filesystem: 0 clean; 1–3 corrected; 4 or more refuse.
 pub fn fsck(path: &Path) -> Result<FsckResult> {
-    let output = run_tool("fsck", &["-a", "-T"], path)?;
+    let output = run_tool("fsck", &["-a", "-T"], path, Orphan::RunsOn)?;
     match output.status.code() {
         Some(0) => Ok(FsckResult::Clean),
         Some(code @ 1..=3) => Ok(FsckResult::Corrected(code)),
@@ -556,19 +573,8 @@ pub fn may_grow_online() -> bool {
 
 /// Grows the ext4 filesystem on `path` to the device's size with `resize2fs`: mounted, the
 /// kernel grows it online; not mounted, after the forced check `resize2fs` asks for.
-pub fn grow_ext4(path: &Path, mounted: bool) -> Result<()> {
-    if !mounted {
-        let output = run_tool("e2fsck", &["-f", "-p"], path)?;
-        if !matches!(output.status.code(), Some(0..=1)) {
-            bail!(
-                "`e2fsck -f -p {}` before growing failed ({}): {}",
-                path.display(),
-                output.status,
-                String::from_utf8_lossy(&output.stdout).trim()
-            );
-        }
-    }
-    let output = run_tool("resize2fs", &[], path)?;
+pub fn grow_ext4(path: &Path) -> Result<()> {
+    let output = run_tool("resize2fs", &[], path, Orphan::RunsOn)?;
     if !output.status.success() {
         bail!(
             "`resize2fs {}` failed ({}): {}",

@@ -86,8 +86,8 @@ impl Devices for LinuxHost {
         devices::may_grow_online()
     }
 
-    fn grow_ext4(&self, device: &Path, mounted: bool) -> Result<()> {
-        devices::grow_ext4(device, mounted)
+    fn grow_ext4(&self, device: &Path) -> Result<()> {
+        devices::grow_ext4(device)
     }
 
     fn unmount(&self, mountpoint: &Path) -> Result<()> {
