@@ -317,6 +317,13 @@ impl<'a> Snapshot<'a> {
         }
     }
 
+    /// Sets `volume_id` aside for the rest of the run: attached here but not this node's to
+    /// mount or publish (a second volume of a key that something else still holds, so it could
+    /// not be detached). Seen as attached nowhere, as a detached one is.
+    pub fn set_aside(&mut self, volume_id: &str) {
+        self.record_detachment(volume_id);
+    }
+
     /// Marks `volume_id` as attached or mounted only in this dry run's plan.
     pub fn mark_planned(&mut self, volume_id: &str) {
         self.planned.insert(volume_id.to_owned());

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Result};
 
 use super::{
-    Devices, Files, FoundDevice, FsckResult, MountPlace, RunLock, Witnesses, WriteOutcome,
+    Devices, Files, FoundDevice, FsckResult, Holder, MountPlace, RunLock, Witnesses, WriteOutcome,
 };
 use crate::paths::HostRoot;
 use crate::plan::blank::{BlankCheck, Signature, Zeros};
@@ -56,6 +56,8 @@ pub struct Node {
     pub mounts: BTreeMap<PathBuf, (u32, u32)>,
     /// Processes using the filesystem on a device.
     pub users: BTreeMap<(u32, u32), Vec<String>>,
+    /// Mount points of a device in another mount namespace (a container's).
+    pub elsewhere: BTreeMap<(u32, u32), Vec<String>>,
     /// Whether this process may grow a mounted filesystem.
     pub grow_online: bool,
     /// Set: growing fails with this message (a `resize2fs` that fails).
@@ -268,7 +270,7 @@ impl Devices for MemoryHost {
         Ok(())
     }
 
-    fn unmount(&self, mountpoint: &Path) -> Result<()> {
+    fn unmount(&self, _root: &HostRoot, mountpoint: &Path) -> Result<()> {
         let mut node = self.lock_node();
         let Some(devno) = node.mounts.get(mountpoint).copied() else {
             bail!("`{}` is not mounted", mountpoint.display());
@@ -280,6 +282,34 @@ impl Devices for MemoryHost {
         node.effects
             .push(format!("unmount {}", mountpoint.display()));
         Ok(())
+    }
+
+    fn holders(&self, _root: &HostRoot, devno: (u32, u32)) -> Vec<Holder> {
+        let node = self.lock_node();
+        let mount = |at: &Path, namespace: &str| Holder::Mount {
+            at: at.to_owned(),
+            namespace: namespace.to_owned(),
+        };
+        node.mounts
+            .iter()
+            .filter(|(_, mounted)| **mounted == devno)
+            .map(|(at, _)| mount(at, "this mount namespace"))
+            .chain(
+                node.elsewhere
+                    .get(&devno)
+                    .into_iter()
+                    .flatten()
+                    .map(|at| mount(Path::new(at), "another mount namespace")),
+            )
+            .chain(
+                node.users
+                    .get(&devno)
+                    .into_iter()
+                    .flatten()
+                    .cloned()
+                    .map(Holder::Process),
+            )
+            .collect()
     }
 
     fn users_of(&self, devno: (u32, u32)) -> Vec<String> {

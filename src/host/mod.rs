@@ -66,6 +66,29 @@ pub enum WriteOutcome {
     Unchanged,
 }
 
+/// Something that still holds a device, so that it must not be detached.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Holder {
+    /// Mounted at `at` (a path in that namespace) in `namespace` (said in words).
+    Mount { at: PathBuf, namespace: String },
+    /// A process (`pid (command)`) with a file on it, or the device itself, open.
+    Process(String),
+    /// A kernel holder (device-mapper, md, a loop device).
+    Kernel(String),
+}
+
+impl std::fmt::Display for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Mount { at, namespace } => {
+                write!(f, "mounted at `{}` in {namespace}", at.display())
+            }
+            Self::Process(process) => write!(f, "used by process {process}"),
+            Self::Kernel(name) => write!(f, "held by the kernel's `{name}`"),
+        }
+    }
+}
+
 /// The node's block devices and mounts.
 pub trait Devices: Send + Sync {
     /// The mounts of this process's mount namespace (read again on every call).
@@ -117,8 +140,13 @@ pub trait Devices: Send + Sync {
     /// Grows the mounted ext4 filesystem on `device` to the device's size, online.
     fn grow_ext4(&self, device: &Path) -> Result<()>;
 
-    /// Unmounts the filesystem at `mountpoint`; one in use stays mounted and the error says so.
-    fn unmount(&self, mountpoint: &Path) -> Result<()>;
+    /// Unmounts the filesystem at `mountpoint`, in every mount namespace protokube mounted it
+    /// in; one in use stays mounted and the error says so.
+    fn unmount(&self, root: &HostRoot, mountpoint: &Path) -> Result<()>;
+
+    /// Where the filesystem on device `devno` is still in use: mounts in any mount namespace,
+    /// processes with files on it (or the device) open, kernel holders. Empty: it may go.
+    fn holders(&self, root: &HostRoot, devno: (u32, u32)) -> Vec<Holder>;
 
     /// The processes using the filesystem on device `devno`, as `pid (command)`.
     fn users_of(&self, devno: (u32, u32)) -> Vec<String>;

@@ -196,8 +196,10 @@ pub async fn run(
     Ok(claimed)
 }
 
-/// Detaches `volume` from this instance (or, with dry run, says it would). A detach the cloud
-/// refuses for lack of permission is a warning, and `claimed` ends the run not ready.
+/// Detaches `volume` from this instance (or, with dry run, says it would). A volume whose device
+/// is still held here — mounted anywhere (another mount point, a container's namespace), open,
+/// or held by the kernel — is not detached: a warning names where. A detach the cloud refuses
+/// for lack of permission is a warning, and `claimed` ends the run not ready.
 async fn detach(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
@@ -207,6 +209,26 @@ async fn detach(
     claimed: &mut Claimed,
     report: &mut Report,
 ) -> Result<()> {
+    if let Some(attachment) = &volume.attachment {
+        let host = snapshot.host();
+        if let Some(found) = host.find_device(&settings.root, &volume.id, &attachment.device)? {
+            let holders: Vec<String> = host
+                .holders(&settings.root, found.devno)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            if !holders.is_empty() {
+                report.warn(format!(
+                    "volume `{}` should be detached ({why}) but is not: it is {}; it is left \
+                     as it is (not mounted, not published); release it there and run again",
+                    volume.id,
+                    holders.join(", ")
+                ));
+                snapshot.set_aside(&volume.id);
+                return Ok(());
+            }
+        }
+    }
     let volumes = snapshot.clients().await?.volumes;
     match volumes
         .detach_volume(&volume.id, instance_id, settings.dry_run)

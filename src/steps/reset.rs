@@ -12,7 +12,7 @@ use anyhow::{Context as _, Result};
 
 use crate::cloud::AttachmentState;
 use crate::error::NotReady;
-use crate::host::Devices;
+use crate::host::{Devices, Holder};
 use crate::paths::STATE_FILE;
 use crate::plan::files::{plan_removal, plan_restore, FileChange, FileFact};
 use crate::plan::mounts::mounted_at;
@@ -31,6 +31,8 @@ struct NodeVolume {
     /// The mounted filesystem's device number, when mounted.
     mounted: Option<(u32, u32)>,
     attached: bool,
+    /// The volume's block device on this node (mounted or not), when it is here.
+    device: Option<(u32, u32)>,
 }
 
 pub async fn run(
@@ -49,6 +51,30 @@ pub async fn run(
 
     for change in &manifests {
         report.push(change.change());
+    }
+    // A volume held by anything reset does not undo itself (a mount elsewhere: a bind mount,
+    // a container's namespace; a kernel holder) is never detached: refused before anything.
+    let detaching: Vec<&NodeVolume> = volumes
+        .iter()
+        .filter(|v| v.attached && settings.detach)
+        .collect();
+    for volume in &detaching {
+        let own = [
+            volume.mountpoint.clone(),
+            settings.root.host_path_of(&volume.mountpoint),
+        ];
+        let others: Vec<Holder> = holders(settings, host, volume)
+            .into_iter()
+            .filter(|h| match h {
+                Holder::Mount { at, .. } => !own.contains(at),
+                // Processes are waited for below.
+                Holder::Process(_) => false,
+                Holder::Kernel(_) => true,
+            })
+            .collect();
+        if !others.is_empty() {
+            return Err(not_detached(volume, &others, "nothing was changed"));
+        }
     }
     if settings.dry_run {
         report_volumes(settings, &volumes, report);
@@ -75,11 +101,20 @@ pub async fn run(
     }
     for volume in &volumes {
         if volume.mounted.is_some() {
-            host.unmount(&volume.mountpoint)?;
+            host.unmount(&settings.root, &volume.mountpoint)?;
         }
     }
     let instance_id = snapshot.identity().await?.instance_id.clone();
-    for volume in volumes.iter().filter(|v| v.attached && settings.detach) {
+    for volume in detaching {
+        // Unmounted everywhere protokube mounted it: nothing may hold it now.
+        let left = holders(settings, host, volume);
+        if !left.is_empty() {
+            return Err(not_detached(
+                volume,
+                &left,
+                "the manifests are removed and it is unmounted here",
+            ));
+        }
         let api = snapshot.clients().await?.volumes;
         api.detach_volume(&volume.id, &instance_id, false).await?;
         snapshot.record_detachment(&volume.id);
@@ -89,6 +124,26 @@ pub async fn run(
     host.apply(&state_removal)?;
     report.push(state_removal.change());
     Ok(())
+}
+
+/// What holds the volume's block device on this node (nothing when the device is not here).
+fn holders(settings: &Settings, host: &dyn Devices, volume: &NodeVolume) -> Vec<Holder> {
+    volume
+        .device
+        .map(|devno| host.holders(&settings.root, devno))
+        .unwrap_or_default()
+}
+
+/// The refusal to detach a volume something still holds (exit 75: a later run may).
+fn not_detached(volume: &NodeVolume, holders: &[Holder], done: &str) -> anyhow::Error {
+    let holders: Vec<String> = holders.iter().map(ToString::to_string).collect();
+    NotReady(format!(
+        "refusing to detach `{}`: it is {}; release it there and run `protokube reset \
+         --detach` again ({done})",
+        volume.id,
+        holders.join(", ")
+    ))
+    .into()
 }
 
 /// Removals of the manifests protokube wrote into the manifest directory.
@@ -121,13 +176,17 @@ async fn node_volumes(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Resul
     if !snapshot.etcd_owner()?.is_protokube() {
         return Ok(Vec::new());
     }
+    let mut attached_as = std::collections::BTreeMap::new();
     if settings.master {
         let instance_id = snapshot.identity().await?.instance_id.clone();
         for volume in snapshot.volumes_here().await? {
             // A detach under way is as good as done: asking again would be refused.
-            if volume.attachment.as_ref().is_some_and(|a| {
-                a.instance_id == instance_id && a.state != AttachmentState::Detaching
-            }) {
+            if let Some(attachment) = volume
+                .attachment
+                .as_ref()
+                .filter(|a| a.instance_id == instance_id && a.state != AttachmentState::Detaching)
+            {
+                attached_as.insert(volume.id.clone(), attachment.device.clone());
                 attached.insert(volume.id);
             }
         }
@@ -143,11 +202,20 @@ async fn node_volumes(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Resul
     for id in ids {
         let mountpoint = settings.root.volume_mountpoint(&id)?;
         let mounted = mounted_at(&table, &mountpoint).map(|m| m.devno);
+        let device = match (mounted, attached_as.get(&id)) {
+            (Some(devno), _) => Some(devno),
+            (None, Some(requested)) => snapshot
+                .host()
+                .find_device(&settings.root, &id, requested)?
+                .map(|found| found.devno),
+            (None, None) => None,
+        };
         volumes.push(NodeVolume {
             attached: attached.contains(&id),
             id,
             mountpoint,
             mounted,
+            device,
         });
     }
     Ok(volumes)
@@ -313,5 +381,36 @@ mod tests {
             .map(|c| c.action)
             .collect();
         assert_eq!(order, [Action::Delete, Action::Unmount, Action::Detach]);
+    }
+
+    #[test]
+    fn a_volume_mounted_elsewhere_is_never_detached_and_nothing_is_changed() {
+        for detach in [true, false] {
+            let bench = mounted_master(detach);
+            // A bind mount in a container's namespace keeps the filesystem alive after protokube
+            // unmounts its own mount point.
+            bench.host.change(|node| {
+                node.elsewhere
+                    .insert((202, 1), vec!["/var/lib/docker/x/etcd".to_owned()]);
+            });
+            let (_, result) = reset(&bench);
+            if !detach {
+                // Nothing to detach: reset goes on as before.
+                result.unwrap();
+                continue;
+            }
+            let err = result.unwrap_err();
+            assert!(
+                err.chain().any(<dyn std::error::Error>::is::<NotReady>),
+                "{err:#}"
+            );
+            let message = format!("{err:#}");
+            assert!(
+                message.contains("/var/lib/docker/x/etcd") && message.contains("vol-1"),
+                "{message}"
+            );
+            assert!(bench.take_effects().is_empty());
+            assert!(bench.cloud.mutations().is_empty());
+        }
     }
 }

@@ -744,3 +744,43 @@ fn a_public_name_the_spec_no_longer_has_goes_only_after_the_verify_interval() {
     assert!(!after.contains_key(&key(old, "A")), "{after:#?}");
     assert!(!after.contains_key(&key(old, "TXT")), "{after:#?}");
 }
+
+#[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
+fn reset_never_detaches_a_volume_still_mounted_elsewhere() {
+    let node = Bed::new(NodeKind::HaMaster);
+    assert_eq!(node.run("sync", &[]).code, 0);
+    let manifests = manifest_names(&node);
+    // A bind mount of the volume elsewhere (what a container's volume mount is): the
+    // filesystem outlives protokube's own unmount.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let mountpoint = node.root.mountpoint(&node.volumes[0]);
+    let status = std::process::Command::new("mount")
+        .arg("--bind")
+        .arg(&mountpoint)
+        .arg(elsewhere.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let dry = node.run("reset", &["--detach", "--dry-run"]);
+    let out = node.run("reset", &["--detach"]);
+    support::block::unmount_below(elsewhere.path());
+    assert_eq!((dry.code, out.code), (75, 75), "{out:#?}");
+    let line = out.error_lines()[0];
+    assert!(
+        line.contains(&node.volumes[0])
+            && line.contains(&elsewhere.path().display().to_string())
+            && line.contains("nothing was changed"),
+        "{line}"
+    );
+    // Nothing was changed: manifests, mounts and attachments as they were.
+    assert_eq!(manifest_names(&node), manifests);
+    for (volume, disk) in node.volumes.iter().zip(&node.disks) {
+        assert_eq!(disk.mounted_at().len(), 1, "{volume}");
+        assert_eq!(node.attachments(volume).len(), 1, "{volume}");
+    }
+    // Released there, reset detaches it.
+    let out = node.run("reset", &["--detach"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert!(node.attachments(&node.volumes[0]).is_empty());
+}

@@ -393,3 +393,46 @@ fn a_copy_of_a_members_volume_is_refused_naming_both() {
     assert!(!ids.contains(&copy.as_str()), "{ids:?}");
     assert!(ids.contains(&original.as_str()), "{ids:?}");
 }
+
+#[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
+fn a_second_volume_of_a_key_mounted_elsewhere_is_never_detached() {
+    let (first, second) = (LoopDevice::blank(64), LoopDevice::blank(64));
+    let node = Bed::new(NodeKind::Bare);
+    let kept = node.etcd_volume(CLUSTER, &[("main", "a/a,b")]);
+    node.root.link_by_id(&kept, &first.path);
+    assert_eq!(node.mount(CLUSTER, &[]).code, 0);
+    // A second volume of `main` attached here behind protokube's back, its filesystem mounted
+    // somewhere protokube does not mount.
+    let extra = node.etcd_volume(CLUSTER, &[("main", "b/a,b")]);
+    support::runtime().block_on(async {
+        let ec2 = node.moto().ec2(support::bed::REGION).await;
+        support::seed::attach(&ec2, &extra, &node.instance_id, "/dev/xvdv").await;
+    });
+    node.root.link_by_id(&extra, &second.path);
+    second.run_on("mkfs.ext4", &["-q"]);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("mount")
+        .arg(&second.path)
+        .arg(elsewhere.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = node.mount(CLUSTER, &[]);
+    support::block::unmount_below(elsewhere.path());
+    assert_eq!(out.code, 0, "{out:#?}");
+    let report = out.report();
+    assert!(!report.has("detach", &extra), "{report:#?}");
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains(&extra) && w.contains(&elsewhere.path().display().to_string())),
+        "{report:#?}"
+    );
+    assert_eq!(node.attachments(&extra).len(), 1, "still attached");
+    // Released, the next run detaches it.
+    let out = node.mount(CLUSTER, &[]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert!(out.report().has("detach", &extra), "{out:#?}");
+}

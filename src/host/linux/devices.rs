@@ -2,6 +2,7 @@
 //! the blank proof (blkid, backup superblocks, zeros), `mkfs`, `fsck`, mounting (in the host's
 //! mount namespace when run from a container), growing, unmounting, a device's users.
 
+use std::collections::BTreeSet;
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
@@ -9,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 
-use crate::host::{FoundDevice, FsckResult, MountPlace, Witnesses};
+use crate::host::{FoundDevice, FsckResult, Holder, MountPlace, Witnesses};
 use crate::paths::HostRoot;
 use crate::plan::blank::{
     backup_superblock_offsets, parse_blkid, recognise_backup, zero_check_ranges, BlankCheck,
@@ -409,6 +410,7 @@ fn check_mounts_reach_init(mountpoint: &Path) -> Result<()> {
 enum NamespaceStage {
     Enter = 1,
     Mount = 2,
+    Unmount = 3,
 }
 
 /// The error for a child's report `(stage, errno)`: which stage failed, with its own errno (any
@@ -417,22 +419,41 @@ fn namespace_failure(stage: i32, errno: i32) -> anyhow::Error {
     let error = std::io::Error::from_raw_os_error(errno);
     if stage == NamespaceStage::Enter as i32 {
         anyhow::Error::new(error).context("entering the host's mount namespace (setns)")
+    } else if stage == NamespaceStage::Unmount as i32 {
+        anyhow::Error::new(error).context("umount(2) in the host's mount namespace")
     } else {
         anyhow::Error::new(error).context("mount(2) in the host's mount namespace")
     }
 }
 
-/// Mounts `source` at `target` (ext4, `noatime`) inside the mount namespace `namespace`: a
-/// forked child enters it (a threaded process cannot) and mounts by those paths there; it
-/// reports a failure as `(stage, errno)` on a pipe, so the stage and the errno stay apart.
+/// What a forked child does inside another mount namespace.
+enum NamespaceOp<'a> {
+    /// Mount the ext4 `source` at `target`, `noatime`.
+    Mount { source: &'a Path, target: &'a Path },
+    /// Unmount `target` (not lazily).
+    Unmount { target: &'a Path },
+}
+
+/// Mounts `source` at `target` (ext4, `noatime`) inside the mount namespace `namespace`.
 fn mount_in_namespace(namespace: &Path, source: &Path, target: &Path) -> Result<()> {
+    in_namespace(namespace, NamespaceOp::Mount { source, target })
+}
+
+/// Does `op` inside the mount namespace `namespace`: a forked child enters it (a threaded
+/// process cannot) and acts by those paths there; it reports a failure as `(stage, errno)` on a
+/// pipe, so the stage and the errno stay apart.
+fn in_namespace(namespace: &Path, op: NamespaceOp<'_>) -> Result<()> {
     use std::ffi::CString;
     use std::io::Read as _;
     use std::os::fd::{AsRawFd as _, FromRawFd as _};
     use std::os::unix::ffi::OsStrExt as _;
     let ns = fs_err::File::open(namespace)?;
     let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).context("a path with a NUL byte");
-    let (source, target, fstype) = (c(source)?, c(target)?, CString::new("ext4")?);
+    let (source, target, unmount) = match op {
+        NamespaceOp::Mount { source, target } => (c(source)?, c(target)?, false),
+        NamespaceOp::Unmount { target } => (CString::default(), c(target)?, true),
+    };
+    let fstype = CString::new("ext4")?;
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills the two descriptors it is given.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -455,6 +476,8 @@ fn mount_in_namespace(namespace: &Path, source: &Path, target: &Path) -> Result<
         unsafe {
             let failed = if libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNS) != 0 {
                 Some(NamespaceStage::Enter)
+            } else if unmount {
+                (libc::umount2(target.as_ptr(), 0) != 0).then_some(NamespaceStage::Unmount)
             } else if libc::mount(
                 source.as_ptr(),
                 target.as_ptr(),
@@ -509,6 +532,12 @@ pub fn users_of(devno: (u32, u32)) -> Vec<String> {
     };
     let on_device =
         |path: &Path| fs_err::metadata(path).is_ok_and(|m| split_devno(m.dev()) == devno);
+    // The block device itself open (`dd`, a backup tool), not a file on its filesystem.
+    let opens_device = |path: &Path| {
+        use std::os::unix::fs::FileTypeExt as _;
+        fs_err::metadata(path)
+            .is_ok_and(|m| m.file_type().is_block_device() && split_devno(m.rdev()) == devno)
+    };
     let maps_device = format!("{:02x}:{:02x}", devno.0, devno.1);
     let mut users = Vec::new();
     for entry in procs.flatten() {
@@ -521,8 +550,10 @@ pub fn users_of(devno: (u32, u32)) -> Vec<String> {
             .iter()
             .any(|link| on_device(&dir.join(link)));
         if !uses {
-            uses = fs_err::read_dir(dir.join("fd"))
-                .is_ok_and(|fds| fds.flatten().any(|fd| on_device(&fd.path())));
+            uses = fs_err::read_dir(dir.join("fd")).is_ok_and(|fds| {
+                fds.flatten()
+                    .any(|fd| on_device(&fd.path()) || opens_device(&fd.path()))
+            });
         }
         if !uses {
             uses = fs_err::read_to_string(dir.join("maps")).is_ok_and(|maps| {
@@ -539,10 +570,104 @@ pub fn users_of(devno: (u32, u32)) -> Vec<String> {
 }
 
 /// Unmounts the filesystem at `mountpoint` (not lazily: a filesystem in use stays mounted and
-/// the error says so).
-pub fn unmount(mountpoint: &Path) -> Result<()> {
-    sys_mount::unmount(mountpoint, sys_mount::UnmountFlags::empty())
-        .with_context(|| format!("unmounting `{}`", mountpoint.display()))
+/// the error says so), here and, where protokube mounted it in the host's mount namespace too
+/// (`--root` the host's root seen from a container), there.
+pub fn unmount(root: &HostRoot, mountpoint: &Path) -> Result<()> {
+    let here = mount_table()?
+        .iter()
+        .any(|m| Path::new(&m.mountpoint) == mountpoint);
+    if here {
+        sys_mount::unmount(mountpoint, sys_mount::UnmountFlags::empty())
+            .with_context(|| format!("unmounting `{}`", mountpoint.display()))?;
+    }
+    if let Some(host) = host_mount_namespace(root) {
+        let target = root.host_path_of(mountpoint);
+        let host_table = root.path("/proc/1/mountinfo");
+        let mounted_there = fs_err::read_to_string(&host_table)
+            .map(|text| parse_mountinfo(&text))
+            .unwrap_or_default()
+            .iter()
+            .any(|m| Path::new(&m.mountpoint) == target);
+        if mounted_there {
+            in_namespace(&host, NamespaceOp::Unmount { target: &target }).with_context(|| {
+                format!(
+                    "unmounting `{}` in the host's mount namespace (`{}`)",
+                    target.display(),
+                    host.display()
+                )
+            })?;
+        }
+    } else if !here {
+        bail!("`{}` is not mounted", mountpoint.display());
+    }
+    Ok(())
+}
+
+/// Where the filesystem on device `devno` is still in use, each said with where it is: its
+/// mounts in every mount namespace this process can see (its own, the host's through
+/// `--root`, every other process's, containers' included), processes with a file on it or the
+/// device itself open, and kernel holders (device-mapper, md, a loop device). Empty: nothing
+/// holds it, and it may be detached.
+pub fn holders(root: &HostRoot, devno: (u32, u32)) -> Vec<Holder> {
+    let mut found = BTreeSet::new();
+    let mut seen_namespaces = BTreeSet::new();
+    let mut tables: Vec<(String, PathBuf)> = vec![(
+        "this mount namespace".to_owned(),
+        PathBuf::from("/proc/self/mountinfo"),
+    )];
+    if let Some(ns) = namespace_id(Path::new("/proc/self/ns/mnt")) {
+        seen_namespaces.insert(ns);
+    }
+    if root.dir() != Path::new("/") {
+        if let Some(ns) = namespace_id(&root.path("/proc/1/ns/mnt")) {
+            if seen_namespaces.insert(ns) {
+                tables.push((
+                    "the host's mount namespace".to_owned(),
+                    root.path("/proc/1/mountinfo"),
+                ));
+            }
+        }
+    }
+    if let Ok(procs) = fs_err::read_dir("/proc") {
+        for entry in procs.flatten() {
+            let pid = entry.file_name().to_string_lossy().into_owned();
+            if !pid.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            if let Some(ns) = namespace_id(&entry.path().join("ns/mnt")) {
+                if seen_namespaces.insert(ns) {
+                    tables.push((
+                        format!("the mount namespace of process {pid}"),
+                        entry.path().join("mountinfo"),
+                    ));
+                }
+            }
+        }
+    }
+    for (namespace, table) in tables {
+        let Ok(text) = fs_err::read_to_string(&table) else {
+            continue;
+        };
+        for entry in parse_mountinfo(&text)
+            .into_iter()
+            .filter(|m| m.devno == devno)
+        {
+            found.insert(Holder::Mount {
+                at: PathBuf::from(entry.mountpoint),
+                namespace: namespace.clone(),
+            });
+        }
+    }
+    found.extend(users_of(devno).into_iter().map(Holder::Process));
+    let sysfs = format!("/sys/dev/block/{}:{}/holders", devno.0, devno.1);
+    if let Ok(kernel) = fs_err::read_dir(&sysfs) {
+        found.extend(
+            kernel
+                .flatten()
+                .map(|h| Holder::Kernel(h.file_name().to_string_lossy().into_owned())),
+        );
+    }
+    found.into_iter().collect()
 }
 
 /// The size in bytes of the ext4 filesystem on `path` (from its superblock) and of the device.

@@ -19,7 +19,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::{
-    Devices, Files, FoundDevice, FsckResult, MountPlace, RunLock, Witnesses, WriteOutcome,
+    Devices, Files, FoundDevice, FsckResult, Holder, MountPlace, RunLock, Witnesses, WriteOutcome,
 };
 use crate::paths::{Entry, HostRoot, Links};
 use crate::plan::blank::BlankCheck;
@@ -90,8 +90,12 @@ impl Devices for LinuxHost {
         devices::grow_ext4(device)
     }
 
-    fn unmount(&self, mountpoint: &Path) -> Result<()> {
-        devices::unmount(mountpoint)
+    fn unmount(&self, root: &HostRoot, mountpoint: &Path) -> Result<()> {
+        devices::unmount(root, mountpoint)
+    }
+
+    fn holders(&self, root: &HostRoot, devno: (u32, u32)) -> Vec<Holder> {
+        devices::holders(root, devno)
     }
 
     fn users_of(&self, devno: (u32, u32)) -> Vec<String> {
