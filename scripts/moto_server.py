@@ -39,7 +39,9 @@ Extra endpoints (not AWS):
           (an operation that succeeded, its answer lost: the SDK retries it).
        - {"delay": S}: matching requests are slow (answered or not).
        - {"stuck_attaching": "vol-…"}: DescribeVolumes shows the volume's attachment as
-          `attaching`, begun ten minutes ago.
+          `attaching`, begun ten minutes ago (or "attached_ago": S seconds ago). With
+          "clock_skew": S the emulated EC2's clock is S seconds off the machine's: the attach
+          time and the answer's `Date` header are both on EC2's clock.
        - {"detaching_shadow": {"volume": "vol-…", "instance": "i-…"}, "count": N}: the next N
           DescribeVolumes answers showing the volume attached add that instance's `detaching`
           attachment beside it (a stale read of the previous owner).
@@ -49,6 +51,7 @@ Extra endpoints (not AWS):
 moto's own `POST /moto-api/reset` still resets all emulated state.
 """
 
+import email.utils
 import fnmatch
 import io
 import json
@@ -372,8 +375,12 @@ class RecordingApp:
                 after.get("message", "injected fault"), after.get("style", "query"))
         if operation == "DescribeVolumes" and status.startswith("200"):
             chunks = [self.rewrite_volumes(b"".join(chunks))]
-            headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
+            headers = [(k, v) for k, v in headers if k.lower() not in ("content-length", "date")]
             headers.append(("Content-Length", str(len(chunks[0]))))
+            # The answer's date on EC2's clock, as AWS sends it.
+            skew = max((r.get("clock_skew", 0) for r in self.matching("DescribeVolumes")),
+                       key=abs, default=0)
+            headers.append(("Date", email.utils.formatdate(time.time() + skew, usegmt=True)))
         start_response(status, headers)
         return chunks
 
@@ -471,7 +478,8 @@ class RecordingApp:
             attachments = item.find("e:attachmentSet", ns)
             for rule in rules:
                 if rule.get("stuck_attaching") == volume_id and attachments is not None:
-                    old = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() - 600))
+                    begun = time.time() + rule.get("clock_skew", 0) - rule.get("attached_ago", 600)
+                    old = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(begun))
                     for attachment in attachments.findall("e:item", ns):
                         attachment.find("e:status", ns).text = "attaching"
                         attachment.find("e:attachTime", ns).text = old

@@ -102,7 +102,7 @@ pub async fn wait_attached(
     cloud: &dyn VolumeApi,
     instance_id: &str,
     ids: &[String],
-    requested: SystemTime,
+    requested: Instant,
     waits: &Waits,
 ) -> Result<Vec<String>> {
     let what = format!("`{}` to be attached", ids.join("`, `"));
@@ -138,7 +138,9 @@ pub async fn wait_attached(
                     .find(|a| a.instance_id == instance_id)
                 {
                     Some(a) if a.state == AttachmentState::Attached => {}
-                    Some(a) if attachment_stuck(a, Some(requested), now) => stuck.push(id.clone()),
+                    Some(a) if attachment_stuck(a, requested.elapsed(), now) => {
+                        stuck.push(id.clone());
+                    }
                     _ => all = false,
                 }
             }

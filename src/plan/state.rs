@@ -38,6 +38,10 @@ pub struct State {
     /// only once missing for `--verify-interval` (DESIGN §6).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub missing_names: BTreeMap<String, MissingName>,
+    /// Device names an attachment got stuck `attaching` on here: the next attach tries another
+    /// name first (as the EBS CSI driver does).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stuck_device_names: Vec<String>,
 }
 
 /// An owned name first found missing from the cluster's names at `since`, holding `values`
@@ -130,6 +134,7 @@ impl State {
             zones: None,
             node: None,
             missing_names: BTreeMap::new(),
+            stuck_device_names: Vec::new(),
         }
     }
 

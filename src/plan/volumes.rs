@@ -294,18 +294,15 @@ impl ClaimPlan {
 }
 
 /// Whether an attachment has been `attaching` for longer than [`STUCK_ATTACHING`] at `now`
-/// (measured from the cloud's attach time, or from `requested`, when this run asked).
-pub fn attachment_stuck(
-    attachment: &VolumeAttachment,
-    requested: Option<SystemTime>,
-    now: SystemTime,
-) -> bool {
-    let since = |t: SystemTime| now.duration_since(t).unwrap_or_default();
-    attachment.state == AttachmentState::Attaching
-        && [attachment.attach_time, requested]
-            .into_iter()
-            .flatten()
-            .any(|t| since(t) > STUCK_ATTACHING)
+/// (the node's clock): measured from its attach time, which the EC2 adapter has moved onto the
+/// node's clock with the answer's own date, or for as long as this run has waited on it
+/// (`waited`, from its monotonic clock), whichever is longer.
+pub fn attachment_stuck(attachment: &VolumeAttachment, waited: Duration, now: SystemTime) -> bool {
+    let since_begun = attachment
+        .attach_time
+        .map(|t| now.duration_since(t).unwrap_or_default())
+        .unwrap_or_default();
+    attachment.state == AttachmentState::Attaching && since_begun.max(waited) > STUCK_ATTACHING
 }
 
 /// Splits discovered volumes into those this instance keeps, those it detaches (a second volume
@@ -329,7 +326,7 @@ pub fn plan_claims(
                 if a.state.is_leaving() {
                     continue;
                 }
-                if attachment_stuck(a, None, now) && !mounted.contains(&volume.id) {
+                if attachment_stuck(a, Duration::ZERO, now) && !mounted.contains(&volume.id) {
                     // Its keys stay held this run: it is attached again by a later one.
                     for membership in &volume.etcd {
                         if !plan.held_keys.contains(&membership.cluster) {
@@ -733,15 +730,11 @@ mod tests {
         let plan = plan_claims(&volumes, "i-me", &BTreeSet::new(), now);
         assert_eq!(ids(&plan.stuck), ["vol-a"]);
         assert_eq!(ids(&plan.kept), ["vol-b"]);
-        // Measured from this run's own request when the cloud gives no time.
+        // Measured by this run's own wait when the cloud gives no time.
         let fresh = attached_here("vol-c", "main", AttachmentState::Attaching, None);
         let attachment = fresh.attachment.as_ref().unwrap();
-        assert!(!attachment_stuck(attachment, Some(now), now));
-        assert!(attachment_stuck(
-            attachment,
-            Some(now - Duration::from_secs(91)),
-            now
-        ));
+        assert!(!attachment_stuck(attachment, Duration::ZERO, now));
+        assert!(attachment_stuck(attachment, Duration::from_secs(91), now));
         // Another instance's detaching attachment is not ours to keep or claim.
         let mut detaching = attached_here("vol-d", "main", AttachmentState::Detaching, None);
         detaching.attachment.as_mut().unwrap().instance_id = "i-old".into();

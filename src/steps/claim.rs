@@ -2,7 +2,7 @@
 //! second volume of a key and an attachment stuck in `attaching`, attach free ones in kOps'
 //! claim order (the attach is the lock between nodes), and wait until they are attached.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
 
 use anyhow::Result;
@@ -13,7 +13,7 @@ use crate::cloud::AttachmentState;
 use crate::error::NotReady;
 use crate::paths::volume_mountpoint;
 use crate::plan::mounts::mounted_at;
-use crate::plan::volumes::{plan_claims, ClaimPlan, EtcdVolume};
+use crate::plan::volumes::{free_device_name, plan_claims, ClaimPlan, EtcdVolume, DEVICE_NAMES};
 use crate::report::{Action, Change, ChangeKind, Report};
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
@@ -63,8 +63,11 @@ pub async fn run(
             mounted.insert(volume.id.clone());
         }
     }
-    let requested = SystemTime::now();
-    let plan = plan_claims(&here, &instance_id, &mounted, requested);
+    let now = SystemTime::now();
+    // This run's waits are measured on the monotonic clock: a clock stepped at boot (NTP)
+    // neither makes an attachment stuck nor hides one.
+    let requested = std::time::Instant::now();
+    let plan = plan_claims(&here, &instance_id, &mounted, now);
     for (volume, why) in plan
         .extra
         .iter()
@@ -96,6 +99,14 @@ pub async fn run(
         ));
     }
     let mut held = plan.held_keys.clone();
+    // The device name of each attachment here, kept or made now (a stuck one's name is avoided
+    // next time).
+    let mut attached_as: BTreeMap<String, String> = plan
+        .kept
+        .iter()
+        .chain(&plan.stuck)
+        .filter_map(|v| Some((v.id.clone(), v.attachment.as_ref()?.device.clone())))
+        .collect();
     let mut waiting: Vec<String> = plan
         .kept
         .iter()
@@ -118,6 +129,12 @@ pub async fn run(
                 .iter()
                 .filter_map(|v| v.attachment.as_ref().map(|a| a.device.clone())),
         );
+        // Names an attachment got stuck on are tried last: left out while another is free.
+        let avoided = snapshot.state()?.stuck_device_names.clone();
+        let with_avoided: Vec<String> = used.iter().chain(&avoided).cloned().collect();
+        if free_device_name(with_avoided.iter().map(String::as_str)).is_some() {
+            used = with_avoided;
+        }
         for volume in &plan.candidates {
             if !ClaimPlan::still_wanted(volume, &held) {
                 continue;
@@ -145,6 +162,7 @@ pub async fn run(
                     });
                     held.extend(volume.etcd.iter().map(|m| m.cluster.clone()));
                     snapshot.record_attachment(&volume.id, &instance_id, &device, settings.dry_run);
+                    attached_as.insert(volume.id.clone(), device);
                     waiting.push(volume.id.clone());
                 }
                 Attached::Taken(why) => tracing::info!(
@@ -186,14 +204,41 @@ pub async fn run(
         stuck.extend(stuck_now);
     }
     if !stuck.is_empty() {
+        let names: Vec<&String> = stuck.iter().filter_map(|id| attached_as.get(id)).collect();
+        if !settings.dry_run {
+            remember_stuck_names(settings, snapshot, &names)?;
+        }
         return Err(NotReady(format!(
             "the attachment of `{}` stayed in `attaching` for over 90 s; it was detached so the \
-             next run can attach it again; retry later",
+             next run can attach it again under another device name; retry later",
             stuck.join("`, `")
         ))
         .into());
     }
     Ok(claimed)
+}
+
+/// Records device names attachments got stuck on (the state file), so the next attach tries
+/// another name first; at most one entry per name protokube uses.
+fn remember_stuck_names(
+    settings: &Settings,
+    snapshot: &mut Snapshot<'_>,
+    names: &[&String],
+) -> Result<()> {
+    let mut state = snapshot.state()?.clone();
+    for name in names {
+        if !state.stuck_device_names.contains(name) {
+            state.stuck_device_names.push((*name).clone());
+        }
+    }
+    let keep_from = state
+        .stuck_device_names
+        .len()
+        .saturating_sub(DEVICE_NAMES.len());
+    state.stuck_device_names.drain(..keep_from);
+    super::save_state(settings, snapshot.host(), &state)?;
+    snapshot.record_state(state);
+    Ok(())
 }
 
 /// Detaches `volume` from this instance (or, with dry run, says it would). A volume whose device

@@ -2,12 +2,18 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use anyhow::{anyhow, Context as _, Result};
 use async_trait::async_trait;
 use aws_config::SdkConfig;
+use aws_sdk_ec2::config::interceptors::BeforeDeserializationInterceptorContextRef;
+use aws_sdk_ec2::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_ec2::error::ProvideErrorMetadata;
+use aws_sdk_ec2::primitives::{DateTime, DateTimeFormat};
 use aws_sdk_ec2::types::Filter;
+use aws_smithy_runtime_api::box_error::BoxError;
 
 use super::{aws_error, required, CallCounter};
 use crate::cloud::{
@@ -22,17 +28,41 @@ const VOLUME_PAGE_SIZE: i32 = 500;
 #[derive(Clone, Debug)]
 pub struct Ec2 {
     client: aws_sdk_ec2::Client,
+    answered: AnswerClock,
 }
 
 impl Ec2 {
     /// A client on `config`; every request it sends is counted by `counter`.
     pub fn new(config: &SdkConfig, counter: &CallCounter) -> Self {
+        let answered = AnswerClock::default();
         let config = aws_sdk_ec2::config::Builder::from(config)
             .interceptor(counter.clone())
+            .interceptor(answered.clone())
             .build();
         Self {
             client: aws_sdk_ec2::Client::from_conf(config),
+            answered,
         }
+    }
+
+    /// `volume` from EC2's answer, an `attaching` attachment's start moved onto this node's
+    /// clock: EC2 stamps it on its own clock, and a node's clock may be minutes off at first
+    /// boot. The answer's `Date` (EC2's clock) tells how long ago it began; that is subtracted
+    /// from the node's time of the answer.
+    fn volume(&self, volume: &aws_sdk_ec2::types::Volume) -> Result<CloudVolume> {
+        let mut volume = volume_from_sdk(volume)?;
+        if let Some((cloud_now, node_now)) = self.answered.last() {
+            for attachment in &mut volume.attachments {
+                if attachment.state != AttachmentState::Attaching {
+                    continue;
+                }
+                if let Some(begun) = attachment.attach_time {
+                    let ago = cloud_now.duration_since(begun).unwrap_or_default();
+                    attachment.attach_time = Some(node_now - ago);
+                }
+            }
+        }
+        Ok(volume)
     }
 
     /// One instance, with `DescribeInstances` (the call every kOps role may make).
@@ -54,6 +84,44 @@ impl Ec2 {
             .ok_or_else(|| {
                 anyhow::anyhow!("the ec2:DescribeInstances answer has no instance `{instance_id}`")
             })
+    }
+}
+
+/// The `Date` of EC2's last answer (EC2's clock) and this node's time when it came: an SDK
+/// interceptor on the EC2 client. Calls are made one at a time, so the last answer is the one
+/// being read.
+#[derive(Clone, Debug, Default)]
+struct AnswerClock(Arc<Mutex<Option<(SystemTime, SystemTime)>>>);
+
+impl AnswerClock {
+    fn last(&self) -> Option<(SystemTime, SystemTime)> {
+        self.0.lock().ok().and_then(|last| *last)
+    }
+}
+
+impl Intercept for AnswerClock {
+    fn name(&self) -> &'static str {
+        "protokube-answer-clock"
+    }
+
+    fn read_before_deserialization(
+        &self,
+        context: &BeforeDeserializationInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        // The last `Date` (AWS sends one; a proxy may put its own after the server's).
+        let date = context
+            .response()
+            .headers()
+            .get_all("date")
+            .last()
+            .and_then(|text| DateTime::from_str(text, DateTimeFormat::HttpDate).ok())
+            .and_then(|date| SystemTime::try_from(date).ok());
+        if let Ok(mut last) = self.0.lock() {
+            *last = date.map(|date| (date, SystemTime::now()));
+        }
+        Ok(())
     }
 }
 
@@ -137,7 +205,7 @@ impl VolumeApi for Ec2 {
                 .map_err(|e| aws_error(e, "ec2:DescribeVolumes"))
                 .with_context(context)?;
             for volume in page.volumes() {
-                volumes.push(volume_from_sdk(volume).with_context(context)?);
+                volumes.push(self.volume(volume).with_context(context)?);
             }
         }
         Ok(volumes)
@@ -161,7 +229,7 @@ impl VolumeApi for Ec2 {
         output
             .volumes()
             .iter()
-            .map(volume_from_sdk)
+            .map(|volume| self.volume(volume))
             .collect::<Result<_>>()
             .with_context(context)
     }
