@@ -53,7 +53,7 @@ impl fmt::Display for NotReady {
 impl std::error::Error for NotReady {}
 
 /// Something the run must reach did not answer: the metadata service, credentials, an AWS
-/// endpoint. Waited for with backoff up to `--timeout` ([`crate::cloud::patient`]); still not
+/// endpoint. Waited for with backoff up to `--timeout` (`cloud/patient.rs`); still not
 /// there then, it is "not ready" (exit 75), never a failure judged on one attempt.
 #[derive(Debug)]
 pub struct Unreachable(pub String);

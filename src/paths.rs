@@ -22,6 +22,9 @@ pub const STATE_FILE: &str = "/var/lib/protokube/state.json";
 pub const FORMATTING_DIR: &str = "/var/lib/protokube/formatting";
 /// The run lock.
 pub const LOCK_FILE: &str = "/run/protokube.lock";
+/// Written by `reset --detach`: this instance is retired, and claims no etcd volume again until
+/// the file is removed.
+pub const RETIRED_FILE: &str = "/var/lib/protokube/retired";
 /// Directory of a manifest on its etcd volume, relative to the mount point.
 pub const ON_VOLUME_MANIFEST_DIR: &str = "k8s.io/manifests";
 

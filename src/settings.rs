@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{anyhow, Context as _, Result};
+use anyhow::{anyhow, bail, Context as _, Result};
 
 use crate::error::UsageError;
 use crate::identity::{check_identity_value, IdentityOverrides};
@@ -344,14 +344,22 @@ impl Settings {
             Some(dns) => (dns, None),
             None => default_dns(name, spec),
         };
-        let public_name = match self
+        let public_name = if let Some(given) = self
             .spec
             .as_ref()
             .and_then(|s| s.spec.master_public_name.as_deref())
         {
-            Some(given) => check_public_name(given, name, dns, &self.zone_rules)
-                .map_err(|why| anyhow!("spec.masterPublicName: {why}"))?,
-            None => format!("api.{name}"),
+            check_public_name(given, name, dns, &self.zone_rules)
+                .map_err(|why| anyhow!("spec.masterPublicName: {why}"))?
+        } else {
+            let default = format!("api.{name}");
+            if let Some(owner) = another_clusters_api_name(&default, name) {
+                bail!(
+                    "cluster `{name}`: its API name `{default}` is the internal API name of \
+                     cluster `{owner}`; set spec.masterPublicName to a name of its own"
+                );
+            }
+            default
         };
         Ok(Cluster {
             name: name.to_owned(),
@@ -396,9 +404,24 @@ fn default_dns(
     }
 }
 
-/// `spec.masterPublicName`, untrusted like a tag: a DNS name (no wildcard), inside the
-/// cluster's domain — or, for Route53, inside a zone the rules name, and not that zone's apex.
-/// (Zones given by id are known only at publish time, where the apex is checked again.)
+/// The cluster another kOps cluster's API name belongs to: kOps names a cluster's APIs
+/// `api.<cluster>` and `api.internal.<cluster>`, so `api.<other>` (a copied spec's name, a child
+/// cluster's) and any `api.internal.<…>` (a cluster named `internal.<other>` would take
+/// `<other>`'s internal name) are someone else's.
+fn another_clusters_api_name(name: &str, cluster: &str) -> Option<String> {
+    if let Some(owner) = name.strip_prefix("api.internal.") {
+        return Some(owner.to_owned());
+    }
+    name.strip_prefix("api.")
+        .filter(|owner| *owner != cluster)
+        .map(str::to_owned)
+}
+
+/// `spec.masterPublicName`, untrusted like a tag: a DNS name (no wildcard), never the API name
+/// kOps gives another cluster, inside the cluster's domain — or, for Route53, inside a zone the
+/// `--zone` rules or the spec's `dnsZone` name, and not that zone's apex. Without a named zone
+/// (no rule, `*`) it must be inside the cluster's domain. (Zones given by id are known only at
+/// publish time, where the name is checked to lie in one, and the apex again.)
 fn check_public_name(
     given: &str,
     cluster: &str,
@@ -407,6 +430,13 @@ fn check_public_name(
 ) -> Result<String, String> {
     let name = normalize_dns_name(given);
     check_dns_name(&name)?;
+    if let Some(owner) = another_clusters_api_name(&name, cluster) {
+        return Err(format!(
+            "`{name}` is the API name kOps gives cluster `{owner}`, not this cluster \
+             (`{cluster}`); protokube never takes another cluster's name: use `api.{cluster}` or \
+             a name of your own that does not start with `api.`"
+        ));
+    }
     if is_within(&name, cluster) {
         return Ok(name);
     }
@@ -417,9 +447,7 @@ fn check_public_name(
             ZoneRule::Id(_) | ZoneRule::Any => None,
         })
         .collect();
-    let any_zone = rules
-        .iter()
-        .any(|r| matches!(r, ZoneRule::Id(_) | ZoneRule::Any));
+    let zone_by_id = rules.iter().any(|r| matches!(r, ZoneRule::Id(_)));
     match dns {
         DnsProvider::Hosts => Err(format!(
             "`{name}` is outside the cluster's domain `{cluster}`; the hosts file of a gossip \
@@ -428,9 +456,13 @@ fn check_public_name(
         DnsProvider::Route53 if named_zones.contains(&name.as_str()) => Err(format!(
             "`{name}` is the apex of an allowed zone; protokube never writes a zone apex"
         )),
-        DnsProvider::Route53 if any_zone || named_zones.iter().any(|z| is_within(&name, z)) => {
+        DnsProvider::Route53 if zone_by_id || named_zones.iter().any(|z| is_within(&name, z)) => {
             Ok(name)
         }
+        DnsProvider::Route53 if named_zones.is_empty() => Err(format!(
+            "`{name}` is outside the cluster's domain `{cluster}` and no zone is named (--zone or \
+             the spec's dnsZone): name the zone it belongs to with --zone"
+        )),
         DnsProvider::Route53 => Err(format!(
             "`{name}` is neither inside the cluster's domain `{cluster}` nor inside an allowed \
              zone ({}); choose the zone with --zone",
@@ -630,7 +662,33 @@ mod tests {
             check("API.c.example.com.", DnsProvider::Route53, &name_rules).unwrap(),
             "api.c.example.com"
         );
-        assert!(check("api.example.com", DnsProvider::Route53, &name_rules).is_ok());
+        assert!(check("k8s.example.com", DnsProvider::Route53, &name_rules).is_ok());
+        // Another cluster's API names: a copied spec's, a child cluster's, the internal one of
+        // the cluster this one's name extends.
+        for (other, owner) in [
+            ("api.other.example.com", "other.example.com"),
+            ("api.x.c.example.com", "x.c.example.com"),
+            ("api.example.com", "example.com"),
+            ("api.internal.c.example.com", "c.example.com"),
+        ] {
+            let err = check(other, DnsProvider::Route53, &name_rules).unwrap_err();
+            assert!(
+                err.contains(&format!("cluster `{owner}`")),
+                "{other}: {err}"
+            );
+        }
+        // Without a named zone, only the cluster's own domain.
+        assert!(
+            check("k8s.example.com", DnsProvider::Route53, &[ZoneRule::Any])
+                .unwrap_err()
+                .contains("no zone is named")
+        );
+        assert!(check(
+            "public.c.example.com",
+            DnsProvider::Route53,
+            &[ZoneRule::Any]
+        )
+        .is_ok());
         for (bad, dns, rules, needle) in [
             (
                 "*.example.com",
@@ -640,7 +698,7 @@ mod tests {
             ),
             ("example.com", DnsProvider::Route53, &name_rules[..], "apex"),
             (
-                "api.other.com",
+                "k8s.other.com",
                 DnsProvider::Route53,
                 &name_rules[..],
                 "allowed zone",
@@ -669,7 +727,7 @@ mod tests {
         }
         // Zones by id are only known at publish time.
         assert!(check(
-            "api.other.com",
+            "k8s.other.com",
             DnsProvider::Route53,
             &[ZoneRule::Id("Z1".into())]
         )

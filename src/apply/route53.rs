@@ -152,6 +152,27 @@ impl ZoneRun<'_> {
             }
             read => read?,
         };
+        // Every read checks the choice: names delegated to another zone since it was made (an
+        // NS record set in the chosen zone at or above them) send the lookup again, so a newly
+        // delegated zone is found at the next full check and the shadowed parent never written.
+        if let Some(delegated) = delegation(&by_zone, &existing) {
+            if remembered.is_none() {
+                bail!(
+                    "{delegated}, which is not among the hosted zones the --zone rules allow; \
+                     allow it with --zone, or remove the delegation"
+                );
+            }
+            tracing::info!("{delegated}; looking the hosted zones up again");
+            zones = find_zones(self.dns, self.rules).await?;
+            by_zone = names_by_zone(&zones, names)?;
+            existing = self.read_all(&by_zone).await?;
+            if let Some(delegated) = delegation(&by_zone, &existing) {
+                bail!(
+                    "{delegated}, which is not among the hosted zones the --zone rules allow; \
+                     allow it with --zone, or remove the delegation"
+                );
+            }
+        }
         let mut in_place = true;
         let mut missing = BTreeMap::new();
         for (id, (zone, records)) in &by_zone {
@@ -213,6 +234,29 @@ impl ZoneRun<'_> {
         }
         Ok(existing)
     }
+}
+
+/// A name of `by_zone` that its zone has delegated away (an NS record set at or above it, below
+/// the zone's apex), said in words.
+fn delegation(
+    by_zone: &ZoneNames<'_>,
+    existing: &BTreeMap<String, Vec<RecordSet>>,
+) -> Option<String> {
+    for (id, (zone, records)) in by_zone {
+        let sets = existing.get(id).map(Vec::as_slice).unwrap_or_default();
+        for ns in sets
+            .iter()
+            .filter(|r| r.record_type == "NS" && r.name != zone.name)
+        {
+            if let Some(record) = records.iter().find(|r| is_within(&r.name, &ns.name)) {
+                return Some(format!(
+                    "`{}` is delegated from zone `{}` ({}) to another zone (NS at `{}`)",
+                    record.name, zone.name, zone.id, ns.name
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// The allowed zone of each name, each name checked to be inside one and not its apex.
@@ -395,4 +439,49 @@ pub async fn find_zones(dns: &dyn DnsApi, rules: &[ZoneRule]) -> Result<Vec<Host
     zones.sort_by(|a, b| a.id.cmp(&b.id));
     zones.dedup_by(|a, b| a.id == b.id);
     Ok(zones)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::records::RecordRole;
+
+    #[test]
+    fn a_name_delegated_from_its_zone_is_seen() {
+        let zone = HostedZone {
+            id: "Z1".into(),
+            name: "example.com".into(),
+            private: false,
+        };
+        let record = DesiredRecord {
+            name: "etcd-a.internal.ha.example.com".into(),
+            role: RecordRole::EtcdMember,
+            addresses: vec![],
+        };
+        let by_zone: ZoneNames<'_> = [("Z1".to_owned(), (zone, vec![&record]))]
+            .into_iter()
+            .collect();
+        let set = |name: &str, kind: &str| RecordSet {
+            name: name.into(),
+            record_type: kind.into(),
+            ttl: Some(300),
+            values: vec!["ns-1.awsdns.com.".into()],
+            alias: false,
+        };
+        let read = |sets: Vec<RecordSet>| [("Z1".to_owned(), sets)].into_iter().collect();
+        // The zone's own NS, and a delegation of a sibling: nothing delegated.
+        let undelegated = read(vec![
+            set("example.com", "NS"),
+            set("other.example.com", "NS"),
+        ]);
+        assert_eq!(delegation(&by_zone, &undelegated), None);
+        // The cluster's subtree delegated to a zone of its own.
+        let delegated = read(vec![set("ha.example.com", "NS")]);
+        let said = delegation(&by_zone, &delegated).unwrap();
+        assert!(
+            said.contains("etcd-a.internal.ha.example.com")
+                && said.contains("NS at `ha.example.com`"),
+            "{said}"
+        );
+    }
 }

@@ -1,7 +1,9 @@
 //! `reset` planning: which entries of the manifest directory protokube made (and so removes),
 //! and which of this node's etcd volumes are mounted or attached. Pure.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
+
+use crate::plan::files::relative_target;
 
 /// The control-plane manifests protokube renders from a cluster spec.
 pub const SPEC_MANIFESTS: [&str; 4] = [
@@ -20,33 +22,44 @@ pub struct ManifestEntry {
     pub link: Option<PathBuf>,
 }
 
-/// Whether a link target leads to a manifest on one of protokube's etcd volumes
-/// (`…/mnt/master-vol-…/k8s.io/manifests/<name>.manifest`).
-fn leads_to_volume_manifest(target: &Path) -> bool {
-    let parts: Vec<String> = target
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(part) => Some(part.to_string_lossy().into_owned()),
-            _ => None,
-        })
-        .collect();
-    parts.windows(4).any(|w| {
-        w[0].starts_with("master-vol-")
-            && w[1] == "k8s.io"
-            && w[2] == "manifests"
-            && w[3].ends_with(".manifest")
-    })
+/// Where protokube's etcd links lead, as host paths (without `--root`): the manifest directory
+/// (`/etc/kubernetes/manifests`) and, per etcd volume of this node, the manifest directory on
+/// it (`/mnt/master-<id>/k8s.io/manifests`, and where `/mnt` is a symlink the resolved place).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OwnLinks {
+    pub manifest_dir: PathBuf,
+    pub volume_dirs: Vec<PathBuf>,
 }
 
-/// The manifest directory's entries `reset` removes, in order: the etcd links into protokube's
-/// volumes first (kubelet stops etcd before its volume is unmounted), then, when protokube
-/// renders them here (a spec is given), the control-plane manifests. Anything else (nodeup's
-/// files, etcd-manager's) is left.
-pub fn manifests_to_remove(entries: &[ManifestEntry], renders_spec_manifests: bool) -> Vec<String> {
+impl OwnLinks {
+    /// Whether `entry` is a link protokube made: to the file of the same name in one of this
+    /// node's volume manifest directories, by the relative target `render` writes (or the
+    /// absolute one older versions wrote). A user's link elsewhere, or to another volume, is not.
+    fn made(&self, entry: &ManifestEntry) -> bool {
+        let Some(link) = &entry.link else {
+            return false;
+        };
+        let at = self.manifest_dir.join(&entry.name);
+        self.volume_dirs.iter().any(|dir| {
+            let target = dir.join(&entry.name);
+            *link == relative_target(&at, &target) || *link == target
+        })
+    }
+}
+
+/// The manifest directory's entries `reset` removes, in order: the etcd links protokube made
+/// into this node's volumes first (kubelet stops etcd before its volume is unmounted), then, when
+/// protokube renders them here (a spec is given), the control-plane manifests. Anything else
+/// (nodeup's files, etcd-manager's, a user's links) is left.
+pub fn manifests_to_remove(
+    entries: &[ManifestEntry],
+    renders_spec_manifests: bool,
+    own: &OwnLinks,
+) -> Vec<String> {
     let mut links: Vec<String> = entries
         .iter()
         .filter(|e| e.name.ends_with(".manifest"))
-        .filter(|e| e.link.as_deref().is_some_and(leads_to_volume_manifest))
+        .filter(|e| own.made(e))
         .map(|e| e.name.clone())
         .collect();
     links.sort();
@@ -92,9 +105,30 @@ mod tests {
             entry("etcd-manager-main.manifest", None),
             entry("other.manifest", Some("/srv/other.manifest")),
             entry("cloud-init.yaml", None),
+            // A user's links: to a copy elsewhere that merely names the path, to another
+            // volume, to a file of another name.
+            entry(
+                "backup.manifest",
+                Some("/home/u/mnt/master-vol-1/k8s.io/manifests/backup.manifest"),
+            ),
+            entry(
+                "etcd-x.manifest",
+                Some("../../../mnt/master-vol-9/k8s.io/manifests/etcd-x.manifest"),
+            ),
+            entry(
+                "etcd-y.manifest",
+                Some("../../../mnt/master-vol-1/k8s.io/manifests/etcd.manifest"),
+            ),
         ];
+        let own = OwnLinks {
+            manifest_dir: "/etc/kubernetes/manifests".into(),
+            volume_dirs: vec![
+                "/mnt/master-vol-1/k8s.io/manifests".into(),
+                "/mnt/master-vol-2/k8s.io/manifests".into(),
+            ],
+        };
         assert_eq!(
-            manifests_to_remove(&entries, true),
+            manifests_to_remove(&entries, true, &own),
             [
                 "etcd-events.manifest",
                 "etcd.manifest",
@@ -104,7 +138,7 @@ mod tests {
         );
         // Without a spec the kube-* manifests are nodeup's.
         assert_eq!(
-            manifests_to_remove(&entries, false),
+            manifests_to_remove(&entries, false, &own),
             ["etcd-events.manifest", "etcd.manifest"]
         );
     }

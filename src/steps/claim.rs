@@ -11,7 +11,8 @@ use crate::apply::attach::{attach, wait_attached, Attached};
 use crate::cloud::AccessDenied;
 use crate::cloud::AttachmentState;
 use crate::error::NotReady;
-use crate::paths::volume_mountpoint;
+use crate::paths::{volume_mountpoint, RETIRED_FILE};
+use crate::plan::files::FileFact;
 use crate::plan::mounts::mounted_at;
 use crate::plan::volumes::{free_device_name, plan_claims, ClaimPlan, EtcdVolume, DEVICE_NAMES};
 use crate::report::{Action, Change, ChangeKind, Report};
@@ -53,6 +54,18 @@ pub async fn run(
 ) -> Result<Claimed> {
     let mut claimed = Claimed::default();
     let instance_id = snapshot.identity().await?.instance_id.clone();
+    // A node retired with `reset --detach` claims nothing: its unit or timer keeps running.
+    let retired = settings.root.own(RETIRED_FILE)?;
+    if let FileFact::File { bytes, .. } = snapshot.host().fact(&retired)? {
+        if String::from_utf8_lossy(&bytes).trim() == instance_id {
+            report.warn(format!(
+                "this node was retired with `protokube reset --detach` (`{}`): it claims no etcd \
+                 volume; remove that file to bring it back",
+                retired.display()
+            ));
+            return Ok(claimed);
+        }
+    }
     warn_skipped(snapshot, report).await?;
     let here = snapshot.volumes_here().await?;
     let table = snapshot.mount_table()?;

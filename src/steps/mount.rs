@@ -16,8 +16,8 @@ use crate::plan::blank::{
 };
 use crate::plan::mounts::{
     decision_changes, finish_change, format_change, grow_change, grow_warning, mount_change,
-    mount_state, plan_device, plan_grow, refusal_from_mounts, state_file_change, DeviceAction,
-    Grow, MountState, NO_CAP_SYS_RESOURCE,
+    mount_state, mounted_at, plan_device, plan_grow, refusal_from_mounts, state_file_change,
+    DeviceAction, Grow, MountState, NO_CAP_SYS_RESOURCE,
 };
 use crate::plan::volumes::EtcdVolume;
 use crate::report::{Action, Report};
@@ -66,6 +66,25 @@ pub async fn run(
         }
     }
     warn_untagged(settings, &untagged, report);
+    // A volume mounted here before that this run does not see (skipped for a bad tag, a retag
+    // in flight) stays recorded while it is mounted: etcd may be running on it, and `reset`
+    // must still find it.
+    let table = snapshot.mount_table()?;
+    for recorded in snapshot.state()?.volumes.clone() {
+        if targets.iter().any(|t| t.id == recorded.volume_id) {
+            continue;
+        }
+        let mountpoint = settings.root.volume_mountpoint(&recorded.volume_id)?;
+        if mounted_at(&table, &mountpoint).is_some() {
+            report.warn(format!(
+                "volume `{}` is mounted at `{}` but is not among this run's volumes; it stays \
+                 mounted and recorded as it is",
+                recorded.volume_id,
+                mountpoint.display()
+            ));
+            mounted.push(recorded);
+        }
+    }
     let volumes = record_state(settings, snapshot, mounted, report)?;
     snapshot.record_mounted(volumes);
     super::first_error(errors)?;

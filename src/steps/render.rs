@@ -17,6 +17,9 @@ use crate::settings::Settings;
 use crate::snapshot::Snapshot;
 use crate::spec::ClusterSpec;
 
+/// The largest etcd version record read (`3.5.13\n` is 7 bytes).
+const VERSION_RECORD_MAX: u64 = 64;
+
 pub async fn run(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
@@ -94,6 +97,15 @@ pub async fn run(
         }
     }
     for path in version_record_paths(&layout, &manifests)? {
+        // A version record is a few bytes: read with that bound first, so a large (or sparse)
+        // file there is refused without being read whole.
+        host.read(&path, VERSION_RECORD_MAX).with_context(|| {
+            format!(
+                "`{}` is not an etcd version record (a regular file of at most \
+                 {VERSION_RECORD_MAX} bytes); write the version its data last ran there",
+                path.display()
+            )
+        })?;
         let fact = host.fact(&path)?;
         facts.insert(path, fact);
     }

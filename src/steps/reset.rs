@@ -14,9 +14,10 @@ use crate::cloud::AttachmentState;
 use crate::error::NotReady;
 use crate::host::{Devices, Holder};
 use crate::paths::STATE_FILE;
-use crate::plan::files::{plan_removal, plan_restore, FileChange, FileFact};
+use crate::paths::{volume_mountpoint, RETIRED_FILE};
+use crate::plan::files::{plan_file, plan_removal, plan_restore, FileChange, FileFact};
 use crate::plan::mounts::mounted_at;
-use crate::plan::reset::{manifests_to_remove, ManifestEntry};
+use crate::plan::reset::{manifests_to_remove, ManifestEntry, OwnLinks};
 use crate::report::{Action, Change, ChangeKind, Report};
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
@@ -44,10 +45,23 @@ pub async fn run(
     let cluster = snapshot.cluster().await?;
     let dns = dns_target::choose(settings, &cluster);
     // Facts first, the whole plan reported before anything changes.
-    let manifests = manifest_removals(settings, snapshot)?;
     let volumes = node_volumes(settings, snapshot).await?;
+    let manifests = manifest_removals(settings, snapshot, &volumes)?;
     let state_path = settings.root.own(STATE_FILE)?;
     let state_removal = plan_removal(&state_path, &host.fact(&state_path)?);
+    // A node retired with `--detach` stays retired: its unit or timer claims nothing again.
+    let instance_id = snapshot.identity().await?.instance_id.clone();
+    let retired = if settings.detach && settings.master {
+        let path = settings.root.own(RETIRED_FILE)?;
+        Some(plan_file(
+            &path,
+            &host.fact(&path)?,
+            &format!("{instance_id}\n"),
+            0o644,
+        ))
+    } else {
+        None
+    };
 
     for change in &manifests {
         report.push(change.change());
@@ -80,6 +94,9 @@ pub async fn run(
         report_volumes(settings, &volumes, report);
         dns.release(snapshot, report).await?;
         report.push(state_removal.change());
+        if let Some(retired) = &retired {
+            report.push(retired.change());
+        }
         return Ok(());
     }
     // What the manifests were, to put them back if the volumes cannot be freed.
@@ -104,7 +121,6 @@ pub async fn run(
             host.unmount(&settings.root, &volume.mountpoint)?;
         }
     }
-    let instance_id = snapshot.identity().await?.instance_id.clone();
     for volume in detaching {
         // Unmounted everywhere protokube mounted it: nothing may hold it now.
         let left = holders(settings, host, volume);
@@ -123,6 +139,10 @@ pub async fn run(
     dns.release(snapshot, report).await?;
     host.apply(&state_removal)?;
     report.push(state_removal.change());
+    if let Some(retired) = retired {
+        host.apply(&retired)?;
+        report.push(retired.change());
+    }
     Ok(())
 }
 
@@ -146,10 +166,28 @@ fn not_detached(volume: &NodeVolume, holders: &[Holder], done: &str) -> anyhow::
     .into()
 }
 
-/// Removals of the manifests protokube wrote into the manifest directory.
-fn manifest_removals(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<Vec<FileChange>> {
+/// Removals of the manifests protokube wrote into the manifest directory: its links into this
+/// node's `volumes`, and the control-plane manifests it renders.
+fn manifest_removals(
+    settings: &Settings,
+    snapshot: &mut Snapshot<'_>,
+    volumes: &[NodeVolume],
+) -> Result<Vec<FileChange>> {
     let host = snapshot.host();
     let (dir, names) = snapshot.manifest_dir()?;
+    let manifests_on = |mountpoint: PathBuf| mountpoint.join("k8s.io/manifests");
+    let own = OwnLinks {
+        manifest_dir: settings.root.host_path_of(&dir),
+        volume_dirs: volumes
+            .iter()
+            .flat_map(|v| {
+                [
+                    manifests_on(settings.root.host_path_of(&v.mountpoint)),
+                    manifests_on(volume_mountpoint(&v.id)),
+                ]
+            })
+            .collect(),
+    };
     let mut listed = Vec::new();
     for name in names {
         let link = match host.fact(&dir.join(&name))? {
@@ -159,7 +197,7 @@ fn manifest_removals(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result
         listed.push(ManifestEntry { name, link });
     }
     let renders_spec_manifests = settings.spec.is_some() && !settings.etcd_only;
-    manifests_to_remove(&listed, renders_spec_manifests)
+    manifests_to_remove(&listed, renders_spec_manifests, &own)
         .into_iter()
         .map(|name| {
             let path = dir.join(name);
@@ -192,12 +230,57 @@ async fn node_volumes(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Resul
         }
     }
     let state = snapshot.state_strict()?.clone();
+    let table = snapshot.mount_table()?;
+    // Protokube's own mount points count too, recorded or not (a volume dropped from the
+    // answer for a bad tag): reset never reports success over one it leaves mounted.
+    let mounted_here: BTreeSet<String> = table
+        .iter()
+        .filter_map(|entry| {
+            let path = std::path::Path::new(&entry.mountpoint);
+            let id = path.file_name()?.to_str()?.strip_prefix("master-")?;
+            let is_volume_id = id
+                .strip_prefix("vol-")
+                .is_some_and(|hex| !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()));
+            let ours = settings.root.volume_mountpoint(id).ok()? == path;
+            (is_volume_id && ours).then(|| id.to_owned())
+        })
+        .collect();
     let ids: BTreeSet<String> = attached
         .iter()
         .cloned()
         .chain(state.volumes.into_iter().map(|v| v.volume_id))
+        .chain(mounted_here.iter().cloned())
         .collect();
-    let table = snapshot.mount_table()?;
+    // A volume mounted here that the cluster's answer left out (skipped for a bad tag): its own
+    // attachment is asked for, so `--detach` leaves nothing of this node attached. (Only
+    // mounted ones: a mounted volume exists; a recorded one may have been deleted since.)
+    if settings.master && settings.detach {
+        let instance_id = snapshot.identity().await?.instance_id.clone();
+        let known: BTreeSet<String> = snapshot
+            .volumes_here()
+            .await?
+            .into_iter()
+            .map(|v| v.id)
+            .collect();
+        let unknown: Vec<String> = mounted_here
+            .iter()
+            .filter(|id| !known.contains(*id))
+            .cloned()
+            .collect();
+        if !unknown.is_empty() {
+            let api = snapshot.clients().await?.volumes;
+            for volume in api.volumes_by_id(&unknown).await? {
+                if let Some(attachment) = volume
+                    .attachments
+                    .iter()
+                    .find(|a| a.instance_id == instance_id && a.state != AttachmentState::Detaching)
+                {
+                    attached_as.insert(volume.id.clone(), attachment.device.clone());
+                    attached.insert(volume.id);
+                }
+            }
+        }
+    }
     let mut volumes = Vec::new();
     for id in ids {
         let mountpoint = settings.root.volume_mountpoint(&id)?;
@@ -370,7 +453,8 @@ mod tests {
             bench.take_effects(),
             [
                 format!("write {LINK}"),
-                "unmount /mnt/master-vol-1".to_owned()
+                "unmount /mnt/master-vol-1".to_owned(),
+                "write /var/lib/protokube/retired".to_owned()
             ]
         );
         assert_eq!(bench.cloud.mutations(), ["DetachVolume vol-1"]);
@@ -380,7 +464,16 @@ mod tests {
             .filter(|c| c.action != Action::Unchanged)
             .map(|c| c.action)
             .collect();
-        assert_eq!(order, [Action::Delete, Action::Unmount, Action::Detach]);
+        // The node is marked retired last, once everything else is undone.
+        assert_eq!(
+            order,
+            [
+                Action::Delete,
+                Action::Unmount,
+                Action::Detach,
+                Action::Create
+            ]
+        );
     }
 
     #[test]

@@ -48,7 +48,7 @@ fn a_hostile_public_name_is_refused_before_anything_is_done() {
         (
             NodeKind::HaMaster,
             "ha.yaml",
-            "api.other.org",
+            "k8s.other.org",
             "allowed zone",
         ),
         (

@@ -346,6 +346,7 @@ fn the_rendered_etcd_pod_runs_a_healthy_etcd() {
     )
     .unwrap();
     doc["metadata"]["name"] = cluster.into();
+    doc["spec"]["masterPublicName"] = format!("api.{cluster}").into();
     doc["spec"]["etcdClusters"][0]["version"] = "3.4.23".into();
     let spec = node.root.join("/spec.yaml");
     std::fs::write(&spec, serde_yaml::to_string(&doc).unwrap()).unwrap();
@@ -420,6 +421,7 @@ fn cilium_etcd_gets_its_own_ports_and_runs() {
     )
     .unwrap();
     doc["metadata"]["name"] = cluster.into();
+    doc["spec"]["masterPublicName"] = format!("api.{cluster}").into();
     let clusters = doc["spec"]["etcdClusters"].as_sequence_mut().unwrap();
     let mut cilium = clusters[1].clone();
     cilium["name"] = "cilium".into();

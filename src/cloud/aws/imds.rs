@@ -62,19 +62,19 @@ impl InstanceMetadata for Imds {
                     _ => Err(anyhow!("the metadata service answered HTTP {status}")),
                 }
             }
-            Err(err @ ImdsError::FailedToLoadToken(_)) => {
+            Err(err @ (ImdsError::FailedToLoadToken(_) | ImdsError::IoError(_))) => {
                 let chain = cause_chain(&err);
                 let message = if chain.contains("timed out") || chain.contains("timeout") {
+                    // The SDK reports a token request that got no answer either way.
                     format!(
-                        "the IMDSv2 token request (PUT /latest/api/token) got no answer: {chain}; \
-                         {HOP_LIMIT_HINT}"
+                        "the metadata service got no answer (IMDSv2: the token request PUT \
+                         /latest/api/token first): {chain}; {HOP_LIMIT_HINT}"
                     )
                 } else {
                     chain
                 };
                 Err(Unreachable(message).into())
             }
-            Err(err @ ImdsError::IoError(_)) => Err(Unreachable(cause_chain(&err)).into()),
             Err(err) => Err(anyhow!("{}", cause_chain(&err))),
         }
     }

@@ -386,32 +386,8 @@ impl Manifest {
     }
 }
 
-/// Where each etcd volume records the etcd version its data last ran.
-pub fn version_record_paths(layout: &Layout, manifests: &[Manifest]) -> Result<Vec<PathBuf>> {
-    let mut paths: Vec<PathBuf> = Vec::new();
-    for manifest in manifests {
-        if let Placement::OnVolume { volume_id, .. } = &manifest.placement {
-            let dir = layout.volume_dirs.get(volume_id).ok_or_else(|| {
-                anyhow!("no manifest directory resolved for volume `{volume_id}`")
-            })?;
-            let path = dir.join(VERSION_FILE);
-            if !paths.contains(&path) {
-                paths.push(path);
-            }
-        }
-    }
-    Ok(paths)
-}
-
-/// The etcd version guard: each etcd pod's version checked against the one its volume
-/// records (a downgrade, or a skipped minor, is an error naming the volume and what to do),
-/// then the record written with the version the volume's data now runs (the highest of its
-/// pods'). Checked before anything is written; the record is written before the manifests.
-pub fn plan_version_records(
-    layout: &Layout,
-    manifests: &[Manifest],
-    facts: &BTreeMap<PathBuf, FileFact>,
-) -> Result<Vec<FileChange>> {
+/// The etcd pods on each volume: `(volume id, [(manifest name, version)])`.
+fn pods_by_volume(manifests: &[Manifest]) -> BTreeMap<&str, Vec<(&str, Option<EtcdVersion>)>> {
     let mut by_volume: BTreeMap<&str, Vec<(&str, Option<EtcdVersion>)>> = BTreeMap::new();
     for manifest in manifests {
         if let Placement::OnVolume {
@@ -426,43 +402,86 @@ pub fn plan_version_records(
                 .push((&manifest.name, *etcd_version));
         }
     }
+    by_volume
+}
+
+/// Where the etcd version one etcd cluster's data last ran is recorded on its volume: one record
+/// per etcd cluster, so clusters sharing a volume upgrade one at a time. A volume holding one
+/// cluster (kOps' layout) keeps `etcd-version`; one holding several has `<pod>.etcd-version`
+/// each.
+fn record_path(dir: &Path, pod: &str, pods_on_volume: usize) -> PathBuf {
+    if pods_on_volume == 1 {
+        dir.join(VERSION_FILE)
+    } else {
+        dir.join(format!("{pod}.{VERSION_FILE}"))
+    }
+}
+
+/// The volume manifest directory of `volume_id`.
+fn volume_dir<'a>(layout: &'a Layout, volume_id: &str) -> Result<&'a PathBuf> {
+    layout
+        .volume_dirs
+        .get(volume_id)
+        .ok_or_else(|| anyhow!("no manifest directory resolved for volume `{volume_id}`"))
+}
+
+/// Where each etcd cluster records the etcd version its data last ran.
+pub fn version_record_paths(layout: &Layout, manifests: &[Manifest]) -> Result<Vec<PathBuf>> {
+    let mut paths = Vec::new();
+    for (volume_id, pods) in pods_by_volume(manifests) {
+        let dir = volume_dir(layout, volume_id)?;
+        paths.extend(
+            pods.iter()
+                .map(|(pod, _)| record_path(dir, pod, pods.len())),
+        );
+    }
+    Ok(paths)
+}
+
+/// The etcd version guard: each etcd pod's version checked against the one its etcd cluster's
+/// record holds (a downgrade, or a skipped minor, is an error naming the volume and what to do),
+/// then the record written with the version the pod runs. Checked before anything is written;
+/// the records are written before the manifests.
+pub fn plan_version_records(
+    layout: &Layout,
+    manifests: &[Manifest],
+    facts: &BTreeMap<PathBuf, FileFact>,
+) -> Result<Vec<FileChange>> {
     let mut changes = Vec::new();
-    for (volume_id, pods) in by_volume {
-        let dir = layout
-            .volume_dirs
-            .get(volume_id)
-            .ok_or_else(|| anyhow!("no manifest directory resolved for volume `{volume_id}`"))?;
-        let path = dir.join(VERSION_FILE);
-        let fact = facts.get(&path).unwrap_or(&FileFact::Missing);
-        let recorded = match fact {
-            FileFact::File { bytes, .. } => Some(
-                std::str::from_utf8(bytes)
-                    .ok()
-                    .and_then(EtcdVersion::parse)
-                    .ok_or_else(|| {
-                        anyhow!(
-                            "`{}` on volume `{volume_id}` does not hold an etcd version \
-                             (`3.5.13`); write the version its data last ran there",
-                            path.display()
-                        )
-                    })?,
-            ),
-            FileFact::Missing => None,
-            FileFact::Symlink(_) | FileFact::Other => bail!(
-                "`{}` on volume `{volume_id}` is not a regular file",
-                path.display()
-            ),
-        };
+    for (volume_id, pods) in pods_by_volume(manifests) {
+        let dir = volume_dir(layout, volume_id)?;
         for (pod, wanted) in &pods {
-            if let (Some(recorded), Some(wanted)) = (recorded, wanted) {
+            let path = record_path(dir, pod, pods.len());
+            let fact = facts.get(&path).unwrap_or(&FileFact::Missing);
+            let recorded = match fact {
+                FileFact::File { bytes, .. } => Some(
+                    std::str::from_utf8(bytes)
+                        .ok()
+                        .and_then(EtcdVersion::parse)
+                        .ok_or_else(|| {
+                            anyhow!(
+                                "`{}` on volume `{volume_id}` does not hold an etcd version \
+                                 (`3.5.13`); write the version its data last ran there",
+                                path.display()
+                            )
+                        })?,
+                ),
+                FileFact::Missing => None,
+                FileFact::Symlink(_) | FileFact::Other => bail!(
+                    "`{}` on volume `{volume_id}` is not a regular file",
+                    path.display()
+                ),
+            };
+            let Some(wanted) = wanted else {
+                continue;
+            };
+            if let Some(recorded) = recorded {
                 check_upgrade(recorded, *wanted).map_err(|why| {
                     anyhow!("refusing to run `{pod}` on volume `{volume_id}`: {why}")
                 })?;
             }
-        }
-        if let Some(now) = pods.iter().filter_map(|(_, v)| *v).max() {
-            let mut change = plan_file(&path, fact, &format!("{now}\n"), 0o644);
-            change.detail = format!("etcd {now} (the version this volume's etcd data runs)");
+            let mut change = plan_file(&path, fact, &format!("{wanted}\n"), 0o644);
+            change.detail = format!("etcd {wanted} (the version `{pod}`'s data runs)");
             changes.push(change);
         }
     }
@@ -541,12 +560,56 @@ mod tests {
     }
 
     #[test]
+    fn etcd_clusters_sharing_a_volume_upgrade_one_at_a_time() {
+        let layout = layout();
+        let dir = PathBuf::from("/r/var/mnt/master-vol-1/k8s.io/manifests");
+        let running = |name: &str, version: &str| {
+            let mut pod = on_volume(name);
+            if let Placement::OnVolume { etcd_version, .. } = &mut pod.placement {
+                *etcd_version = EtcdVersion::parse(version);
+            }
+            pod
+        };
+        let file = |text: &str| FileFact::File {
+            bytes: text.as_bytes().to_vec(),
+            mode: 0o644,
+        };
+        // main upgraded to 3.5 first, events still on 3.4: both run on.
+        let facts: BTreeMap<PathBuf, FileFact> = [
+            (dir.join("etcd.etcd-version"), file("3.5.13\n")),
+            (dir.join("etcd-events.etcd-version"), file("3.4.23\n")),
+        ]
+        .into();
+        let pods = [running("etcd", "3.5.13"), running("etcd-events", "3.4.23")];
+        let changes = plan_version_records(&layout, &pods, &facts).unwrap();
+        assert!(changes.iter().all(|c| c.action == Action::Unchanged));
+        // events' own record still guards it: 3.4 to 3.6 is refused.
+        let pods = [running("etcd", "3.5.13"), running("etcd-events", "3.6.0")];
+        let err = plan_version_records(&layout, &pods, &facts)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("etcd-events") && err.contains("3.5"), "{err}");
+    }
+
+    #[test]
     fn the_version_record_guards_upgrades_and_follows_the_data() {
         let layout = layout();
         let record = PathBuf::from("/r/var/mnt/master-vol-1/k8s.io/manifests/etcd-version");
+        assert_eq!(
+            version_record_paths(&layout, &[on_volume("etcd")]).unwrap(),
+            std::slice::from_ref(&record)
+        );
+        // Two etcd clusters on one volume: a record each, so each upgrades on its own.
         let paths =
             version_record_paths(&layout, &[on_volume("etcd"), on_volume("etcd-events")]).unwrap();
-        assert_eq!(paths, std::slice::from_ref(&record));
+        let dir = PathBuf::from("/r/var/mnt/master-vol-1/k8s.io/manifests");
+        assert_eq!(
+            paths,
+            [
+                dir.join("etcd.etcd-version"),
+                dir.join("etcd-events.etcd-version")
+            ]
+        );
         let with = |text: &str| -> BTreeMap<PathBuf, FileFact> {
             [(
                 record.clone(),

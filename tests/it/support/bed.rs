@@ -271,6 +271,26 @@ impl Bed {
         });
     }
 
+    /// Sets tag `key` = `value` on the volume, behind protokube's back.
+    pub(crate) fn tag_volume(&self, volume_id: &str, key: &str, value: &str) {
+        super::runtime().block_on(async {
+            self.moto()
+                .ec2(REGION)
+                .await
+                .create_tags()
+                .resources(volume_id)
+                .tags(
+                    aws_sdk_ec2::types::Tag::builder()
+                        .key(key)
+                        .value(value)
+                        .build(),
+                )
+                .send()
+                .await
+                .unwrap();
+        });
+    }
+
     /// The volume's tags, as the emulator has them.
     pub(crate) fn volume_tags(
         &self,
