@@ -8,3 +8,7 @@ pub const MASTER_ROLE: &str = "k8s.io/role/master";
 pub const CONTROL_PLANE_ROLE: &str = "k8s.io/role/control-plane";
 /// Prefix of the membership tags: `k8s.io/etcd/<cluster key>=<me>/<m1,m2,...>`.
 pub const ETCD_PREFIX: &str = "k8s.io/etcd/";
+/// Prefix of the tag protokube writes when it records the etcd version a volume's data of one
+/// etcd cluster runs: `k8s.io/protokube/etcd-version/<cluster key>=3.5.13`, so every member
+/// sees the others' versions in the one cloud answer.
+pub const ETCD_VERSION_PREFIX: &str = "k8s.io/protokube/etcd-version/";

@@ -21,5 +21,7 @@ pub async fn run(
     snapshot.cluster().await?;
     steps::announce_etcd_owner(settings, &mut snapshot, report)?;
     let _lock = steps::lock(settings, host)?;
-    steps::render::run(settings, &mut snapshot, report).await
+    steps::render::run(settings, &mut snapshot, report)
+        .await
+        .map(drop)
 }

@@ -49,7 +49,7 @@ pub async fn run(
     } else {
         Default::default()
     };
-    steps::render::run(settings, &mut snapshot, report).await?;
+    let rendered = steps::render::run(settings, &mut snapshot, report).await?;
     let nothing_known = steps::publish::Known::default();
     let known = verify.as_ref().map_or(&nothing_known, |v| &v.known);
     let published = steps::publish::run(settings, &mut snapshot, known, report).await?;
@@ -57,7 +57,7 @@ pub async fn run(
     steps::check_master_flag(settings, &mut snapshot, false, report).await?;
     if let Some(verify) = verify {
         // What the steps changed, as they say it (typed outcomes, not the report).
-        let volumes_changed = claimed.volumes_changed || mounted.formatted;
+        let volumes_changed = claimed.volumes_changed || mounted.formatted || rendered.tagged;
         steps::verify::finish(
             settings,
             &mut snapshot,

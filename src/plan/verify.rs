@@ -44,7 +44,8 @@ pub struct Local<'a> {
     pub cluster: &'a str,
     pub instance_id: &'a str,
     pub zone: &'a str,
-    /// The etcd volumes mounted at their own mount points here.
+    /// The volumes mounted at protokube's own mount points here (from the mount table, whatever
+    /// the record says).
     pub mounted: &'a BTreeSet<String>,
 }
 
@@ -68,6 +69,22 @@ pub fn decide(recorded: &Verified, masters: &[InstanceInfo], local: &Local<'_>) 
         .into_iter()
         .filter(|v| v.zone == local.zone)
         .collect();
+    // The record must agree with the node: a volume mounted here that it does not have attached
+    // here (a record that lost it, a volume it skipped) is checked in full, never forgotten.
+    for id in local.mounted {
+        let recorded_here = here.iter().any(|v| {
+            &v.id == id
+                && v.attachment
+                    .as_ref()
+                    .is_some_and(|a| a.instance_id == local.instance_id)
+        });
+        if !recorded_here {
+            return Check::Full(format!(
+                "volume `{id}` is mounted here but the recorded check does not have it attached \
+                 here"
+            ));
+        }
+    }
     // Attach times play no part: a trusted answer has no attachment in progress.
     let plan = plan_claims(&here, local.instance_id, local.mounted, recorded.at);
     let pending = !plan.extra.is_empty()
@@ -305,6 +322,12 @@ mod tests {
         assert_eq!(
             reason(decide_with(&free, &free.masters, &[])),
             "volumes to claim or release in this zone"
+        );
+        // A volume mounted here that the record lost (or never had attached here): checked in
+        // full, not forgotten.
+        assert_eq!(
+            reason(decide_with(&record, &record.masters, &["vol-a", "vol-z"])),
+            "volume `vol-z` is mounted here but the recorded check does not have it attached here"
         );
     }
 }

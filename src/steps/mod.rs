@@ -168,6 +168,26 @@ pub fn save_state(settings: &Settings, files: &dyn Files, state: &State) -> Resu
     Ok(())
 }
 
+/// The volumes mounted at protokube's own mount points (`<root>/mnt/master-<volume id>`), from
+/// the mount table: what this node has mounted, whatever any record says.
+pub(crate) fn own_mounted_volumes(
+    settings: &Settings,
+    table: &[crate::plan::mounts::MountEntry],
+) -> std::collections::BTreeSet<String> {
+    table
+        .iter()
+        .filter_map(|entry| {
+            let path = std::path::Path::new(&entry.mountpoint);
+            let id = path.file_name()?.to_str()?.strip_prefix("master-")?;
+            let is_volume_id = id
+                .strip_prefix("vol-")
+                .is_some_and(|hex| !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()));
+            let ours = settings.root.volume_mountpoint(id).ok()? == path;
+            (is_volume_id && ours).then(|| id.to_owned())
+        })
+        .collect()
+}
+
 /// The first of several errors (the run's error line); the others are logged.
 fn first_error(errors: Vec<anyhow::Error>) -> Result<()> {
     let mut errors = errors.into_iter();

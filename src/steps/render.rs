@@ -5,12 +5,14 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Context as _, Result};
 
+use crate::cloud::{tags, AccessDenied, CloudVolume};
 use crate::host::Files;
 use crate::paths::{HostRoot, MANIFEST_DIR, ON_VOLUME_MANIFEST_DIR};
 use crate::plan::manifests::nodeup::Distribution;
+use crate::plan::manifests::upgrade::EtcdVersion;
 use crate::plan::manifests::{
-    plan_version_records, plan_writes, render_all, version_record_paths, Layout, Placement,
-    RenderInputs,
+    plan_version_records, plan_writes, render_all, version_record_paths, Layout, MemberVersions,
+    Placement, RenderInputs, VersionTag,
 };
 use crate::report::Report;
 use crate::settings::Settings;
@@ -20,11 +22,18 @@ use crate::spec::ClusterSpec;
 /// The largest etcd version record read (`3.5.13\n` is 7 bytes).
 const VERSION_RECORD_MAX: u64 = 64;
 
+/// What the render step changed in the cloud, for the verify step (`sync` on a master).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Rendered {
+    /// A volume's version tag was written: the cloud's volumes changed.
+    pub tagged: bool,
+}
+
 pub async fn run(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     report: &mut Report,
-) -> Result<()> {
+) -> Result<Rendered> {
     // The old daemon's invocation without a spec renders the etcd pods alone, from the volumes.
     let no_spec = ClusterSpec::default();
     let spec = match &settings.spec {
@@ -109,8 +118,11 @@ pub async fn run(
         let fact = host.fact(&path)?;
         facts.insert(path, fact);
     }
-    // The version guard first: a refused upgrade writes nothing.
-    let mut changes = plan_version_records(&layout, &manifests, &facts)?;
+    // The version guard first: a refused upgrade writes nothing. The other members' versions
+    // come from the cloud's answer, where this run has one (`sync`; `render-manifests` alone
+    // asks the cloud nothing and checks this volume's records only).
+    let members = member_versions(snapshot.volume_answer());
+    let (mut changes, tags) = plan_version_records(&layout, &manifests, &facts, &members)?;
     changes.extend(plan_writes(&layout, &manifests, &facts)?);
     for change in changes {
         if !settings.dry_run {
@@ -118,7 +130,65 @@ pub async fn run(
         }
         report.push(change.change());
     }
-    Ok(())
+    let mut rendered = Rendered::default();
+    // kOps' IRSA control-plane role may not tag volumes: there the guard knows the other
+    // members from their files only (where mounted), and no refused call is made every check.
+    let may_tag = !settings
+        .spec
+        .as_ref()
+        .is_some_and(|doc| doc.spec.uses_irsa());
+    if !settings.dry_run && may_tag && snapshot.volume_answer().is_some() {
+        rendered.tagged = tag_versions(snapshot, &tags).await?;
+    }
+    Ok(rendered)
+}
+
+/// The etcd versions the members recorded, from the volumes' version tags in the cloud's answer.
+fn member_versions(answer: Option<&[CloudVolume]>) -> MemberVersions {
+    let mut members = MemberVersions::new();
+    for volume in answer.unwrap_or_default() {
+        for (key, value) in &volume.tags {
+            let (Some(cluster), Some(version)) = (
+                key.strip_prefix(tags::ETCD_VERSION_PREFIX),
+                EtcdVersion::parse(value),
+            ) else {
+                continue;
+            };
+            members
+                .entry(cluster.to_owned())
+                .or_default()
+                .push((volume.id.clone(), version));
+        }
+    }
+    members
+}
+
+/// Tags each volume with the etcd version its data now runs, so the other members see it; a
+/// tag the cloud refuses is logged (the guard then knows this member from its file only).
+/// Says whether a tag was written.
+async fn tag_versions(snapshot: &mut Snapshot<'_>, versions: &[VersionTag]) -> Result<bool> {
+    if versions.is_empty() {
+        return Ok(false);
+    }
+    let api = snapshot.clients().await?.volumes;
+    let mut tagged = false;
+    for (volume_id, key, version) in versions {
+        let tag = format!("{}{key}", tags::ETCD_VERSION_PREFIX);
+        match api.tag_volume(volume_id, &tag, &version.to_string()).await {
+            Ok(()) => {
+                tagged = true;
+                tracing::info!("volume `{volume_id}`: tagged `{tag}={version}`");
+            }
+            Err(err) if err.chain().any(<dyn std::error::Error>::is::<AccessDenied>) => {
+                tracing::info!(
+                    "volume `{volume_id}` could not be tagged `{tag}={version}` ({err:#}); the \
+                     other members' version guard does not see this member's version"
+                );
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(tagged)
 }
 
 /// The host's distribution from `<root>/etc/os-release` (none: another Linux).

@@ -233,18 +233,7 @@ async fn node_volumes(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Resul
     let table = snapshot.mount_table()?;
     // Protokube's own mount points count too, recorded or not (a volume dropped from the
     // answer for a bad tag): reset never reports success over one it leaves mounted.
-    let mounted_here: BTreeSet<String> = table
-        .iter()
-        .filter_map(|entry| {
-            let path = std::path::Path::new(&entry.mountpoint);
-            let id = path.file_name()?.to_str()?.strip_prefix("master-")?;
-            let is_volume_id = id
-                .strip_prefix("vol-")
-                .is_some_and(|hex| !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()));
-            let ours = settings.root.volume_mountpoint(id).ok()? == path;
-            (is_volume_id && ours).then(|| id.to_owned())
-        })
-        .collect();
+    let mounted_here = super::own_mounted_volumes(settings, &table);
     let ids: BTreeSet<String> = attached
         .iter()
         .cloned()

@@ -3,12 +3,10 @@
 //! them, record what a full check found. The record is bookkeeping in the state file, not a
 //! change of the node: it is never reported, and a dry run leaves it alone.
 
-use std::collections::BTreeSet;
 use std::time::SystemTime;
 
 use anyhow::{Context as _, Result};
 
-use crate::plan::mounts::mounted_at;
 use crate::plan::verify::{decide, due, Check, Local};
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
@@ -40,7 +38,7 @@ pub async fn begin(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<V
             let masters = snapshot.masters().await?;
             let identity = snapshot.identity().await?.clone();
             let cluster = snapshot.cluster().await?.name;
-            let mounted = mounted_volumes(settings, snapshot, recorded)?;
+            let mounted = super::own_mounted_volumes(settings, &snapshot.mount_table()?);
             let local = Local {
                 cluster: &cluster,
                 instance_id: &identity.instance_id,
@@ -128,26 +126,6 @@ pub fn finish(
     super::save_state(settings, snapshot.host(), &state).context("recording the verified state")?;
     snapshot.record_state(state);
     Ok(())
-}
-
-/// The recorded volumes that are mounted at their own mount points here.
-fn mounted_volumes(
-    settings: &Settings,
-    snapshot: &Snapshot<'_>,
-    recorded: &Verified,
-) -> Result<BTreeSet<String>> {
-    let table = snapshot.mount_table()?;
-    let mut mounted = BTreeSet::new();
-    for volume in &recorded.volumes {
-        // An id that is no path component is no volume of ours (classify skips it).
-        let Ok(mountpoint) = settings.root.volume_mountpoint(&volume.id) else {
-            continue;
-        };
-        if mounted_at(&table, &mountpoint).is_some() {
-            mounted.insert(volume.id.clone());
-        }
-    }
-    Ok(mounted)
 }
 
 #[cfg(test)]

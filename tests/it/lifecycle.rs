@@ -808,3 +808,40 @@ fn a_mounted_volume_dropped_from_the_answer_stays_recorded_and_reset_still_relea
     assert!(node.disks[0].mounted_at().is_empty());
     assert!(node.attachments(&dropped).is_empty(), "{out:#?}");
 }
+
+#[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
+fn a_minor_upgrade_waits_for_every_member_and_the_recorded_version_is_tagged() {
+    let node = Bed::new(NodeKind::HaMaster);
+    let dir = tempfile::tempdir().unwrap();
+    // ha.yaml runs etcd 3.5.13: recorded on the volume and tagged for the other members.
+    assert_eq!(node.run("sync", &[]).code, 0);
+    let tag = "k8s.io/protokube/etcd-version/main";
+    assert_eq!(
+        node.volume_tags(&node.volumes[0])
+            .get(tag)
+            .map(String::as_str),
+        Some("3.5.13")
+    );
+    // Member b's volume says its data still runs 3.4: this member may not go to 3.6.
+    let b = volume_tagged(&node, "main", "b/a,b,c");
+    node.tag_volume(&b, tag, "3.4.23");
+    let newer = spec_at_version(dir.path(), "3.6.0");
+    let out = node.run_with_spec("sync", &newer, &["--verify-interval", "0"]);
+    assert_eq!(out.code, 1, "{out:#?}");
+    let error = out.error_lines().join("\n");
+    assert!(
+        error.contains(&b) && error.contains("3.4.23") && error.contains("3.5.x first"),
+        "{error}"
+    );
+    // Once b runs 3.5, the upgrade goes and the tag follows.
+    node.tag_volume(&b, tag, "3.5.13");
+    let out = node.run_with_spec("sync", &newer, &["--verify-interval", "0"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(
+        node.volume_tags(&node.volumes[0])
+            .get(tag)
+            .map(String::as_str),
+        Some("3.6.0")
+    );
+}

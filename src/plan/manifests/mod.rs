@@ -40,6 +40,8 @@ pub enum Placement {
         /// The etcd version the pod runs (from its image's tag, else the spec's version);
         /// `None` when neither says.
         etcd_version: Option<EtcdVersion>,
+        /// The etcd cluster key (`main`, `events`, …).
+        etcd_cluster: String,
     },
 }
 
@@ -266,6 +268,7 @@ pub fn render_all(
                                 .and_then(|c| c.version.as_deref())
                                 .and_then(EtcdVersion::parse)
                         }),
+                        etcd_cluster: key.to_string(),
                     },
                 });
             }
@@ -386,23 +389,60 @@ impl Manifest {
     }
 }
 
-/// The etcd pods on each volume: `(volume id, [(manifest name, version)])`.
-fn pods_by_volume(manifests: &[Manifest]) -> BTreeMap<&str, Vec<(&str, Option<EtcdVersion>)>> {
-    let mut by_volume: BTreeMap<&str, Vec<(&str, Option<EtcdVersion>)>> = BTreeMap::new();
+/// One etcd pod on a volume: its manifest name, etcd cluster key and version.
+type VolumePod<'a> = (&'a str, &'a str, Option<EtcdVersion>);
+
+/// The etcd pods on each volume.
+fn pods_by_volume(manifests: &[Manifest]) -> BTreeMap<&str, Vec<VolumePod<'_>>> {
+    let mut by_volume: BTreeMap<&str, Vec<VolumePod<'_>>> = BTreeMap::new();
     for manifest in manifests {
         if let Placement::OnVolume {
             volume_id,
             etcd_version,
+            etcd_cluster,
             ..
         } = &manifest.placement
         {
-            by_volume
-                .entry(volume_id)
-                .or_default()
-                .push((&manifest.name, *etcd_version));
+            by_volume.entry(volume_id).or_default().push((
+                &manifest.name,
+                etcd_cluster,
+                *etcd_version,
+            ));
         }
     }
     by_volume
+}
+
+/// The etcd versions the members of each etcd cluster recorded on their volumes, as the cloud's
+/// answer shows them (the volumes' version tags): etcd cluster key → `[(volume id, version)]`.
+pub type MemberVersions = BTreeMap<String, Vec<(String, EtcdVersion)>>;
+
+/// A volume's version tag to write: `(volume id, etcd cluster key, version)`.
+pub type VersionTag = (String, String, EtcdVersion);
+
+/// The whole etcd cluster may go to `wanted` only when no other member is more than one minor
+/// behind it (etcd needs every member on 3.5 before any runs 3.6).
+fn check_members(
+    key: &str,
+    volume_id: &str,
+    wanted: EtcdVersion,
+    members: &MemberVersions,
+) -> Result<(), String> {
+    for (other, recorded) in members.get(key).into_iter().flatten() {
+        if other == volume_id {
+            continue;
+        }
+        if (recorded.major, recorded.minor + 1) < (wanted.major, wanted.minor) {
+            return Err(format!(
+                "the member of etcd `{key}` on volume `{other}` last ran etcd {recorded}, and an \
+                 etcd cluster upgrades one minor version at a time with every member: bring \
+                 every member to {}.{}.x first, then set {wanted}",
+                wanted.major,
+                wanted.minor.saturating_sub(1)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Where the etcd version one etcd cluster's data last ran is recorded on its volume: one record
@@ -432,25 +472,29 @@ pub fn version_record_paths(layout: &Layout, manifests: &[Manifest]) -> Result<V
         let dir = volume_dir(layout, volume_id)?;
         paths.extend(
             pods.iter()
-                .map(|(pod, _)| record_path(dir, pod, pods.len())),
+                .map(|(pod, _, _)| record_path(dir, pod, pods.len())),
         );
     }
     Ok(paths)
 }
 
 /// The etcd version guard: each etcd pod's version checked against the one its etcd cluster's
-/// record holds (a downgrade, or a skipped minor, is an error naming the volume and what to do),
-/// then the record written with the version the pod runs. Checked before anything is written;
-/// the records are written before the manifests.
+/// record on this volume holds, and against the versions the other members recorded (a
+/// downgrade, a skipped minor, or an upgrade past a member left behind is an error naming the
+/// volume and what to do), then the record written with the version the pod runs, and the
+/// volume's version tag where it differs. Checked before anything is written; the records are
+/// written before the manifests.
 pub fn plan_version_records(
     layout: &Layout,
     manifests: &[Manifest],
     facts: &BTreeMap<PathBuf, FileFact>,
-) -> Result<Vec<FileChange>> {
+    members: &MemberVersions,
+) -> Result<(Vec<FileChange>, Vec<VersionTag>)> {
     let mut changes = Vec::new();
+    let mut tags = Vec::new();
     for (volume_id, pods) in pods_by_volume(manifests) {
         let dir = volume_dir(layout, volume_id)?;
-        for (pod, wanted) in &pods {
+        for (pod, key, wanted) in &pods {
             let path = record_path(dir, pod, pods.len());
             let fact = facts.get(&path).unwrap_or(&FileFact::Missing);
             let recorded = match fact {
@@ -475,17 +519,26 @@ pub fn plan_version_records(
             let Some(wanted) = wanted else {
                 continue;
             };
+            let refuse =
+                |why: String| anyhow!("refusing to run `{pod}` on volume `{volume_id}`: {why}");
             if let Some(recorded) = recorded {
-                check_upgrade(recorded, *wanted).map_err(|why| {
-                    anyhow!("refusing to run `{pod}` on volume `{volume_id}`: {why}")
-                })?;
+                check_upgrade(recorded, *wanted).map_err(refuse)?;
             }
+            check_members(key, volume_id, *wanted, members).map_err(refuse)?;
             let mut change = plan_file(&path, fact, &format!("{wanted}\n"), 0o644);
             change.detail = format!("etcd {wanted} (the version `{pod}`'s data runs)");
             changes.push(change);
+            let tagged = members
+                .get(*key)
+                .into_iter()
+                .flatten()
+                .any(|(id, version)| id == volume_id && version == wanted);
+            if !tagged {
+                tags.push(((*volume_id).to_owned(), (*key).to_owned(), *wanted));
+            }
         }
     }
-    Ok(changes)
+    Ok((changes, tags))
 }
 
 /// The file changes that put `manifests` in place in `layout`, given what is at each path now
@@ -555,6 +608,7 @@ mod tests {
                 mountpoint: "/mnt/master-vol-1".into(),
                 data_dir: "var/etcd/data".into(),
                 etcd_version: EtcdVersion::parse("3.5.13"),
+                etcd_cluster: if name == "etcd" { "main" } else { "events" }.into(),
             },
         )
     }
@@ -581,14 +635,64 @@ mod tests {
         ]
         .into();
         let pods = [running("etcd", "3.5.13"), running("etcd-events", "3.4.23")];
-        let changes = plan_version_records(&layout, &pods, &facts).unwrap();
+        let changes = plan_version_records(&layout, &pods, &facts, &MemberVersions::new())
+            .unwrap()
+            .0;
         assert!(changes.iter().all(|c| c.action == Action::Unchanged));
         // events' own record still guards it: 3.4 to 3.6 is refused.
         let pods = [running("etcd", "3.5.13"), running("etcd-events", "3.6.0")];
-        let err = plan_version_records(&layout, &pods, &facts)
+        let err = plan_version_records(&layout, &pods, &facts, &MemberVersions::new())
             .unwrap_err()
             .to_string();
         assert!(err.contains("etcd-events") && err.contains("3.5"), "{err}");
+    }
+
+    #[test]
+    fn an_etcd_cluster_upgrades_only_with_every_member_one_minor_behind_at_most() {
+        let layout = layout();
+        let mut pod = on_volume("etcd");
+        if let Placement::OnVolume { etcd_version, .. } = &mut pod.placement {
+            *etcd_version = EtcdVersion::parse("3.6.0");
+        }
+        let record = PathBuf::from("/r/var/mnt/master-vol-1/k8s.io/manifests/etcd-version");
+        let facts: BTreeMap<PathBuf, FileFact> = [(
+            record,
+            FileFact::File {
+                bytes: b"3.5.13\n".to_vec(),
+                mode: 0o644,
+            },
+        )]
+        .into();
+        let members = |other: &str| -> MemberVersions {
+            [(
+                "main".to_owned(),
+                vec![
+                    ("vol-1".to_owned(), EtcdVersion::parse("3.5.13").unwrap()),
+                    ("vol-2".to_owned(), EtcdVersion::parse(other).unwrap()),
+                ],
+            )]
+            .into()
+        };
+        // A member still on 3.4: this one may not go to 3.6 (mixed minors).
+        let err = plan_version_records(&layout, &[pod.clone()], &facts, &members("3.4.23"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("vol-2") && err.contains("3.5.x first"),
+            "{err}"
+        );
+        // Every member on 3.5: the upgrade goes, and this volume's tag follows.
+        let (changes, tags) =
+            plan_version_records(&layout, &[pod], &facts, &members("3.5.13")).unwrap();
+        assert_eq!(changes[0].action, Action::Update);
+        assert_eq!(
+            tags,
+            [(
+                "vol-1".to_owned(),
+                "main".to_owned(),
+                EtcdVersion::parse("3.6.0").unwrap()
+            )]
+        );
     }
 
     #[test]
@@ -621,8 +725,14 @@ mod tests {
             .into()
         };
         // First run: the version is recorded.
-        let changes =
-            plan_version_records(&layout, &[on_volume("etcd")], &BTreeMap::new()).unwrap();
+        let changes = plan_version_records(
+            &layout,
+            &[on_volume("etcd")],
+            &BTreeMap::new(),
+            &MemberVersions::new(),
+        )
+        .unwrap()
+        .0;
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].action, Action::Create);
         assert_eq!(
@@ -633,31 +743,66 @@ mod tests {
             }
         );
         // Converged, and one minor up: fine.
-        let same = plan_version_records(&layout, &[on_volume("etcd")], &with("3.5.13\n")).unwrap();
+        let same = plan_version_records(
+            &layout,
+            &[on_volume("etcd")],
+            &with("3.5.13\n"),
+            &MemberVersions::new(),
+        )
+        .unwrap()
+        .0;
         assert_eq!(same[0].action, Action::Unchanged);
-        let up = plan_version_records(&layout, &[on_volume("etcd")], &with("3.4.23\n")).unwrap();
+        let up = plan_version_records(
+            &layout,
+            &[on_volume("etcd")],
+            &with("3.4.23\n"),
+            &MemberVersions::new(),
+        )
+        .unwrap()
+        .0;
         assert_eq!(up[0].action, Action::Update);
         // Back a minor, or two ahead: refused, naming the volume.
-        let err = plan_version_records(&layout, &[on_volume("etcd")], &with("3.6.0\n"))
-            .unwrap_err()
-            .to_string();
+        let err = plan_version_records(
+            &layout,
+            &[on_volume("etcd")],
+            &with("3.6.0\n"),
+            &MemberVersions::new(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("vol-1") && err.contains("3.6.0"), "{err}");
-        let err = plan_version_records(&layout, &[on_volume("etcd")], &with("3.3.0\n"))
-            .unwrap_err()
-            .to_string();
+        let err = plan_version_records(
+            &layout,
+            &[on_volume("etcd")],
+            &with("3.3.0\n"),
+            &MemberVersions::new(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("one minor version at a time"), "{err}");
-        let err = plan_version_records(&layout, &[on_volume("etcd")], &with("garbage"))
-            .unwrap_err()
-            .to_string();
+        let err = plan_version_records(
+            &layout,
+            &[on_volume("etcd")],
+            &with("garbage"),
+            &MemberVersions::new(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("does not hold an etcd version"), "{err}");
         // An image without a version: no guard, no record.
         let mut unknown = on_volume("etcd");
         if let Placement::OnVolume { etcd_version, .. } = &mut unknown.placement {
             *etcd_version = None;
         }
-        assert!(plan_version_records(&layout, &[unknown], &with("3.6.0\n"))
-            .unwrap()
-            .is_empty());
+        assert!(plan_version_records(
+            &layout,
+            &[unknown],
+            &with("3.6.0\n"),
+            &MemberVersions::new()
+        )
+        .unwrap()
+        .0
+        .is_empty());
     }
 
     #[test]
