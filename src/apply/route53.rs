@@ -143,36 +143,34 @@ impl ZoneRun<'_> {
             None => find_zones(self.dns, self.rules).await?,
         };
         let mut by_zone = names_by_zone(&zones, names)?;
-        let mut existing = match self.read_all(&by_zone).await {
-            Err(err) if remembered.is_some() && err.downcast_ref::<ZoneGone>().is_some() => {
-                tracing::info!("{err}; looking the hosted zones up again");
-                zones = find_zones(self.dns, self.rules).await?;
-                by_zone = names_by_zone(&zones, names)?;
-                self.read_all(&by_zone).await?
-            }
-            read => read?,
-        };
-        // Every read checks the choice: names delegated to another zone since it was made (an
-        // NS record set in the chosen zone at or above them) send the lookup again, so a newly
-        // delegated zone is found at the next full check and the shadowed parent never written.
-        if let Some(delegated) = delegation(&by_zone, &existing) {
-            if remembered.is_none() {
-                bail!(
-                    "{delegated}, which is not among the hosted zones the --zone rules allow; \
-                     allow it with --zone, or remove the delegation"
-                );
-            }
-            tracing::info!("{delegated}; looking the hosted zones up again");
+        // A remembered choice is checked by the read itself: a zone that is gone
+        // (`NoSuchHostedZone`), or names delegated to another zone since (an NS record set in
+        // the chosen zone at or above them), send the lookup again, before anything is written;
+        // so a newly delegated zone is found at the next full check and the shadowed parent is
+        // never written. A fresh choice that shows a delegation is an error.
+        let mut looked_up = remembered.is_none();
+        let mut existing = loop {
+            let stale = match self.read_all(&by_zone).await {
+                Err(err) if !looked_up && err.downcast_ref::<ZoneGone>().is_some() => {
+                    err.to_string()
+                }
+                read => {
+                    let read = read?;
+                    match delegation(&by_zone, &read) {
+                        None => break read,
+                        Some(delegated) if looked_up => bail!(
+                            "{delegated}, which is not among the hosted zones the --zone rules \
+                         allow; allow it with --zone, or remove the delegation"
+                        ),
+                        Some(delegated) => delegated,
+                    }
+                }
+            };
+            tracing::info!("{stale}; looking the hosted zones up again");
             zones = find_zones(self.dns, self.rules).await?;
             by_zone = names_by_zone(&zones, names)?;
-            existing = self.read_all(&by_zone).await?;
-            if let Some(delegated) = delegation(&by_zone, &existing) {
-                bail!(
-                    "{delegated}, which is not among the hosted zones the --zone rules allow; \
-                     allow it with --zone, or remove the delegation"
-                );
-            }
-        }
+            looked_up = true;
+        };
         let mut in_place = true;
         let mut missing = BTreeMap::new();
         for (id, (zone, records)) in &by_zone {

@@ -16,8 +16,8 @@ use crate::plan::blank::{
 };
 use crate::plan::mounts::{
     decision_changes, finish_change, format_change, grow_change, grow_warning, mount_change,
-    mount_state, mounted_at, plan_device, plan_grow, refusal_from_mounts, state_file_change,
-    DeviceAction, Grow, MountState, NO_CAP_SYS_RESOURCE,
+    mount_state, plan_device, plan_grow, refusal_from_mounts, state_file_change, DeviceAction,
+    Grow, MountState, NO_CAP_SYS_RESOURCE,
 };
 use crate::plan::volumes::EtcdVolume;
 use crate::report::{Action, Report};
@@ -69,18 +69,18 @@ pub async fn run(
     // A volume mounted here before that this run does not see (skipped for a bad tag, a retag
     // in flight) stays recorded while it is mounted: etcd may be running on it, and `reset`
     // must still find it.
-    let table = snapshot.mount_table()?;
+    let own_mounts = super::own_mounted_volumes(settings, &snapshot.mount_table()?);
     for recorded in snapshot.state()?.volumes.clone() {
-        if targets.iter().any(|t| t.id == recorded.volume_id) {
-            continue;
-        }
-        let mountpoint = settings.root.volume_mountpoint(&recorded.volume_id)?;
-        if mounted_at(&table, &mountpoint).is_some() {
+        let seen = targets.iter().any(|t| t.id == recorded.volume_id);
+        if !seen && own_mounts.contains(&recorded.volume_id) {
             report.warn(format!(
                 "volume `{}` is mounted at `{}` but is not among this run's volumes; it stays \
                  mounted and recorded as it is",
                 recorded.volume_id,
-                mountpoint.display()
+                settings
+                    .root
+                    .volume_mountpoint(&recorded.volume_id)?
+                    .display()
             ));
             mounted.push(recorded);
         }
@@ -223,81 +223,82 @@ async fn mount_device(
         {
             report.push(change);
         }
-        grow_mounted(settings, host, volume, device, refused_only(grow), report);
-        return Ok(false);
-    }
-    // A failed check of protokube's own interrupted format formats it again; nothing of the
-    // old filesystem is then left to grow.
-    let mut formatted_again = false;
-    for action in actions {
-        match action {
-            DeviceAction::Format(reason) => {
-                format_volume(settings, snapshot, volume, device, reason, untagged, report).await?;
-            }
-            DeviceAction::Check { uuid, finish } => match host.fsck(&device.path) {
-                Ok(result) => {
-                    if let FsckResult::Corrected(code) = result {
-                        report.warn(format!(
-                            "fsck corrected errors on `{device_text}` of volume `{}` (exit {code})",
-                            volume.id
-                        ));
+    } else {
+        // A failed check of protokube's own interrupted format formats it again; nothing of the
+        // old filesystem is then left to grow.
+        let mut formatted_again = false;
+        for action in actions {
+            match action {
+                DeviceAction::Format(reason) => {
+                    format_volume(settings, snapshot, volume, device, reason, untagged, report)
+                        .await?;
+                }
+                DeviceAction::Check { uuid, finish } => match host.fsck(&device.path) {
+                    Ok(result) => {
+                        if let FsckResult::Corrected(code) = result {
+                            report.warn(format!(
+                                "fsck corrected errors on `{device_text}` of volume `{}` (exit {code})",
+                                volume.id
+                            ));
+                        }
+                        if finish {
+                            let uuid = uuid.unwrap_or_default();
+                            if tag_formatted(
+                                settings,
+                                snapshot,
+                                volume,
+                                &device.host_path,
+                                &uuid,
+                                untagged,
+                            )
+                            .await?
+                            {
+                                report.push(finish_change(&volume.id, &uuid));
+                            }
+                        } else if !recorded_on_node {
+                            // A record left by a run killed after tagging is finished with too.
+                            intent::clear(host, root, &volume.id)?;
+                        }
                     }
-                    if finish {
-                        let uuid = uuid.unwrap_or_default();
-                        if tag_formatted(
+                    Err(_) if finish => {
+                        formatted_again = true;
+                        format_volume(
                             settings,
                             snapshot,
                             volume,
-                            &device.host_path,
-                            &uuid,
+                            device,
+                            FormatReason::Interrupted,
                             untagged,
+                            report,
                         )
-                        .await?
-                        {
-                            report.push(finish_change(&volume.id, &uuid));
-                        }
-                    } else if !recorded_on_node {
-                        // A record left by a run killed after tagging is finished with too.
-                        intent::clear(host, root, &volume.id)?;
+                        .await?;
                     }
+                    Err(err) => return Err(err),
+                },
+                DeviceAction::Mount => {
+                    host.mount_ext4(root, &place, device, mountpoint)?;
+                    report.push(mount_change(
+                        Action::Mount,
+                        &text,
+                        format!("{} from {device_text}", volume.id),
+                    ));
                 }
-                Err(_) if finish => {
-                    formatted_again = true;
-                    format_volume(
+                // A freshly formatted filesystem fills its device already.
+                DeviceAction::GrowOnline { .. } if formatted_again => {}
+                DeviceAction::GrowOnline { from, to } => {
+                    grow_mounted(
                         settings,
-                        snapshot,
+                        host,
                         volume,
                         device,
-                        FormatReason::Interrupted,
-                        untagged,
+                        Grow::Online { from, to },
                         report,
-                    )
-                    .await?;
+                    );
                 }
-                Err(err) => return Err(err),
-            },
-            DeviceAction::Mount => {
-                host.mount_ext4(root, &place, device, mountpoint)?;
-                report.push(mount_change(
-                    Action::Mount,
-                    &text,
-                    format!("{} from {device_text}", volume.id),
-                ));
-            }
-            // A freshly formatted filesystem fills its device already.
-            DeviceAction::GrowOnline { .. } if formatted_again => {}
-            DeviceAction::GrowOnline { from, to } => {
-                grow_mounted(
-                    settings,
-                    host,
-                    volume,
-                    device,
-                    Grow::Online { from, to },
-                    report,
-                );
             }
         }
     }
+    // A grow this process may not make is said in the dry run and the run alike.
     if let Grow::Refused { .. } = grow {
         grow_mounted(settings, host, volume, device, grow, report);
     }
@@ -309,14 +310,6 @@ async fn mount_device(
 fn grow_plan(host: &dyn Host, device: &FoundDevice) -> Result<Grow> {
     let (filesystem, size) = host.filesystem_and_device_size(&device.path)?;
     Ok(plan_grow(filesystem, size, host.may_grow_online()))
-}
-
-/// The part of `grow` a dry run says on its own (the planned grow is among its actions).
-fn refused_only(grow: Grow) -> Grow {
-    match grow {
-        Grow::Refused { .. } => grow,
-        _ => Grow::No,
-    }
 }
 
 /// Grows a mounted filesystem its device outgrew, online; a refusal (no `CAP_SYS_RESOURCE`)

@@ -7,9 +7,7 @@ use std::time::SystemTime;
 use anyhow::{anyhow, Context as _, Result};
 
 use crate::names::check_dns_name;
-use crate::plan::records::{
-    listed_etcd_names as listed_etcd_names_of, worker_records, DesiredRecord,
-};
+use crate::plan::records::{listed_etcd_names, worker_records, DesiredRecord};
 use crate::plan::route53::{DeletionGuard, ZonePolicy};
 use crate::plan::state::MissingName;
 use crate::report::Report;
@@ -77,7 +75,7 @@ pub async fn run(
         return Ok(PublishOutcome::nothing());
     }
     let masters = snapshot.masters().await?;
-    let mut listed_etcd_names = None;
+    let mut listed = None;
     let desired = if settings.master {
         // Where etcd-manager owns etcd, the etcd names are its own: none desired, none deleted.
         let volumes = if snapshot.etcd_owner()?.is_protokube() {
@@ -86,7 +84,7 @@ pub async fn run(
         } else {
             Vec::new()
         };
-        listed_etcd_names = listed_etcd_names_of(&cluster.internal_suffix, &volumes);
+        listed = listed_etcd_names(&cluster.internal_suffix, &volumes);
         target.master_records(&volumes, &masters)
     } else {
         // A worker needs the masters' addresses only, and may not list volumes (kOps' node
@@ -101,7 +99,7 @@ pub async fn run(
     let policy = ZonePolicy {
         adopt: settings.adopt,
         deletion: DeletionGuard {
-            listed_etcd_names,
+            listed_etcd_names: listed,
             missing: state.missing_names.clone(),
             now: SystemTime::now(),
             grace: settings.verify_interval,

@@ -5,12 +5,12 @@
 //! never deletes a volume. A volume still in use after `--timeout` puts the manifests back and
 //! exits 75: the node is left as it was.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 
-use crate::cloud::AttachmentState;
+use crate::cloud::{AttachmentState, VolumeAttachment};
 use crate::error::NotReady;
 use crate::host::{Devices, Holder};
 use crate::paths::STATE_FILE;
@@ -50,8 +50,8 @@ pub async fn run(
     let state_path = settings.root.own(STATE_FILE)?;
     let state_removal = plan_removal(&state_path, &host.fact(&state_path)?);
     // A node retired with `--detach` stays retired: its unit or timer claims nothing again.
-    let instance_id = snapshot.identity().await?.instance_id.clone();
     let retired = if settings.detach && settings.master {
+        let instance_id = snapshot.identity().await?.instance_id.clone();
         let path = settings.root.own(RETIRED_FILE)?;
         Some(plan_file(
             &path,
@@ -131,6 +131,7 @@ pub async fn run(
                 "the manifests are removed and it is unmounted here",
             ));
         }
+        let instance_id = snapshot.identity().await?.instance_id.clone();
         let api = snapshot.clients().await?.volumes;
         api.detach_volume(&volume.id, &instance_id, false).await?;
         snapshot.record_detachment(&volume.id);
@@ -209,72 +210,58 @@ fn manifest_removals(
 /// This node's etcd volumes: attached here (masters ask the cloud) or recorded in the state
 /// file, with whether each is mounted at its mount point.
 async fn node_volumes(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<Vec<NodeVolume>> {
-    let mut attached = BTreeSet::new();
     // Where etcd-manager owns etcd, the volumes attached and mounted here are its own.
     if !snapshot.etcd_owner()?.is_protokube() {
         return Ok(Vec::new());
-    }
-    let mut attached_as = std::collections::BTreeMap::new();
-    if settings.master {
-        let instance_id = snapshot.identity().await?.instance_id.clone();
-        for volume in snapshot.volumes_here().await? {
-            // A detach under way is as good as done: asking again would be refused.
-            if let Some(attachment) = volume
-                .attachment
-                .as_ref()
-                .filter(|a| a.instance_id == instance_id && a.state != AttachmentState::Detaching)
-            {
-                attached_as.insert(volume.id.clone(), attachment.device.clone());
-                attached.insert(volume.id);
-            }
-        }
     }
     let state = snapshot.state_strict()?.clone();
     let table = snapshot.mount_table()?;
     // Protokube's own mount points count too, recorded or not (a volume dropped from the
     // answer for a bad tag): reset never reports success over one it leaves mounted.
     let mounted_here = super::own_mounted_volumes(settings, &table);
-    let ids: BTreeSet<String> = attached
-        .iter()
-        .cloned()
-        .chain(state.volumes.into_iter().map(|v| v.volume_id))
-        .chain(mounted_here.iter().cloned())
-        .collect();
-    // A volume mounted here that the cluster's answer left out (skipped for a bad tag): its own
-    // attachment is asked for, so `--detach` leaves nothing of this node attached. (Only
-    // mounted ones: a mounted volume exists; a recorded one may have been deleted since.)
-    if settings.master && settings.detach {
+    // The volumes attached here (masters ask the cloud), with the device name each was
+    // attached as.
+    let mut attached: BTreeMap<String, String> = BTreeMap::new();
+    if settings.master {
         let instance_id = snapshot.identity().await?.instance_id.clone();
-        let known: BTreeSet<String> = snapshot
-            .volumes_here()
-            .await?
-            .into_iter()
-            .map(|v| v.id)
-            .collect();
+        // A detach under way is as good as done: asking again would be refused.
+        let live_here = |a: &&VolumeAttachment| {
+            a.instance_id == instance_id && a.state != AttachmentState::Detaching
+        };
+        let here = snapshot.volumes_here().await?;
+        for volume in &here {
+            if let Some(attachment) = volume.attachment.as_ref().filter(live_here) {
+                attached.insert(volume.id.clone(), attachment.device.clone());
+            }
+        }
+        // A volume mounted here that the cluster's answer left out (skipped for a bad tag):
+        // its own attachment is asked for, so `--detach` leaves nothing of this node attached.
+        // (Only mounted ones: a mounted volume exists; a recorded one may have been deleted.)
         let unknown: Vec<String> = mounted_here
             .iter()
-            .filter(|id| !known.contains(*id))
+            .filter(|id| !here.iter().any(|v| &v.id == *id))
             .cloned()
             .collect();
-        if !unknown.is_empty() {
+        if settings.detach && !unknown.is_empty() {
             let api = snapshot.clients().await?.volumes;
             for volume in api.volumes_by_id(&unknown).await? {
-                if let Some(attachment) = volume
-                    .attachments
-                    .iter()
-                    .find(|a| a.instance_id == instance_id && a.state != AttachmentState::Detaching)
-                {
-                    attached_as.insert(volume.id.clone(), attachment.device.clone());
-                    attached.insert(volume.id);
+                if let Some(attachment) = volume.attachments.iter().find(live_here) {
+                    attached.insert(volume.id.clone(), attachment.device.clone());
                 }
             }
         }
     }
+    let ids: BTreeSet<String> = attached
+        .keys()
+        .cloned()
+        .chain(state.volumes.into_iter().map(|v| v.volume_id))
+        .chain(mounted_here)
+        .collect();
     let mut volumes = Vec::new();
     for id in ids {
         let mountpoint = settings.root.volume_mountpoint(&id)?;
         let mounted = mounted_at(&table, &mountpoint).map(|m| m.devno);
-        let device = match (mounted, attached_as.get(&id)) {
+        let device = match (mounted, attached.get(&id)) {
             (Some(devno), _) => Some(devno),
             (None, Some(requested)) => snapshot
                 .host()
@@ -283,7 +270,7 @@ async fn node_volumes(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Resul
             (None, None) => None,
         };
         volumes.push(NodeVolume {
-            attached: attached.contains(&id),
+            attached: attached.contains_key(&id),
             id,
             mountpoint,
             mounted,

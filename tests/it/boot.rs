@@ -144,11 +144,6 @@ fn the_operators_max_attempts_win_over_protokubes_default() {
     }]));
     let out = discover(&node).env("AWS_MAX_ATTEMPTS", "2").run();
     assert_eq!(out.code, 75, "{out:#?}");
-    let tries = node
-        .moto()
-        .operations()
-        .iter()
-        .filter(|o| *o == "DescribeVolumes")
-        .count();
+    let tries = node.moto().count("DescribeVolumes");
     assert_eq!(tries, 2, "AWS_MAX_ATTEMPTS=2: two attempts, then 75");
 }

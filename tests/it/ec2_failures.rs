@@ -57,12 +57,7 @@ fn an_attach_whose_answer_was_lost_is_recognised_as_ours() {
         1,
         "one main volume only"
     );
-    let attaches = node
-        .moto()
-        .operations()
-        .iter()
-        .filter(|o| *o == "AttachVolume")
-        .count();
+    let attaches = node.moto().count("AttachVolume");
     assert_eq!(attaches, 2, "the SDK retried the attach once");
 }
 
@@ -175,12 +170,7 @@ fn throttling_past_the_retries_or_a_slow_service_is_not_ready() {
         line.contains("RequestLimitExceeded") && line.contains("ec2:DescribeVolumes"),
         "{line}"
     );
-    let tries = node
-        .moto()
-        .operations()
-        .iter()
-        .filter(|o| *o == "DescribeVolumes")
-        .count();
+    let tries = node.moto().count("DescribeVolumes");
     assert_eq!(tries, 6, "the SDK's attempts, then 75");
     // An answer slower than --timeout: 75 once the timeout has passed, not after every retry.
     node.moto()
@@ -203,12 +193,7 @@ fn listings_follow_their_pages_through_empty_ones() {
         .run();
     assert_eq!(out.code, 0, "{out:#?}");
     assert_eq!(out.report().volumes[0].id, volume);
-    let pages = node
-        .moto()
-        .operations()
-        .iter()
-        .filter(|o| *o == "DescribeVolumes")
-        .count();
+    let pages = node.moto().count("DescribeVolumes");
     assert_eq!(pages, 4);
 
     // The masters, on a worker: DescribeInstances through two empty pages.

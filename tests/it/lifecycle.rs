@@ -187,8 +187,22 @@ fn reset_undoes_exactly_what_its_dry_run_lists_and_sync_brings_the_node_back() {
 fn reset_detach_releases_the_volumes_for_another_master() {
     let node = Bed::new(NodeKind::HaMaster);
     assert_eq!(node.run("sync", &[]).code, 0);
+    let dry = node.run("reset", &["--detach", "--dry-run"]);
     let out = node.run("reset", &["--detach"]);
     assert_eq!(out.code, 0, "{out:#?}");
+    // The dry run is the run's plan, the retired marker included.
+    assert_eq!(out.report().change_set(), dry.report().change_set());
+    assert!(
+        out.report().has(
+            "create",
+            &node
+                .root
+                .join("/var/lib/protokube/retired")
+                .display()
+                .to_string()
+        ),
+        "{out:#?}"
+    );
     let detached: Vec<String> = out
         .report()
         .change_set()

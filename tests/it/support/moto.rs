@@ -79,6 +79,11 @@ impl Moto {
         self.requests().iter().map(operation).collect()
     }
 
+    /// How many `operation` requests were served since the last reset, retries included.
+    pub(crate) fn count(&self, operation: &str) -> usize {
+        self.operations().iter().filter(|o| *o == operation).count()
+    }
+
     /// The layer's request log since the last reset (`GET /_protokube/requests`).
     fn requests(&self) -> Vec<serde_json::Value> {
         serde_json::from_str(&self.http("GET", "/_protokube/requests")).unwrap()
