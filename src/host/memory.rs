@@ -1,7 +1,7 @@
 //! A node held in memory, for the steps' unit tests: files by path, block devices with what a
-//! probe of them would find, a mount table, the processes using a device, and a log of every
-//! effect made (format, fsck, mount, grow, unmount, file writes) so a test asserts what the
-//! step did to the node — and that a dry run did none of it.
+//! probe of them would find, a mount table, the processes using a device, the etcd pods running,
+//! and a log of every effect made (format, fsck, mount, grow, unmount, file writes) so a test
+//! asserts what the step did to the node — and that a dry run did none of it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,11 +11,13 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Result};
 
 use super::{
-    Devices, Files, FoundDevice, FsckResult, Holder, MountPlace, RunLock, Witnesses, WriteOutcome,
+    Devices, Files, FoundDevice, FsckResult, Holder, MountPlace, RunLock, Services, Witnesses,
+    WriteOutcome,
 };
 use crate::paths::HostRoot;
 use crate::plan::blank::{BlankCheck, Signature, Zeros};
 use crate::plan::files::{Desired, FileChange, FileFact};
+use crate::plan::manifests::upgrade::{EtcdEndpoint, EtcdVersion};
 use crate::plan::mounts::MountEntry;
 use crate::report::Action;
 
@@ -62,6 +64,8 @@ pub struct Node {
     pub grow_online: bool,
     /// Set: growing fails with this message (a `resize2fs` that fails).
     pub grow_fails: Option<String>,
+    /// The etcd pods running, by client port: the version each reports.
+    pub etcd_running: BTreeMap<u16, EtcdVersion>,
     /// Every effect made on the node, in order (`format /dev/xvdu`, `write <path>`, …).
     pub effects: Vec<String>,
 }
@@ -318,6 +322,16 @@ impl Devices for MemoryHost {
             .get(&devno)
             .cloned()
             .unwrap_or_default()
+    }
+}
+
+impl Services for MemoryHost {
+    fn etcd_version(&self, _root: &HostRoot, endpoint: &EtcdEndpoint) -> Result<EtcdVersion> {
+        self.lock_node()
+            .etcd_running
+            .get(&endpoint.port)
+            .copied()
+            .ok_or_else(|| anyhow!("nothing answers at `{}`", endpoint.url()))
     }
 }
 

@@ -1,5 +1,6 @@
 //! The seam to the node, as [`crate::cloud`] is the seam to the cloud: what a step asks of the
-//! machine it runs on — its block devices and mounts ([`Devices`]) and its files ([`Files`]) —
+//! machine it runs on — its block devices and mounts ([`Devices`]), its files ([`Files`]) and
+//! the services it runs ([`Services`]) —
 //! as narrow traits over our own types. [`linux`] is the real node (the only user of
 //! `sys-mount`, `libc`, `fs-err` and child processes); `memory` is a node held in memory for
 //! the steps' unit tests.
@@ -16,6 +17,7 @@ use anyhow::Result;
 use crate::paths::HostRoot;
 use crate::plan::blank::{BlankCheck, Signature, Zeros};
 use crate::plan::files::{FileChange, FileFact};
+use crate::plan::manifests::upgrade::{EtcdEndpoint, EtcdVersion};
 use crate::plan::mounts::MountEntry;
 
 /// Where a volume's block device was found.
@@ -181,7 +183,14 @@ pub trait Files: Send + Sync {
     fn lock(&self, root: &HostRoot, timeout: Duration) -> Result<RunLock>;
 }
 
-/// The whole node: its devices and its files.
-pub trait Host: Devices + Files {}
+/// The services running on the node that protokube asks, read-only.
+pub trait Services: Send + Sync {
+    /// The version the etcd pod at `endpoint` reports running; an error says why there is none
+    /// (nothing listening yet, an answer that is not etcd's, a refused certificate).
+    fn etcd_version(&self, root: &HostRoot, endpoint: &EtcdEndpoint) -> Result<EtcdVersion>;
+}
 
-impl<T: Devices + Files> Host for T {}
+/// The whole node: its devices, its files and its services.
+pub trait Host: Devices + Files + Services {}
+
+impl<T: Devices + Files + Services> Host for T {}

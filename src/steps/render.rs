@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Context as _, Result};
 
 use crate::cloud::{tags, AccessDenied, CloudVolume};
-use crate::host::Files;
+use crate::host::{Files, Host};
 use crate::paths::{HostRoot, MANIFEST_DIR, ON_VOLUME_MANIFEST_DIR};
 use crate::plan::manifests::nodeup::Distribution;
 use crate::plan::manifests::upgrade::EtcdVersion;
 use crate::plan::manifests::{
-    plan_version_records, plan_writes, render_all, version_record_paths, Layout, MemberVersions,
-    Placement, RenderInputs, VersionTag,
+    plan_version_records, plan_writes, render_all, version_record_paths, Layout, Manifest,
+    MemberVersions, Placement, RenderInputs, ReportedVersions, VersionTag,
 };
 use crate::report::Report;
 use crate::settings::Settings;
@@ -122,7 +122,9 @@ pub async fn run(
     // come from the cloud's answer, where this run has one (`sync`; `render-manifests` alone
     // asks the cloud nothing and checks this volume's records only).
     let members = member_versions(snapshot.volume_answer());
-    let (mut changes, tags) = plan_version_records(&layout, &manifests, &facts, &members)?;
+    let reported = reported_versions(host, root, &manifests, snapshot);
+    let (mut changes, tags) =
+        plan_version_records(&layout, &manifests, &facts, &members, &reported)?;
     changes.extend(plan_writes(&layout, &manifests, &facts)?);
     for change in changes {
         if !settings.dry_run {
@@ -141,6 +143,40 @@ pub async fn run(
         rendered.tagged = tag_versions(snapshot, &tags).await?;
     }
     Ok(rendered)
+}
+
+/// The version each etcd pod already running on a mounted volume reports on its client port:
+/// what its data now runs. A pod that does not answer (not started yet, or failing to start
+/// after an upgrade) keeps its volume's record as it is.
+fn reported_versions(
+    host: &dyn Host,
+    root: &HostRoot,
+    manifests: &[Manifest],
+    snapshot: &Snapshot<'_>,
+) -> ReportedVersions {
+    let mut reported = ReportedVersions::new();
+    for manifest in manifests {
+        let Placement::OnVolume {
+            volume_id, client, ..
+        } = &manifest.placement
+        else {
+            continue;
+        };
+        if snapshot.is_planned(volume_id) {
+            continue;
+        }
+        match host.etcd_version(root, client) {
+            Ok(version) => {
+                reported.insert(manifest.name.clone(), version);
+            }
+            Err(err) => tracing::info!(
+                "`{}` reports no etcd version ({err:#}); volume `{volume_id}` keeps the version \
+                 it recorded",
+                manifest.name
+            ),
+        }
+    }
+    reported
 }
 
 /// The etcd versions the members recorded, from the volumes' version tags in the cloud's answer.

@@ -302,3 +302,84 @@ fn clap_is_used_by_the_cli_layer_only() {
         }
     }
 }
+
+/// The string literals of Rust source `text` (raw strings and byte strings included), as
+/// written between their quotes, with the line each starts on; comments and char literals
+/// skipped.
+fn string_literals(text: &str) -> Vec<(usize, &str)> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let line = |at: usize| text[..at].matches('\n').count() + 1;
+    while i < bytes.len() {
+        let rest = &text[i..];
+        if rest.starts_with("//") {
+            i += rest.find('\n').unwrap_or(rest.len());
+        } else if rest.starts_with("/*") {
+            i += rest.find("*/").map_or(rest.len(), |end| end + 2);
+        } else if bytes[i] == b'\'' {
+            // A char literal ('x', '\n', '\u{..}') is skipped whole; a lifetime is one quote.
+            let body = &rest[1..];
+            let len = if body.starts_with('\\') {
+                body.find('\'').map_or(1, |end| end + 2)
+            } else {
+                body.char_indices()
+                    .nth(1)
+                    .filter(|(_, c)| *c == '\'')
+                    .map_or(1, |(end, _)| end + 2)
+            };
+            i += len;
+        } else if rest.starts_with("r\"") || rest.starts_with("r#") {
+            let hashes = rest[1..].chars().take_while(|c| *c == '#').count();
+            let open = 1 + hashes;
+            if rest[open..].starts_with('"') {
+                let close = format!("\"{}", "#".repeat(hashes));
+                let start = i + open + 1;
+                let end = start + text[start..].find(&close).unwrap();
+                out.push((line(i), &text[start..end]));
+                i = end + close.len();
+            } else {
+                i += 1;
+            }
+        } else if bytes[i] == b'"' {
+            let start = i + 1;
+            let mut j = start;
+            while bytes[j] != b'"' {
+                j += if bytes[j] == b'\\' { 2 } else { 1 };
+            }
+            out.push((line(i), &text[start..j]));
+            i = j + 1;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+#[test]
+fn no_message_carries_a_line_broken_without_a_backslash() {
+    // A string literal continued on the next line without `\` keeps the newline and the next
+    // line's indentation: a message with a run of spaces in the middle.
+    let mut broken = Vec::new();
+    for (path, text) in sources() {
+        for (line, literal) in string_literals(&text) {
+            let mut lines = literal.split('\n');
+            lines.next();
+            let indented_without_backslash = literal
+                .split('\n')
+                .zip(lines)
+                .any(|(before, after)| !before.ends_with('\\') && after.starts_with("  "));
+            if indented_without_backslash && !literal.starts_with('\n') {
+                broken.push(format!("{}:{line}", path.display()));
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "literals broken without `\\`: {broken:?}"
+    );
+    let sample =
+        "let a = 'x'; let b: &'static str = \"one \\\n  two\"; // \"not\"\nlet c = \"x\n    y\";";
+    assert_eq!(string_literals(sample).len(), 2);
+    assert_eq!(string_literals(sample)[1], (3, "x\n    y"));
+}

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use support::block::{LoopDevice, TestRoot};
 use support::etcd::EtcdPod;
+use support::netns::kill_all_in;
 use support::{fixture, seed, Moto, Protokube};
 
 const REGION: &str = "us-east-1";
@@ -149,8 +150,7 @@ fn start_etcd(host: &Host) -> EtcdPod {
     EtcdPod::start(
         &host.root.join("/etc/kubernetes/manifests/etcd.manifest"),
         &host.root,
-        Some(&host.ns),
-        None,
+        &host.ns,
         Stdio::null(),
     )
 }
@@ -206,26 +206,6 @@ fn wait_healthy(ns: &str, members: usize, timeout: Duration, logs: &[PathBuf]) -
             );
         }
         std::thread::sleep(Duration::from_millis(300));
-    }
-}
-
-/// Kills every process in the namespace and waits until none is left.
-fn kill_all_in(ns: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let out = Command::new("ip")
-            .args(["netns", "pids", ns])
-            .output()
-            .unwrap();
-        let pids = String::from_utf8_lossy(&out.stdout).into_owned();
-        if pids.trim().is_empty() {
-            return;
-        }
-        assert!(Instant::now() < deadline, "processes left in {ns}: {pids}");
-        for pid in pids.split_whitespace() {
-            let _ = Command::new("kill").args(["-9", pid]).status();
-        }
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

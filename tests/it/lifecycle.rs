@@ -618,13 +618,15 @@ fn spec_at_version(dir: &Path, version: &str) -> std::path::PathBuf {
 fn an_etcd_downgrade_or_a_skipped_minor_is_refused_before_anything_is_written() {
     let node = Bed::new(NodeKind::HaMaster);
     let dir = tempfile::tempdir().unwrap();
-    // ha.yaml runs etcd 3.5.13: the volume records it.
+    // ha.yaml runs etcd 3.5.13; no etcd runs here to report a version, so nothing is recorded
+    // until the record an earlier run made when etcd 3.5.13 reported is put there.
     assert_eq!(node.run("sync", &[]).code, 0);
     let record = node
         .root
         .mountpoint(&node.volumes[0])
         .join("k8s.io/manifests/etcd-version");
-    assert_eq!(std::fs::read_to_string(&record).unwrap(), "3.5.13\n");
+    assert!(!record.exists());
+    std::fs::write(&record, "3.5.13\n").unwrap();
     let manifest = node
         .root
         .mountpoint(&node.volumes[0])
@@ -660,11 +662,12 @@ fn an_etcd_downgrade_or_a_skipped_minor_is_refused_before_anything_is_written() 
     assert!(error.contains("3.5.x first"), "{error}");
     assert_eq!(std::fs::read(&manifest).unwrap(), before);
 
-    // One minor up is an upgrade: done, and recorded.
+    // One minor up is an upgrade: done; the record waits for etcd to report the new version.
     let next = spec_at_version(dir.path(), "3.5.15");
     let out = node.run_with_spec("sync", &next, &[]);
     assert_eq!(out.code, 0, "{out:#?}");
-    assert_eq!(std::fs::read_to_string(&record).unwrap(), "3.5.15\n");
+    assert_ne!(std::fs::read(&manifest).unwrap(), before);
+    assert_eq!(std::fs::read_to_string(&record).unwrap(), "3.4.23\n");
 }
 
 /// The id of the volume of `HA` whose `k8s.io/etcd/<key>` tag is `value`.
@@ -828,8 +831,15 @@ fn a_mounted_volume_dropped_from_the_answer_stays_recorded_and_reset_still_relea
 fn a_minor_upgrade_waits_for_every_member_and_the_recorded_version_is_tagged() {
     let node = Bed::new(NodeKind::HaMaster);
     let dir = tempfile::tempdir().unwrap();
-    // ha.yaml runs etcd 3.5.13: recorded on the volume and tagged for the other members.
+    // The volume records etcd 3.5.13 (as an earlier run did when etcd reported it): sync tags
+    // the volume with it for the other members.
     assert_eq!(node.run("sync", &[]).code, 0);
+    let record = node
+        .root
+        .mountpoint(&node.volumes[0])
+        .join("k8s.io/manifests/etcd-version");
+    std::fs::write(&record, "3.5.13\n").unwrap();
+    assert_eq!(node.run("sync", &["--verify-interval", "0"]).code, 0);
     let tag = "k8s.io/protokube/etcd-version/main";
     assert_eq!(
         node.volume_tags(&node.volumes[0])
@@ -848,8 +858,17 @@ fn a_minor_upgrade_waits_for_every_member_and_the_recorded_version_is_tagged() {
         error.contains(&b) && error.contains("3.4.23") && error.contains("3.5.x first"),
         "{error}"
     );
-    // Once b runs 3.5, the upgrade goes and the tag follows.
+    // Once b runs 3.5, the upgrade goes; the tag follows the record once etcd 3.6 reported.
     node.tag_volume(&b, tag, "3.5.13");
+    let out = node.run_with_spec("sync", &newer, &["--verify-interval", "0"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(
+        node.volume_tags(&node.volumes[0])
+            .get(tag)
+            .map(String::as_str),
+        Some("3.5.13")
+    );
+    std::fs::write(&record, "3.6.0\n").unwrap();
     let out = node.run_with_spec("sync", &newer, &["--verify-interval", "0"]);
     assert_eq!(out.code, 0, "{out:#?}");
     assert_eq!(

@@ -9,6 +9,7 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 pub mod devices;
+pub mod etcd_probe;
 pub mod files;
 pub mod hosts;
 pub mod process;
@@ -19,11 +20,13 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::{
-    Devices, Files, FoundDevice, FsckResult, Holder, MountPlace, RunLock, Witnesses, WriteOutcome,
+    Devices, Files, FoundDevice, FsckResult, Holder, MountPlace, RunLock, Services, Witnesses,
+    WriteOutcome,
 };
 use crate::paths::{Entry, HostRoot, Links};
 use crate::plan::blank::BlankCheck;
 use crate::plan::files::{FileChange, FileFact};
+use crate::plan::manifests::upgrade::{EtcdEndpoint, EtcdVersion};
 use crate::plan::mounts::MountEntry;
 
 /// This machine.
@@ -100,6 +103,12 @@ impl Devices for LinuxHost {
 
     fn users_of(&self, devno: (u32, u32)) -> Vec<String> {
         devices::users_of(devno)
+    }
+}
+
+impl Services for LinuxHost {
+    fn etcd_version(&self, root: &HostRoot, endpoint: &EtcdEndpoint) -> Result<EtcdVersion> {
+        etcd_probe::etcd_version(root, endpoint)
     }
 }
 

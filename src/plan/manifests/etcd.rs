@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::etcd::{EtcdKey, EtcdMembership};
 use crate::plan::manifests::flags::parse_go_duration;
+use crate::plan::manifests::upgrade::{EtcdClientTls, EtcdEndpoint};
 use crate::spec::EtcdClusterSpec;
 
 /// The legacy protokube etcd flags (`--etcd-image`, `--tls-*`, …); they override the spec.
@@ -93,6 +94,23 @@ impl EtcdPodParams {
             "https"
         } else {
             "http"
+        }
+    }
+
+    /// Where this pod, once running, answers on this node.
+    pub fn client_endpoint(&self, ipv6: bool) -> EtcdEndpoint {
+        let tls = (self.scheme() == "https").then(|| EtcdClientTls {
+            ca: self.tls.ca.clone(),
+            identity: self
+                .tls
+                .client_auth
+                .then(|| self.tls.cert.clone().zip(self.tls.key.clone()))
+                .flatten(),
+        });
+        EtcdEndpoint {
+            port: self.client_port,
+            ipv6,
+            tls,
         }
     }
 

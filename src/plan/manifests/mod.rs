@@ -21,7 +21,7 @@ use crate::plan::files::{
 use crate::plan::manifests::etcd::{etcd_image, etcd_ports, pod_params, EtcdOptions, MemberInputs};
 use crate::plan::manifests::flags::FlagTable;
 use crate::plan::manifests::nodeup::{ComponentArgs, Distribution};
-use crate::plan::manifests::upgrade::{check_upgrade, EtcdVersion, VERSION_FILE};
+use crate::plan::manifests::upgrade::{check_upgrade, EtcdEndpoint, EtcdVersion, VERSION_FILE};
 use crate::plan::state::MountedVolume;
 use crate::spec::ClusterSpec;
 
@@ -42,6 +42,8 @@ pub enum Placement {
         etcd_version: Option<EtcdVersion>,
         /// The etcd cluster key (`main`, `events`, …).
         etcd_cluster: String,
+        /// Where the running pod reports its version (boxed: the variant stays small).
+        client: Box<EtcdEndpoint>,
     },
 }
 
@@ -269,6 +271,7 @@ pub fn render_all(
                                 .and_then(EtcdVersion::parse)
                         }),
                         etcd_cluster: key.to_string(),
+                        client: Box::new(params.client_endpoint(inputs.spec.is_ipv6())),
                     },
                 });
             }
@@ -478,17 +481,23 @@ pub fn version_record_paths(layout: &Layout, manifests: &[Manifest]) -> Result<V
     Ok(paths)
 }
 
-/// The etcd version guard: each etcd pod's version checked against the one its etcd cluster's
-/// record on this volume holds, and against the versions the other members recorded (a
-/// downgrade, a skipped minor, or an upgrade past a member left behind is an error naming the
-/// volume and what to do), then the record written with the version the pod runs, and the
-/// volume's version tag where it differs. Checked before anything is written; the records are
-/// written before the manifests.
+/// The etcd version each running etcd pod reported on its client port this run, by manifest
+/// name (`etcd`, `etcd-events`); a pod that did not answer is absent.
+pub type ReportedVersions = BTreeMap<String, EtcdVersion>;
+
+/// The etcd version guard: each etcd pod's version checked against the version its etcd
+/// cluster's data last ran — what the running etcd reports now, else the record on this volume
+/// — and against the versions the other members recorded (a downgrade, a skipped minor, or an
+/// upgrade past a member left behind is an error naming the volume and what to do). The record
+/// is written only with a version etcd reported (a version written but never run does not
+/// block going back), and the volume's version tag follows the record. Checked before anything
+/// is written; the records are written before the manifests.
 pub fn plan_version_records(
     layout: &Layout,
     manifests: &[Manifest],
     facts: &BTreeMap<PathBuf, FileFact>,
     members: &MemberVersions,
+    reported: &ReportedVersions,
 ) -> Result<(Vec<FileChange>, Vec<VersionTag>)> {
     let mut changes = Vec::new();
     let mut tags = Vec::new();
@@ -516,25 +525,31 @@ pub fn plan_version_records(
                     path.display()
                 ),
             };
-            let Some(wanted) = wanted else {
+            let reported = reported.get(*pod).copied();
+            let last_ran = reported.or(recorded);
+            if let Some(wanted) = wanted {
+                let refuse =
+                    |why: String| anyhow!("refusing to run `{pod}` on volume `{volume_id}`: {why}");
+                if let Some(last_ran) = last_ran {
+                    check_upgrade(last_ran, *wanted).map_err(refuse)?;
+                }
+                check_members(key, volume_id, *wanted, members).map_err(refuse)?;
+            }
+            if let Some(reported) = reported {
+                let mut change = plan_file(&path, fact, &format!("{reported}\n"), 0o644);
+                change.detail = format!("etcd {reported} (the version `{pod}` reports running)");
+                changes.push(change);
+            }
+            let Some(last_ran) = last_ran else {
                 continue;
             };
-            let refuse =
-                |why: String| anyhow!("refusing to run `{pod}` on volume `{volume_id}`: {why}");
-            if let Some(recorded) = recorded {
-                check_upgrade(recorded, *wanted).map_err(refuse)?;
-            }
-            check_members(key, volume_id, *wanted, members).map_err(refuse)?;
-            let mut change = plan_file(&path, fact, &format!("{wanted}\n"), 0o644);
-            change.detail = format!("etcd {wanted} (the version `{pod}`'s data runs)");
-            changes.push(change);
             let tagged = members
                 .get(*key)
                 .into_iter()
                 .flatten()
-                .any(|(id, version)| id == volume_id && version == wanted);
+                .any(|(id, version)| id == volume_id && *version == last_ran);
             if !tagged {
-                tags.push(((*volume_id).to_owned(), (*key).to_owned(), *wanted));
+                tags.push(((*volume_id).to_owned(), (*key).to_owned(), last_ran));
             }
         }
     }
@@ -609,96 +624,137 @@ mod tests {
                 data_dir: "var/etcd/data".into(),
                 etcd_version: EtcdVersion::parse("3.5.13"),
                 etcd_cluster: if name == "etcd" { "main" } else { "events" }.into(),
+                client: Box::new(EtcdEndpoint {
+                    port: if name == "etcd" { 4001 } else { 4002 },
+                    ipv6: false,
+                    tls: None,
+                }),
             },
         )
     }
 
+    /// `name`'s pod on vol-1, wanting etcd `version`.
+    fn wanting(name: &str, version: &str) -> Manifest {
+        let mut pod = on_volume(name);
+        if let Placement::OnVolume { etcd_version, .. } = &mut pod.placement {
+            *etcd_version = EtcdVersion::parse(version);
+        }
+        pod
+    }
+
+    fn v(text: &str) -> EtcdVersion {
+        EtcdVersion::parse(text).unwrap()
+    }
+
+    const RECORD: &str = "/r/var/mnt/master-vol-1/k8s.io/manifests/etcd-version";
+
+    /// The record files, `(path, text)`.
+    fn records(files: &[(&str, &str)]) -> BTreeMap<PathBuf, FileFact> {
+        files
+            .iter()
+            .map(|(path, text)| {
+                (
+                    PathBuf::from(path),
+                    FileFact::File {
+                        bytes: text.as_bytes().to_vec(),
+                        mode: 0o644,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// The etcd versions the running pods report, by manifest name.
+    fn reporting(pods: &[(&str, &str)]) -> ReportedVersions {
+        pods.iter()
+            .map(|(name, version)| ((*name).to_owned(), v(version)))
+            .collect()
+    }
+
+    /// The guard's plan for `pods` with no other member known.
+    fn guard(
+        pods: &[Manifest],
+        facts: &BTreeMap<PathBuf, FileFact>,
+        reported: &ReportedVersions,
+    ) -> Result<(Vec<FileChange>, Vec<VersionTag>)> {
+        plan_version_records(&layout(), pods, facts, &MemberVersions::new(), reported)
+    }
+
     #[test]
     fn etcd_clusters_sharing_a_volume_upgrade_one_at_a_time() {
-        let layout = layout();
-        let dir = PathBuf::from("/r/var/mnt/master-vol-1/k8s.io/manifests");
-        let running = |name: &str, version: &str| {
-            let mut pod = on_volume(name);
-            if let Placement::OnVolume { etcd_version, .. } = &mut pod.placement {
-                *etcd_version = EtcdVersion::parse(version);
-            }
-            pod
-        };
-        let file = |text: &str| FileFact::File {
-            bytes: text.as_bytes().to_vec(),
-            mode: 0o644,
-        };
+        let dir = "/r/var/mnt/master-vol-1/k8s.io/manifests";
         // main upgraded to 3.5 first, events still on 3.4: both run on.
-        let facts: BTreeMap<PathBuf, FileFact> = [
-            (dir.join("etcd.etcd-version"), file("3.5.13\n")),
-            (dir.join("etcd-events.etcd-version"), file("3.4.23\n")),
-        ]
-        .into();
-        let pods = [running("etcd", "3.5.13"), running("etcd-events", "3.4.23")];
-        let changes = plan_version_records(&layout, &pods, &facts, &MemberVersions::new())
-            .unwrap()
-            .0;
+        let facts = records(&[
+            (&format!("{dir}/etcd.etcd-version"), "3.5.13\n"),
+            (&format!("{dir}/etcd-events.etcd-version"), "3.4.23\n"),
+        ]);
+        let running = reporting(&[("etcd", "3.5.13"), ("etcd-events", "3.4.23")]);
+        let pods = [wanting("etcd", "3.5.13"), wanting("etcd-events", "3.4.23")];
+        let changes = guard(&pods, &facts, &running).unwrap().0;
+        assert_eq!(changes.len(), 2);
         assert!(changes.iter().all(|c| c.action == Action::Unchanged));
         // events' own record still guards it: 3.4 to 3.6 is refused.
-        let pods = [running("etcd", "3.5.13"), running("etcd-events", "3.6.0")];
-        let err = plan_version_records(&layout, &pods, &facts, &MemberVersions::new())
-            .unwrap_err()
-            .to_string();
+        let pods = [wanting("etcd", "3.5.13"), wanting("etcd-events", "3.6.0")];
+        let err = guard(&pods, &facts, &running).unwrap_err().to_string();
         assert!(err.contains("etcd-events") && err.contains("3.5"), "{err}");
     }
 
     #[test]
     fn an_etcd_cluster_upgrades_only_with_every_member_one_minor_behind_at_most() {
         let layout = layout();
-        let mut pod = on_volume("etcd");
-        if let Placement::OnVolume { etcd_version, .. } = &mut pod.placement {
-            *etcd_version = EtcdVersion::parse("3.6.0");
-        }
-        let record = PathBuf::from("/r/var/mnt/master-vol-1/k8s.io/manifests/etcd-version");
-        let facts: BTreeMap<PathBuf, FileFact> = [(
-            record,
-            FileFact::File {
-                bytes: b"3.5.13\n".to_vec(),
-                mode: 0o644,
-            },
-        )]
-        .into();
+        let pod = wanting("etcd", "3.6.0");
+        let facts = records(&[(RECORD, "3.5.13\n")]);
         let members = |other: &str| -> MemberVersions {
             [(
                 "main".to_owned(),
                 vec![
-                    ("vol-1".to_owned(), EtcdVersion::parse("3.5.13").unwrap()),
-                    ("vol-2".to_owned(), EtcdVersion::parse(other).unwrap()),
+                    ("vol-1".to_owned(), v("3.5.13")),
+                    ("vol-2".to_owned(), v(other)),
                 ],
             )]
             .into()
         };
+        let nothing = ReportedVersions::new();
         // A member still on 3.4: this one may not go to 3.6 (mixed minors).
-        let err = plan_version_records(&layout, &[pod.clone()], &facts, &members("3.4.23"))
-            .unwrap_err()
-            .to_string();
+        let err = plan_version_records(
+            &layout,
+            std::slice::from_ref(&pod),
+            &facts,
+            &members("3.4.23"),
+            &nothing,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains("vol-2") && err.contains("3.5.x first"),
             "{err}"
         );
-        // Every member on 3.5: the upgrade goes, and this volume's tag follows.
-        let (changes, tags) =
-            plan_version_records(&layout, &[pod], &facts, &members("3.5.13")).unwrap();
-        assert_eq!(changes[0].action, Action::Update);
-        assert_eq!(
-            tags,
-            [(
-                "vol-1".to_owned(),
-                "main".to_owned(),
-                EtcdVersion::parse("3.6.0").unwrap()
-            )]
+        // Every member on 3.5: the upgrade goes. Until etcd 3.6 reports running, the record
+        // and the tag stay 3.5.13.
+        let (changes, tags) = plan_version_records(
+            &layout,
+            std::slice::from_ref(&pod),
+            &facts,
+            &members("3.5.13"),
+            &nothing,
+        )
+        .unwrap();
+        assert!(
+            changes.is_empty() && tags.is_empty(),
+            "{changes:?} {tags:?}"
         );
+        // Once it does, the record and this volume's tag follow.
+        let running = reporting(&[("etcd", "3.6.0")]);
+        let (changes, tags) =
+            plan_version_records(&layout, &[pod], &facts, &members("3.5.13"), &running).unwrap();
+        assert_eq!(changes[0].action, Action::Update);
+        assert_eq!(tags, [("vol-1".to_owned(), "main".to_owned(), v("3.6.0"))]);
     }
 
     #[test]
-    fn the_version_record_guards_upgrades_and_follows_the_data() {
+    fn the_version_record_holds_what_etcd_reported_and_guards_upgrades() {
         let layout = layout();
-        let record = PathBuf::from("/r/var/mnt/master-vol-1/k8s.io/manifests/etcd-version");
+        let record = PathBuf::from(RECORD);
         assert_eq!(
             version_record_paths(&layout, &[on_volume("etcd")]).unwrap(),
             std::slice::from_ref(&record)
@@ -714,25 +770,14 @@ mod tests {
                 dir.join("etcd-events.etcd-version")
             ]
         );
-        let with = |text: &str| -> BTreeMap<PathBuf, FileFact> {
-            [(
-                record.clone(),
-                FileFact::File {
-                    bytes: text.as_bytes().to_vec(),
-                    mode: 0o644,
-                },
-            )]
-            .into()
-        };
-        // First run: the version is recorded.
-        let changes = plan_version_records(
-            &layout,
-            &[on_volume("etcd")],
-            &BTreeMap::new(),
-            &MemberVersions::new(),
-        )
-        .unwrap()
-        .0;
+        let pod = [on_volume("etcd")];
+        let nothing = ReportedVersions::new();
+        // First run, etcd not started yet: nothing recorded, nothing tagged.
+        let (changes, tags) = guard(&pod, &BTreeMap::new(), &nothing).unwrap();
+        assert!(changes.is_empty() && tags.is_empty());
+        // Once etcd reports its version, it is recorded and tagged.
+        let running = reporting(&[("etcd", "3.5.13")]);
+        let (changes, tags) = guard(&pod, &BTreeMap::new(), &running).unwrap();
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].action, Action::Create);
         assert_eq!(
@@ -742,67 +787,80 @@ mod tests {
                 mode: 0o644
             }
         );
-        // Converged, and one minor up: fine.
-        let same = plan_version_records(
-            &layout,
-            &[on_volume("etcd")],
-            &with("3.5.13\n"),
-            &MemberVersions::new(),
-        )
-        .unwrap()
-        .0;
+        assert_eq!(tags.len(), 1);
+        // Converged.
+        let same = guard(&pod, &records(&[(RECORD, "3.5.13\n")]), &running)
+            .unwrap()
+            .0;
         assert_eq!(same[0].action, Action::Unchanged);
-        let up = plan_version_records(
-            &layout,
-            &[on_volume("etcd")],
-            &with("3.4.23\n"),
-            &MemberVersions::new(),
-        )
-        .unwrap()
-        .0;
-        assert_eq!(up[0].action, Action::Update);
+        // One minor up: allowed; the record stays until the new etcd reports.
+        let (up, tags) = guard(&pod, &records(&[(RECORD, "3.4.23\n")]), &nothing).unwrap();
+        assert!(up.is_empty());
+        assert_eq!(tags, [("vol-1".to_owned(), "main".to_owned(), v("3.4.23"))]);
         // Back a minor, or two ahead: refused, naming the volume.
-        let err = plan_version_records(
-            &layout,
-            &[on_volume("etcd")],
-            &with("3.6.0\n"),
-            &MemberVersions::new(),
-        )
-        .unwrap_err()
-        .to_string();
+        let err = guard(&pod, &records(&[(RECORD, "3.6.0\n")]), &nothing)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("vol-1") && err.contains("3.6.0"), "{err}");
-        let err = plan_version_records(
-            &layout,
-            &[on_volume("etcd")],
-            &with("3.3.0\n"),
-            &MemberVersions::new(),
-        )
-        .unwrap_err()
-        .to_string();
+        let err = guard(&pod, &records(&[(RECORD, "3.3.0\n")]), &nothing)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("one minor version at a time"), "{err}");
-        let err = plan_version_records(
-            &layout,
-            &[on_volume("etcd")],
-            &with("garbage"),
-            &MemberVersions::new(),
+        // What etcd reports outranks the file: data a 3.6 etcd runs now is not 3.5's.
+        let err = guard(
+            &pod,
+            &records(&[(RECORD, "3.5.13\n")]),
+            &reporting(&[("etcd", "3.6.1")]),
         )
         .unwrap_err()
         .to_string();
+        assert!(err.contains("3.6.1"), "{err}");
+        let err = guard(&pod, &records(&[(RECORD, "garbage")]), &nothing)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("does not hold an etcd version"), "{err}");
-        // An image without a version: no guard, no record.
+        // An image without a version: no guard, but what etcd reports is still recorded.
         let mut unknown = on_volume("etcd");
         if let Placement::OnVolume { etcd_version, .. } = &mut unknown.placement {
             *etcd_version = None;
         }
-        assert!(plan_version_records(
-            &layout,
+        let (changes, _) = guard(
             &[unknown],
-            &with("3.6.0\n"),
-            &MemberVersions::new()
+            &records(&[(RECORD, "3.6.0\n")]),
+            &reporting(&[("etcd", "3.6.2")]),
         )
-        .unwrap()
-        .0
-        .is_empty());
+        .unwrap();
+        assert_eq!(changes[0].action, Action::Update);
+    }
+
+    #[test]
+    fn a_failed_upgrade_rolls_back_and_one_that_ran_does_not() {
+        let on_35 = records(&[(RECORD, "3.5.13\n")]);
+        let nothing = ReportedVersions::new();
+        // 3.5 → 3.6: allowed; etcd 3.6 never comes up, so nothing is recorded…
+        let (changes, _) = guard(&[wanting("etcd", "3.6.0")], &on_35, &nothing).unwrap();
+        assert!(changes.is_empty());
+        // …and going back to 3.5 is allowed.
+        assert!(guard(&[wanting("etcd", "3.5.13")], &on_35, &nothing).is_ok());
+        // Had 3.6 run, its record would say so, and 3.5 could no longer read the data.
+        let (changes, _) = guard(
+            &[wanting("etcd", "3.6.0")],
+            &on_35,
+            &reporting(&[("etcd", "3.6.0")]),
+        )
+        .unwrap();
+        assert_eq!(
+            changes[0].desired,
+            Desired::File {
+                bytes: b"3.6.0\n".to_vec(),
+                mode: 0o644
+            }
+        );
+        let on_36 = records(&[(RECORD, "3.6.0\n")]);
+        let err = guard(&[wanting("etcd", "3.5.13")], &on_36, &nothing)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("3.6.0") && err.contains("3.5.13"), "{err}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! The etcd version guard: the version a volume's etcd data last ran is recorded on the volume
-//! (`k8s.io/manifests/etcd-version`); a manifest that would run it backwards a minor version,
-//! or skip one, is refused before anything is written (etcd-manager#197). Pure.
+//! The etcd version guard: the version a volume's etcd data last ran — as the running etcd
+//! reports it on its client port — is recorded on the volume (`k8s.io/manifests/etcd-version`);
+//! a manifest that would run it backwards a minor version, or skip one, is refused before
+//! anything is written (etcd-manager#197). Pure.
 
 use std::fmt;
 
@@ -45,6 +46,51 @@ impl EtcdVersion {
         }
         Self::parse(tag)
     }
+}
+
+/// Where a running etcd pod answers `GET /version`: its client port on this node's loopback
+/// (the pod has the host's network and listens on every address).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtcdEndpoint {
+    pub port: u16,
+    /// An IPv6 cluster's etcd listens on `[::]`: asked at `[::1]`.
+    pub ipv6: bool,
+    /// `https`, with what the pod's flags name (host paths, as the pod mounts them).
+    pub tls: Option<EtcdClientTls>,
+}
+
+/// How to speak TLS to an etcd pod: its CA to verify it, and the certificate and key to show
+/// when it asks for client certificates (`--tls-auth`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtcdClientTls {
+    pub ca: Option<String>,
+    pub identity: Option<(String, String)>,
+}
+
+impl EtcdEndpoint {
+    /// `http://127.0.0.1:4001`, as said in messages.
+    pub fn url(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let host = if self.ipv6 { "[::1]" } else { "127.0.0.1" };
+        format!("{scheme}://{host}:{}", self.port)
+    }
+}
+
+/// The version this etcd server runs, from the body of its `GET /version` answer
+/// (`{"etcdserver":"3.5.13","etcdcluster":"3.5.0"}`).
+pub fn parse_version_answer(body: &[u8]) -> Result<EtcdVersion, String> {
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        etcdserver: String,
+    }
+    let answer: Answer = serde_json::from_slice(body)
+        .map_err(|err| format!("its /version answer is not etcd's ({err})"))?;
+    EtcdVersion::parse(&answer.etcdserver).ok_or_else(|| {
+        format!(
+            "its /version answer names `{}`, not an etcd version",
+            answer.etcdserver.escape_debug()
+        )
+    })
 }
 
 /// Whether data last run by `recorded` may run `wanted`: the same minor (any patch), or the
@@ -100,6 +146,23 @@ mod tests {
         assert_eq!(EtcdVersion::parse("3.5"), None);
         assert_eq!(EtcdVersion::parse("3.5.1.2"), None);
         assert!(v("3.4.23") < v("3.5.0"));
+    }
+
+    #[test]
+    fn the_version_etcd_reports_is_its_servers() {
+        assert_eq!(
+            parse_version_answer(br#"{"etcdserver":"3.4.23","etcdcluster":"3.4.0"}"#),
+            Ok(v("3.4.23"))
+        );
+        assert!(parse_version_answer(b"404 page not found").is_err());
+        let odd = parse_version_answer(br#"{"etcdserver":"not\nthere"}"#).unwrap_err();
+        assert!(odd.contains(r"not\nthere"), "{odd}");
+        let endpoint = EtcdEndpoint {
+            port: 4001,
+            ipv6: true,
+            tls: None,
+        };
+        assert_eq!(endpoint.url(), "http://[::1]:4001");
     }
 
     #[test]

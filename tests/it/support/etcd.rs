@@ -1,6 +1,6 @@
 //! Runs a rendered etcd pod's command and environment with Debian's etcd, as kubelet would: the
 //! pod's host-path volumes bind-mounted where the container sees them, in a private mount
-//! namespace, optionally inside a host's network namespace. Killed when dropped.
+//! namespace, inside a network namespace of the test's. Killed when dropped.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -17,16 +17,10 @@ pub(crate) struct EtcdPod {
 }
 
 impl EtcdPod {
-    /// Starts the pod of `manifest` (host paths taken under `root`). `hosts_file` is bound over
-    /// `/etc/hosts` (not needed in a network namespace: `ip netns exec` binds
-    /// `/etc/netns/<name>/hosts`). Output of the wrapper goes to `stderr`.
-    pub(crate) fn start(
-        manifest: &Path,
-        root: &TestRoot,
-        netns: Option<&str>,
-        hosts_file: Option<&Path>,
-        stderr: Stdio,
-    ) -> Self {
+    /// Starts the pod of `manifest` (host paths taken under `root`) inside network namespace
+    /// `netns`, whose `/etc/hosts` is `/etc/netns/<netns>/hosts` (`ip netns exec` binds it).
+    /// Output of the wrapper goes to `stderr`.
+    pub(crate) fn start(manifest: &Path, root: &TestRoot, netns: &str, stderr: Stdio) -> Self {
         let pod: serde_yaml::Value =
             serde_yaml::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
         let container = &pod["spec"]["containers"][0];
@@ -39,18 +33,29 @@ impl EtcdPod {
         };
         let (data_host, log_host) = (host(0), host(1));
         std::fs::create_dir_all(&data_host).unwrap();
-        let hosts = hosts_file
-            .map(|h| format!("mount --bind {} /etc/hosts\n", h.display()))
-            .unwrap_or_default();
+        // The pod's certificate directories (volumes after data, log and hosts), from under the
+        // root; the tests keep them under /var, which is the pod's own tmpfs here.
+        let mut tls_dirs = String::new();
+        for volume in pod["spec"]["volumes"].as_sequence().unwrap().iter().skip(3) {
+            let path = volume["hostPath"]["path"].as_str().unwrap();
+            assert!(
+                path.starts_with("/var/"),
+                "a test pod's TLS files live under /var: {path}"
+            );
+            tls_dirs.push_str(&format!(
+                "mkdir -p {path}\nmount --bind {} {path}\n",
+                root.join(path).display()
+            ));
+        }
         let script = format!(
             "set -e\n\
              mount --make-rprivate /\n\
-             {hosts}\
              mount -t tmpfs tmpfs /var\n\
              mkdir -p /var/etcd/data /var/log\n\
              touch /var/log/etcd.log\n\
              mount --bind {data} /var/etcd/data\n\
              mount --bind {log} /var/log/etcd.log\n\
+             {tls_dirs}\
              mount -t tmpfs tmpfs /usr/local/bin\n\
              ln -s /usr/bin/etcd /usr/local/bin/etcd\n\
              # This namespace copied every other test's mounts; on a real machine they are not\n\
@@ -61,14 +66,8 @@ impl EtcdPod {
             data = data_host.display(),
             log = log_host.display(),
         );
-        let mut command = match netns {
-            Some(ns) => {
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns, "unshare"]);
-                c
-            }
-            None => Command::new("unshare"),
-        };
+        let mut command = Command::new("ip");
+        command.args(["netns", "exec", netns, "unshare"]);
         // `--kill-child`: etcd dies with the process the test holds.
         command
             .args([

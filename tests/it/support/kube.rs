@@ -28,19 +28,21 @@ fn openssl(args: &[&str]) {
     );
 }
 
+/// A new P-256 key, unencrypted, for `openssl req`.
+const EC_KEY: [&str; 5] = [
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:prime256v1",
+    "-nodes",
+];
+
 impl Certs {
     pub(crate) fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let p = |name: &str| dir.path().join(name).display().to_string();
-        let ec = [
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ];
         let mut ca = vec!["req", "-x509"];
-        ca.extend(ec);
+        ca.extend(EC_KEY);
         let (ca_key, ca_crt) = (p("ca.key"), p("ca.crt"));
         ca.extend([
             "-keyout",
@@ -53,47 +55,55 @@ impl Certs {
             "2",
         ]);
         openssl(&ca);
+        let certs = Self { dir };
         for (name, subject, usage) in [
             ("server", "/CN=kubernetes-master", "serverAuth"),
             ("client", "/O=system:masters/CN=kops", "clientAuth"),
         ] {
-            let (key, csr, crt, ext) = (
-                p(&format!("{name}.key")),
-                p(&format!("{name}.csr")),
-                p(&format!("{name}.crt")),
-                p(&format!("{name}.ext")),
-            );
-            let mut req = vec!["req"];
-            req.extend(ec);
-            req.extend(["-keyout", &key, "-out", &csr, "-subj", subject]);
-            openssl(&req);
-            std::fs::write(
-                &ext,
-                format!(
+            certs.issue(
+                name,
+                subject,
+                &format!(
                     "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n\
                      extendedKeyUsage={usage}\nsubjectAltName=IP:127.0.0.1\n"
                 ),
-            )
-            .unwrap();
-            openssl(&[
-                "x509",
-                "-req",
-                "-in",
-                &csr,
-                "-CA",
-                &ca_crt,
-                "-CAkey",
-                &ca_key,
-                "-CAcreateserial",
-                "-out",
-                &crt,
-                "-days",
-                "2",
-                "-extfile",
-                &ext,
-            ]);
+            );
         }
-        Self { dir }
+        certs
+    }
+
+    /// Issues `<name>.crt` and `<name>.key` from this CA, with these X.509 v3 `extensions`.
+    pub(crate) fn issue(&self, name: &str, subject: &str, extensions: &str) {
+        let p = |file: &str| self.dir.path().join(file).display().to_string();
+        let (key, csr, crt, ext) = (
+            p(&format!("{name}.key")),
+            p(&format!("{name}.csr")),
+            p(&format!("{name}.crt")),
+            p(&format!("{name}.ext")),
+        );
+        let mut req = vec!["req"];
+        req.extend(EC_KEY);
+        req.extend(["-keyout", &key, "-out", &csr, "-subj", subject]);
+        openssl(&req);
+        std::fs::write(&ext, extensions).unwrap();
+        let (ca_crt, ca_key) = (p("ca.crt"), p("ca.key"));
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            &ca_crt,
+            "-CAkey",
+            &ca_key,
+            "-CAcreateserial",
+            "-out",
+            &crt,
+            "-days",
+            "2",
+            "-extfile",
+            &ext,
+        ]);
     }
 
     fn base64(&self, name: &str) -> String {

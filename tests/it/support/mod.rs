@@ -12,6 +12,7 @@ pub(crate) mod iam;
 pub(crate) mod imds;
 pub(crate) mod kube;
 pub(crate) mod moto;
+pub(crate) mod netns;
 pub(crate) mod report;
 pub(crate) mod seed;
 
