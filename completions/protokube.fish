@@ -44,7 +44,7 @@ complete -c protokube -n "__fish_protokube_needs_command" -s o -l output -d 'Rep
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_needs_command" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
-complete -c protokube -n "__fish_protokube_needs_command" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for log shippers'"
 complete -c protokube -n "__fish_protokube_needs_command" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
@@ -120,7 +120,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -s
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for log shippers'"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
@@ -176,7 +176,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand mount" -s o -l outpu
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for log shippers'"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
@@ -241,7 +241,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -s
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for log shippers'"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
@@ -298,7 +298,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -s o -l
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for log shippers'"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
@@ -364,7 +364,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -s o -l output
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for log shippers'"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
@@ -422,7 +422,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand reset" -s o -l outpu
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for log shippers'"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
@@ -479,7 +479,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -s o
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for log shippers'"
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
@@ -535,7 +535,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand label-node" -s o -l 
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for log shippers'"
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
@@ -591,7 +591,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand version" -s o -l out
 json\t''
 yaml\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it, or on any change, volumes and records are checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for log shippers'"
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F

@@ -5,6 +5,7 @@ usage: bench.py PROTOKUBE_BINARY EMULATOR_URL
 """
 
 import json
+import math
 import os
 import stat
 import resource
@@ -152,11 +153,15 @@ def calls_of(argv, env, url):
     return [(r["service"], r["operation"]) for r in requests(url)]
 
 
-def per_master_hour(trusted, full):
-    """(Route53, EC2) calls per master-hour on the timer: a full check once per verify interval,
-    trusted runs between."""
-    runs = 3600 // TIMER_SECONDS
-    fulls = 3600 // VERIFY_INTERVAL_SECONDS
+NODEUP_LOOP_SECONDS = 60  # the old daemon's loop under nodeup's protokube.service
+
+
+def per_master_hour(trusted, full, period=TIMER_SECONDS, trusted_for=VERIFY_INTERVAL_SECONDS):
+    """(Route53, EC2) calls per node-hour, one run every `period` seconds: a full check at the
+    first run once the check is `trusted_for` seconds old (the interval; a worker's, less its
+    jitter of at most a tenth, in the worst case), trusted runs between."""
+    runs = 3600 / period
+    fulls = 3600 / (math.ceil(trusted_for / period) * period)
     count = lambda calls, service: sum(1 for s, _ in calls if s == service)
     route53 = fulls * count(full, "route53") + (runs - fulls) * count(trusted, "route53")
     ec2 = fulls * count(full, "ec2") + (runs - fulls) * count(trusted, "ec2")
@@ -164,13 +169,13 @@ def per_master_hour(trusted, full):
 
 
 def fleet(route53_hour, ec2_hour):
-    """Masters one account can run within both limits."""
+    """Nodes one account can run within both limits."""
     limits = []
     if route53_hour:
-        limits.append(ROUTE53_PER_SECOND * 3600 // route53_hour)
+        limits.append(int(ROUTE53_PER_SECOND * 3600 / route53_hour))
     if ec2_hour:
-        limits.append(EC2_DESCRIBE_PER_SECOND * 3600 // ec2_hour)
-    return min(limits) if limits else float("inf")
+        limits.append(int(EC2_DESCRIBE_PER_SECOND * 3600 / ec2_hour))
+    return min(limits) if limits else "no limit (asks nothing)"
 
 
 def bench_sync(binary, baseline, url, env, ids):
@@ -213,13 +218,25 @@ def bench_sync(binary, baseline, url, env, ids):
         full = calls_of(argv(binary, "--verify-interval", "0"), env, url)
         out["after"] = {"calls": calls, "full": full, "wall": statistics.median(warm),
                         "cpu": statistics.median(cpu), "writes": writes}
+        kinds = {"HA master, Route53": (calls, full)}
+        # The same master of a gossip cluster: names in the hosts file.
+        gossip = lambda *extra: argv(binary, "--dns", "hosts", *extra)
+        subprocess.run(gossip("--verify-interval", "0"), env=env, check=True, stdout=subprocess.DEVNULL)
+        kinds["gossip master"] = (calls_of(gossip(), env, url),
+                                  calls_of(gossip("--verify-interval", "0"), env, url))
+        kinds["LB-cluster master, a name held by dns-controller"] = lb_master(binary, url, env, argv)
         worker_root = os.path.join(work, "worker")
         os.makedirs(worker_root)
         worker = lambda *extra: [binary, "sync", "--cluster-spec", spec, "--root", worker_root,
                                  "-o", "json", *extra]
         subprocess.run(worker("--dns", "hosts"), env=env, check=True, stdout=subprocess.DEVNULL)
         out["worker_hosts"] = calls_of(worker("--dns", "hosts"), env, url)
+        kinds["gossip worker"] = (out["worker_hosts"],
+                                  calls_of(worker("--dns", "hosts", "--verify-interval", "0"), env, url))
         out["worker_route53"] = calls_of(worker(), env, url)
+        kinds["Route53 worker"] = (out["worker_route53"], calls_of(worker("--verify-interval", "0"), env, url))
+        kinds["gossip worker, kOps 1.36 unit"] = unit_136_worker(binary, url, env, work)
+        out["kinds"] = kinds
         return out
     finally:
         for line in open("/proc/self/mountinfo"):
@@ -229,6 +246,86 @@ def bench_sync(binary, baseline, url, env, ids):
         for loop in loops:
             subprocess.run(["losetup", "-d", loop], capture_output=True)
         subprocess.run(["rm", "-rf", work])
+
+
+def lb_master(binary, url, env, argv):
+    """Master a once its cluster has an API load balancer (kOps' alias at `api.<cluster>`) and
+    dns-controller holds `api.internal` (addresses, no ownership TXT): (converged calls, full
+    check calls). Route53 is put back as it was afterwards."""
+    import boto3
+    import yaml
+
+    spec_path = argv(binary)[argv(binary).index("--cluster-spec") + 1]
+    with open(spec_path) as f:
+        doc = yaml.safe_load(f)
+    doc["spec"]["api"] = {"loadBalancer": {"type": "Public", "class": "Network"}}
+    lb_spec = os.path.join(os.path.dirname(argv(binary)[argv(binary).index("--root") + 1]), "lb.yaml")
+    with open(lb_spec, "w") as f:
+        yaml.safe_dump(doc, f)
+    r53 = boto3.client("route53", endpoint_url=url, region_name=REGION,
+                       aws_access_key_id="bench", aws_secret_access_key="bench")
+    zone = r53.list_hosted_zones_by_name(DNSName="example.com")["HostedZones"][0]["Id"]
+    sets = r53.list_resource_record_sets(HostedZoneId=zone)["ResourceRecordSets"]
+    held = [r for r in sets if r["Name"].rstrip(".") in ("api." + CLUSTER, "api.internal." + CLUSTER)]
+    changes = [{"Action": "DELETE", "ResourceRecordSet": r} for r in held]
+    changes.append({"Action": "CREATE", "ResourceRecordSet": {
+        "Name": "api." + CLUSTER, "Type": "A", "AliasTarget": {
+            "HostedZoneId": "Z26RNL4JYFTOTI", "EvaluateTargetHealth": False,
+            "DNSName": "api-ha-example-com-0123456789.elb.us-east-1.amazonaws.com"}}})
+    changes.append({"Action": "CREATE", "ResourceRecordSet": {
+        "Name": "api.internal." + CLUSTER, "Type": "A", "TTL": 60,
+        "ResourceRecords": [{"Value": "10.99.0.1"}]}})
+    r53.change_resource_record_sets(HostedZoneId=zone, ChangeBatch={"Changes": changes})
+    try:
+        lb = lambda *extra: [a if a != spec_path else lb_spec for a in argv(binary, *extra)]
+        subprocess.run(lb("--verify-interval", "0"), env=env, check=True, stdout=subprocess.DEVNULL)
+        return calls_of(lb(), env, url), calls_of(lb("--verify-interval", "0"), env, url)
+    finally:
+        sets = r53.list_resource_record_sets(HostedZoneId=zone)["ResourceRecordSets"]
+        now = [r for r in sets if r["Name"].rstrip(".") in ("api." + CLUSTER, "api.internal." + CLUSTER)]
+        back = [{"Action": "DELETE", "ResourceRecordSet": r} for r in now]
+        back += [{"Action": "CREATE", "ResourceRecordSet": r} for r in held]
+        r53.change_resource_record_sets(HostedZoneId=zone, ChangeBatch={"Changes": back})
+
+
+def unit_136_worker(binary, url, env, work):
+    """A worker of the cluster under kOps 1.36's unit (no cluster, no role: the instance's tags
+    say them), started twice as nodeup's service would be: (calls of the second start's run,
+    calls of a full check)."""
+    import boto3
+    import signal
+
+    ec2 = boto3.client("ec2", endpoint_url=url, region_name=REGION,
+                       aws_access_key_id="bench", aws_secret_access_key="bench")
+    image = ec2.describe_images()["Images"][0]["ImageId"]
+    worker = ec2.run_instances(ImageId=image, InstanceType="t3.medium", MinCount=1, MaxCount=1,
+                               Placement={"AvailabilityZone": REGION + "a"},
+                               TagSpecifications=[{"ResourceType": "instance", "Tags": [
+                                   {"Key": "KubernetesCluster", "Value": CLUSTER}]}])
+    root = os.path.join(work, "worker-136")
+    os.makedirs(root)
+    unit_env = {k: v for k, v in env.items() if k != "PROTOKUBE_CLUSTER_ID"}
+    unit_env.update({"PROTOKUBE_ROOT": root,
+                     "PROTOKUBE_INSTANCE_ID": worker["Instances"][0]["InstanceId"]})
+    argv = [binary, "--cloud=aws", "--containerized=false", "--gossip=true", "--v=4",
+            "--gossip-listen=0.0.0.0:3999", "--gossip-protocol=mesh", "--gossip-secret=s3cr3t"]
+
+    def one_start():
+        reset_requests(url)
+        daemon = subprocess.Popen(argv, env=unit_env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True)
+        for line in daemon.stderr:
+            if "run finished" in line:
+                break
+        daemon.send_signal(signal.SIGTERM)
+        daemon.communicate(timeout=30)
+        return [(r["service"], r["operation"]) for r in requests(url)]
+
+    one_start()
+    second = one_start()
+    full = calls_of([binary, "sync", "--dns", "hosts", "--root", root, "--verify-interval", "0",
+                     "-o", "json"], unit_env, url)
+    return second, full
 
 
 def bench_render(binary):
@@ -346,6 +443,19 @@ def main():
              "-", "%d / %d" % (route53_hour, ec2_hour)),
             ("sync (%s): masters per account (Route53 5/s, EC2 describe 20/s)" % label,
              budget(">= 3000"), "%s" % fleet(route53_hour, ec2_hour)),
+        ]
+    for kind, (converged, full) in sync["kinds"].items():
+        span = VERIFY_INTERVAL_SECONDS * (0.9 if "worker" in kind else 1)
+        timer = per_master_hour(converged, full, TIMER_SECONDS, span)
+        loop = per_master_hour(converged, full, NODEUP_LOOP_SECONDS, span)
+        goal = {"HA master, Route53": ">= 3000", "gossip master": ">= 3000",
+                "LB-cluster master, a name held by dns-controller": ">= 3000",
+                "gossip worker": ">= 15000", "gossip worker, kOps 1.36 unit": ">= 15000"}.get(kind, "-")
+        rows += [
+            ("fleet, %s: AWS calls per run, converged / full check" % kind, "-",
+             "%d (%s) / %d (%s)" % (len(converged), names(converged), len(full), names(full))),
+            ("fleet, %s: nodes per account, %d-min timer / 1-min loop" % (kind, TIMER_SECONDS // 60),
+             goal + " (timer)", "%s / %s" % (fleet(*timer), fleet(*loop))),
         ]
     after = sync["after"]
     rows += [

@@ -614,8 +614,9 @@ pub struct GlobalArgs {
     pub timeout: Duration,
 
     /// How long a converged node trusts what its last full check of the cloud found: within it,
-    /// `sync` on a master asks `DescribeInstances` alone while the answer is unchanged; after it,
-    /// or on any change, volumes and records are checked in full. `0` checks fully every run.
+    /// `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a
+    /// gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change,
+    /// the cloud is checked in full. `0` checks fully every run.
     #[arg(long, global = true, value_name = "DURATION", default_value = "15m", value_parser = parse_duration, env = "PROTOKUBE_VERIFY_INTERVAL")]
     pub verify_interval: Duration,
 

@@ -321,10 +321,12 @@ impl Settings {
         self.legacy && !self.master && self.cluster.is_none()
     }
 
-    /// These settings for the node its tags describe: its cluster, and `--master` when it is a
-    /// control-plane instance.
-    pub fn with_node(mut self, node: &crate::plan::state::LearnedNode) -> Result<Self> {
-        self.master = node.control_plane;
+    /// These settings for the node its tags describe: its cluster, and with `role` also
+    /// `--master` when it is a control-plane instance.
+    pub fn with_node(mut self, node: &crate::plan::state::LearnedNode, role: bool) -> Result<Self> {
+        if role {
+            self.master = node.control_plane;
+        }
         self.cluster =
             Some(self.cluster_named(&node.cluster).with_context(|| {
                 format!("cluster `{}` (from the instance's tags)", node.cluster)

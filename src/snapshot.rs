@@ -217,6 +217,11 @@ impl<'a> Snapshot<'a> {
         Ok(())
     }
 
+    /// Takes the masters from a worker's recorded check instead of asking the cloud.
+    pub fn trust_masters(&mut self, masters: Vec<InstanceInfo>) {
+        self.masters = Some(masters);
+    }
+
     /// The cloud's answer the volumes were classified from (after [`Snapshot::discovery`]).
     pub fn volume_answer(&self) -> Option<&[CloudVolume]> {
         self.volume_answer.as_deref()

@@ -14,7 +14,7 @@ use crate::plan::records::DesiredRecord;
 use crate::plan::route53::{
     apexes, batches, plan_release, plan_zone, NameOutcome, ZonePolicy, EXTERNAL_DNS_PREFIXES,
 };
-use crate::plan::state::MissingName;
+use crate::plan::state::{LeftAlone, MissingName};
 use crate::plan::zones::{zone_for, ZoneRule};
 use crate::report::{Action, Change, ChangeKind, Report};
 use crate::wait::{poll_until, Backoff, Progress};
@@ -39,6 +39,8 @@ pub struct Remembered<'a> {
     /// The names as the last full check found them in Route53, when this run trusts it: if they
     /// are the desired ones, Route53 is not asked at all.
     pub names: Option<&'a [DesiredRecord]>,
+    /// The names that check left alone (someone else's), with why.
+    pub left_alone: &'a [LeftAlone],
 }
 
 /// What a publish found.
@@ -46,8 +48,8 @@ pub struct Remembered<'a> {
 pub struct Published {
     /// The zones the rules chose (to remember).
     pub zones: Vec<HostedZone>,
-    /// Every name stands in Route53 as desired now (none left alone with a warning).
-    pub in_place: bool,
+    /// The desired names left alone because someone else holds them (each warned about).
+    pub left_alone: Vec<LeftAlone>,
     /// The owned names the cluster no longer has, kept while they are waited out; `None` when
     /// Route53 was not read (the trusted names were the desired ones).
     pub missing: Option<BTreeMap<String, MissingName>>,
@@ -79,15 +81,21 @@ pub async fn publish(
     };
     if let (Some(zones), Some(names)) = (remembered.zones, remembered.names) {
         if names == desired {
-            // The trusted check found these very names in place: nothing to ask Route53.
+            // The trusted check found these very names in place, or left to their holders:
+            // nothing to ask Route53, and nothing to warn about again before the next check.
             for (zone, records) in names_by_zone(zones, desired)?.values() {
                 for record in records {
-                    report_outcome(report, NameOutcome::unchanged(record), &zone.name);
+                    match remembered.left_alone.iter().find(|l| l.name == record.name) {
+                        Some(left) => {
+                            tracing::debug!("left alone at the last full check: {}", left.reason);
+                        }
+                        None => report_outcome(report, NameOutcome::unchanged(record), &zone.name),
+                    }
                 }
             }
             return Ok(Published {
                 zones: zones.to_vec(),
-                in_place: true,
+                left_alone: remembered.left_alone.to_vec(),
                 missing: None,
             });
         }
@@ -171,14 +179,19 @@ impl ZoneRun<'_> {
             by_zone = names_by_zone(&zones, names)?;
             looked_up = true;
         };
-        let mut in_place = true;
+        let mut left_alone = Vec::new();
         let mut missing = BTreeMap::new();
         for (id, (zone, records)) in &by_zone {
             let plan = |existing: &[RecordSet]| plan(records, existing);
             let first = existing.remove(id).unwrap_or_default();
             let outcomes = publish_zone(self, zone, records, first, plan).await?;
             for mut outcome in outcomes {
-                in_place &= outcome.warning.is_none();
+                if let Some(reason) = &outcome.warning {
+                    left_alone.push(LeftAlone {
+                        name: outcome.name.clone(),
+                        reason: reason.clone(),
+                    });
+                }
                 if let Some(seen) = outcome.missing.take() {
                     tracing::info!(
                         "`{}` is no longer one of the cluster's names (missing since {}); it is \
@@ -194,7 +207,7 @@ impl ZoneRun<'_> {
         }
         Ok(Published {
             zones,
-            in_place,
+            left_alone,
             missing: Some(missing),
         })
     }

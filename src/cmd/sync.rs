@@ -21,11 +21,14 @@ pub async fn run(
 ) -> Result<()> {
     // One region-wide listing serves mount (this zone) and DNS (every member).
     let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Region);
-    // kOps 1.36's unit names neither the cluster nor the role: the instance's tags do.
+    // Not given the cluster (kOps 1.36's unit gives neither it nor the role): the instance's
+    // tags say it, asked once and remembered.
     let learned;
-    let (settings, mut snapshot) = if settings.learns_node_role() {
+    let (settings, mut snapshot) = if settings.cluster.is_none() {
         let node = steps::node_role::learn(settings, &mut snapshot).await?;
-        learned = settings.clone().with_node(&node)?;
+        learned = settings
+            .clone()
+            .with_node(&node, settings.learns_node_role())?;
         (&learned, snapshot.for_settings(&learned))
     } else {
         (settings, snapshot)
@@ -36,12 +39,9 @@ pub async fn run(
     // Who owns etcd here is decided once: where etcd-manager does, its volumes are left alone
     // and not even listed.
     let owns_etcd = steps::announce_etcd_owner(settings, &mut snapshot, report)?;
-    // A master asks the cloud once while its last full check holds (DESIGN §8).
-    let verify = if settings.master {
-        Some(steps::verify::begin(settings, &mut snapshot).await?)
-    } else {
-        None
-    };
+    // A master asks the cloud once while its last full check holds, a gossip worker not at all
+    // (DESIGN §8).
+    let verify = steps::verify::begin(settings, &mut snapshot).await?;
     let (claimed, mounted) = if owns_etcd {
         let claimed = steps::claim::run(settings, &mut snapshot, report).await?;
         let mounted = steps::mount::run(settings, &mut snapshot, report).await?;
@@ -51,7 +51,10 @@ pub async fn run(
     };
     let rendered = steps::render::run(settings, &mut snapshot, report).await?;
     let nothing_known = steps::publish::Known::default();
-    let known = verify.as_ref().map_or(&nothing_known, |v| &v.known);
+    let known = verify
+        .as_ref()
+        .and_then(steps::verify::Verify::known)
+        .unwrap_or(&nothing_known);
     let published = steps::publish::run(settings, &mut snapshot, known, report).await?;
     // A worker's run asks the cloud nothing more to see whether it should have been a master.
     steps::check_master_flag(settings, &mut snapshot, false, report).await?;
@@ -64,7 +67,8 @@ pub async fn run(
             &verify,
             volumes_changed,
             &published,
-        )?;
+        )
+        .await?;
     }
     if settings.master {
         steps::kubernetes_api(settings, report).await?;

@@ -1,6 +1,7 @@
 //! The state file's contents (`<root>/var/lib/protokube/state.json`, read in `state.rs`): what
 //! `mount` mounted, read by `render-manifests`; what the last full check of the cloud found, so
-//! a converged `sync` asks the cloud once (DESIGN §8); the hosted zones found for the `--zone`
+//! a converged `sync` asks the cloud once, or a gossip worker not at all (DESIGN §8); the hosted
+//! zones found for the `--zone`
 //! rules. Versioned; serialized deterministically.
 
 use std::collections::BTreeMap;
@@ -12,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cloud::{CloudVolume, HostedZone, InstanceInfo};
 use crate::etcd::EtcdMembership;
+use crate::plan::hosts::HostRecords;
 use crate::plan::records::DesiredRecord;
 use crate::plan::zones::ZoneRule;
 
@@ -27,6 +29,9 @@ pub struct State {
     /// What the last full check of the cloud found, when it found the node converged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verified: Option<Verified>,
+    /// A gossip worker's last full check: the masters it wrote into the hosts file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<WorkerVerified>,
     /// The hosted zones the `--zone` rules chose, once found (zones do not move).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zones: Option<KnownZones>,
@@ -77,6 +82,35 @@ pub struct Verified {
     /// The names published to Route53 and verified there (none for the hosts file, which is
     /// read on every run anyway).
     pub published: Vec<DesiredRecord>,
+    /// Desired names the check found held by someone else and left alone (warned about then):
+    /// a stable outcome, so trusted runs neither ask nor warn again until the next full check.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_alone: Vec<LeftAlone>,
+}
+
+/// A desired name left alone because someone else holds it: why, as the warning said.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeftAlone {
+    pub name: String,
+    pub reason: String,
+}
+
+/// What a gossip worker's last full check found (DESIGN §8): the masters' addresses and the
+/// hosts block written from them. Trusted — the cloud not asked — for `--verify-interval` less
+/// `jitter_seconds` (drawn at the check, up to a tenth of the interval, so a fleet's checks
+/// spread out), while the block on
+/// disk is the one written.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerVerified {
+    #[serde(with = "rfc3339")]
+    pub at: std::time::SystemTime,
+    pub jitter_seconds: u64,
+    /// The cluster checked.
+    pub cluster: String,
+    /// The cluster's running masters (`DescribeInstances`).
+    pub masters: Vec<InstanceInfo>,
+    /// The hosts file's managed block as written then: name → addresses.
+    pub hosts: HostRecords,
 }
 
 /// The hosted zones found for a set of `--zone` rules.
@@ -131,6 +165,7 @@ impl State {
             version: STATE_VERSION,
             volumes,
             verified: None,
+            worker: None,
             zones: None,
             node: None,
             missing_names: BTreeMap::new(),
@@ -172,6 +207,7 @@ mod tests {
             masters: vec![],
             volumes: vec![],
             published: vec![],
+            left_alone: vec![],
         };
         let state = State {
             verified: Some(verified.clone()),

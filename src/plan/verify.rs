@@ -1,12 +1,14 @@
-//! Whether a converged master can trust its last full check of the cloud (DESIGN §8): the one
-//! fresh `DescribeInstances` answer against the recorded one, the interval, and the local facts
-//! the rest of the run would act on. Pure.
+//! Whether a converged node can trust its last full check of the cloud (DESIGN §8): on a master
+//! the one fresh `DescribeInstances` answer against the recorded one, the interval, and the
+//! local facts the rest of the run would act on; on a gossip worker the interval (less its
+//! jitter) and the hosts block on disk. Pure.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};
 
 use crate::cloud::{AttachmentState, InstanceInfo};
-use crate::plan::state::Verified;
+use crate::plan::hosts::HostRecords;
+use crate::plan::state::{Verified, WorkerVerified};
 use crate::plan::volumes::{classify, plan_claims, ClaimPlan};
 
 /// What this run does with the cloud.
@@ -27,15 +29,58 @@ pub fn due(recorded: Option<&Verified>, now: SystemTime, interval: Duration) -> 
     let Some(recorded) = recorded else {
         return Some("nothing verified yet".to_owned());
     };
-    match now.duration_since(recorded.at) {
-        Ok(age) if age < interval => None,
+    let limit = format!("--verify-interval {}", humantime::format_duration(interval));
+    expired(recorded.at, now, interval, &limit)
+}
+
+/// Why a check made `at` no longer holds at `now`, trusted for `trusted_for` (`limit` says
+/// what set that); `None` while it holds.
+fn expired(at: SystemTime, now: SystemTime, trusted_for: Duration, limit: &str) -> Option<String> {
+    match now.duration_since(at) {
+        Ok(age) if age < trusted_for => None,
         Ok(age) => Some(format!(
-            "last verified {} ago (--verify-interval {})",
+            "last verified {} ago ({limit})",
             humantime::format_duration(Duration::from_secs(age.as_secs())),
-            humantime::format_duration(interval)
         )),
         Err(_) => Some("last verified in the future (the clock went back)".to_owned()),
     }
+}
+
+/// Whether a gossip worker's recorded check holds at `now`: of this `cluster`, younger than
+/// `interval` less its jitter (at most a tenth of `interval`), and the hosts file's managed block (`on_disk`) still the one it
+/// wrote. `Some(reason)` when a full check is due.
+pub fn worker_due(
+    recorded: Option<&WorkerVerified>,
+    now: SystemTime,
+    interval: Duration,
+    cluster: &str,
+    on_disk: &HostRecords,
+) -> Option<String> {
+    if interval.is_zero() {
+        return Some("--verify-interval is 0".to_owned());
+    }
+    let Some(recorded) = recorded else {
+        return Some("nothing verified yet".to_owned());
+    };
+    if recorded.cluster != cluster {
+        return Some(format!(
+            "the recorded check is of cluster `{}`",
+            recorded.cluster
+        ));
+    }
+    // Drawn for the interval of its day: never more than a tenth of this run's.
+    let jitter = Duration::from_secs(recorded.jitter_seconds).min(interval / 10);
+    let limit = format!(
+        "--verify-interval {} less {} jitter",
+        humantime::format_duration(interval),
+        humantime::format_duration(jitter)
+    );
+    if let Some(reason) = expired(recorded.at, now, interval.saturating_sub(jitter), &limit) {
+        return Some(reason);
+    }
+    (recorded.hosts != *on_disk).then(|| {
+        "the hosts file's managed block is not the one written at the last check".to_owned()
+    })
 }
 
 /// The facts of this node a trusted run relies on.
@@ -213,6 +258,7 @@ mod tests {
             masters,
             volumes,
             published: vec![],
+            left_alone: vec![],
         }
     }
 
@@ -257,6 +303,51 @@ mod tests {
         assert!(due(Some(&record), record.at, Duration::ZERO).is_some());
         assert!(due(None, record.at, 15 * minute).is_some());
         let back = due(Some(&record), record.at - minute, 15 * minute).unwrap();
+        assert!(back.contains("clock"), "{back}");
+    }
+
+    #[test]
+    fn a_worker_trusts_its_check_for_the_interval_less_jitter_while_its_hosts_block_stands() {
+        let minute = Duration::from_mins(1);
+        let hosts: HostRecords = [(
+            "api.internal.c.example.com".to_owned(),
+            vec!["10.0.0.1".parse().unwrap()],
+        )]
+        .into();
+        let record = WorkerVerified {
+            at: SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000),
+            jitter_seconds: 60,
+            cluster: C.to_owned(),
+            masters: converged().masters,
+            hosts: hosts.clone(),
+        };
+        let due_at = |after: Duration, on_disk: &HostRecords| {
+            worker_due(Some(&record), record.at + after, 15 * minute, C, on_disk)
+        };
+        assert_eq!(due_at(13 * minute, &hosts), None);
+        assert_eq!(
+            due_at(14 * minute, &hosts).unwrap(),
+            "last verified 14m ago (--verify-interval 15m less 1m jitter)"
+        );
+        let edited = HostRecords::new();
+        assert!(due_at(minute, &edited).unwrap().contains("hosts file"));
+        assert!(worker_due(
+            Some(&record),
+            record.at,
+            15 * minute,
+            "other.example.com",
+            &hosts
+        )
+        .unwrap()
+        .contains(C));
+        assert!(worker_due(Some(&record), record.at, Duration::ZERO, C, &hosts).is_some());
+        assert!(worker_due(None, record.at, 15 * minute, C, &hosts).is_some());
+        assert!(due_at(Duration::ZERO, &hosts).is_none());
+        // A shorter interval than the one the jitter was drawn for: a tenth of it at most.
+        let short = |after| worker_due(Some(&record), record.at + after, 5 * minute, C, &hosts);
+        assert_eq!(short(4 * minute), None);
+        assert!(short(Duration::from_secs(270)).is_some());
+        let back = worker_due(Some(&record), record.at - minute, 15 * minute, C, &hosts).unwrap();
         assert!(back.contains("clock"), "{back}");
     }
 

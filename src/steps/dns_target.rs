@@ -245,6 +245,7 @@ impl DnsTarget for Route53Zones<'_> {
                 .as_ref()
                 .and_then(|zones| zones.for_rules(&settings.zone_rules)),
             names: known.trusted_names.as_deref(),
+            left_alone: &known.left_alone,
         };
         let published = publish(
             &*dns,
@@ -258,7 +259,8 @@ impl DnsTarget for Route53Zones<'_> {
         .await?;
         Ok(PublishOutcome {
             // What a dry run plans is not in place yet.
-            names_in_place: (published.in_place && !settings.dry_run).then_some(desired),
+            names_in_place: (!settings.dry_run).then_some(desired),
+            left_alone: published.left_alone,
             zones: Some(KnownZones {
                 rules: settings.zone_rules.clone(),
                 zones: published.zones,

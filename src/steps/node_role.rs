@@ -1,8 +1,9 @@
-//! kOps 1.36's unit (`--cloud=aws --containerized=false --gossip=true --v=4 --gossip-*`) names
-//! neither the cluster nor the node's role: this instance's tags do (`KubernetesCluster`, and
-//! kOps' `k8s.io/role/master` / `k8s.io/role/control-plane` on control-plane instances). They
-//! are asked once (one `DescribeInstances`) and remembered in the state file, so the old
-//! daemon's minute loop does not ask again.
+//! A `sync` not given the cluster — kOps 1.36's unit (`--cloud=aws --containerized=false
+//! --gossip=true --v=4 --gossip-*`) names neither the cluster nor the node's role — learns it
+//! from this instance's tags (`KubernetesCluster`, and kOps' `k8s.io/role/master` /
+//! `k8s.io/role/control-plane` on control-plane instances). They are asked once (one
+//! `DescribeInstances`) and remembered in the state file, so a timer or the old daemon's minute
+//! loop does not ask again.
 
 use anyhow::{anyhow, Result};
 
@@ -33,8 +34,8 @@ pub async fn learn(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<L
         .await?;
     let cluster = found.get(tags::CLUSTER).cloned().ok_or_else(|| {
         anyhow!(
-            "no cluster name: instance `{instance_id}` has no `{}` tag and nodeup's unit gives no \
-             --cluster-id; pass --cluster-id (PROTOKUBE_CLUSTER_ID)",
+            "no cluster name: pass --cluster-id (PROTOKUBE_CLUSTER_ID) or --cluster-spec \
+             (instance `{instance_id}` has no `{}` tag)",
             tags::CLUSTER
         )
     })?;

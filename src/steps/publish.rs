@@ -9,7 +9,7 @@ use anyhow::{anyhow, Context as _, Result};
 use crate::names::check_dns_name;
 use crate::plan::records::{listed_etcd_names, worker_records, DesiredRecord};
 use crate::plan::route53::{DeletionGuard, ZonePolicy};
-use crate::plan::state::MissingName;
+use crate::plan::state::{LeftAlone, MissingName};
 use crate::report::Report;
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
@@ -27,15 +27,19 @@ pub struct Known {
     pub zones: Option<KnownZones>,
     /// The names the recorded check found published; `Some` only when this run trusts it.
     pub trusted_names: Option<Vec<DesiredRecord>>,
+    /// The names that check left alone to their holders.
+    pub left_alone: Vec<LeftAlone>,
 }
 
 /// What the publish step found, for the verify step (`sync` on a master).
 #[derive(Clone, Debug)]
 pub struct PublishOutcome {
-    /// The names that stand in Route53 as desired now (none left alone with a warning); an
-    /// empty list where nothing goes to Route53; `None` when a name is not in place (or this
-    /// was a dry run, whose plan is not in place yet).
+    /// The names that stand in Route53 as desired now, or are left alone to their holders; an
+    /// empty list where nothing goes to Route53; `None` after a dry run, whose plan is not in
+    /// place yet.
     pub names_in_place: Option<Vec<DesiredRecord>>,
+    /// The desired names left alone because someone else holds them (warned about).
+    pub left_alone: Vec<LeftAlone>,
     /// The hosted zones the rules chose, when Route53 was looked at.
     pub zones: Option<KnownZones>,
     /// The owned names no longer the cluster's, waited out, when Route53 was read in full.
@@ -47,6 +51,7 @@ impl PublishOutcome {
     pub fn nothing() -> Self {
         Self {
             names_in_place: Some(Vec::new()),
+            left_alone: Vec::new(),
             zones: None,
             missing: None,
         }

@@ -1,21 +1,73 @@
-//! The verify step of `sync` on a master (DESIGN §8): before the other steps, ask the cloud
-//! once and decide from the last full check whether that is enough (`plan/verify.rs`); after
-//! them, record what a full check found. The record is bookkeeping in the state file, not a
-//! change of the node: it is never reported, and a dry run leaves it alone.
+//! The verify step of `sync` (DESIGN §8): on a master, before the other steps, ask the cloud
+//! once and decide from the last full check whether that is enough (`plan/verify.rs`); on a
+//! gossip worker, decide without asking anything whether the last check still holds. After the
+//! other steps, record what a full check found. The record is bookkeeping in the state file, not
+//! a change of the node: it is never reported, and a dry run leaves it alone.
 
 use std::time::SystemTime;
 
 use anyhow::{Context as _, Result};
 
-use crate::plan::verify::{decide, due, Check, Local};
-use crate::settings::Settings;
+use crate::paths::HOSTS_FILE;
+use crate::plan::hosts::{managed_records, HostRecords};
+use crate::plan::state::WorkerVerified;
+use crate::plan::verify::{decide, due, worker_due, Check, Local};
+use crate::settings::{DnsProvider, Settings};
 use crate::snapshot::Snapshot;
 use crate::state::{State, Verified};
 use crate::steps::publish::{Known, PublishOutcome};
 
-/// What [`begin`] decided, for [`finish`].
+/// What [`begin`] decided, for [`finish`]: a master's check or a gossip worker's.
 #[derive(Clone, Debug)]
-pub struct Verify {
+pub enum Verify {
+    Master(MasterVerify),
+    Worker(WorkerVerify),
+}
+
+impl Verify {
+    /// What the publish step may take from a master's recorded check (a worker's trusted
+    /// masters are in the snapshot already).
+    pub fn known(&self) -> Option<&Known> {
+        match self {
+            Verify::Master(verify) => Some(&verify.known),
+            Verify::Worker(_) => None,
+        }
+    }
+}
+
+/// The verify step's question: a master asks the cloud once while its last full check holds,
+/// a gossip worker not at all; `None` for a worker that needs no masters.
+pub async fn begin(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<Option<Verify>> {
+    Ok(if settings.master {
+        Some(Verify::Master(begin_master(settings, snapshot).await?))
+    } else {
+        begin_worker(settings, snapshot).await?.map(Verify::Worker)
+    })
+}
+
+/// The verify step's record, after the other steps succeeded (`volumes_changed`: a step
+/// attached, detached, formatted or tagged a volume).
+pub async fn finish(
+    settings: &Settings,
+    snapshot: &mut Snapshot<'_>,
+    verify: &Verify,
+    volumes_changed: bool,
+    published: &PublishOutcome,
+) -> Result<()> {
+    match verify {
+        Verify::Master(verify) => {
+            finish_master(settings, snapshot, verify, volumes_changed, published)
+        }
+        Verify::Worker(verify) => {
+            let cluster = snapshot.cluster().await?.name;
+            finish_worker(settings, snapshot, verify, &cluster)
+        }
+    }
+}
+
+/// What [`begin_master`] decided, for [`finish_master`].
+#[derive(Clone, Debug)]
+pub struct MasterVerify {
     pub check: Check,
     /// What the publish step may take from the recorded check.
     pub known: Known,
@@ -25,11 +77,15 @@ pub struct Verify {
 
 /// Asks the cloud what this run needs: the masters alone while the recorded check holds, else
 /// the volumes and the masters at once. The snapshot then holds both.
-pub async fn begin(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<Verify> {
+pub async fn begin_master(
+    settings: &Settings,
+    snapshot: &mut Snapshot<'_>,
+) -> Result<MasterVerify> {
     let state = snapshot.state()?.clone();
     let mut known = Known {
         zones: state.zones.clone(),
         trusted_names: None,
+        left_alone: Vec::new(),
     };
     let started = SystemTime::now();
     let recorded = state.verified.as_ref();
@@ -55,6 +111,7 @@ pub async fn begin(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<V
                     );
                     snapshot.trust(recorded).await?;
                     known.trusted_names = Some(recorded.published.clone());
+                    known.left_alone = recorded.left_alone.clone();
                 }
                 Check::Full(_) => {
                     snapshot.discovery().await?;
@@ -70,7 +127,7 @@ pub async fn begin(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<V
     if let Check::Full(reason) = &check {
         tracing::info!("full check of volumes and records: {reason}");
     }
-    Ok(Verify {
+    Ok(MasterVerify {
         check,
         known,
         started,
@@ -78,13 +135,14 @@ pub async fn begin(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<V
 }
 
 /// After a successful run: a full check that left the cloud's volumes as it found them (no
-/// attach, detach or format tag) and found every name as desired is recorded as verified; any
+/// attach, detach or format tag) and found every name as desired or left to its holder (a
+/// stable outcome, warned about once per check) is recorded as verified; any
 /// other full check forgets the record, so the next run checks in full again. A trusted run
 /// keeps the record (with the names, if it had to publish them). The zones found are kept.
-pub fn finish(
+pub fn finish_master(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
-    verify: &Verify,
+    verify: &MasterVerify,
     volumes_changed: bool,
     published: &PublishOutcome,
 ) -> Result<()> {
@@ -96,6 +154,7 @@ pub fn finish(
     let verified = match &verify.check {
         Check::Trusted => state.verified.clone().map(|recorded| Verified {
             published: names.unwrap_or(recorded.published.clone()),
+            left_alone: published.left_alone.clone(),
             ..recorded
         }),
         Check::Full(_) => {
@@ -105,11 +164,12 @@ pub fn finish(
                 snapshot.masters_known(),
                 snapshot.volume_answer(),
             ) {
-                (true, Some(published), Some(masters), Some(volumes)) => Some(Verified {
+                (true, Some(names), Some(masters), Some(volumes)) => Some(Verified {
                     at: verify.started,
                     masters: masters.to_vec(),
                     volumes: volumes.to_vec(),
-                    published,
+                    published: names,
+                    left_alone: published.left_alone.clone(),
                 }),
                 _ => None,
             }
@@ -126,6 +186,88 @@ pub fn finish(
     super::save_state(settings, snapshot.host(), &state).context("recording the verified state")?;
     snapshot.record_state(state);
     Ok(())
+}
+
+/// What [`begin_worker`] decided, for [`finish_worker`].
+#[derive(Clone, Debug)]
+pub struct WorkerVerify {
+    /// Why the cloud is asked this run; `None` when the recorded check holds.
+    full: Option<String>,
+    started: SystemTime,
+}
+
+/// A gossip worker's check: the masters from its last full check while that holds (the cloud
+/// not asked at all), else asked by the publish step. `None` for a worker that needs no masters
+/// (its names go nowhere: Route53 is the masters' to write).
+async fn begin_worker(
+    settings: &Settings,
+    snapshot: &mut Snapshot<'_>,
+) -> Result<Option<WorkerVerify>> {
+    let cluster = snapshot.cluster().await?;
+    if cluster.dns != DnsProvider::Hosts {
+        return Ok(None);
+    }
+    let started = SystemTime::now();
+    let recorded = snapshot.state()?.worker.clone();
+    let on_disk = hosts_block(settings, snapshot)?;
+    let full = worker_due(
+        recorded.as_ref(),
+        started,
+        settings.verify_interval,
+        &cluster.name,
+        &on_disk,
+    );
+    match (&full, recorded) {
+        (None, Some(recorded)) => {
+            tracing::debug!(
+                "the masters as verified at {}: the cloud is not asked",
+                humantime::format_rfc3339_seconds(recorded.at)
+            );
+            snapshot.trust_masters(recorded.masters);
+        }
+        (reason, _) => tracing::info!(
+            "full check of the masters: {}",
+            reason.as_deref().unwrap_or_default()
+        ),
+    }
+    Ok(Some(WorkerVerify { full, started }))
+}
+
+/// After a worker's successful full check: the masters it found and the hosts block written
+/// from them, trusted for `--verify-interval` less a jitter drawn now (up to a tenth of it, so a
+/// fleet's full checks spread out and still come at most once per interval on the timer).
+fn finish_worker(
+    settings: &Settings,
+    snapshot: &mut Snapshot<'_>,
+    verify: &WorkerVerify,
+    cluster: &str,
+) -> Result<()> {
+    if settings.dry_run || verify.full.is_none() {
+        return Ok(());
+    }
+    let Some(masters) = snapshot.masters_known().map(<[_]>::to_vec) else {
+        return Ok(());
+    };
+    let hosts = hosts_block(settings, snapshot)?;
+    let state = State {
+        worker: Some(WorkerVerified {
+            at: verify.started,
+            jitter_seconds: fastrand::u64(0..=settings.verify_interval.as_secs() / 10),
+            cluster: cluster.to_owned(),
+            masters,
+            hosts,
+        }),
+        ..snapshot.state()?.clone()
+    };
+    super::save_state(settings, snapshot.host(), &state).context("recording the verified state")?;
+    snapshot.record_state(state);
+    Ok(())
+}
+
+/// The records of the hosts file's managed block, as it is now.
+fn hosts_block(settings: &Settings, snapshot: &Snapshot<'_>) -> Result<HostRecords> {
+    let path = settings.root.resolve(HOSTS_FILE)?;
+    Ok(managed_records(&snapshot.host().read_hosts(&path)?))
 }
 
 #[cfg(test)]

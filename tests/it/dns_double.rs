@@ -260,6 +260,7 @@ fn a_remembered_zone_is_not_looked_up_and_a_gone_one_is_looked_up_again_before_a
         let remembered = Remembered {
             zones: Some(remembered),
             names: None,
+            left_alone: &[],
         };
         let published = block_on(publish(
             dns,
@@ -276,7 +277,7 @@ fn a_remembered_zone_is_not_looked_up_and_a_gone_one_is_looked_up_again_before_a
     let dns = StrictDns::default();
     let (published, _) = publish_with(&dns, &[zone("Z1")]);
     assert_eq!(dns.calls(), ["read c.example.com", "change 2"]);
-    assert!(published.in_place);
+    assert!(published.left_alone.is_empty());
     // The remembered zone was deleted (and the cluster's zone made again as Z1).
     let dns = StrictDns::default();
     let (published, report) = publish_with(&dns, &[zone("Zgone")]);
@@ -306,6 +307,7 @@ fn names_a_trusted_check_found_in_place_are_reported_without_asking_route53() {
     let remembered = Remembered {
         zones: Some(&zones),
         names: Some(&records),
+        left_alone: &[],
     };
     let rules = [ZoneRule::Id("Z1".into())];
     let published = block_on(publish(
@@ -319,14 +321,38 @@ fn names_a_trusted_check_found_in_place_are_reported_without_asking_route53() {
     ))
     .unwrap();
     assert!(dns.calls().is_empty(), "{:?}", dns.calls());
-    assert!(published.in_place);
+    assert!(published.left_alone.is_empty());
     assert_eq!(report.changes[0].action, Action::Unchanged);
     assert_eq!(report.changes[0].detail, "A 10.0.0.1");
+    // A name that check left to its holder: kept as left, not reported as ours, no warning.
+    let left = [protokube::plan::state::LeftAlone {
+        name: records[0].name.clone(),
+        reason: "DNS record exists and is not owned; left alone".into(),
+    }];
+    let mut report = Report::new("sync", false);
+    let published = block_on(publish(
+        &dns,
+        &records,
+        &rules,
+        CLUSTER,
+        &options(None),
+        Remembered {
+            zones: Some(&zones),
+            names: Some(&records),
+            left_alone: &left,
+        },
+        &mut report,
+    ))
+    .unwrap();
+    assert!(dns.calls().is_empty(), "{:?}", dns.calls());
+    assert_eq!(published.left_alone, left);
+    assert!(report.changes.is_empty() && report.warnings.is_empty());
     // Other names than the trusted ones: Route53 is read.
     let moved = [desired("etcd-a.internal.c.example.com", [10, 0, 0, 2])];
     let remembered = Remembered {
         zones: Some(&zones),
         names: Some(&records),
+        left_alone: &[],
     };
     let mut report = Report::new("sync", false);
     block_on(publish(

@@ -217,42 +217,12 @@ fn a_load_balancer_s_alias_is_not_protokube_s() {
         serde_yaml::from_str("loadBalancer: {type: Public, class: Network}").unwrap();
     let spec = spec_with(dir.path(), "ha.yaml", &["spec", "api"], lb);
     support::runtime().block_on(async {
-        use aws_sdk_route53::types::{
-            AliasTarget, Change, ChangeAction, ChangeBatch, ResourceRecordSet, RrType,
-        };
-        let alias = ResourceRecordSet::builder()
-            .name(format!("api.{HA}"))
-            .r#type(RrType::A)
-            .alias_target(
-                AliasTarget::builder()
-                    .hosted_zone_id("Z26RNL4JYFTOTI")
-                    .dns_name("api-ha-example-com-0123456789.elb.us-east-1.amazonaws.com")
-                    .evaluate_target_health(false)
-                    .build()
-                    .unwrap(),
-            )
-            .build()
-            .unwrap();
-        bed.moto()
-            .route53()
-            .await
-            .change_resource_record_sets()
-            .hosted_zone_id(bed.zone_id.as_ref().unwrap())
-            .change_batch(
-                ChangeBatch::builder()
-                    .changes(
-                        Change::builder()
-                            .action(ChangeAction::Create)
-                            .resource_record_set(alias)
-                            .build()
-                            .unwrap(),
-                    )
-                    .build()
-                    .unwrap(),
-            )
-            .send()
-            .await
-            .unwrap();
+        seed::load_balancer_alias(
+            &bed.moto().route53().await,
+            bed.zone_id.as_ref().unwrap(),
+            &format!("api.{HA}"),
+        )
+        .await;
     });
     let before = zone(&bed)[&(format!("api.{HA}"), "A".to_owned())].clone();
     let cold = bed.run_with_spec("sync", &spec, &[]);

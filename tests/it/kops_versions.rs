@@ -313,8 +313,8 @@ fn kops_1_35_unit_applies_channels_and_labels_the_node_beside_etcd_manager() {
 /// kOps 1.36's unit (`--cloud=aws --containerized=false --gossip=true --v=4 --gossip-*`: no
 /// --master, no --cluster-id) on a gossip cluster: the control-plane instance (etcd-manager
 /// runs there) gets the master's hosts block without a `--master` warning, the worker the
-/// masters' `api.internal` and `kops-controller.internal`; a second start asks EC2 at most once;
-/// SIGTERM ends it with 0.
+/// masters' `api.internal` and `kops-controller.internal`; a second start asks EC2 at most once
+/// on the master and not at all on the worker; SIGTERM ends it with 0.
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn kops_1_36_gossip_unit_takes_the_role_and_cluster_from_the_instance_tags() {
@@ -388,7 +388,13 @@ fn kops_1_36_gossip_unit_takes_the_role_and_cluster_from_the_instance_tags() {
         bed.moto().reset_operations();
         let second = start(2);
         let ec2_calls = bed.moto().operations();
-        assert!(ec2_calls.len() <= 1, "{kind:?}: {ec2_calls:?}\n{second}");
+        // The master asks for the masters once (its volumes are etcd-manager's); the worker
+        // trusts the masters it verified a minute ago.
+        let budget = usize::from(kind == NodeKind::GossipMaster);
+        assert!(
+            ec2_calls.len() <= budget,
+            "{kind:?}: {ec2_calls:?}\n{second}"
+        );
         println!("kOps 1.36 unit, {kind:?}, second start (text log):\n{second}");
     }
 }

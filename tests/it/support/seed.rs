@@ -169,6 +169,48 @@ pub(crate) async fn hosted_zone(route53: &aws_sdk_route53::Client, name: &str) -
         .to_owned()
 }
 
+/// Creates kOps' alias of an API load balancer at `name` (an A record aliasing an NLB's name).
+pub(crate) async fn load_balancer_alias(
+    route53: &aws_sdk_route53::Client,
+    zone_id: &str,
+    name: &str,
+) {
+    use aws_sdk_route53::types::{
+        AliasTarget, Change, ChangeAction, ChangeBatch, ResourceRecordSet, RrType,
+    };
+    let alias = ResourceRecordSet::builder()
+        .name(name)
+        .r#type(RrType::A)
+        .alias_target(
+            AliasTarget::builder()
+                .hosted_zone_id("Z26RNL4JYFTOTI")
+                .dns_name("api-ha-example-com-0123456789.elb.us-east-1.amazonaws.com")
+                .evaluate_target_health(false)
+                .build()
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    route53
+        .change_resource_record_sets()
+        .hosted_zone_id(zone_id)
+        .change_batch(
+            ChangeBatch::builder()
+                .changes(
+                    Change::builder()
+                        .action(ChangeAction::Create)
+                        .resource_record_set(alias)
+                        .build()
+                        .unwrap(),
+                )
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .expect("ChangeResourceRecordSets (alias)");
+}
+
 /// UPSERTs records: (name, type, values) with TTL 300, in batches of 500.
 pub(crate) async fn records(
     route53: &aws_sdk_route53::Client,
