@@ -265,8 +265,16 @@ def lb_master(binary, url, env, argv):
     r53 = boto3.client("route53", endpoint_url=url, region_name=REGION,
                        aws_access_key_id="bench", aws_secret_access_key="bench")
     zone = r53.list_hosted_zones_by_name(DNSName="example.com")["HostedZones"][0]["Id"]
-    sets = r53.list_resource_record_sets(HostedZoneId=zone)["ResourceRecordSets"]
-    held = [r for r in sets if r["Name"].rstrip(".") in ("api." + CLUSTER, "api.internal." + CLUSTER)]
+    api_names = ("api." + CLUSTER, "api.internal." + CLUSTER)
+
+    def record_sets():
+        found = []
+        for name in api_names:
+            page = r53.list_resource_record_sets(HostedZoneId=zone, StartRecordName=name, MaxItems="20")
+            found += [r for r in page["ResourceRecordSets"] if r["Name"].rstrip(".") == name]
+        return found
+
+    held = record_sets()
     changes = [{"Action": "DELETE", "ResourceRecordSet": r} for r in held]
     changes.append({"Action": "CREATE", "ResourceRecordSet": {
         "Name": "api." + CLUSTER, "Type": "A", "AliasTarget": {
@@ -281,9 +289,7 @@ def lb_master(binary, url, env, argv):
         subprocess.run(lb("--verify-interval", "0"), env=env, check=True, stdout=subprocess.DEVNULL)
         return calls_of(lb(), env, url), calls_of(lb("--verify-interval", "0"), env, url)
     finally:
-        sets = r53.list_resource_record_sets(HostedZoneId=zone)["ResourceRecordSets"]
-        now = [r for r in sets if r["Name"].rstrip(".") in ("api." + CLUSTER, "api.internal." + CLUSTER)]
-        back = [{"Action": "DELETE", "ResourceRecordSet": r} for r in now]
+        back = [{"Action": "DELETE", "ResourceRecordSet": r} for r in record_sets()]
         back += [{"Action": "CREATE", "ResourceRecordSet": r} for r in held]
         r53.change_resource_record_sets(HostedZoneId=zone, ChangeBatch={"Changes": back})
 

@@ -185,9 +185,11 @@ pub trait Files: Send + Sync {
 
 /// The services running on the node that protokube asks, read-only.
 pub trait Services: Send + Sync {
-    /// The version the etcd pod at `endpoint` reports running; an error says why there is none
-    /// (nothing listening yet, an answer that is not etcd's, a refused certificate).
-    fn etcd_version(&self, root: &HostRoot, endpoint: &EtcdEndpoint) -> Result<EtcdVersion>;
+    /// The version the etcd pod at `endpoint` reports running; `None` when nothing listens
+    /// there (not started yet); an error says why else there is none (an answer that is not
+    /// etcd's, a refused certificate, no answer in time).
+    fn etcd_version(&self, root: &HostRoot, endpoint: &EtcdEndpoint)
+        -> Result<Option<EtcdVersion>>;
 }
 
 /// The whole node: its devices, its files and its services.

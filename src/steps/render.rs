@@ -166,9 +166,15 @@ fn reported_versions(
             continue;
         }
         match host.etcd_version(root, client) {
-            Ok(version) => {
+            Ok(Some(version)) => {
                 reported.insert(manifest.name.clone(), version);
             }
+            Ok(None) => tracing::debug!(
+                "nothing listens at `{}` yet: `{}` keeps the version volume `{volume_id}` \
+                 recorded",
+                client.url(),
+                manifest.name
+            ),
             Err(err) => tracing::info!(
                 "`{}` reports no etcd version ({err:#}); volume `{volume_id}` keeps the version \
                  it recorded",

@@ -234,7 +234,7 @@ async fn begin_worker(
 }
 
 /// After a worker's successful full check: the masters it found and the hosts block written
-/// from them, trusted for `--verify-interval` less a jitter drawn now (up to a tenth of it, so a
+/// from them (when it found any), trusted for `--verify-interval` less a jitter drawn now (up to a tenth of it, so a
 /// fleet's full checks spread out and still come at most once per interval on the timer).
 fn finish_worker(
     settings: &Settings,
@@ -248,17 +248,27 @@ fn finish_worker(
     let Some(masters) = snapshot.masters_known().map(<[_]>::to_vec) else {
         return Ok(());
     };
-    let hosts = hosts_block(settings, snapshot)?;
-    let state = State {
-        worker: Some(WorkerVerified {
+    // No master running yet (a worker booting beside its control plane): nothing worth
+    // trusting; the next run asks again.
+    let worker = if masters.is_empty() {
+        tracing::info!("no master of the cluster is running yet: the next run asks again");
+        None
+    } else {
+        Some(WorkerVerified {
             at: verify.started,
             jitter_seconds: fastrand::u64(0..=settings.verify_interval.as_secs() / 10),
             cluster: cluster.to_owned(),
             masters,
-            hosts,
-        }),
+            hosts: hosts_block(settings, snapshot)?,
+        })
+    };
+    let state = State {
+        worker,
         ..snapshot.state()?.clone()
     };
+    if state == *snapshot.state()? {
+        return Ok(());
+    }
     super::save_state(settings, snapshot.host(), &state).context("recording the verified state")?;
     snapshot.record_state(state);
     Ok(())

@@ -477,4 +477,22 @@ fn a_gossip_worker_asks_nothing_while_its_check_holds_and_follows_a_replaced_mas
         sync(&node, &["--verify-interval", "0"]),
         ["DescribeInstances"]
     );
+    // No master running (a worker booting before its control plane): nothing is trusted, so
+    // every run asks until one is.
+    let (new_id, _) = gossip_master(&node);
+    support::runtime().block_on(async {
+        let ec2 = node.moto().ec2(REGION).await;
+        ec2.terminate_instances()
+            .instance_ids(&new_id)
+            .send()
+            .await
+            .unwrap();
+    });
+    for _ in 0..2 {
+        assert_eq!(
+            sync(&node, &["--verify-interval", "0"]),
+            ["DescribeInstances"]
+        );
+        assert_eq!(sync(&node, &[]), ["DescribeInstances"]);
+    }
 }

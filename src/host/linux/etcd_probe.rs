@@ -31,15 +31,20 @@ const MAX_ANSWER: usize = 16 << 10;
 /// A certificate or key file is a few KiB.
 const MAX_PEM: u64 = 1 << 20;
 
-/// The version the etcd at `endpoint` reports running; an error says why there is none.
-pub fn etcd_version(root: &HostRoot, endpoint: &EtcdEndpoint) -> Result<EtcdVersion> {
+/// The version the etcd at `endpoint` reports running; `None` when nothing listens there; an
+/// error says why else there is none.
+pub fn etcd_version(root: &HostRoot, endpoint: &EtcdEndpoint) -> Result<Option<EtcdVersion>> {
     let ip = if endpoint.ipv6 {
         IpAddr::V6(Ipv6Addr::LOCALHOST)
     } else {
         IpAddr::V4(Ipv4Addr::LOCALHOST)
     };
+    let tcp = match TcpStream::connect_timeout(&SocketAddr::new(ip, endpoint.port), CONNECT_TIMEOUT)
+    {
+        Err(err) if err.kind() == ErrorKind::ConnectionRefused => return Ok(None),
+        connected => connected.with_context(|| format!("connecting to `{}`", endpoint.url()))?,
+    };
     let answer = (|| -> Result<Vec<u8>> {
-        let tcp = TcpStream::connect_timeout(&SocketAddr::new(ip, endpoint.port), CONNECT_TIMEOUT)?;
         tcp.set_read_timeout(Some(ANSWER_TIMEOUT))?;
         tcp.set_write_timeout(Some(ANSWER_TIMEOUT))?;
         let request = format!(
@@ -59,7 +64,9 @@ pub fn etcd_version(root: &HostRoot, endpoint: &EtcdEndpoint) -> Result<EtcdVers
     })()
     .with_context(|| format!("asking `{}/version`", endpoint.url()))?;
     let body = response_body(&answer).with_context(|| format!("`{}/version`", endpoint.url()))?;
-    parse_version_answer(body).map_err(|why| anyhow!("`{}/version`: {why}", endpoint.url()))
+    parse_version_answer(body)
+        .map(Some)
+        .map_err(|why| anyhow!("`{}/version`: {why}", endpoint.url()))
 }
 
 /// Sends `request` and reads the whole answer (the server closes: `Connection: close`).
@@ -238,17 +245,34 @@ mod tests {
     }
 
     #[test]
-    fn nothing_listening_is_an_error_naming_the_url() {
+    fn nothing_listening_is_no_version_and_a_stranger_is_an_error_naming_the_url() {
         // Port 1 on the loopback: nothing listens there.
-        let endpoint = EtcdEndpoint {
-            port: 1,
+        let endpoint = |port| EtcdEndpoint {
+            port,
             ipv6: false,
             tls: None,
         };
-        let err = etcd_version(&HostRoot::new("/"), &endpoint).unwrap_err();
+        assert_eq!(
+            etcd_version(&HostRoot::new("/"), &endpoint(1)).unwrap(),
+            None
+        );
+        // Something that is not etcd: it answers, and not with a version.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stranger = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut request = [0_u8; 512];
+            let _ = stream.read(&mut request);
+            stream
+                .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                .unwrap();
+        });
+        let err = etcd_version(&HostRoot::new("/"), &endpoint(port)).unwrap_err();
+        stranger.join().unwrap();
+        let text = format!("{err:#}");
         assert!(
-            format!("{err:#}").contains("http://127.0.0.1:1/version"),
-            "{err:#}"
+            text.contains(&format!("http://127.0.0.1:{port}/version")) && text.contains("404"),
+            "{text}"
         );
     }
 }

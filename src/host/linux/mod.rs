@@ -107,7 +107,11 @@ impl Devices for LinuxHost {
 }
 
 impl Services for LinuxHost {
-    fn etcd_version(&self, root: &HostRoot, endpoint: &EtcdEndpoint) -> Result<EtcdVersion> {
+    fn etcd_version(
+        &self,
+        root: &HostRoot,
+        endpoint: &EtcdEndpoint,
+    ) -> Result<Option<EtcdVersion>> {
         etcd_probe::etcd_version(root, endpoint)
     }
 }
