@@ -18,8 +18,9 @@ pub(crate) struct EtcdPod {
 
 impl EtcdPod {
     /// Starts the pod of `manifest` (host paths taken under `root`) inside network namespace
-    /// `netns`, whose `/etc/hosts` is `/etc/netns/<netns>/hosts` (`ip netns exec` binds it).
-    /// Output of the wrapper goes to `stderr`.
+    /// `netns`, with `/etc/netns/<netns>/hosts` bound over `/etc/hosts` (as `ip netns exec`
+    /// would; entered with `nsenter --net`, which makes no mount namespace of its own to hold
+    /// every other test's mounts while etcd runs). Output of the wrapper goes to `stderr`.
     pub(crate) fn start(manifest: &Path, root: &TestRoot, netns: &str, stderr: Stdio) -> Self {
         let pod: serde_yaml::Value =
             serde_yaml::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
@@ -50,6 +51,7 @@ impl EtcdPod {
         let script = format!(
             "set -e\n\
              mount --make-rprivate /\n\
+             if [ -f /etc/netns/{netns}/hosts ]; then mount --bind /etc/netns/{netns}/hosts /etc/hosts; fi\n\
              mount -t tmpfs tmpfs /var\n\
              mkdir -p /var/etcd/data /var/log\n\
              touch /var/log/etcd.log\n\
@@ -66,8 +68,8 @@ impl EtcdPod {
             data = data_host.display(),
             log = log_host.display(),
         );
-        let mut command = Command::new("ip");
-        command.args(["netns", "exec", netns, "unshare"]);
+        let mut command = Command::new("nsenter");
+        command.arg(format!("--net=/run/netns/{netns}")).arg("unshare");
         // `--kill-child`: etcd dies with the process the test holds.
         command
             .args([

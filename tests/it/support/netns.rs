@@ -36,9 +36,10 @@ impl Netns {
         netns
     }
 
-    /// protokube run inside this namespace.
+    /// protokube run inside this namespace (`nsenter --net`: unlike `ip netns exec`, no mount
+    /// namespace of its own that would hold every other test's mounts while it runs).
     pub(crate) fn protokube(&self) -> Protokube {
-        Protokube::under(&["ip", "netns", "exec", &self.name])
+        Protokube::under(&["nsenter", &format!("--net=/run/netns/{}", self.name)])
     }
 
     /// Runs `f` on a thread that has entered this namespace (a thread's network namespace is
