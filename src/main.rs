@@ -91,7 +91,7 @@ fn print_version(output: OutputFormat) -> ExitCode {
         OutputFormat::Json => serde_json::to_string_pretty(&info)
             .map(|t| t + "\n")
             .map_err(|e| e.to_string()),
-        OutputFormat::Yaml => serde_yaml::to_string(&info).map_err(|e| e.to_string()),
+        OutputFormat::Yaml => yaml_serde::to_string(&info).map_err(|e| e.to_string()),
     };
     match text {
         Ok(text) => {

@@ -139,7 +139,7 @@ impl Report {
                 out.push('\n');
                 out
             }
-            OutputFormat::Yaml => serde_yaml::to_string(self)?,
+            OutputFormat::Yaml => yaml_serde::to_string(self)?,
             OutputFormat::Text => self.render_text(),
         })
     }
@@ -270,8 +270,8 @@ mod tests {
         assert_eq!(json["changed"], true);
         assert_eq!(json["changes"][1]["action"], "attach");
         assert_eq!(json["changes"][1]["kind"], "volume");
-        let yaml: serde_yaml::Value =
-            serde_yaml::from_str(&report.render(OutputFormat::Yaml).unwrap()).unwrap();
-        assert_eq!(yaml["command"], serde_yaml::Value::from("mount"));
+        let yaml: yaml_serde::Value =
+            yaml_serde::from_str(&report.render(OutputFormat::Yaml).unwrap()).unwrap();
+        assert_eq!(yaml["command"], yaml_serde::Value::from("mount"));
     }
 }

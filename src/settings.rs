@@ -602,7 +602,7 @@ mod tests {
 
     #[test]
     fn the_spec_decides_where_names_go_when_dns_is_not_given() {
-        let spec = |yaml: &str| -> crate::spec::ClusterSpec { serde_yaml::from_str(yaml).unwrap() };
+        let spec = |yaml: &str| -> crate::spec::ClusterSpec { yaml_serde::from_str(yaml).unwrap() };
         let none_new = spec("networking: {topology: {dns: {type: None}}}\n");
         let none_old = spec("topology: {dns: {type: None}}\n");
         let irsa = spec("iam: {useServiceAccountExternalPermissions: true}\n");

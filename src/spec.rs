@@ -5,7 +5,7 @@
 
 use anyhow::{bail, Result};
 use serde::Deserialize;
-use serde_yaml::Mapping;
+use yaml_serde::Mapping;
 
 /// `apiVersion` of the documents kOps writes to its state store.
 pub const API_VERSION: &str = "kops.k8s.io/v1alpha2";
@@ -68,7 +68,7 @@ pub struct ClusterSpec {
 #[serde(rename_all = "camelCase")]
 pub struct ApiSpec {
     /// Present (even empty) when the API is published through DNS to the masters.
-    pub dns: Option<serde_yaml::Value>,
+    pub dns: Option<yaml_serde::Value>,
     pub load_balancer: Option<LoadBalancerSpec>,
 }
 
@@ -162,8 +162,8 @@ impl ClusterSpec {
     }
 
     /// A kubelet setting on this node: `masterKubelet`'s on control-plane nodes, else `kubelet`'s.
-    pub fn kubelet_setting(&self, master: bool, key: &str) -> Option<&serde_yaml::Value> {
-        fn get<'a>(section: Option<&'a Mapping>, key: &str) -> Option<&'a serde_yaml::Value> {
+    pub fn kubelet_setting(&self, master: bool, key: &str) -> Option<&yaml_serde::Value> {
+        fn get<'a>(section: Option<&'a Mapping>, key: &str) -> Option<&'a yaml_serde::Value> {
             section.and_then(|s| s.get(key)).filter(|v| !v.is_null())
         }
         master
@@ -254,8 +254,8 @@ impl ClusterDocument {
                  deep (line {line}); a kOps cluster spec never does: check the file"
             );
         }
-        // serde_yaml's message ends with the position (`at line L column C`).
-        let doc: ClusterDocument = serde_yaml::from_str(text).map_err(|err| {
+        // yaml_serde's message ends with the position (`at line L column C`).
+        let doc: ClusterDocument = yaml_serde::from_str(text).map_err(|err| {
             anyhow::anyhow!("cluster spec `{origin}` is not a valid kOps Cluster document: {err}")
         })?;
         if doc.api_version != API_VERSION || doc.kind != KIND {
@@ -294,7 +294,7 @@ mod tests {
         assert_eq!(doc.spec.etcd_clusters[0].etcd_members[0].name, "a");
         assert_eq!(
             doc.spec.kube_api_server.unwrap()["logLevel"],
-            serde_yaml::Value::from(2)
+            yaml_serde::Value::from(2)
         );
     }
 

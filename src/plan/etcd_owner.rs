@@ -61,7 +61,7 @@ impl EtcdOwner {
 /// `registry.k8s.io/etcd-manager/etcd-manager-slim:v3.0.20260707`). Anything that does not
 /// parse as YAML is not.
 pub fn is_etcd_manager_pod(text: &str) -> bool {
-    let Ok(doc) = serde_yaml::from_str::<serde_yaml::Value>(text) else {
+    let Ok(doc) = yaml_serde::from_str::<yaml_serde::Value>(text) else {
         return false;
     };
     if doc.get("kind").and_then(|k| k.as_str()) != Some("Pod") {

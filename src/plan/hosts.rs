@@ -367,7 +367,7 @@ mod tests {
     }
 
     fn records(yaml: &str) -> HostRecords {
-        let raw: BTreeMap<String, Vec<String>> = serde_yaml::from_str(yaml).unwrap();
+        let raw: BTreeMap<String, Vec<String>> = yaml_serde::from_str(yaml).unwrap();
         raw.into_iter()
             .map(|(k, v)| (k, v.iter().map(|a| a.parse().unwrap()).collect()))
             .collect()

@@ -395,7 +395,7 @@ mod tests {
     #[test]
     fn load_balancer_names_are_not_protokube_s() {
         let masters = [master("i-1", [10, 0, 0, 1], Some([54, 0, 0, 1]))];
-        let spec = |yaml: &str| -> ClusterSpec { serde_yaml::from_str(yaml).unwrap() };
+        let spec = |yaml: &str| -> ClusterSpec { yaml_serde::from_str(yaml).unwrap() };
         let names = |api: ApiNames<'_>| -> Vec<String> {
             desired_records("c", ".internal.c", api, &[], &masters)
                 .into_iter()

@@ -109,7 +109,7 @@ struct Host {
 /// The gossip cluster's spec, with the etcd Debian ships; on IPv6 with kOps' IPv6
 /// non-masquerade CIDR.
 fn spec(dir: &Path, ipv6: bool) -> PathBuf {
-    let mut doc: serde_yaml::Value = serde_yaml::from_str(
+    let mut doc: yaml_serde::Value = yaml_serde::from_str(
         &std::fs::read_to_string(fixture("cluster-completed/minimal_gossip.yaml")).unwrap(),
     )
     .unwrap();
@@ -120,7 +120,7 @@ fn spec(dir: &Path, ipv6: bool) -> PathBuf {
     doc["spec"]["masterPublicName"] = format!("api.{CLUSTER}").into();
     doc["spec"]["etcdClusters"][0]["version"] = "3.4.23".into();
     let path = dir.join("cluster.yaml");
-    std::fs::write(&path, serde_yaml::to_string(&doc).unwrap()).unwrap();
+    std::fs::write(&path, yaml_serde::to_string(&doc).unwrap()).unwrap();
     path
 }
 

@@ -213,8 +213,8 @@ fn kops_placeholders_are_replaced_on_every_name() {
 fn a_load_balancer_s_alias_is_not_protokube_s() {
     let bed = Bed::new(NodeKind::HaMaster);
     let dir = tempfile::tempdir().unwrap();
-    let lb: serde_yaml::Value =
-        serde_yaml::from_str("loadBalancer: {type: Public, class: Network}").unwrap();
+    let lb: yaml_serde::Value =
+        yaml_serde::from_str("loadBalancer: {type: Public, class: Network}").unwrap();
     let spec = spec_with(dir.path(), "ha.yaml", &["spec", "api"], lb);
     support::runtime().block_on(async {
         seed::load_balancer_alias(
@@ -244,7 +244,7 @@ fn a_load_balancer_s_alias_is_not_protokube_s() {
     // The masters' own names are still published.
     assert!(records.contains_key(&(format!("api.internal.{HA}"), "TXT".to_owned())));
     // kube-apiserver carries no external annotation there (dns-controller leaves the alias).
-    let pod: serde_yaml::Value = serde_yaml::from_str(
+    let pod: yaml_serde::Value = yaml_serde::from_str(
         &std::fs::read_to_string(
             bed.root
                 .join("/etc/kubernetes/manifests/kube-apiserver.manifest"),
@@ -475,7 +475,7 @@ fn adopt_leaves_external_dns_names_alone() {
 fn an_api_server_endpoint_no_etcd_serves_is_refused_before_anything_is_written() {
     let root = support::block::TestRoot::new();
     let dir = tempfile::tempdir().unwrap();
-    let overrides: serde_yaml::Value = serde_yaml::from_str(
+    let overrides: yaml_serde::Value = yaml_serde::from_str(
         "['/events#https://127.0.0.1:4002', '/coordination.k8s.io/leases#https://127.0.0.1:4004']",
     )
     .unwrap();

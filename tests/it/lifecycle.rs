@@ -601,15 +601,15 @@ fn names_dns_controller_left_are_adopted_only_with_adopt() {
 
 /// `ha.yaml` with every etcd cluster at `version`.
 fn spec_at_version(dir: &Path, version: &str) -> std::path::PathBuf {
-    let mut doc: serde_yaml::Value = serde_yaml::from_str(
+    let mut doc: yaml_serde::Value = yaml_serde::from_str(
         &std::fs::read_to_string(support::fixture("cluster-completed/ha.yaml")).unwrap(),
     )
     .unwrap();
     for cluster in doc["spec"]["etcdClusters"].as_sequence_mut().unwrap() {
-        cluster["version"] = serde_yaml::Value::from(version);
+        cluster["version"] = yaml_serde::Value::from(version);
     }
     let file = dir.join(format!("ha-etcd-{version}.yaml"));
-    std::fs::write(&file, serde_yaml::to_string(&doc).unwrap()).unwrap();
+    std::fs::write(&file, yaml_serde::to_string(&doc).unwrap()).unwrap();
     file
 }
 

@@ -99,7 +99,7 @@ proptest! {
     #[test]
     fn quoted_values_are_one_scalar_with_the_same_text(value in any::<String>()) {
         let doc = format!("key: {}\nother: 1\n", quote_yaml(&value));
-        let parsed: serde_yaml::Value = serde_yaml::from_str(&doc).unwrap();
+        let parsed: yaml_serde::Value = yaml_serde::from_str(&doc).unwrap();
         prop_assert_eq!(parsed["key"].as_str(), Some(value.as_str()));
         prop_assert_eq!(parsed.as_mapping().unwrap().len(), 2);
     }

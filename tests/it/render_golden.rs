@@ -10,13 +10,13 @@ use protokube::plan::manifests::templates::{compile_templates, render, validate_
 use protokube::plan::manifests::{render_all, Manifest, RenderInputs};
 use protokube::spec::ClusterDocument;
 use protokube::state::MountedVolume;
-use serde_yaml::Value;
 use support::fixture;
+use yaml_serde::Value;
 
 fn documents(path: &std::path::Path) -> Vec<Value> {
     use serde::Deserialize as _;
     let text = std::fs::read_to_string(path).unwrap();
-    serde_yaml::Deserializer::from_str(&text)
+    yaml_serde::Deserializer::from_str(&text)
         .map(|d| Value::deserialize(d).unwrap())
         .collect()
 }
@@ -76,12 +76,12 @@ fn etcd_manifests_match_the_kops_goldens() {
         let params = params_from_kops_input(&docs[0]);
         let rendered = render(&tera, "etcd.yaml", &params.context()).unwrap();
         validate_pod(&rendered, "etcd.yaml").unwrap();
-        let rendered: Value = serde_yaml::from_str(&rendered).unwrap();
+        let rendered: Value = yaml_serde::from_str(&rendered).unwrap();
         assert_eq!(
             rendered,
             docs[1],
             "{name}: rendered\n{}",
-            serde_yaml::to_string(&rendered).unwrap()
+            yaml_serde::to_string(&rendered).unwrap()
         );
     }
 }
@@ -100,7 +100,7 @@ fn golden_pod_in(dir: &str, component: &str) -> Value {
             d["path"].as_str() == Some(&format!("/etc/kubernetes/manifests/{component}.manifest"))
         })
         .unwrap();
-    serde_yaml::from_str(manifest["contents"].as_str().unwrap()).unwrap()
+    yaml_serde::from_str(manifest["contents"].as_str().unwrap()).unwrap()
 }
 
 fn render_spec(
@@ -145,7 +145,7 @@ fn render_document(
 
 fn pod_of(manifests: &[Manifest], name: &str) -> Value {
     let manifest = manifests.iter().find(|m| m.name == name).unwrap();
-    serde_yaml::from_str(&manifest.contents).unwrap()
+    yaml_serde::from_str(&manifest.contents).unwrap()
 }
 
 fn replace_arg(pod: &mut Value, from: &str, to: &str) {
@@ -188,7 +188,7 @@ fn control_plane_pods_match_nodeup_goldens_for_minimal_1_28() {
             rendered,
             expected,
             "{name}:\n{}",
-            serde_yaml::to_string(&rendered).unwrap()
+            yaml_serde::to_string(&rendered).unwrap()
         );
     }
 }
@@ -368,7 +368,7 @@ fn nodeup_annotations(spec: &Value, cluster: &str) -> std::collections::BTreeMap
 fn api_server_annotations_follow_nodeup_s_rule_for_every_completed_spec() {
     let mut differing_from_always_both = 0;
     for name in support::COMPLETED_SPECS {
-        let raw: Value = serde_yaml::from_str(
+        let raw: Value = yaml_serde::from_str(
             &std::fs::read_to_string(fixture(&format!("cluster-completed/{name}.yaml"))).unwrap(),
         )
         .unwrap();
@@ -376,7 +376,7 @@ fn api_server_annotations_follow_nodeup_s_rule_for_every_completed_spec() {
         let (manifests, doc) = render_spec(name, true, &volumes);
         let pod = pod_of(&manifests, "kube-apiserver");
         let got: std::collections::BTreeMap<String, String> =
-            serde_yaml::from_value(pod["metadata"]["annotations"].clone()).unwrap();
+            yaml_serde::from_value(pod["metadata"]["annotations"].clone()).unwrap();
         let want = nodeup_annotations(&raw["spec"], doc.name().unwrap());
         assert_eq!(got, want, "{name}");
         differing_from_always_both += usize::from(want.len() != 3);
@@ -409,7 +409,7 @@ fn leases_and_cilium_etcd_on_kops_ports_serve_every_api_server_endpoint() {
         let api = doc.spec.kube_api_server.as_mut().unwrap();
         api.insert(
             "etcdServersOverrides".into(),
-            serde_yaml::from_str(
+            yaml_serde::from_str(
                 "['/events#https://127.0.0.1:4002', '/coordination.k8s.io/leases#https://127.0.0.1:4004']",
             )
             .unwrap(),
@@ -482,9 +482,9 @@ fn rendering_is_deterministic() {
 fn nodeup_golden_cases_differ_from_minimal_as_kops_does() {
     let minimal_text =
         std::fs::read_to_string(fixture("cluster-completed/minimal-1.28.yaml")).unwrap();
-    let minimal: Value = serde_yaml::from_str(&minimal_text).unwrap();
+    let minimal: Value = yaml_serde::from_str(&minimal_text).unwrap();
     let doc_of = |value: &Value| {
-        ClusterDocument::parse(&serde_yaml::to_string(value).unwrap(), "case.yaml").unwrap()
+        ClusterDocument::parse(&yaml_serde::to_string(value).unwrap(), "case.yaml").unwrap()
     };
     let base_pod = pod_of(
         &render_document(&doc_of(&minimal), true, &[]).0,

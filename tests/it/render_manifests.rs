@@ -23,9 +23,9 @@ fn render(root: &Path, spec: &Path, extra: &[&str]) -> RunOutput {
         .run()
 }
 
-fn pod(path: &Path) -> serde_yaml::Value {
+fn pod(path: &Path) -> yaml_serde::Value {
     let text = std::fs::read_to_string(path).unwrap();
-    let docs: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&text)
+    let docs: Vec<yaml_serde::Value> = yaml_serde::Deserializer::from_str(&text)
         .map(|d| serde::Deserialize::deserialize(d).unwrap())
         .collect();
     assert_eq!(docs.len(), 1, "{}", path.display());
@@ -216,16 +216,16 @@ fn hostile_spec_strings_stay_inside_their_scalars() {
     let root = TestRoot::new();
     let hostile_image = "registry.example/kube-apiserver:v1\n---\napiVersion: v1\nkind: Secret";
     let hostile_gate = "Gate: x\n  - injected";
-    let mut doc: serde_yaml::Value = serde_yaml::from_str(
+    let mut doc: yaml_serde::Value = yaml_serde::from_str(
         &std::fs::read_to_string(fixture("cluster-completed/minimal-1.28.yaml")).unwrap(),
     )
     .unwrap();
     doc["spec"]["kubeAPIServer"]["image"] = hostile_image.into();
     doc["spec"]["kubeScheduler"]["featureGates"] =
-        serde_yaml::from_str(&format!("{{{hostile_gate:?}: \"true\"}}")).unwrap();
+        yaml_serde::from_str(&format!("{{{hostile_gate:?}: \"true\"}}")).unwrap();
     doc["spec"]["kubeProxy"]["clusterCIDR"] = "10.0.0.0/8\"\n    hostNetwork: false".into();
     let spec = root.join("/hostile.yaml");
-    std::fs::write(&spec, serde_yaml::to_string(&doc).unwrap()).unwrap();
+    std::fs::write(&spec, yaml_serde::to_string(&doc).unwrap()).unwrap();
     let out = render(root.path(), &spec, &["--master"]);
     assert_eq!(out.code, 0, "{out:#?}");
 
@@ -245,13 +245,13 @@ fn hostile_spec_strings_stay_inside_their_scalars() {
 #[test]
 fn a_public_name_that_is_not_a_dns_name_is_refused_before_anything_is_written() {
     let root = TestRoot::new();
-    let mut doc: serde_yaml::Value = serde_yaml::from_str(
+    let mut doc: yaml_serde::Value = yaml_serde::from_str(
         &std::fs::read_to_string(fixture("cluster-completed/minimal-1.28.yaml")).unwrap(),
     )
     .unwrap();
     doc["spec"]["masterPublicName"] = "api.example.com # not: a comment".into();
     let spec = root.join("/hostile.yaml");
-    std::fs::write(&spec, serde_yaml::to_string(&doc).unwrap()).unwrap();
+    std::fs::write(&spec, yaml_serde::to_string(&doc).unwrap()).unwrap();
     let out = render(root.path(), &spec, &["--master"]);
     assert_eq!(out.code, 1, "{out:#?}");
     assert!(
@@ -342,7 +342,7 @@ fn the_rendered_etcd_pod_runs_a_healthy_etcd() {
     node.root.link_by_id(&volume, &disk.path);
     assert_eq!(node.mount(cluster, &[]).code, 0);
     // The completed HA spec, renamed, with the etcd version Debian ships.
-    let mut doc: serde_yaml::Value = serde_yaml::from_str(
+    let mut doc: yaml_serde::Value = yaml_serde::from_str(
         &std::fs::read_to_string(fixture("cluster-completed/ha.yaml")).unwrap(),
     )
     .unwrap();
@@ -350,7 +350,7 @@ fn the_rendered_etcd_pod_runs_a_healthy_etcd() {
     doc["spec"]["masterPublicName"] = format!("api.{cluster}").into();
     doc["spec"]["etcdClusters"][0]["version"] = "3.4.23".into();
     let spec = node.root.join("/spec.yaml");
-    std::fs::write(&spec, serde_yaml::to_string(&doc).unwrap()).unwrap();
+    std::fs::write(&spec, yaml_serde::to_string(&doc).unwrap()).unwrap();
     let out = render(node.root.path(), &spec, &["--master"]);
     assert_eq!(out.code, 0, "{out:#?}");
     let netns = Netns::new("127.0.0.1 localhost etcd-a.internal.one.example.com\n");
@@ -411,7 +411,7 @@ fn cilium_etcd_gets_its_own_ports_and_runs() {
         node.root.link_by_id(&volume, &disk.path);
     }
     assert_eq!(node.mount(cluster, &[]).code, 0);
-    let mut doc: serde_yaml::Value = serde_yaml::from_str(
+    let mut doc: yaml_serde::Value = yaml_serde::from_str(
         &std::fs::read_to_string(fixture("cluster-completed/ha.yaml")).unwrap(),
     )
     .unwrap();
@@ -423,7 +423,7 @@ fn cilium_etcd_gets_its_own_ports_and_runs() {
     cilium["version"] = "3.4.23".into();
     clusters.push(cilium);
     let spec = node.root.join("/spec.yaml");
-    std::fs::write(&spec, serde_yaml::to_string(&doc).unwrap()).unwrap();
+    std::fs::write(&spec, yaml_serde::to_string(&doc).unwrap()).unwrap();
     let out = render(node.root.path(), &spec, &["--master"]);
     assert_eq!(out.code, 0, "{out:#?}");
     assert!(out.report().warnings.is_empty(), "{out:#?}");
@@ -499,7 +499,7 @@ impl EtcdMaster {
 
     /// The completed HA spec, renamed, running etcd `version`.
     fn spec_at(&self, version: &str) -> PathBuf {
-        let mut doc: serde_yaml::Value = serde_yaml::from_str(
+        let mut doc: yaml_serde::Value = yaml_serde::from_str(
             &std::fs::read_to_string(fixture("cluster-completed/ha.yaml")).unwrap(),
         )
         .unwrap();
@@ -509,7 +509,7 @@ impl EtcdMaster {
             etcd["version"] = version.into();
         }
         let spec = self.node.root.join(&format!("/spec-{version}.yaml"));
-        std::fs::write(&spec, serde_yaml::to_string(&doc).unwrap()).unwrap();
+        std::fs::write(&spec, yaml_serde::to_string(&doc).unwrap()).unwrap();
         spec
     }
 
@@ -735,7 +735,7 @@ fn a_tls_etcd_reports_its_version_to_the_pods_own_certificate() {
 fn an_etcd_cluster_without_version_or_image_is_an_error_naming_the_field() {
     let disk = LoopDevice::blank(64);
     let (node, _volume) = mounted_master(&disk);
-    let mut doc: serde_yaml::Value = serde_yaml::from_str(
+    let mut doc: yaml_serde::Value = yaml_serde::from_str(
         &std::fs::read_to_string(fixture("cluster-completed/ha.yaml")).unwrap(),
     )
     .unwrap();
@@ -744,7 +744,7 @@ fn an_etcd_cluster_without_version_or_image_is_an_error_naming_the_field() {
         .unwrap()
         .remove("version");
     let spec = node.root.join("/spec.yaml");
-    std::fs::write(&spec, serde_yaml::to_string(&doc).unwrap()).unwrap();
+    std::fs::write(&spec, yaml_serde::to_string(&doc).unwrap()).unwrap();
     let out = render(node.root.path(), &spec, &["--master"]);
     assert_eq!(out.code, 1, "{out:#?}");
     let line = &out.error_lines()[0];

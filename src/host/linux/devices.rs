@@ -355,12 +355,9 @@ pub fn mount_ext4(
 
 /// `(device, inode)` of a namespace file, when it can be read and is one (on `nsfs`).
 fn namespace_id(path: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::ffi::OsStrExt as _;
-    const NSFS_MAGIC: libc::c_long = 0x6e73_6673;
-    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statfs on a valid C string into a zeroed struct it fills.
-    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(c_path.as_ptr(), &raw mut fs) } != 0 || fs.f_type != NSFS_MAGIC {
+    const NSFS_MAGIC: i64 = 0x6e73_6673;
+    let fs = rustix::fs::statfs(path).ok()?;
+    if fs.f_type != NSFS_MAGIC {
         return None;
     }
     fs_err::metadata(path).ok().map(|m| (m.dev(), m.ino()))

@@ -2,7 +2,6 @@
 //! listings, and the run lock.
 
 use std::io::Write as _;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt as _;
 
 use fs_err::os::unix::fs::OpenOptionsExt as _;
@@ -265,14 +264,14 @@ impl FileLock {
         let deadline = Instant::now() + timeout;
         let mut logged = false;
         loop {
-            // SAFETY: flock on a file descriptor we own; no memory is shared with the kernel.
-            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-            if rc == 0 {
-                return Ok(Self { _file: file });
-            }
-            let err = std::io::Error::last_os_error();
-            if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
-                return Err(err).with_context(|| format!("locking `{}`", path.display()));
+            // std's lock is `flock(2)` on Linux: held by the open file description, released
+            // when the process dies.
+            match file.try_lock() {
+                Ok(()) => return Ok(Self { _file: file }),
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(err)) => {
+                    return Err(err).with_context(|| format!("locking `{}`", path.display()));
+                }
             }
             if Instant::now() >= deadline {
                 return Err(NotReady(format!(

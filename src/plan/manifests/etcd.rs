@@ -362,7 +362,7 @@ pub fn etcd_ports<'a>(
 /// port of one of the etcd clusters (`ports`, from [`etcd_ports`]); an endpoint on another
 /// host is an external etcd, not checked. An error names the endpoint and the ports served.
 pub fn check_api_server_etcd_ports(
-    api_server: Option<&serde_yaml::Mapping>,
+    api_server: Option<&yaml_serde::Mapping>,
     ports: &BTreeMap<String, (u16, u16)>,
 ) -> Result<()> {
     let Some(section) = api_server else {
@@ -370,11 +370,11 @@ pub fn check_api_server_etcd_ports(
     };
     let strings = |key: &str| -> Vec<String> {
         match section.get(key) {
-            Some(serde_yaml::Value::Sequence(items)) => items
+            Some(yaml_serde::Value::Sequence(items)) => items
                 .iter()
                 .filter_map(|v| v.as_str().map(str::to_owned))
                 .collect(),
-            Some(serde_yaml::Value::String(one)) => vec![one.clone()],
+            Some(yaml_serde::Value::String(one)) => vec![one.clone()],
             _ => Vec::new(),
         }
     };
@@ -729,7 +729,7 @@ mod tests {
         let other = etcd_ports(&spec(&["main", "events", "leases", "cilium", "x"]), []).unwrap();
         assert_eq!(other["x"], (2384, 4005));
 
-        let api = |yaml: &str| -> serde_yaml::Mapping { serde_yaml::from_str(yaml).unwrap() };
+        let api = |yaml: &str| -> yaml_serde::Mapping { yaml_serde::from_str(yaml).unwrap() };
         let kops_136 = api(
             "etcdServers: [https://127.0.0.1:4001]\netcdServersOverrides:\n\
              - /events#https://127.0.0.1:4002\n\

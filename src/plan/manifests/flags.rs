@@ -4,7 +4,7 @@
 use std::sync::OnceLock;
 
 use anyhow::{anyhow, bail, Context as _, Result};
-use serde_yaml::{Mapping, Value};
+use yaml_serde::{Mapping, Value};
 
 /// The table compiled into the binary.
 const TABLE_TSV: &str = include_str!("../../../templates/componentconfig-flags.tsv");
@@ -549,7 +549,7 @@ mod tests {
     use super::*;
 
     fn mapping(yaml: &str) -> Mapping {
-        serde_yaml::from_str(yaml).unwrap()
+        yaml_serde::from_str(yaml).unwrap()
     }
 
     fn build(section: &str, yaml: &str) -> Result<Vec<String>> {

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context as _, Result};
-use serde_yaml::Mapping;
+use yaml_serde::Mapping;
 
 use crate::paths::HostRoot;
 use crate::plan::files::{
@@ -117,9 +117,9 @@ const PROXY: Component = Component {
 /// A quantity field (`cpuRequest: 100m`, `memoryLimit: 1Gi`, or a number) as text.
 fn quantity(section: &Mapping, key: &str, path: &str) -> Result<Option<String>> {
     match section.get(key) {
-        None | Some(serde_yaml::Value::Null) => Ok(None),
-        Some(serde_yaml::Value::String(s)) => Ok(Some(s.clone())),
-        Some(serde_yaml::Value::Number(n)) => Ok(Some(n.to_string())),
+        None | Some(yaml_serde::Value::Null) => Ok(None),
+        Some(yaml_serde::Value::String(s)) => Ok(Some(s.clone())),
+        Some(yaml_serde::Value::Number(n)) => Ok(Some(n.to_string())),
         Some(_) => Err(anyhow!("`{path}.{key}` must be a quantity such as `100m`")),
     }
 }
@@ -171,7 +171,7 @@ fn component_context(
     ctx.insert("dns_internal", &dns_internal);
     ctx.insert("dns_external", &dns_external);
     let secure_port = match section.get("securePort") {
-        None | Some(serde_yaml::Value::Null) => 443,
+        None | Some(yaml_serde::Value::Null) => 443,
         Some(v) => v
             .as_u64()
             .filter(|p| (1..=65535).contains(p))
@@ -301,7 +301,7 @@ pub fn render_all(
     }
     match &inputs.spec.kube_proxy {
         Some(section)
-            if section.get("enabled").and_then(serde_yaml::Value::as_bool) == Some(false) =>
+            if section.get("enabled").and_then(yaml_serde::Value::as_bool) == Some(false) =>
         {
             tracing::info!("kube-proxy is disabled in the spec (spec.kubeProxy.enabled: false)");
         }

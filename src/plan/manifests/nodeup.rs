@@ -7,7 +7,7 @@
 
 use anyhow::{anyhow, bail, Result};
 use serde::Serialize;
-use serde_yaml::{Mapping, Value};
+use yaml_serde::{Mapping, Value};
 
 use crate::plan::manifests::flags::FlagTable;
 use crate::spec::ClusterSpec;
@@ -224,7 +224,7 @@ fn flag_name(flag: &str) -> &str {
 fn describe(value: &Value) -> String {
     match value.as_str() {
         Some(s) => format!("`{s}`"),
-        None => serde_yaml::to_string(value)
+        None => yaml_serde::to_string(value)
             .map(|s| format!("`{}`", s.trim()))
             .unwrap_or_default(),
     }
@@ -439,11 +439,11 @@ mod tests {
     use super::*;
 
     fn mapping(yaml: &str) -> Mapping {
-        serde_yaml::from_str(yaml).unwrap()
+        yaml_serde::from_str(yaml).unwrap()
     }
 
     fn spec(yaml: &str) -> ClusterSpec {
-        serde_yaml::from_str(yaml).unwrap()
+        yaml_serde::from_str(yaml).unwrap()
     }
 
     fn api(spec_yaml: &str, section: &str) -> ComponentArgs {

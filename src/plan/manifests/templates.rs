@@ -128,8 +128,8 @@ pub fn quote_yaml(s: &str) -> String {
 /// misspelt fields; returns the pod.
 pub fn validate_pod(text: &str, template: &str) -> Result<Pod> {
     let mut documents = Vec::new();
-    for document in serde_yaml::Deserializer::from_str(text) {
-        let value = serde_yaml::Value::deserialize(document)
+    for document in yaml_serde::Deserializer::from_str(text) {
+        let value = yaml_serde::Value::deserialize(document)
             .map_err(|err| anyhow!("template `{template}` does not render valid YAML: {err}"))?;
         documents.push(value);
     }
@@ -172,8 +172,8 @@ mod tests {
             "",
         ] {
             let doc = format!("value: {}\n", quote_yaml(hostile));
-            let docs: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&doc)
-                .map(|d| serde_yaml::Value::deserialize(d).unwrap())
+            let docs: Vec<yaml_serde::Value> = yaml_serde::Deserializer::from_str(&doc)
+                .map(|d| yaml_serde::Value::deserialize(d).unwrap())
                 .collect();
             assert_eq!(docs.len(), 1, "{hostile:?}");
             let mapping = docs[0].as_mapping().unwrap();

@@ -9,7 +9,7 @@ use super::block::TestRoot;
 
 pub(crate) struct EtcdPod {
     /// The pod as rendered.
-    pub pod: serde_yaml::Value,
+    pub pod: yaml_serde::Value,
     /// Host paths (under the root) of the data directory and the log file.
     pub data_host: PathBuf,
     pub log_host: PathBuf,
@@ -22,8 +22,8 @@ impl EtcdPod {
     /// would; entered with `nsenter --net`, which makes no mount namespace of its own to hold
     /// every other test's mounts while etcd runs). Output of the wrapper goes to `stderr`.
     pub(crate) fn start(manifest: &Path, root: &TestRoot, netns: &str, stderr: Stdio) -> Self {
-        let pod: serde_yaml::Value =
-            serde_yaml::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
+        let pod: yaml_serde::Value =
+            yaml_serde::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
         let container = &pod["spec"]["containers"][0];
         let host = |i: usize| {
             root.join(
@@ -69,7 +69,9 @@ impl EtcdPod {
             log = log_host.display(),
         );
         let mut command = Command::new("nsenter");
-        command.arg(format!("--net=/run/netns/{netns}")).arg("unshare");
+        command
+            .arg(format!("--net=/run/netns/{netns}"))
+            .arg("unshare");
         // `--kill-child`: etcd dies with the process the test holds.
         command
             .args([

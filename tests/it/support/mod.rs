@@ -56,9 +56,9 @@ pub(crate) fn spec_with(
     dir: &Path,
     base: &str,
     path: &[&str],
-    value: serde_yaml::Value,
+    value: yaml_serde::Value,
 ) -> PathBuf {
-    let mut doc: serde_yaml::Value = serde_yaml::from_str(
+    let mut doc: yaml_serde::Value = yaml_serde::from_str(
         &std::fs::read_to_string(fixture(&format!("cluster-completed/{base}"))).unwrap(),
     )
     .unwrap();
@@ -72,7 +72,7 @@ pub(crate) fn spec_with(
         base.trim_end_matches(".yaml"),
         path.join("-")
     ));
-    std::fs::write(&file, serde_yaml::to_string(&doc).unwrap()).unwrap();
+    std::fs::write(&file, yaml_serde::to_string(&doc).unwrap()).unwrap();
     file
 }
 
@@ -97,7 +97,7 @@ impl RunOutput {
 
     /// The YAML report on stdout (`-o yaml`): the same shape as the JSON one.
     pub(crate) fn yaml_report(&self) -> report::Report {
-        serde_yaml::from_str(&self.stdout).unwrap_or_else(|e| {
+        yaml_serde::from_str(&self.stdout).unwrap_or_else(|e| {
             panic!(
                 "stdout is not the YAML report ({e}):\n{}\nstderr:\n{}",
                 self.stdout, self.stderr
