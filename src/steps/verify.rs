@@ -188,7 +188,7 @@ pub fn finish_master(
     Ok(())
 }
 
-/// What [`begin_worker`] decided, for [`finish_worker`].
+/// What a gossip worker's check decided at the start of the run, for its record at the end.
 #[derive(Clone, Debug)]
 pub struct WorkerVerify {
     /// Why the cloud is asked this run; `None` when the recorded check holds.

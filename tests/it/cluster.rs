@@ -15,23 +15,11 @@ use std::time::{Duration, Instant};
 
 use support::block::{LoopDevice, TestRoot};
 use support::etcd::EtcdPod;
-use support::netns::kill_all_in;
+use support::netns::{ip, kill_all_in};
 use support::{fixture, seed, Moto, Protokube};
 
 const REGION: &str = "us-east-1";
 const CLUSTER: &str = "three.k8s.local";
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .expect("ip (iproute2)");
-    assert!(
-        out.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// The test's network: a bridge and one namespace per host, removed on drop.
 struct Network {
@@ -291,6 +279,9 @@ fn three_masters_form_one_etcd_cluster_and_survive_a_failover() {
     // Everything in host 1's namespace is gone (its mount namespace held the volume too).
     kill_all_in(&hosts[0].ns);
     support::block::unmount_below(&hosts[0].root.join("/mnt"));
+    // The old etcd's mount namespace goes a moment after it (the kernel's teardown); a new
+    // machine would not share the device with it at all.
+    disks[0].wait_released();
     support::runtime().block_on(async {
         let ec2 = moto.ec2(REGION).await;
         ec2.detach_volume()

@@ -9,7 +9,7 @@ use crate::support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use support::bed::{Bed, NodeKind, GOSSIP, REGION};
+use support::bed::{Bed, NodeKind, GOSSIP};
 use support::block::TestRoot;
 use support::kube::{closed_port, etcd_manager_pods, install_channels_tool, Certs, KubeApi};
 use support::{fixture, seed, Protokube, RunOutput};
@@ -360,24 +360,7 @@ fn kops_1_36_gossip_unit_takes_the_role_and_cluster_from_the_instance_tags() {
             // etcd-manager's names are its own.
             assert!(!hosts.contains("etcd-"), "{hosts}");
         } else {
-            let master_ip = support::runtime().block_on(async {
-                let ec2 = bed.moto().ec2(REGION).await;
-                let masters = ec2
-                    .describe_instances()
-                    .filters(
-                        aws_sdk_ec2::types::Filter::builder()
-                            .name("tag-key")
-                            .values("k8s.io/role/master")
-                            .build(),
-                    )
-                    .send()
-                    .await
-                    .unwrap();
-                masters.reservations()[0].instances()[0]
-                    .private_ip_address()
-                    .unwrap()
-                    .to_owned()
-            });
+            let (_, master_ip) = bed.running_master();
             assert!(
                 hosts.contains(&format!(
                     "{master_ip}\t{api_internal} kops-controller.internal.{GOSSIP}"

@@ -200,6 +200,36 @@ impl Bed {
         protokube.args(extra)
     }
 
+    /// A running instance with kOps' master tag (the first the emulator lists): (instance id,
+    /// private address).
+    pub(crate) fn running_master(&self) -> (String, String) {
+        super::runtime().block_on(async {
+            let ec2 = self.moto().ec2(REGION).await;
+            let out = ec2
+                .describe_instances()
+                .filters(
+                    aws_sdk_ec2::types::Filter::builder()
+                        .name("tag-key")
+                        .values("k8s.io/role/master")
+                        .build(),
+                )
+                .filters(
+                    aws_sdk_ec2::types::Filter::builder()
+                        .name("instance-state-name")
+                        .values("running")
+                        .build(),
+                )
+                .send()
+                .await
+                .unwrap();
+            let instance = &out.reservations()[0].instances()[0];
+            (
+                instance.instance_id().unwrap().to_owned(),
+                instance.private_ip_address().unwrap().to_owned(),
+            )
+        })
+    }
+
     /// The emulator (panics for a node without cloud).
     pub(crate) fn moto(&self) -> &Moto {
         self.moto.as_ref().expect("this node has no cloud")

@@ -81,6 +81,27 @@ impl LoopDevice {
     }
 
     /// Where this device is mounted now.
+    /// Waits (10 s at most) until nothing holds the device: a mount namespace of a process just
+    /// killed is torn down by the kernel a moment after the process is gone, and its mounts
+    /// keep the filesystem — and so the device — claimed until then.
+    pub(crate) fn wait_released(&self) {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_EXCL)
+            .open(&self.path)
+            .is_err()
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} still held after 10 s",
+                self.path.display()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     pub(crate) fn mounted_at(&self) -> Vec<String> {
         let devno = self.devno();
         mount_points()

@@ -12,22 +12,11 @@ pub(crate) struct Netns {
 }
 
 impl Netns {
-    /// A new namespace whose `/etc/hosts` (as `ip netns exec` binds it) holds `hosts`.
+    /// A new namespace whose `/etc/hosts` (`/etc/netns/<name>/hosts`) holds `hosts`.
     pub(crate) fn new(hosts: &str) -> Self {
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let sequence = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("pkt{}x{sequence}", std::process::id());
-        let ip = |args: &[&str]| {
-            let out = Command::new("ip")
-                .args(args)
-                .output()
-                .expect("ip (iproute2)");
-            assert!(
-                out.status.success(),
-                "ip {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
         ip(&["netns", "add", &name]);
         let netns = Self { name };
         ip(&["-n", &netns.name, "link", "set", "lo", "up"]);
@@ -68,6 +57,19 @@ impl Drop for Netns {
             .output();
         let _ = std::fs::remove_dir_all(format!("/etc/netns/{}", self.name));
     }
+}
+
+/// Runs `ip` (iproute2) with `args`; it must succeed.
+pub(crate) fn ip(args: &[&str]) {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .expect("ip (iproute2)");
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Kills every process in network namespace `ns`, and waits until none is left (10 s at most).
