@@ -158,7 +158,7 @@ def calls_of(argv, env, url):
 NODEUP_LOOP_SECONDS = 60  # the old daemon's loop under nodeup's protokube.service
 
 
-def per_master_hour(trusted, full, period=TIMER_SECONDS, trusted_for=VERIFY_INTERVAL_SECONDS):
+def per_node_hour(trusted, full, period=TIMER_SECONDS, trusted_for=VERIFY_INTERVAL_SECONDS):
     """(Route53, EC2) calls per node-hour, one run every `period` seconds: a full check at the
     first run once the check is `trusted_for` seconds old (the interval; a worker's, less its
     jitter of at most a tenth, in the worst case), trusted runs between."""
@@ -440,7 +440,7 @@ def main():
             continue
         figures = sync[label]
         # Before, every run asked everything ("full" is its converged run).
-        route53_hour, ec2_hour = per_master_hour(figures["calls"], figures["full"])
+        route53_hour, ec2_hour = per_node_hour(figures["calls"], figures["full"])
         budget = lambda b: b if label == "after" else "-"
         rows += [
             ("sync converged (%s): AWS calls" % label, budget("1 DescribeInstances"),
@@ -454,8 +454,8 @@ def main():
         ]
     for kind, (converged, full) in sync["kinds"].items():
         span = VERIFY_INTERVAL_SECONDS * (0.9 if "worker" in kind else 1)
-        timer = per_master_hour(converged, full, TIMER_SECONDS, span)
-        loop = per_master_hour(converged, full, NODEUP_LOOP_SECONDS, span)
+        timer = per_node_hour(converged, full, TIMER_SECONDS, span)
+        loop = per_node_hour(converged, full, NODEUP_LOOP_SECONDS, span)
         goal = {"HA master, Route53": ">= 3000", "gossip master": ">= 3000",
                 "LB-cluster master, a name held by dns-controller": ">= 3000",
                 "gossip worker": ">= 15000", "gossip worker, kOps 1.36 unit": ">= 15000"}.get(kind, "-")

@@ -15,7 +15,6 @@ use crate::cloud::{
 };
 use crate::host::Host;
 use crate::identity::{self, NodeIdentity};
-use crate::names::check_cluster_name;
 use crate::paths::{volume_mountpoint, HostRoot, MANIFEST_DIR, STATE_FILE};
 use crate::plan::etcd_owner::EtcdOwner;
 use crate::plan::files::FileFact;
@@ -141,23 +140,14 @@ impl<'a> Snapshot<'a> {
             return Ok(cluster.clone());
         }
         let instance_id = self.identity().await?.instance_id.clone();
-        let tag = self
+        let found = self
             .clients()
             .await?
             .instances
             .instance_tags(&instance_id)
             .await
-            .context("finding the cluster name")?
-            .remove(tags::CLUSTER);
-        let name = tag.ok_or_else(|| {
-            anyhow!(
-                "no cluster name: pass --cluster-id or --cluster-spec (instance `{instance_id}` has \
-                 no `{}` tag)",
-                tags::CLUSTER
-            )
-        })?;
-        check_cluster_name(&name)
-            .map_err(|msg| anyhow!("tag `{}` of instance `{instance_id}`: {msg}", tags::CLUSTER))?;
+            .context("finding the cluster name")?;
+        let name = tags::cluster_of(&instance_id, &found)?;
         let cluster = self.settings.cluster_named(&name).with_context(|| {
             format!(
                 "cluster `{name}` (from the instance's `{}` tag)",

@@ -1,5 +1,11 @@
 //! The EC2 tags kOps puts on a cluster's volumes and instances, and the one protokube adds.
 
+use std::collections::BTreeMap;
+
+use anyhow::{anyhow, Result};
+
+use crate::names::check_cluster_name;
+
 /// Tag every kOps version puts on a cluster's resources: `KubernetesCluster=<cluster>`.
 pub const CLUSTER: &str = "KubernetesCluster";
 /// Tag key every kOps version puts on control-plane volumes and instances.
@@ -12,3 +18,17 @@ pub const ETCD_PREFIX: &str = "k8s.io/etcd/";
 /// etcd cluster runs: `k8s.io/protokube/etcd-version/<cluster key>=3.5.13`, so every member
 /// sees the others' versions in the one cloud answer.
 pub const ETCD_VERSION_PREFIX: &str = "k8s.io/protokube/etcd-version/";
+
+/// The cluster instance `instance_id` belongs to, from its `KubernetesCluster` tag among
+/// `tags`, checked as a cluster name (a tag value is untrusted).
+pub fn cluster_of(instance_id: &str, tags: &BTreeMap<String, String>) -> Result<String> {
+    let name = tags.get(CLUSTER).ok_or_else(|| {
+        anyhow!(
+            "no cluster name: pass --cluster-id (PROTOKUBE_CLUSTER_ID) or --cluster-spec \
+             (instance `{instance_id}` has no `{CLUSTER}` tag)"
+        )
+    })?;
+    check_cluster_name(name)
+        .map_err(|msg| anyhow!("tag `{CLUSTER}` of instance `{instance_id}`: {msg}"))?;
+    Ok(name.clone())
+}

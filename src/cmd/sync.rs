@@ -67,8 +67,7 @@ pub async fn run(
             &verify,
             volumes_changed,
             &published,
-        )
-        .await?;
+        )?;
     }
     if settings.master {
         steps::kubernetes_api(settings, report).await?;

@@ -11,7 +11,9 @@ use async_trait::async_trait;
 use crate::apply::route53::{publish, release, PublishOptions, Remembered};
 use crate::cloud::InstanceInfo;
 use crate::paths::HOSTS_FILE;
-use crate::plan::hosts::{plan_hosts, plan_hosts_removal, HostsPlan, ManagedNames};
+use crate::plan::hosts::{
+    managed_records, plan_hosts, plan_hosts_removal, HostsPlan, ManagedNames,
+};
 use crate::plan::records::{desired_records, gossip_master_records, ApiNames, DesiredRecord};
 use crate::plan::route53::ZonePolicy;
 use crate::plan::volumes::EtcdVolume;
@@ -127,12 +129,13 @@ impl HostsFile<'_> {
     }
 
     /// Reads the hosts file, plans the new one from what it holds, writes it unless a dry run.
+    /// Returns the new content.
     fn rewrite(
         &self,
         snapshot: &Snapshot<'_>,
         plan: impl FnOnce(&str, &[u8]) -> HostsPlan,
         report: &mut Report,
-    ) -> Result<()> {
+    ) -> Result<Vec<u8>> {
         let host = snapshot.host();
         let path = self.path()?;
         let content = host.read_hosts(&path)?;
@@ -143,7 +146,7 @@ impl HostsFile<'_> {
         for change in plan.changes {
             report.push(change);
         }
-        Ok(())
+        Ok(plan.content)
     }
 }
 
@@ -182,12 +185,15 @@ impl DnsTarget for HostsFile<'_> {
         // names into the block itself (the load balancer's addresses): only etcd's are ours.
         let names = self.names();
         desired.retain(|r| names.manages(&r.name));
-        self.rewrite(
+        let written = self.rewrite(
             snapshot,
             |path, content| plan_hosts(path, content, &desired, &names),
             report,
         )?;
-        Ok(PublishOutcome::nothing())
+        Ok(PublishOutcome {
+            hosts_block: Some(managed_records(&written)),
+            ..PublishOutcome::nothing()
+        })
     }
 
     async fn release(&self, snapshot: &mut Snapshot<'_>, report: &mut Report) -> Result<()> {
@@ -197,6 +203,7 @@ impl DnsTarget for HostsFile<'_> {
             |path, content| plan_hosts_removal(path, content, &names),
             report,
         )
+        .map(drop)
     }
 }
 
@@ -266,6 +273,7 @@ impl DnsTarget for Route53Zones<'_> {
                 zones: published.zones,
             }),
             missing: published.missing,
+            hosts_block: None,
         })
     }
 

@@ -5,10 +5,9 @@
 //! `DescribeInstances`) and remembered in the state file, so a timer or the old daemon's minute
 //! loop does not ask again.
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 
 use crate::cloud::tags;
-use crate::names::check_cluster_name;
 use crate::plan::state::LearnedNode;
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
@@ -32,15 +31,7 @@ pub async fn learn(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<L
         .instances
         .instance_tags(&instance_id)
         .await?;
-    let cluster = found.get(tags::CLUSTER).cloned().ok_or_else(|| {
-        anyhow!(
-            "no cluster name: pass --cluster-id (PROTOKUBE_CLUSTER_ID) or --cluster-spec \
-             (instance `{instance_id}` has no `{}` tag)",
-            tags::CLUSTER
-        )
-    })?;
-    check_cluster_name(&cluster)
-        .map_err(|msg| anyhow!("tag `{}` of instance `{instance_id}`: {msg}", tags::CLUSTER))?;
+    let cluster = tags::cluster_of(&instance_id, &found)?;
     let node = LearnedNode {
         instance_id,
         cluster,

@@ -7,6 +7,7 @@ use std::time::SystemTime;
 use anyhow::{anyhow, Context as _, Result};
 
 use crate::names::check_dns_name;
+use crate::plan::hosts::HostRecords;
 use crate::plan::records::{listed_etcd_names, worker_records, DesiredRecord};
 use crate::plan::route53::{DeletionGuard, ZonePolicy};
 use crate::plan::state::{LeftAlone, MissingName};
@@ -44,6 +45,8 @@ pub struct PublishOutcome {
     pub zones: Option<KnownZones>,
     /// The owned names no longer the cluster's, waited out, when Route53 was read in full.
     pub missing: Option<BTreeMap<String, MissingName>>,
+    /// The hosts file's managed block as this run wrote it (or, in a dry run, would).
+    pub hosts_block: Option<HostRecords>,
 }
 
 impl PublishOutcome {
@@ -54,6 +57,7 @@ impl PublishOutcome {
             left_alone: Vec::new(),
             zones: None,
             missing: None,
+            hosts_block: None,
         }
     }
 }

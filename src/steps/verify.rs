@@ -47,7 +47,7 @@ pub async fn begin(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<O
 
 /// The verify step's record, after the other steps succeeded (`volumes_changed`: a step
 /// attached, detached, formatted or tagged a volume).
-pub async fn finish(
+pub fn finish(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     verify: &Verify,
@@ -58,10 +58,7 @@ pub async fn finish(
         Verify::Master(verify) => {
             finish_master(settings, snapshot, verify, volumes_changed, published)
         }
-        Verify::Worker(verify) => {
-            let cluster = snapshot.cluster().await?.name;
-            finish_worker(settings, snapshot, verify, &cluster)
-        }
+        Verify::Worker(verify) => finish_worker(settings, snapshot, verify, published),
     }
 }
 
@@ -194,6 +191,8 @@ pub struct WorkerVerify {
     /// Why the cloud is asked this run; `None` when the recorded check holds.
     full: Option<String>,
     started: SystemTime,
+    /// The cluster checked.
+    cluster: String,
 }
 
 /// A gossip worker's check: the masters from its last full check while that holds (the cloud
@@ -230,22 +229,30 @@ async fn begin_worker(
             reason.as_deref().unwrap_or_default()
         ),
     }
-    Ok(Some(WorkerVerify { full, started }))
+    Ok(Some(WorkerVerify {
+        full,
+        started,
+        cluster: cluster.name,
+    }))
 }
 
-/// After a worker's successful full check: the masters it found and the hosts block written
-/// from them (when it found any), trusted for `--verify-interval` less a jitter drawn now (up to a tenth of it, so a
-/// fleet's full checks spread out and still come at most once per interval on the timer).
+/// After a worker's successful full check: the masters it found and the hosts block the publish
+/// step wrote from them (when it found any), trusted for `--verify-interval` less a jitter drawn
+/// now (up to a tenth of it, so a fleet's full checks spread out and still come at most once per
+/// interval on the timer).
 fn finish_worker(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     verify: &WorkerVerify,
-    cluster: &str,
+    published: &PublishOutcome,
 ) -> Result<()> {
     if settings.dry_run || verify.full.is_none() {
         return Ok(());
     }
-    let Some(masters) = snapshot.masters_known().map(<[_]>::to_vec) else {
+    let (Some(masters), Some(hosts)) = (
+        snapshot.masters_known().map(<[_]>::to_vec),
+        published.hosts_block.clone(),
+    ) else {
         return Ok(());
     };
     // No master running yet (a worker booting beside its control plane): nothing worth
@@ -257,9 +264,9 @@ fn finish_worker(
         Some(WorkerVerified {
             at: verify.started,
             jitter_seconds: fastrand::u64(0..=settings.verify_interval.as_secs() / 10),
-            cluster: cluster.to_owned(),
+            cluster: verify.cluster.clone(),
             masters,
-            hosts: hosts_block(settings, snapshot)?,
+            hosts,
         })
     };
     let state = State {
@@ -274,7 +281,7 @@ fn finish_worker(
     Ok(())
 }
 
-/// The records of the hosts file's managed block, as it is now.
+/// The records of the hosts file's managed block, as it is now (before the publish step).
 fn hosts_block(settings: &Settings, snapshot: &Snapshot<'_>) -> Result<HostRecords> {
     let path = settings.root.resolve(HOSTS_FILE)?;
     Ok(managed_records(&snapshot.host().read_hosts(&path)?))

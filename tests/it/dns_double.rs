@@ -16,6 +16,7 @@ use protokube::cloud::{
 use protokube::error::NotReady;
 use protokube::plan::records::{DesiredRecord, RecordRole};
 use protokube::plan::route53::ownership_value;
+use protokube::plan::state::LeftAlone;
 use protokube::plan::zones::ZoneRule;
 use protokube::report::{Action, Report};
 use protokube::wait::{Backoff, Progress};
@@ -303,67 +304,43 @@ fn names_a_trusted_check_found_in_place_are_reported_without_asking_route53() {
         name: "example.com".into(),
         private: false,
     }];
-    let mut report = Report::new("sync", false);
-    let remembered = Remembered {
-        zones: Some(&zones),
-        names: Some(&records),
-        left_alone: &[],
-    };
     let rules = [ZoneRule::Id("Z1".into())];
-    let published = block_on(publish(
-        &dns,
-        &records,
-        &rules,
-        CLUSTER,
-        &options(None),
-        remembered,
-        &mut report,
-    ))
-    .unwrap();
+    // Publishes `desired` with the trusted check's names (`records`) and the names it left alone.
+    let publish_trusted = |desired: &[DesiredRecord], left_alone: &[LeftAlone]| {
+        let mut report = Report::new("sync", false);
+        let remembered = Remembered {
+            zones: Some(&zones),
+            names: Some(&records),
+            left_alone,
+        };
+        let published = block_on(publish(
+            &dns,
+            desired,
+            &rules,
+            CLUSTER,
+            &options(None),
+            remembered,
+            &mut report,
+        ))
+        .unwrap();
+        (published, report)
+    };
+    let (published, report) = publish_trusted(&records, &[]);
     assert!(dns.calls().is_empty(), "{:?}", dns.calls());
     assert!(published.left_alone.is_empty());
     assert_eq!(report.changes[0].action, Action::Unchanged);
     assert_eq!(report.changes[0].detail, "A 10.0.0.1");
     // A name that check left to its holder: kept as left, not reported as ours, no warning.
-    let left = [protokube::plan::state::LeftAlone {
+    let left = [LeftAlone {
         name: records[0].name.clone(),
         reason: "DNS record exists and is not owned; left alone".into(),
     }];
-    let mut report = Report::new("sync", false);
-    let published = block_on(publish(
-        &dns,
-        &records,
-        &rules,
-        CLUSTER,
-        &options(None),
-        Remembered {
-            zones: Some(&zones),
-            names: Some(&records),
-            left_alone: &left,
-        },
-        &mut report,
-    ))
-    .unwrap();
+    let (published, report) = publish_trusted(&records, &left);
     assert!(dns.calls().is_empty(), "{:?}", dns.calls());
     assert_eq!(published.left_alone, left);
     assert!(report.changes.is_empty() && report.warnings.is_empty());
     // Other names than the trusted ones: Route53 is read.
     let moved = [desired("etcd-a.internal.c.example.com", [10, 0, 0, 2])];
-    let remembered = Remembered {
-        zones: Some(&zones),
-        names: Some(&records),
-        left_alone: &[],
-    };
-    let mut report = Report::new("sync", false);
-    block_on(publish(
-        &dns,
-        &moved,
-        &rules,
-        CLUSTER,
-        &options(None),
-        remembered,
-        &mut report,
-    ))
-    .unwrap();
+    publish_trusted(&moved, &[]);
     assert_eq!(dns.calls(), ["read c.example.com", "change 2"]);
 }

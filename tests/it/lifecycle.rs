@@ -599,6 +599,13 @@ fn names_dns_controller_left_are_adopted_only_with_adopt() {
     assert!(out.report().warnings.iter().all(|w| !w.contains("--adopt")));
 }
 
+/// The etcd version record of the bed's first volume (member a of `main`).
+fn version_record(node: &Bed) -> std::path::PathBuf {
+    node.root
+        .mountpoint(&node.volumes[0])
+        .join("k8s.io/manifests/etcd-version")
+}
+
 /// `ha.yaml` with every etcd cluster at `version`.
 fn spec_at_version(dir: &Path, version: &str) -> std::path::PathBuf {
     let mut doc: yaml_serde::Value = yaml_serde::from_str(
@@ -621,10 +628,7 @@ fn an_etcd_downgrade_or_a_skipped_minor_is_refused_before_anything_is_written() 
     // ha.yaml runs etcd 3.5.13; no etcd runs here to report a version, so nothing is recorded
     // until the record an earlier run made when etcd 3.5.13 reported is put there.
     assert_eq!(node.run("sync", &[]).code, 0);
-    let record = node
-        .root
-        .mountpoint(&node.volumes[0])
-        .join("k8s.io/manifests/etcd-version");
+    let record = version_record(&node);
     assert!(!record.exists());
     std::fs::write(&record, "3.5.13\n").unwrap();
     let manifest = node
@@ -834,10 +838,7 @@ fn a_minor_upgrade_waits_for_every_member_and_the_recorded_version_is_tagged() {
     // The volume records etcd 3.5.13 (as an earlier run did when etcd reported it): sync tags
     // the volume with it for the other members.
     assert_eq!(node.run("sync", &[]).code, 0);
-    let record = node
-        .root
-        .mountpoint(&node.volumes[0])
-        .join("k8s.io/manifests/etcd-version");
+    let record = version_record(&node);
     std::fs::write(&record, "3.5.13\n").unwrap();
     assert_eq!(node.run("sync", &["--verify-interval", "0"]).code, 0);
     let tag = "k8s.io/protokube/etcd-version/main";
