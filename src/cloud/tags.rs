@@ -24,8 +24,8 @@ pub const ETCD_VERSION_PREFIX: &str = "k8s.io/protokube/etcd-version/";
 pub fn cluster_of(instance_id: &str, tags: &BTreeMap<String, String>) -> Result<String> {
     let name = tags.get(CLUSTER).ok_or_else(|| {
         anyhow!(
-            "no cluster name: pass --cluster-id (PROTOKUBE_CLUSTER_ID) or --cluster-spec \
-             (instance `{instance_id}` has no `{CLUSTER}` tag)"
+            "no cluster name: pass --cluster-id or --cluster-spec (instance `{instance_id}` has \
+             no `{CLUSTER}` tag)"
         )
     })?;
     check_cluster_name(name)
