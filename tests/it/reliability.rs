@@ -212,6 +212,33 @@ fn child_named(parent: u32, name: &str) -> Option<u32> {
     None
 }
 
+/// What `/proc` says of a process that still runs (state, flags, pending signals, where it
+/// waits), or `None` when it is gone, a zombie, or exiting with SIGKILL delivered.
+fn running_state(pid: u32) -> Option<String> {
+    const PF_EXITING: u64 = 0x4;
+    const SIGKILL_BIT: u64 = 1 << (libc::SIGKILL - 1);
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let mut fields = stat[stat.rfind(')')? + 2..].split(' ');
+    let state = fields.next()?.to_owned();
+    let flags: u64 = fields.nth(5)?.parse().ok()?;
+    let pending = |key: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(key))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            .unwrap_or(0)
+    };
+    let sigkill = (pending("SigPnd:") | pending("ShdPnd:")) & SIGKILL_BIT != 0;
+    if state == "Z" || state == "X" || flags & PF_EXITING != 0 || sigkill {
+        return None;
+    }
+    let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+    Some(format!(
+        "state {state}, flags {flags:#x}, waiting in {wchan:?}"
+    ))
+}
+
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn a_killed_run_leaves_no_orphan_mkfs() {
@@ -261,11 +288,26 @@ fn a_killed_run_leaves_no_orphan_mkfs() {
     };
     // SAFETY: kill(2) on a pid we just found.
     assert_eq!(unsafe { libc::kill(protokube as i32, libc::SIGKILL) }, 0);
-    let gone = Instant::now() + std::time::Duration::from_secs(10);
+    // Killed means the kernel is taking it down: a zombie, gone, or exiting (`PF_EXITING`) with
+    // SIGKILL delivered. A dying process closes its device last, and closing a block device
+    // writes its dirty pages back, which on a machine busy with other tests' I/O can take seconds
+    // in state D; the next run below waits for that like a new run on the node would.
+    let killed = Instant::now() + std::time::Duration::from_secs(10);
+    while let Some(alive) = running_state(mkfs) {
+        assert!(
+            Instant::now() < killed,
+            "mkfs.ext4 {mkfs} outlived protokube ({alive})"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let gone = Instant::now() + std::time::Duration::from_secs(120);
     while std::fs::read_to_string(format!("/proc/{mkfs}/stat"))
         .is_ok_and(|stat| !stat.contains(") Z "))
     {
-        assert!(Instant::now() < gone, "mkfs.ext4 {mkfs} outlived protokube");
+        assert!(
+            Instant::now() < gone,
+            "mkfs.ext4 {mkfs} took two minutes to exit"
+        );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     // The next run finds no orphan holding the device: it finishes the format.

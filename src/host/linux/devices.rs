@@ -193,8 +193,6 @@ pub fn read_witnesses(path: &Path, check: BlankCheck) -> Result<Witnesses> {
     })
 }
 
-/// Runs a tool on a device; the child dies with protokube (a killed run leaves no orphan `mkfs`
-/// holding the device).
 /// What becomes of a tool when protokube dies before it ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Orphan {
@@ -205,6 +203,8 @@ enum Orphan {
     RunsOn,
 }
 
+/// Runs a tool on a device; with [`Orphan::DiesWith`] the child dies with protokube (a killed run
+/// leaves no orphan `mkfs` holding the device).
 fn run_tool(
     program: &str,
     args: &[&str],
