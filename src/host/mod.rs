@@ -2,7 +2,7 @@
 //! machine it runs on — its block devices and mounts ([`Devices`]), its files ([`Files`]) and
 //! the services it runs ([`Services`]) —
 //! as narrow traits over our own types. [`linux`] is the real node (the only user of
-//! `sys-mount`, `libc`, `fs-err` and child processes); `memory` is a node held in memory for
+//! `rustix`, `libc`, `fs-err` and child processes); `memory` is a node held in memory for
 //! the steps' unit tests.
 
 pub mod linux;

@@ -216,7 +216,7 @@ fn planning_has_no_effects() {
 const NODE_EFFECTS: [&str; 9] = [
     "fs_err::",
     "std::fs",
-    "sys_mount::",
+    "rustix::",
     "libc::",
     "unsafe ",
     "std::process::Command",

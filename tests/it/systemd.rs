@@ -116,3 +116,33 @@ fn units_pass_systemd_analyze_verify() {
         }
     }
 }
+
+/// The settings file the .deb installs (`/etc/protokube/protokube.env`, a conffile) sets
+/// nothing on its own, and every variable it shows commented out is one the binary reads.
+#[test]
+fn the_packaged_settings_file_sets_nothing_and_names_real_variables() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(repo.join("packaging/protokube.env")).unwrap();
+    let help = support::Protokube::new().args(["sync", "--help"]).run();
+    assert_eq!(help.code, 0, "{help:#?}");
+    let mut shown = 0;
+    for line in text.lines() {
+        assert!(
+            line.is_empty() || line.starts_with('#'),
+            "packaging/protokube.env sets `{line}`: the package must set nothing"
+        );
+        let Some((name, _)) = line.strip_prefix('#').and_then(|l| l.split_once('=')) else {
+            continue;
+        };
+        if name.starts_with("PROTOKUBE_") && !name.contains(' ') {
+            assert!(
+                help.stdout.contains(&format!("{name}=")),
+                "packaging/protokube.env shows `{name}`, which `protokube sync` does not read"
+            );
+            shown += 1;
+        }
+    }
+    assert!(shown >= 5, "the settings file shows {shown} variables");
+    let service = std::fs::read_to_string(repo.join("systemd/protokube.service")).unwrap();
+    assert!(service.contains("EnvironmentFile=-/etc/protokube/protokube.env"));
+}

@@ -214,17 +214,17 @@ fn run_tool(
     use std::os::unix::process::CommandExt as _;
     let mut command = Command::new(program);
     command.args(args).arg(device).stdin(Stdio::null());
-    let parent = std::process::id();
+    let parent = rustix::process::getpid();
     if orphan == Orphan::DiesWith {
-        // SAFETY: between fork and exec only async-signal-safe calls: prctl and getppid.
+        // SAFETY: between fork and exec only two system calls (rustix makes them directly,
+        // without allocating): prctl and getppid.
         unsafe {
             command.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // The parent may have died before the prctl.
-                if libc::getppid() as u32 != parent {
-                    libc::_exit(1);
+                use rustix::process::{getppid, set_parent_process_death_signal, Signal};
+                set_parent_process_death_signal(Some(Signal::KILL))?;
+                // The parent may have died before the prctl: then the child is not started.
+                if getppid() != Some(parent) {
+                    return Err(rustix::io::Errno::SRCH.into());
                 }
                 Ok(())
             });
@@ -305,18 +305,21 @@ pub fn mount_ext4(
     fs_err::set_permissions(mountpoint, std::fs::Permissions::from_mode(0o750))
         .context("setting the mount point's mode")?;
     let mount_here = || {
-        sys_mount::Mount::builder()
-            .fstype("ext4")
-            .flags(sys_mount::MountFlags::NOATIME)
-            .mount(&device.path, mountpoint)
-            .map(drop)
-            .with_context(|| {
-                format!(
-                    "mounting `{}` at `{}`",
-                    device.path.display(),
-                    mountpoint.display()
-                )
-            })
+        rustix::mount::mount(
+            &device.path,
+            mountpoint,
+            "ext4",
+            rustix::mount::MountFlags::NOATIME,
+            None,
+        )
+        .map_err(std::io::Error::from)
+        .with_context(|| {
+            format!(
+                "mounting `{}` at `{}`",
+                device.path.display(),
+                mountpoint.display()
+            )
+        })
     };
     match place {
         MountPlace::Host(host) => {
@@ -440,82 +443,78 @@ fn mount_in_namespace(namespace: &Path, source: &Path, target: &Path) -> Result<
 /// process cannot) and acts by those paths there; it reports a failure as `(stage, errno)` on a
 /// pipe, so the stage and the errno stay apart.
 fn in_namespace(namespace: &Path, op: NamespaceOp<'_>) -> Result<()> {
+    use rustix::mount::{MountFlags, UnmountFlags};
+    use rustix::process::{Pid, WaitOptions};
+    use rustix::thread::LinkNameSpaceType;
     use std::ffi::CString;
     use std::io::Read as _;
-    use std::os::fd::{AsRawFd as _, FromRawFd as _};
+    use std::os::fd::AsFd as _;
     use std::os::unix::ffi::OsStrExt as _;
     let ns = fs_err::File::open(namespace)?;
+    // Everything the child uses is made before the fork: after it, it may not allocate.
     let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).context("a path with a NUL byte");
     let (source, target, unmount) = match op {
         NamespaceOp::Mount { source, target } => (c(source)?, c(target)?, false),
         NamespaceOp::Unmount { target } => (CString::default(), c(target)?, true),
     };
-    let fstype = CString::new("ext4")?;
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills the two descriptors it is given.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("creating the child's report pipe");
-    }
-    // SAFETY: both descriptors were just created and are owned here alone.
-    let (mut report, writer) = unsafe {
-        (
-            std::fs::File::from_raw_fd(fds[0]),
-            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
-        )
-    };
-    // SAFETY: between fork and _exit the child makes only async-signal-safe system calls on
-    // data prepared before the fork.
+    let (report, writer) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .context("creating the child's report pipe")?;
+    // SAFETY: between fork and _exit the child makes only system calls (rustix makes them
+    // directly, without allocating) on data prepared before the fork. std has no fork.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(std::io::Error::last_os_error()).context("fork");
     }
     if pid == 0 {
-        unsafe {
-            let failed = if libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNS) != 0 {
-                Some(NamespaceStage::Enter)
-            } else if unmount {
-                (libc::umount2(target.as_ptr(), 0) != 0).then_some(NamespaceStage::Unmount)
-            } else if libc::mount(
-                source.as_ptr(),
-                target.as_ptr(),
-                fstype.as_ptr(),
-                libc::MS_NOATIME,
-                std::ptr::null(),
-            ) != 0
-            {
-                Some(NamespaceStage::Mount)
-            } else {
-                None
-            };
-            if let Some(stage) = failed {
-                let message = [stage as i32, *libc::__errno_location()];
-                libc::write(
-                    writer.as_raw_fd(),
-                    message.as_ptr().cast(),
-                    std::mem::size_of_val(&message),
-                );
-                libc::_exit(1);
+        let result =
+            rustix::thread::move_into_link_name_space(ns.as_fd(), Some(LinkNameSpaceType::Mount))
+                .map_err(|errno| (NamespaceStage::Enter, errno))
+                .and_then(|()| {
+                    if unmount {
+                        rustix::mount::unmount(target.as_c_str(), UnmountFlags::empty())
+                            .map_err(|errno| (NamespaceStage::Unmount, errno))
+                    } else {
+                        rustix::mount::mount(
+                            source.as_c_str(),
+                            target.as_c_str(),
+                            c"ext4",
+                            MountFlags::NOATIME,
+                            None,
+                        )
+                        .map_err(|errno| (NamespaceStage::Mount, errno))
+                    }
+                });
+        let code = match result {
+            Ok(()) => 0,
+            Err((stage, errno)) => {
+                let mut message = [0_u8; 8];
+                message[..4].copy_from_slice(&(stage as i32).to_ne_bytes());
+                message[4..].copy_from_slice(&errno.raw_os_error().to_ne_bytes());
+                let _ = rustix::io::write(&writer, &message);
+                1
             }
-            libc::_exit(0);
-        }
+        };
+        // SAFETY: ends the forked child without running the parent's exit handlers.
+        unsafe { libc::_exit(code) };
     }
     drop(writer);
     let mut message = Vec::new();
-    let read = report.read_to_end(&mut message);
-    let mut status = 0;
-    // SAFETY: waiting for the child forked above.
-    if unsafe { libc::waitpid(pid, &raw mut status, 0) } != pid {
-        return Err(std::io::Error::last_os_error()).context("waiting for the mounting child");
-    }
+    let read = std::fs::File::from(report).read_to_end(&mut message);
+    let status = Pid::from_raw(pid)
+        .map(|child| rustix::process::waitpid(Some(child), WaitOptions::empty()))
+        .transpose()
+        .context("waiting for the mounting child")?
+        .flatten()
+        .map(|(_, status)| status);
     read.context("reading the mounting child's report")?;
     if let Ok(words) = <[u8; 8]>::try_from(message.as_slice()) {
         let word =
             |i: usize| i32::from_ne_bytes([words[i], words[i + 1], words[i + 2], words[i + 3]]);
         return Err(namespace_failure(word(0), word(4)));
     }
-    match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
+    match status.and_then(rustix::process::WaitStatus::exit_status) {
         Some(0) => Ok(()),
-        _ => bail!("the mounting child died without a report (status {status})"),
+        _ => bail!("the mounting child died without a report (status {status:?})"),
     }
 }
 
@@ -574,7 +573,8 @@ pub fn unmount(root: &HostRoot, mountpoint: &Path) -> Result<()> {
         .iter()
         .any(|m| Path::new(&m.mountpoint) == mountpoint);
     if here {
-        sys_mount::unmount(mountpoint, sys_mount::UnmountFlags::empty())
+        rustix::mount::unmount(mountpoint, rustix::mount::UnmountFlags::empty())
+            .map_err(std::io::Error::from)
             .with_context(|| format!("unmounting `{}`", mountpoint.display()))?;
     }
     if let Some(host) = host_mount_namespace(root) {

@@ -1,6 +1,6 @@
-//! The real node: [`LinuxHost`] implements the host traits with system calls, `/proc`, `sys-mount`
+//! The real node: [`LinuxHost`] implements the host traits with system calls, `/proc`, `rustix`
 //! and the e2fsprogs tools. Everything protokube does to a machine goes through this module —
-//! it is the only user of `fs-err`, `libc`, `sys-mount`, `unsafe` and child processes (clippy's
+//! it is the only user of `fs-err`, `libc`, `rustix`, `unsafe` and child processes (clippy's
 //! `disallowed-methods` and `tests/it/architecture.rs` keep it so). Besides the traits, it gives the
 //! few reads made before a run has a snapshot (the cluster spec, template overrides, the
 //! kubeconfig, the metrics file) and runs kOps' channels tool.
