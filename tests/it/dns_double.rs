@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use async_trait::async_trait;
-use protokube::apply::route53::{publish, PublishOptions, Remembered};
+use protokube::apply::route53::{publish, PublishOptions, Published, Remembered};
 use protokube::cloud::{
     ChangeResult, DnsApi, HostedZone, RecordAction, RecordChange, RecordSet, ZoneGone,
 };
@@ -128,6 +128,27 @@ fn desired(name: &str, ip: [u8; 4]) -> DesiredRecord {
     }
 }
 
+/// Publishes `desired` into zone `Z1` for the test cluster as the publish step does, waiting up
+/// to `wait` for Route53 to apply it: what it published, and the report it made.
+fn publish_to_z1(
+    dns: &StrictDns,
+    desired: &[DesiredRecord],
+    wait: Option<Duration>,
+    remembered: Remembered<'_>,
+) -> (Result<Published>, Report) {
+    let mut report = Report::new("publish-dns", false);
+    let published = block_on(publish(
+        dns,
+        desired,
+        &[ZoneRule::Id("Z1".into())],
+        CLUSTER,
+        &options(wait),
+        remembered,
+        &mut report,
+    ));
+    (published, report)
+}
+
 fn options(wait: Option<Duration>) -> PublishOptions {
     PublishOptions {
         dry_run: false,
@@ -168,17 +189,13 @@ fn a_create_conflict_with_our_own_cluster_is_re_read_and_upserted() {
         set(name, "A", &["10.0.0.9"]),
         set(name, "TXT", &[&ownership_value(CLUSTER)]),
     ];
-    let mut report = Report::new("publish-dns", false);
-    block_on(publish(
+    let (published, report) = publish_to_z1(
         &dns,
         &[desired(name, [10, 0, 0, 1])],
-        &[ZoneRule::Id("Z1".into())],
-        CLUSTER,
-        &options(None),
+        None,
         Remembered::default(),
-        &mut report,
-    ))
-    .unwrap();
+    );
+    published.unwrap();
     assert_eq!(dns.get(name, "A").unwrap().values, ["10.0.0.1"]);
     assert_eq!(
         dns.calls(),
@@ -198,17 +215,13 @@ fn a_create_conflict_with_a_foreign_record_leaves_it_alone() {
     let dns = StrictDns::default();
     let name = "etcd-a.internal.c.example.com";
     *dns.race.lock().unwrap() = vec![set(name, "A", &["192.0.2.1"])];
-    let mut report = Report::new("publish-dns", false);
-    block_on(publish(
+    let (published, report) = publish_to_z1(
         &dns,
         &[desired(name, [10, 0, 0, 1])],
-        &[ZoneRule::Id("Z1".into())],
-        CLUSTER,
-        &options(None),
+        None,
         Remembered::default(),
-        &mut report,
-    ))
-    .unwrap();
+    );
+    published.unwrap();
     assert_eq!(dns.get(name, "A").unwrap().values, ["192.0.2.1"]);
     assert!(dns.get(name, "TXT").is_none());
     assert_eq!(report.warnings.len(), 1, "{report:?}");
@@ -218,32 +231,24 @@ fn a_create_conflict_with_a_foreign_record_leaves_it_alone() {
 fn wait_polls_a_pending_change_until_insync_and_gives_up_with_75() {
     let dns = StrictDns::default();
     *dns.pending_polls.lock().unwrap() = 3;
-    let mut report = Report::new("publish-dns", false);
-    block_on(publish(
+    let (published, _) = publish_to_z1(
         &dns,
         &[desired("api.internal.c.example.com", [10, 0, 0, 1])],
-        &[ZoneRule::Id("Z1".into())],
-        CLUSTER,
-        &options(Some(Duration::from_secs(5))),
+        Some(Duration::from_secs(5)),
         Remembered::default(),
-        &mut report,
-    ))
-    .unwrap();
+    );
+    published.unwrap();
     assert_eq!(dns.calls().iter().filter(|c| *c == "get-change").count(), 4);
 
     let dns = StrictDns::default();
     *dns.pending_polls.lock().unwrap() = u32::MAX;
-    let mut report = Report::new("publish-dns", false);
-    let err = block_on(publish(
+    let (published, _) = publish_to_z1(
         &dns,
         &[desired("api.internal.c.example.com", [10, 0, 0, 1])],
-        &[ZoneRule::Id("Z1".into())],
-        CLUSTER,
-        &options(Some(Duration::from_millis(100))),
+        Some(Duration::from_millis(100)),
         Remembered::default(),
-        &mut report,
-    ))
-    .unwrap_err();
+    );
+    let err = published.unwrap_err();
     assert!(err.is::<NotReady>(), "{err:#}");
     assert!(err.to_string().contains("INSYNC"), "{err}");
 }
@@ -257,23 +262,14 @@ fn a_remembered_zone_is_not_looked_up_and_a_gone_one_is_looked_up_again_before_a
         private: false,
     };
     let publish_with = |dns: &StrictDns, remembered: &[HostedZone]| {
-        let mut report = Report::new("publish-dns", false);
         let remembered = Remembered {
             zones: Some(remembered),
             names: None,
             left_alone: &[],
         };
-        let published = block_on(publish(
-            dns,
-            &[desired(name, [10, 0, 0, 1])],
-            &[ZoneRule::Id("Z1".into())],
-            CLUSTER,
-            &options(None),
-            remembered,
-            &mut report,
-        ))
-        .unwrap();
-        (published, report)
+        let (published, report) =
+            publish_to_z1(dns, &[desired(name, [10, 0, 0, 1])], None, remembered);
+        (published.unwrap(), report)
     };
     let dns = StrictDns::default();
     let (published, _) = publish_with(&dns, &[zone("Z1")]);
@@ -304,26 +300,15 @@ fn names_a_trusted_check_found_in_place_are_reported_without_asking_route53() {
         name: "example.com".into(),
         private: false,
     }];
-    let rules = [ZoneRule::Id("Z1".into())];
     // Publishes `desired` with the trusted check's names (`records`) and the names it left alone.
     let publish_trusted = |desired: &[DesiredRecord], left_alone: &[LeftAlone]| {
-        let mut report = Report::new("sync", false);
         let remembered = Remembered {
             zones: Some(&zones),
             names: Some(&records),
             left_alone,
         };
-        let published = block_on(publish(
-            &dns,
-            desired,
-            &rules,
-            CLUSTER,
-            &options(None),
-            remembered,
-            &mut report,
-        ))
-        .unwrap();
-        (published, report)
+        let (published, report) = publish_to_z1(&dns, desired, None, remembered);
+        (published.unwrap(), report)
     };
     let (published, report) = publish_trusted(&records, &[]);
     assert!(dns.calls().is_empty(), "{:?}", dns.calls());

@@ -17,15 +17,7 @@ pub(crate) struct Certs {
 }
 
 fn openssl(args: &[&str]) {
-    let out = Command::new("openssl")
-        .args(args)
-        .output()
-        .expect("running openssl");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    super::run("openssl", args);
 }
 
 /// A new P-256 key, unencrypted, for `openssl req`.

@@ -61,15 +61,7 @@ impl Drop for Netns {
 
 /// Runs `ip` (iproute2) with `args`; it must succeed.
 pub(crate) fn ip(args: &[&str]) {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .expect("ip (iproute2)");
-    assert!(
-        out.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    super::run("ip", args);
 }
 
 /// Kills every process in network namespace `ns`, and waits until none is left (10 s at most).
