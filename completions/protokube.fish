@@ -43,7 +43,7 @@ complete -c protokube -n "__fish_protokube_needs_command" -l templates -d 'Direc
 complete -c protokube -n "__fish_protokube_needs_command" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
 json\t''
 yaml\t''"
-complete -c protokube -n "__fish_protokube_needs_command" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l timeout -d 'One deadline for the whole run, e.g. `90s`, `5m` (at least `1s`): every wait, cloud call, Kubernetes API request, credential plugin and child tool ends by it, then the run is "not ready" (exit 75)' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for log shippers'"
@@ -119,7 +119,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
 json\t''
 yaml\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l timeout -d 'One deadline for the whole run, e.g. `90s`, `5m` (at least `1s`): every wait, cloud call, Kubernetes API request, credential plugin and child tool ends by it, then the run is "not ready" (exit 75)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for log shippers'"
@@ -175,7 +175,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand mount" -l templates 
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
 json\t''
 yaml\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l timeout -d 'One deadline for the whole run, e.g. `90s`, `5m` (at least `1s`): every wait, cloud call, Kubernetes API request, credential plugin and child tool ends by it, then the run is "not ready" (exit 75)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for log shippers'"
@@ -240,7 +240,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
 json\t''
 yaml\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l timeout -d 'One deadline for the whole run, e.g. `90s`, `5m` (at least `1s`): every wait, cloud call, Kubernetes API request, credential plugin and child tool ends by it, then the run is "not ready" (exit 75)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for log shippers'"
@@ -297,7 +297,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l temp
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
 json\t''
 yaml\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l timeout -d 'One deadline for the whole run, e.g. `90s`, `5m` (at least `1s`): every wait, cloud call, Kubernetes API request, credential plugin and child tool ends by it, then the run is "not ready" (exit 75)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for log shippers'"
@@ -363,7 +363,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -l templates -
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
 json\t''
 yaml\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l timeout -d 'One deadline for the whole run, e.g. `90s`, `5m` (at least `1s`): every wait, cloud call, Kubernetes API request, credential plugin and child tool ends by it, then the run is "not ready" (exit 75)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for log shippers'"
@@ -421,7 +421,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand reset" -l templates 
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
 json\t''
 yaml\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l timeout -d 'One deadline for the whole run, e.g. `90s`, `5m` (at least `1s`): every wait, cloud call, Kubernetes API request, credential plugin and child tool ends by it, then the run is "not ready" (exit 75)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for log shippers'"
@@ -478,7 +478,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l t
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
 json\t''
 yaml\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l timeout -d 'One deadline for the whole run, e.g. `90s`, `5m` (at least `1s`): every wait, cloud call, Kubernetes API request, credential plugin and child tool ends by it, then the run is "not ready" (exit 75)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for log shippers'"
@@ -534,7 +534,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l templ
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
 json\t''
 yaml\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l timeout -d 'One deadline for the whole run, e.g. `90s`, `5m` (at least `1s`): every wait, cloud call, Kubernetes API request, credential plugin and child tool ends by it, then the run is "not ready" (exit 75)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for log shippers'"
@@ -590,7 +590,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand version" -l template
 complete -c protokube -n "__fish_protokube_using_subcommand version" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
 json\t''
 yaml\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l timeout -d 'Upper bound on every wait, e.g. `90s`, `5m`' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l timeout -d 'One deadline for the whole run, e.g. `90s`, `5m` (at least `1s`): every wait, cloud call, Kubernetes API request, credential plugin and child tool ends by it, then the run is "not ready" (exit 75)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line, for log shippers'"

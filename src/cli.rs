@@ -609,8 +609,10 @@ pub struct GlobalArgs {
     #[arg(long, global = true, env = "PROTOKUBE_DETAILED_EXITCODE")]
     pub detailed_exitcode: bool,
 
-    /// Upper bound on every wait, e.g. `90s`, `5m`.
-    #[arg(long, global = true, value_name = "DURATION", default_value = "5m", value_parser = parse_duration, env = "PROTOKUBE_TIMEOUT")]
+    /// One deadline for the whole run, e.g. `90s`, `5m` (at least `1s`): every wait, cloud
+    /// call, Kubernetes API request, credential plugin and child tool ends by it, then the run
+    /// is "not ready" (exit 75).
+    #[arg(long, global = true, value_name = "DURATION", default_value = "5m", value_parser = parse_timeout, env = "PROTOKUBE_TIMEOUT")]
     pub timeout: Duration,
 
     /// How long a converged node trusts what its last full check of the cloud found: within it,
@@ -891,6 +893,17 @@ pub fn scan_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> (OutputF
     (format, command)
 }
 
+/// `--timeout`: a duration of at least [`crate::wait::MIN_TIMEOUT`].
+fn parse_timeout(value: &str) -> Result<Duration, String> {
+    let timeout = parse_duration(value)?;
+    if timeout < crate::wait::MIN_TIMEOUT {
+        return Err(format!(
+            "`{value}` is under one second: a run could not even ask the cloud who it is and              would never converge; give at least `1s` (e.g. `90s`, `5m`)"
+        ));
+    }
+    Ok(timeout)
+}
+
 /// Parses a Go-style or humantime duration: `90s`, `5m`, `1h30m`, `1m0s`.
 fn parse_duration(value: &str) -> Result<Duration, String> {
     humantime::parse_duration(value)
@@ -968,6 +981,17 @@ mod tests {
         );
         assert_eq!(scan(&["-ojson"]).0, OutputFormat::Json);
         assert_eq!(scan(&["-o", "xml"]).0, OutputFormat::Text);
+    }
+
+    #[test]
+    fn a_timeout_under_a_second_is_refused() {
+        for short in ["0", "0s", "1ms", "999ms"] {
+            let err = parse_timeout(short).unwrap_err();
+            assert!(err.contains("under one second"), "{short}: {err}");
+        }
+        assert_eq!(parse_timeout("1s"), Ok(Duration::from_secs(1)));
+        let err = Cli::try_parse_from(["protokube", "--timeout", "0", "sync"]).unwrap_err();
+        assert!(usage_error_line(&err).contains("--timeout"), "{err}");
     }
 
     #[test]

@@ -91,11 +91,27 @@ fn warn_ignored_flags(cli: &Cli, report: &mut Report) {
     }
 }
 
-/// One run of the command line: settings, then the command against AWS.
+/// How long past its deadline a run may still be finishing what it waits on before it is cut
+/// short: every wait ends at the deadline by itself; this is the backstop.
+const PAST_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// One run of the command line: settings, then the command against AWS, ended by the run's
+/// deadline (`--timeout`) whatever it waits on.
 async fn execute(cli: &Cli, report: &mut Report) -> Result<()> {
     let settings = Settings::resolve(cli.flags()?)?;
-    let cloud = AwsCloud::new(settings.waits.timeout);
-    let result = run_with(&cli.to_run(), &settings, &cloud, &LinuxHost, report).await;
+    let cloud = AwsCloud::new(settings.waits.deadline, settings.waits.timeout);
+    let cut_off = settings.waits.deadline.instant() + PAST_DEADLINE;
+    let command = cli.to_run();
+    let run = run_with(&command, &settings, &cloud, &LinuxHost, report);
+    let result = match tokio::time::timeout_at(cut_off.into(), run).await {
+        Ok(result) => result,
+        Err(_) => Err(error::NotReady(format!(
+            "the run did not finish within --timeout ({}); what it did is reported, and the next \
+             run goes on from there",
+            humantime::format_duration(settings.waits.timeout)
+        ))
+        .into()),
+    };
     report.aws_calls = cloud.aws_calls();
     result.map_err(|err| explain_denied(err, &settings))
 }

@@ -13,12 +13,13 @@ use crate::cloud::AttachmentState;
 use crate::cloud::{
     tags, Cloud, CloudClients, CloudVolume, InstanceInfo, VolumeAttachment, VolumeQuery,
 };
-use crate::host::Host;
+use crate::host::{FileKind, Host};
 use crate::identity::{self, NodeIdentity};
 use crate::paths::{volume_mountpoint, HostRoot, MANIFEST_DIR, STATE_FILE};
-use crate::plan::etcd_owner::EtcdOwner;
+use crate::plan::etcd_owner::{is_own_etcd_link, EtcdOwner, ManifestFile};
 use crate::plan::files::FileFact;
 use crate::plan::mounts::{mounted_at, MountEntry};
+use crate::plan::static_pods::MAX_STATIC_POD_BYTES;
 use crate::plan::volumes::{classify, Discovery, EtcdVolume};
 use crate::settings::{Cluster, Settings};
 use crate::state::{MountedVolume, State, Verified};
@@ -416,7 +417,12 @@ impl<'a> Snapshot<'a> {
     pub fn etcd_owner(&mut self) -> Result<&EtcdOwner> {
         if self.etcd_owner.is_none() {
             let (dir, names) = self.manifest_dir()?;
-            self.etcd_owner = Some(read_etcd_owner(self.host, &dir, &names));
+            self.etcd_owner = Some(read_etcd_owner(
+                self.host,
+                &self.settings.root,
+                &dir,
+                &names,
+            ));
         }
         self.etcd_owner
             .as_ref()
@@ -429,29 +435,100 @@ impl<'a> Snapshot<'a> {
     }
 }
 
-/// The largest manifest read to recognise etcd-manager's pods (theirs are a few KiB).
-const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+/// Symlinks followed from one manifest-directory entry before giving up (as Linux's `ELOOP`).
+const MAX_MANIFEST_LINKS: usize = 40;
 
-/// Reads the manifest directory's files (not dot files, which kubelet ignores; regular files,
-/// through symlinks, up to [`MAX_MANIFEST_BYTES`]) and decides who owns etcd.
-fn read_etcd_owner(host: &dyn Host, dir: &Path, names: &[String]) -> EtcdOwner {
-    let read: Vec<(&str, Option<String>)> = names
+/// Reads the manifest directory's files as kubelet reads them (dot files ignored, directories
+/// not entered, symlinks followed — inside the root) and decides who owns etcd.
+fn read_etcd_owner(host: &dyn Host, root: &HostRoot, dir: &Path, names: &[String]) -> EtcdOwner {
+    // Where protokube's etcd links lead: `/mnt`, and the place it is a symlink to.
+    let mut mount_dirs = vec![PathBuf::from("/mnt")];
+    if let Ok(resolved) = root.resolve("/mnt") {
+        mount_dirs.push(root.host_path_of(&resolved));
+    }
+    let read: Vec<(&str, ReadManifest)> = names
         .iter()
         .filter(|name| !name.starts_with('.'))
         .map(|name| {
-            // What cannot be read as a manifest is none of etcd-manager's.
-            let text = host
-                .read(&dir.join(name), MAX_MANIFEST_BYTES)
-                .ok()
-                .flatten()
-                .and_then(|bytes| String::from_utf8(bytes).ok());
-            (name.as_str(), text)
+            let read = read_manifest(host, root, &dir.join(name), &mount_dirs);
+            (name.as_str(), read)
         })
         .collect();
     EtcdOwner::from_manifests(
         dir.to_owned(),
-        read.iter().map(|(name, text)| (*name, text.as_deref())),
+        read.iter().map(|(name, read)| {
+            let file = match read {
+                ReadManifest::Bytes(bytes) => ManifestFile::Bytes(bytes),
+                ReadManifest::OwnLink => ManifestFile::OwnLink,
+                ReadManifest::Skipped => ManifestFile::Skipped,
+                ReadManifest::Unreadable(why) => ManifestFile::Unreadable(why),
+            };
+            (*name, file)
+        }),
     )
+}
+
+/// One manifest-directory entry as read from the node.
+enum ReadManifest {
+    Bytes(Vec<u8>),
+    OwnLink,
+    Skipped,
+    Unreadable(String),
+}
+
+/// Reads the entry at `path`: a symlink is protokube's own when it leads to its volume layout,
+/// else followed inside the root as kubelet follows it on the host.
+fn read_manifest(
+    host: &dyn Host,
+    root: &HostRoot,
+    path: &Path,
+    mount_dirs: &[PathBuf],
+) -> ReadManifest {
+    let unreadable = |why: String| ReadManifest::Unreadable(why);
+    let mut current = path.to_owned();
+    let mut links = 0;
+    loop {
+        let kind = match host.kind(&current) {
+            Ok(kind) => kind,
+            Err(err) => return unreadable(format!("{err:#}")),
+        };
+        match kind {
+            FileKind::Symlink(target) => {
+                let host_path = root.host_path_of(&current);
+                if links == 0 && is_own_etcd_link(&host_path, &target, mount_dirs) {
+                    return ReadManifest::OwnLink;
+                }
+                links += 1;
+                if links > MAX_MANIFEST_LINKS {
+                    return unreadable("too many levels of symlinks".to_owned());
+                }
+                let next = match host_path.parent() {
+                    Some(parent) if target.is_relative() => parent.join(&target),
+                    _ => target,
+                };
+                current = match root.resolve(&next) {
+                    Ok(resolved) => resolved,
+                    Err(err) => return unreadable(format!("{err:#}")),
+                };
+            }
+            FileKind::Directory => return ReadManifest::Skipped,
+            FileKind::Missing if links == 0 => return ReadManifest::Skipped,
+            FileKind::Missing => {
+                return unreadable(format!(
+                    "a symlink to `{}`, which does not exist",
+                    root.host_path_of(&current).display()
+                ))
+            }
+            FileKind::Other => return unreadable("not a regular file".to_owned()),
+            FileKind::File => {
+                return match host.read(&current, MAX_STATIC_POD_BYTES) {
+                    Ok(Some(bytes)) => ReadManifest::Bytes(bytes),
+                    Ok(None) => unreadable("it went away while being read".to_owned()),
+                    Err(err) => unreadable(format!("{err:#}")),
+                }
+            }
+        }
+    }
 }
 
 /// A volume the state file records is at its own mount point, mounted from the recorded device.

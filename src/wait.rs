@@ -1,5 +1,6 @@
-//! Bounded waits: poll with exponential backoff and jitter until a condition holds or `--timeout`
-//! passes (then exit 75), with a progress spinner on a terminal and log lines otherwise.
+//! Bounded waits: the run's one deadline (`--timeout` from its start), and polls with
+//! exponential backoff and jitter until a condition holds or the deadline passes (then exit 75),
+//! with a progress spinner on a terminal and log lines otherwise.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -41,11 +42,52 @@ impl Backoff {
     }
 }
 
-/// How long and how often the run's waits poll: one bound (`--timeout`) and a backoff per kind
-/// of wait.
+/// The run's deadline: `--timeout` after the run started. Every wait, cloud call, Kubernetes
+/// API request, credential plugin and child tool of the run ends by it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deadline {
+    at: Instant,
+}
+
+impl Deadline {
+    /// `timeout` from now.
+    pub fn after(timeout: Duration) -> Self {
+        Self {
+            at: Instant::now() + timeout,
+        }
+    }
+
+    /// The time left (zero once it passed).
+    pub fn remaining(&self) -> Duration {
+        self.at.saturating_duration_since(Instant::now())
+    }
+
+    /// When it is.
+    pub fn instant(&self) -> Instant {
+        self.at
+    }
+
+    /// Runs `future` until the deadline; `Err(())` when the deadline came first (the future is
+    /// dropped there).
+    pub async fn run<T>(&self, future: impl Future<Output = T>) -> Result<T, ()> {
+        tokio::time::timeout_at(self.at.into(), future)
+            .await
+            .map_err(|_| ())
+    }
+}
+
+/// The shortest `--timeout`: below it a run cannot ask the cloud anything and would only ever
+/// be "not ready".
+pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How long and how often the run's waits poll: one deadline (`--timeout` from the start of
+/// the run) and a backoff per kind of wait.
 #[derive(Clone, Debug)]
 pub struct Waits {
+    /// `--timeout`, as given (for messages).
     pub timeout: Duration,
+    /// `--timeout` from the start of the run: every wait of the run ends by it.
+    pub deadline: Deadline,
     pub progress: Progress,
     /// Backoff while waiting for an attachment.
     pub attach: Backoff,
@@ -59,6 +101,7 @@ impl Waits {
     pub fn new(timeout: Duration, progress: Progress) -> Self {
         Self {
             timeout,
+            deadline: Deadline::after(timeout),
             progress,
             // Capped at 1 s so a run ends at most about a second after the cloud attaches
             // (DESIGN §8: cold sync ≤ 1 s beyond the cloud's own attach time).
@@ -86,6 +129,13 @@ impl Progress {
         } else {
             Progress::Log
         }
+    }
+}
+
+impl Waits {
+    /// The time left until the run's deadline.
+    pub fn remaining(&self) -> Duration {
+        self.deadline.remaining()
     }
 }
 
@@ -127,11 +177,7 @@ where
         }
         let now = Instant::now();
         if now >= deadline {
-            break Err(NotReady(format!(
-                "timed out after {} waiting for {what}; retry later",
-                humantime::format_duration(Duration::from_secs(timeout.as_secs().max(1)))
-            ))
-            .into());
+            break Err(timed_out(what, timeout));
         }
         if bar.is_none() && !announced {
             tracing::info!(
@@ -141,6 +187,10 @@ where
             announced = true;
         }
         tokio::time::sleep(backoff.next_delay().min(deadline - now)).await;
+        // The run's deadline is everyone's: a check made at it would only be cut short.
+        if Instant::now() >= deadline {
+            break Err(timed_out(what, timeout));
+        }
     };
     if let Some(bar) = bar {
         bar.finish_and_clear();
@@ -149,6 +199,15 @@ where
         tracing::info!("{what}: done after {:.1}s", started.elapsed().as_secs_f64());
     }
     result
+}
+
+/// The "not ready" error of a wait for `what` that lasted `timeout`.
+fn timed_out(what: &str, timeout: Duration) -> anyhow::Error {
+    NotReady(format!(
+        "timed out after {} waiting for {what}; retry later",
+        humantime::format_duration(Duration::from_secs(timeout.as_secs().max(1)))
+    ))
+    .into()
 }
 
 #[cfg(test)]

@@ -108,7 +108,7 @@ pub async fn wait_attached(
     let what = format!("`{}` to be attached", ids.join("`, `"));
     poll_until(
         &what,
-        waits.timeout,
+        waits.remaining(),
         waits.progress,
         waits.attach.clone(),
         || async {
@@ -167,7 +167,7 @@ pub async fn wait_device(
     );
     poll_until(
         &what,
-        waits.timeout,
+        waits.remaining(),
         waits.progress,
         waits.device.clone(),
         || async { devices.find_device(root, volume_id, requested) },

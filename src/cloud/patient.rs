@@ -1,10 +1,11 @@
 //! Patience with a cloud that is not there yet: every call whose failure is [`Unreachable`] (no
 //! connection, no credentials yet, a metadata service not answering) is tried again with
-//! backoff until `--timeout`, then reported "not ready" (exit 75) saying what was waited for.
+//! backoff until the run's deadline (`--timeout`), then reported "not ready" (exit 75) saying
+//! what was waited for.
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Result;
 use async_trait::async_trait;
@@ -14,11 +15,14 @@ use super::{
     InstanceMetadata, RecordChange, RecordSet, VolumeApi, VolumeQuery,
 };
 use crate::error::{NotReady, Unreachable};
+use crate::wait::Deadline;
 
 /// How long to wait and how often to try.
 #[derive(Clone, Copy, Debug)]
 pub struct Patience {
-    /// The whole wait of one call (`--timeout`).
+    /// The run's deadline: no call outlives it.
+    pub deadline: Deadline,
+    /// `--timeout`, as given (for messages).
     pub timeout: Duration,
     /// The first pause; each next one doubles, up to `max_backoff`.
     pub first_backoff: Duration,
@@ -26,16 +30,17 @@ pub struct Patience {
 }
 
 impl Patience {
-    /// Backoff from 1 s to 20 s within `timeout`.
-    pub fn within(timeout: Duration) -> Self {
+    /// Backoff from 1 s to 20 s until `deadline` (`timeout` after the run started).
+    pub fn until(deadline: Deadline, timeout: Duration) -> Self {
         Self {
+            deadline,
             timeout,
             first_backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(20),
         }
     }
 
-    /// Runs `call` until it succeeds, fails for another reason, or `timeout` is spent (an
+    /// Runs `call` until it succeeds, fails for another reason, or the deadline comes (an
     /// attempt still running then is cut short); `what` names what is waited for in the "not
     /// ready" error, with the last failure seen.
     pub async fn wait<T, F, Fut>(&self, what: &str, mut call: F) -> Result<T>
@@ -43,14 +48,12 @@ impl Patience {
         F: FnMut() -> Fut + Send,
         Fut: Future<Output = Result<T>> + Send,
     {
-        let started = Instant::now();
         let mut backoff = self.first_backoff;
         let mut attempts = 0_u32;
         let mut last: Option<anyhow::Error> = None;
         loop {
             attempts += 1;
-            let remaining = self.timeout.saturating_sub(started.elapsed());
-            let err = match tokio::time::timeout(remaining, call()).await {
+            let err = match self.deadline.run(call()).await {
                 Ok(Err(err)) if err.chain().any(<dyn std::error::Error>::is::<Unreachable>) => {
                     Some(err)
                 }
@@ -60,8 +63,7 @@ impl Patience {
             if let Some(err) = err {
                 last = Some(err);
             }
-            let waited = started.elapsed();
-            if waited + backoff > self.timeout {
+            if backoff > self.deadline.remaining() {
                 let why = last.map_or_else(|| "no answer".to_owned(), |err| format!("{err:#}"));
                 return Err(NotReady(format!(
                     "{what}: not there within --timeout ({}, {attempts} attempts): {why}; retry \
@@ -245,6 +247,7 @@ mod tests {
 
     fn quick(timeout_ms: u64) -> Patience {
         Patience {
+            deadline: Deadline::after(Duration::from_millis(timeout_ms)),
             timeout: Duration::from_millis(timeout_ms),
             first_backoff: Duration::from_millis(1),
             max_backoff: Duration::from_millis(4),

@@ -18,5 +18,5 @@ pub async fn run(settings: &Settings, host: &dyn Host, report: &mut Report) -> R
         .into());
     }
     let _lock = steps::lock(settings, host)?;
-    steps::channels::run(settings, report).await
+    steps::channels::run(settings, host, report).await
 }

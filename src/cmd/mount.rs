@@ -27,8 +27,12 @@ pub async fn run(
     }
     // The cluster's names are checked before anything is locked or changed.
     snapshot.cluster().await?;
-    if let Some(why) = snapshot.etcd_owner()?.notice() {
+    let owner = snapshot.etcd_owner()?;
+    if let Some(why) = owner.notice() {
         anyhow::bail!("{why}; remove its manifests first to hand the volumes to protokube");
+    }
+    if let Some(why) = owner.unknown() {
+        anyhow::bail!(why);
     }
     let _lock = steps::lock(settings, host)?;
     let claimed = steps::claim::run(settings, &mut snapshot, report).await?;

@@ -21,7 +21,6 @@ pub async fn run(
     snapshot.cluster().await?;
     steps::announce_etcd_owner(settings, &mut snapshot, report)?;
     let _lock = steps::lock(settings, host)?;
-    steps::render::run(settings, &mut snapshot, report)
-        .await
-        .map(drop)
+    steps::render::run(settings, &mut snapshot, report).await?;
+    steps::etcd_owner_unknown(settings, &mut snapshot)
 }

@@ -19,7 +19,10 @@ pub async fn run(
     let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Region);
     // The cluster's names are checked before anything is locked or changed.
     snapshot.cluster().await?;
-    // Where etcd-manager owns etcd, its volumes and names are left; the rest is reset.
+    // Where etcd-manager owns etcd, its volumes and names are left; the rest is reset. Where
+    // that cannot be told, nothing is.
+    steps::etcd_owner_unknown(settings, &mut snapshot)
+        .map_err(|err| err.context("nothing was reset"))?;
     steps::announce_etcd_owner(settings, &mut snapshot, report)?;
     let _lock = steps::lock(settings, host)?;
     steps::reset::run(settings, &mut snapshot, report).await

@@ -70,7 +70,8 @@ pub async fn run(
         )?;
     }
     if settings.master {
-        steps::kubernetes_api(settings, report).await?;
+        steps::kubernetes_api(settings, host, report).await?;
     }
-    claimed.finish()
+    claimed.finish()?;
+    steps::etcd_owner_unknown(settings, &mut snapshot)
 }

@@ -11,8 +11,8 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Result};
 
 use super::{
-    Devices, Files, FoundDevice, FsckResult, Holder, MountPlace, RunLock, Services, Witnesses,
-    WriteOutcome,
+    ChildCommand, ChildOutput, Devices, FileKind, Files, FoundDevice, FsckResult, Holder,
+    MountPlace, Processes, RunLock, Services, Witnesses, WriteOutcome,
 };
 use crate::paths::HostRoot;
 use crate::plan::blank::{BlankCheck, Signature, Zeros};
@@ -20,6 +20,7 @@ use crate::plan::files::{Desired, FileChange, FileFact};
 use crate::plan::manifests::upgrade::{EtcdEndpoint, EtcdVersion};
 use crate::plan::mounts::MountEntry;
 use crate::report::Action;
+use crate::wait::Deadline;
 
 /// What a probe of a device finds on it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,13 +61,20 @@ pub struct Node {
     pub users: BTreeMap<(u32, u32), Vec<String>>,
     /// Mount points of a device in another mount namespace (a container's).
     pub elsewhere: BTreeMap<(u32, u32), Vec<String>>,
+    /// What keeps a device's filesystem mounted besides processes (a mount below its mount
+    /// point, a loop device or swap file on it).
+    pub pinned: BTreeMap<(u32, u32), Vec<Holder>>,
     /// Whether this process may grow a mounted filesystem.
     pub grow_online: bool,
     /// Set: growing fails with this message (a `resize2fs` that fails).
     pub grow_fails: Option<String>,
     /// The etcd pods running, by client port: the version each reports.
     pub etcd_running: BTreeMap<u16, EtcdVersion>,
-    /// Every effect made on the node, in order (`format /dev/xvdu`, `write <path>`, …).
+    /// What each program does when run, by its path under the root (a program not here does
+    /// not exist).
+    pub programs: BTreeMap<PathBuf, ChildOutput>,
+    /// Every effect made on the node, in order (`format /dev/xvdu`, `write <path>`,
+    /// `run <program> <args>`, …).
     pub effects: Vec<String>,
 }
 
@@ -279,7 +287,9 @@ impl Devices for MemoryHost {
         let Some(devno) = node.mounts.get(mountpoint).copied() else {
             bail!("`{}` is not mounted", mountpoint.display());
         };
-        if node.users.get(&devno).is_some_and(|u| !u.is_empty()) {
+        if node.users.get(&devno).is_some_and(|u| !u.is_empty())
+            || node.pinned.get(&devno).is_some_and(|p| !p.is_empty())
+        {
             bail!("unmounting `{}`: device busy", mountpoint.display());
         }
         node.mounts.remove(mountpoint);
@@ -323,6 +333,14 @@ impl Devices for MemoryHost {
             .cloned()
             .unwrap_or_default()
     }
+
+    fn pinned_by(&self, _root: &HostRoot, _mountpoint: &Path, devno: (u32, u32)) -> Vec<Holder> {
+        self.lock_node()
+            .pinned
+            .get(&devno)
+            .cloned()
+            .unwrap_or_default()
+    }
 }
 
 impl Services for MemoryHost {
@@ -332,6 +350,25 @@ impl Services for MemoryHost {
         endpoint: &EtcdEndpoint,
     ) -> Result<Option<EtcdVersion>> {
         Ok(self.lock_node().etcd_running.get(&endpoint.port).copied())
+    }
+}
+
+#[async_trait::async_trait]
+impl Processes for MemoryHost {
+    async fn run(&self, command: &ChildCommand, _deadline: Deadline) -> Result<ChildOutput> {
+        let mut node = self.lock_node();
+        let mut line = format!("run {}", command.program.display());
+        for arg in &command.args {
+            line.push(' ');
+            line.push_str(arg);
+        }
+        node.effects.push(line);
+        node.programs.get(&command.program).cloned().ok_or_else(|| {
+            anyhow!(
+                "starting `{}`: No such file or directory",
+                command.program.display()
+            )
+        })
     }
 }
 
@@ -354,6 +391,27 @@ impl Files for MemoryHost {
             FileFact::Other
         } else {
             FileFact::Missing
+        })
+    }
+
+    fn kind(&self, path: &Path) -> Result<FileKind> {
+        let node = self.lock_node();
+        Ok(if let Some(target) = node.symlinks.get(path) {
+            FileKind::Symlink(target.clone())
+        } else if node.files.contains_key(path) {
+            FileKind::File
+        } else if node.devices.contains_key(path) {
+            FileKind::Other
+        } else if node
+            .files
+            .keys()
+            .chain(node.symlinks.keys())
+            .any(|p| p.starts_with(path))
+            || node.mounts.contains_key(path)
+        {
+            FileKind::Directory
+        } else {
+            FileKind::Missing
         })
     }
 

@@ -1,6 +1,6 @@
 //! The seam to the node, as [`crate::cloud`] is the seam to the cloud: what a step asks of the
-//! machine it runs on — its block devices and mounts ([`Devices`]), its files ([`Files`]) and
-//! the services it runs ([`Services`]) —
+//! machine it runs on — its block devices and mounts ([`Devices`]), its files ([`Files`]), the
+//! services it runs ([`Services`]) and the programs it starts for protokube ([`Processes`]) —
 //! as narrow traits over our own types. [`linux`] is the real node (the only user of
 //! `rustix`, `libc`, `fs-err` and child processes); `memory` is a node held in memory for
 //! the steps' unit tests.
@@ -19,6 +19,7 @@ use crate::plan::blank::{BlankCheck, Signature, Zeros};
 use crate::plan::files::{FileChange, FileFact};
 use crate::plan::manifests::upgrade::{EtcdEndpoint, EtcdVersion};
 use crate::plan::mounts::MountEntry;
+use crate::wait::Deadline;
 
 /// Where a volume's block device was found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,6 +61,17 @@ pub enum MountPlace {
     Host(PathBuf),
 }
 
+/// What kind of entry is at a path, symlinks not followed, its contents not read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    Missing,
+    File,
+    Directory,
+    Symlink(PathBuf),
+    /// A device, FIFO or socket.
+    Other,
+}
+
 /// What a write of a whole file did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WriteOutcome {
@@ -77,6 +89,12 @@ pub enum Holder {
     Process(String),
     /// A kernel holder (device-mapper, md, a loop device).
     Kernel(String),
+    /// A mount below the filesystem's mount point, at `at` in `namespace`.
+    Below { at: PathBuf, namespace: String },
+    /// A loop device whose backing file is on the filesystem.
+    LoopDevice { device: String, file: PathBuf },
+    /// A swap file on the filesystem, in use.
+    SwapFile(PathBuf),
 }
 
 impl std::fmt::Display for Holder {
@@ -87,6 +105,19 @@ impl std::fmt::Display for Holder {
             }
             Self::Process(process) => write!(f, "used by process {process}"),
             Self::Kernel(name) => write!(f, "held by the kernel's `{name}`"),
+            Self::Below { at, namespace } => {
+                write!(
+                    f,
+                    "under a mount below it at `{}` in {namespace}",
+                    at.display()
+                )
+            }
+            Self::LoopDevice { device, file } => write!(
+                f,
+                "holding the backing file `{}` of loop device `{device}`",
+                file.display()
+            ),
+            Self::SwapFile(file) => write!(f, "holding the swap file `{}`", file.display()),
         }
     }
 }
@@ -152,6 +183,11 @@ pub trait Devices: Send + Sync {
 
     /// The processes using the filesystem on device `devno`, as `pid (command)`.
     fn users_of(&self, devno: (u32, u32)) -> Vec<String>;
+
+    /// What, besides the processes using it, makes unmounting the filesystem of device `devno`
+    /// at `mountpoint` fail: mounts below the mount point (here, and in the host's mount
+    /// namespace from a container), loop devices and swap files on it.
+    fn pinned_by(&self, root: &HostRoot, mountpoint: &Path, devno: (u32, u32)) -> Vec<Holder>;
 }
 
 /// The exclusive run lock, held for the life of this value.
@@ -161,6 +197,9 @@ pub type RunLock = Box<dyn std::any::Any + Send>;
 pub trait Files: Send + Sync {
     /// What is at `path` now (symlinks not followed).
     fn fact(&self, path: &Path) -> Result<FileFact>;
+
+    /// What kind of entry is at `path` (symlinks not followed), without reading it.
+    fn kind(&self, path: &Path) -> Result<FileKind>;
 
     /// Makes one planned file change atomically (nothing for `unchanged`).
     fn apply(&self, change: &FileChange) -> Result<()>;
@@ -192,7 +231,59 @@ pub trait Services: Send + Sync {
         -> Result<Option<EtcdVersion>>;
 }
 
-/// The whole node: its devices, its files and its services.
-pub trait Host: Devices + Files + Services {}
+/// A program of the node a step starts: kOps' `channels` tool, a kubeconfig's credential plugin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChildCommand {
+    /// The program, a path under the root.
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// Variables set for it on top of protokube's own environment.
+    pub env: Vec<(String, String)>,
+}
 
-impl<T: Devices + Files + Services> Host for T {}
+impl ChildCommand {
+    pub fn new(program: PathBuf, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Self {
+            program,
+            args: args.into_iter().map(Into::into).collect(),
+            env: Vec::new(),
+        }
+    }
+}
+
+/// How a child ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChildEnd {
+    /// It exited (or died of a signal of its own): `status` says how, e.g. `exit status: 1`.
+    Exited { success: bool, status: String },
+    /// The run's deadline came first: its whole process group was killed.
+    Killed,
+}
+
+/// What a child did: how it ended and the end of what it wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChildOutput {
+    pub end: ChildEnd,
+    /// The last [`OUTPUT_KEPT`] bytes of its standard output.
+    pub stdout: Vec<u8>,
+    /// The last [`OUTPUT_KEPT`] bytes of its standard error.
+    pub stderr: Vec<u8>,
+}
+
+/// How much of each output stream of a child is kept in memory: its end.
+pub const OUTPUT_KEPT: usize = 64 << 10;
+
+/// The programs the node runs for protokube.
+#[async_trait::async_trait]
+pub trait Processes: Send + Sync {
+    /// Runs `command` with no standard input in a process group of its own until it exits or
+    /// `deadline` comes, when the whole group is killed. Its output is read until it exits (a
+    /// process it leaves behind holding its pipes is not waited for, and is killed with its
+    /// group); the last [`OUTPUT_KEPT`] bytes of each stream are kept.
+    async fn run(&self, command: &ChildCommand, deadline: Deadline) -> Result<ChildOutput>;
+}
+
+/// The whole node: its devices, its files, its services and the programs it runs.
+pub trait Host: Devices + Files + Services + Processes {}
+
+impl<T: Devices + Files + Services + Processes> Host for T {}

@@ -1,51 +1,68 @@
 //! The Kubernetes API through kube-rs, from the kubeconfig nodeup writes for protokube
 //! (`KUBECONFIG`, kOps: `/var/lib/kops/kubeconfig`: the local API server at `https://127.0.0.1`,
 //! its CA, and a client certificate). Paths in the kubeconfig are host paths: they are taken
-//! under `--root`, as every host path is.
+//! under `--root`, as every host path is, and its files are read through the host seam. A
+//! credential plugin it names (`exec`) is run by protokube itself, on the node under `--root`,
+//! and killed with what it started at the run's deadline; every request ends by it too.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context as _, Result};
+use anyhow::{anyhow, bail, Context as _, Result};
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::{AuthInfo, ExecConfig, KubeConfigOptions, Kubeconfig};
+use serde::Deserialize;
 
 use super::NodeApi;
 use crate::error::NotReady;
-use crate::host::linux;
+use crate::host::{ChildCommand, ChildEnd, FileKind, Host};
 use crate::paths::HostRoot;
+use crate::wait::Deadline;
 
 /// The largest kubeconfig read (kOps' is well under 16 KiB).
 const MAX_KUBECONFIG_BYTES: u64 = 1 << 20;
+
+/// Where a credential plugin named without a path is looked for when protokube has no `PATH`.
+const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// Node operations against the API server the kubeconfig names.
 pub struct KubeNodes {
     nodes: Api<Node>,
     server: String,
+    deadline: Deadline,
 }
 
 impl KubeNodes {
     /// A client from the kubeconfig at host path `kubeconfig` (absolute, checked by the
-    /// settings; taken under `root`); every request is
-    /// bounded by `timeout`.
-    pub async fn connect(root: &HostRoot, kubeconfig: &str, timeout: Duration) -> Result<Self> {
+    /// settings; taken under `root`) on `host`; connecting, every request and the whole of
+    /// every answer end by `deadline`.
+    pub async fn connect(
+        host: &dyn Host,
+        root: &HostRoot,
+        kubeconfig: &str,
+        deadline: Deadline,
+    ) -> Result<Self> {
         let path = root.resolve(kubeconfig)?;
-        if !linux::exists(&path) {
-            return Err(NotReady(format!(
-                "the kubeconfig `{}` (KUBECONFIG) is not there yet: nodeup writes it on \
-                 control-plane nodes; retry later",
-                path.display()
-            ))
-            .into());
-        }
-        let text = linux::read_text(&path, MAX_KUBECONFIG_BYTES).with_context(|| {
-            format!(
-                "reading the kubeconfig `{}` (KUBECONFIG; nodeup writes it on control-plane nodes)",
-                path.display()
-            )
-        })?;
+        let bytes = host
+            .read(&path, MAX_KUBECONFIG_BYTES)
+            .with_context(|| {
+                format!(
+                    "reading the kubeconfig `{}` (KUBECONFIG; nodeup writes it on control-plane \
+                     nodes)",
+                    path.display()
+                )
+            })?
+            .ok_or_else(|| {
+                NotReady(format!(
+                    "the kubeconfig `{}` (KUBECONFIG) is not there yet: nodeup writes it on \
+                     control-plane nodes; retry later",
+                    path.display()
+                ))
+            })?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| anyhow!("the kubeconfig `{}` is not UTF-8", path.display()))?;
         let mut config = Kubeconfig::from_yaml(&text)
             .with_context(|| format!("kubeconfig `{}`", path.display()))?;
         for cluster in config
@@ -55,30 +72,68 @@ impl KubeNodes {
         {
             under_root(root, &mut cluster.certificate_authority)?;
         }
-        for user in config
-            .auth_infos
-            .iter_mut()
-            .filter_map(|u| u.auth_info.as_mut())
-        {
-            under_root(root, &mut user.client_certificate)?;
-            under_root(root, &mut user.client_key)?;
-            under_root(root, &mut user.token_file)?;
+        let user = current_user(&config);
+        for named in &mut config.auth_infos {
+            let Some(user_info) = named.auth_info.as_mut() else {
+                continue;
+            };
+            under_root(root, &mut user_info.client_certificate)?;
+            under_root(root, &mut user_info.client_key)?;
+            under_root(root, &mut user_info.token_file)?;
+            if let Some(exec) = user_info.exec.take() {
+                // Only the user the run connects as runs its plugin; the others' are dropped.
+                if user.as_deref() == Some(named.name.as_str()) {
+                    let credential =
+                        run_credential_plugin(host, root, Path::new(kubeconfig), &exec, deadline)
+                            .await?;
+                    credential.apply(user_info)?;
+                }
+            }
         }
         let mut config =
             kube::Config::from_custom_kubeconfig(config, &KubeConfigOptions::default())
                 .await
                 .with_context(|| format!("kubeconfig `{}`", path.display()))?;
-        config.connect_timeout = Some(timeout);
-        config.read_timeout = Some(timeout);
-        config.write_timeout = Some(timeout);
+        let remaining = deadline.remaining();
+        config.connect_timeout = Some(remaining);
+        config.read_timeout = Some(remaining);
+        config.write_timeout = Some(remaining);
         let server = config.cluster_url.to_string();
         let client = kube::Client::try_from(config)
             .with_context(|| format!("a Kubernetes client for `{server}`"))?;
         Ok(Self {
             nodes: Api::all(client),
             server,
+            deadline,
         })
     }
+
+    /// Runs one request until the run's deadline: the connection, every read and the whole
+    /// answer (a server that sends one byte a second does not hold the run).
+    async fn request<T>(
+        &self,
+        request: impl std::future::Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T> {
+        match self.deadline.run(request).await {
+            Ok(answer) => answer.map_err(|err| api_error(err, &self.server)),
+            Err(()) => Err(NotReady(format!(
+                "the Kubernetes API at `{}` does not answer within --timeout; retry later",
+                self.server
+            ))
+            .into()),
+        }
+    }
+}
+
+/// The user of the kubeconfig's current context (kube-rs' default).
+fn current_user(config: &Kubeconfig) -> Option<String> {
+    let context = config.current_context.as_deref()?;
+    config
+        .contexts
+        .iter()
+        .find(|c| c.name == context)
+        .and_then(|c| c.context.as_ref())
+        .and_then(|c| c.user.clone())
 }
 
 /// A host path of the kubeconfig, taken under `--root`.
@@ -89,25 +144,169 @@ fn under_root(root: &HostRoot, path: &mut Option<String>) -> Result<()> {
     Ok(())
 }
 
+/// What a credential plugin printed (client-go's `ExecCredential`).
+#[derive(Debug, Deserialize)]
+struct ExecCredential {
+    status: Option<ExecCredentialStatus>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecCredentialStatus {
+    token: Option<String>,
+    client_certificate_data: Option<String>,
+    client_key_data: Option<String>,
+}
+
+/// The credential a plugin gave: a bearer token, or a client certificate and key (PEM).
+enum Credential {
+    Token(String),
+    Certificate { certificate: String, key: String },
+}
+
+impl Credential {
+    /// Puts the credential into the user's entry in the kubeconfig's own form.
+    fn apply(self, user: &mut AuthInfo) -> Result<()> {
+        use base64::Engine as _;
+        let entry = match self {
+            Credential::Token(token) => serde_json::json!({ "token": token }),
+            Credential::Certificate { certificate, key } => {
+                let base64 = base64::engine::general_purpose::STANDARD;
+                serde_json::json!({
+                    "client-certificate-data": base64.encode(certificate),
+                    "client-key-data": base64.encode(key),
+                })
+            }
+        };
+        let given: AuthInfo = serde_json::from_value(entry)?;
+        user.token = given.token.or(user.token.take());
+        user.client_certificate_data = given
+            .client_certificate_data
+            .or(user.client_certificate_data.take());
+        user.client_key_data = given.client_key_data.or(user.client_key_data.take());
+        Ok(())
+    }
+}
+
+/// Runs the kubeconfig's credential plugin on the node, under `--root`, until the deadline.
+async fn run_credential_plugin(
+    host: &dyn Host,
+    root: &HostRoot,
+    kubeconfig: &Path,
+    exec: &ExecConfig,
+    deadline: Deadline,
+) -> Result<Credential> {
+    let named = exec
+        .command
+        .as_deref()
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| anyhow!("the kubeconfig's `exec` names no command"))?;
+    let program = plugin_path(host, root, kubeconfig, named)?;
+    let mut command = ChildCommand::new(program.clone(), exec.args.clone().unwrap_or_default());
+    for variable in exec.env.iter().flatten() {
+        if let (Some(name), Some(value)) = (variable.get("name"), variable.get("value")) {
+            command.env.push((name.clone(), value.clone()));
+        }
+    }
+    let info = serde_json::json!({
+        "apiVersion": exec.api_version.as_deref().unwrap_or("client.authentication.k8s.io/v1"),
+        "kind": "ExecCredential",
+        "spec": { "interactive": false },
+    });
+    command
+        .env
+        .push(("KUBERNETES_EXEC_INFO".to_owned(), info.to_string()));
+    let what = format!("the kubeconfig's credential plugin `{}`", program.display());
+    let output = host
+        .run(&command, deadline)
+        .await
+        .with_context(|| format!("running {what}"))?;
+    match output.end {
+        ChildEnd::Killed => {
+            return Err(NotReady(format!(
+                "{what} did not finish within --timeout (it and what it started were killed); \
+                 retry later"
+            ))
+            .into())
+        }
+        ChildEnd::Exited {
+            success: false,
+            status,
+        } => {
+            let said = String::from_utf8_lossy(&output.stderr);
+            match said.trim() {
+                "" => bail!("{what} failed ({status}) and said nothing on stderr"),
+                said => bail!("{what} failed ({status}): {said}"),
+            }
+        }
+        ChildEnd::Exited { success: true, .. } => {}
+    }
+    let credential: ExecCredential = serde_json::from_slice(&output.stdout)
+        .with_context(|| format!("{what} did not print an ExecCredential"))?;
+    let status = credential
+        .status
+        .ok_or_else(|| anyhow!("{what} printed an ExecCredential without `status`"))?;
+    match (
+        status.token,
+        status.client_certificate_data,
+        status.client_key_data,
+    ) {
+        (Some(token), _, _) if !token.is_empty() => Ok(Credential::Token(token)),
+        (_, Some(certificate), Some(key)) => Ok(Credential::Certificate { certificate, key }),
+        _ => bail!(
+            "{what} printed an ExecCredential with neither a token nor a client certificate and \
+             key"
+        ),
+    }
+}
+
+/// Where the plugin `command` is on the node, under `--root`: a path (relative to the
+/// kubeconfig's directory, as client-go takes it), or a name looked for on protokube's `PATH`.
+fn plugin_path(
+    host: &dyn Host,
+    root: &HostRoot,
+    kubeconfig: &Path,
+    command: &str,
+) -> Result<PathBuf> {
+    if command.contains('/') {
+        let host_path = match kubeconfig.parent() {
+            Some(dir) if Path::new(command).is_relative() => dir.join(command),
+            _ => PathBuf::from(command),
+        };
+        return root.resolve(host_path);
+    }
+    let search = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.to_owned());
+    for dir in search.split(':').filter(|d| d.starts_with('/')) {
+        let candidate = root.resolve(Path::new(dir).join(command))?;
+        if host.kind(&candidate)? == FileKind::File {
+            return Ok(candidate);
+        }
+    }
+    bail!(
+        "the kubeconfig's credential plugin `{command}` is on no directory of PATH (`{search}`) \
+         under `{}`",
+        root.dir().display()
+    )
+}
+
 #[async_trait]
 impl NodeApi for KubeNodes {
     async fn node_labels(&self, name: &str) -> Result<Option<BTreeMap<String, String>>> {
         let node = self
-            .nodes
-            .get_opt(name)
+            .request(self.nodes.get_opt(name))
             .await
-            .map_err(|err| api_error(err, &self.server))
             .with_context(|| format!("reading node `{name}`"))?;
         Ok(node.map(|n| n.metadata.labels.unwrap_or_default()))
     }
 
     async fn patch_labels(&self, name: &str, labels: &BTreeMap<String, String>) -> Result<()> {
         let patch = serde_json::json!({ "metadata": { "labels": labels } });
-        self.nodes
-            .patch(name, &PatchParams::default(), &Patch::Strategic(&patch))
-            .await
-            .map_err(|err| api_error(err, &self.server))
-            .with_context(|| format!("labelling node `{name}`"))?;
+        self.request(
+            self.nodes
+                .patch(name, &PatchParams::default(), &Patch::Strategic(&patch)),
+        )
+        .await
+        .with_context(|| format!("labelling node `{name}`"))?;
         Ok(())
     }
 }

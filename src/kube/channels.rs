@@ -3,13 +3,13 @@
 //! `KUBECONFIG` among it), bounded by `--timeout`.
 
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 
 use super::ChannelRun;
 use crate::error::NotReady;
-use crate::host::linux::process::run_with_timeout;
+use crate::host::{ChildCommand, ChildEnd, Processes};
+use crate::wait::Deadline;
 
 /// Where nodeup installs the tool, under `--root`.
 pub const CHANNELS_TOOL: &str = "/opt/kops/bin/channels";
@@ -22,26 +22,39 @@ pub fn channel_args(channel: &str) -> [&str; 5] {
 /// At most this much of the tool's output is kept for the report and the log.
 const OUTPUT_TAIL: usize = 4096;
 
-/// Runs the tool at `tool` for `channel`; a run that outlasts `timeout` is killed and is "not
-/// ready" (exit 75).
-pub async fn apply_channel(tool: &Path, channel: &str, timeout: Duration) -> Result<ChannelRun> {
-    let finished = run_with_timeout(tool, &channel_args(channel), timeout)
+/// Runs the tool at `tool` for `channel` on the node; a run the deadline cuts short is killed
+/// with everything it started and is "not ready" (exit 75).
+pub async fn apply_channel(
+    processes: &dyn Processes,
+    tool: &Path,
+    channel: &str,
+    deadline: Deadline,
+) -> Result<ChannelRun> {
+    let command = ChildCommand::new(tool.to_owned(), channel_args(channel));
+    let output = processes
+        .run(&command, deadline)
         .await
-        .context("running kOps' channels tool")?
-        .ok_or_else(|| {
-            NotReady(format!(
-                "kOps' channels tool did not finish channel `{channel}` within --timeout; retry \
-                 later"
+        .context("running kOps' channels tool")?;
+    let (success, status) = match output.end {
+        ChildEnd::Exited { success, status } => (success, status),
+        ChildEnd::Killed => {
+            return Err(NotReady(format!(
+                "kOps' channels tool did not finish channel `{channel}` within --timeout (it and \
+                 what it started were killed); retry later"
             ))
-        })?;
-    let text = finished.output.trim();
+            .into())
+        }
+    };
+    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&output.stderr));
+    let text = text.trim();
     let tail = match text.char_indices().rev().nth(OUTPUT_TAIL) {
         Some((at, _)) => &text[at..],
         None => text,
     };
     Ok(ChannelRun {
-        success: finished.success,
-        status: finished.status,
+        success,
+        status,
         output: tail.to_owned(),
     })
 }

@@ -309,8 +309,9 @@ pub struct DeviceFacts {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IntentUuid {
     Uuid(String),
-    /// Written by an older protokube, before records named the UUID.
-    Unknown,
+    /// A record that is not exactly one protokube writes (the text names it and says how):
+    /// it permits nothing, and the volume is refused.
+    Invalid(String),
     /// The format with this UUID finished, but the cloud refused the formatted tag (kOps' IRSA
     /// control-plane role may not tag volumes): this record is the node's witness instead.
     Formatted(String),
@@ -358,6 +359,12 @@ const REFUSE_TAIL: &str = "protokube only formats a device every witness proves 
 
 /// The decision for an unmounted device (DESIGN §3).
 pub fn decide_device(facts: &DeviceFacts) -> DeviceDecision {
+    if let Some(IntentUuid::Invalid(why)) = &facts.intent {
+        return DeviceDecision::Refuse(format!(
+            "refusing to format or mount: {why}, and a record that does not parse permits \
+             nothing; check the volume by hand, then remove the record"
+        ));
+    }
     let tag = facts.cloud.formatted_tag.as_deref();
     let intent_uuid = match &facts.intent {
         Some(IntentUuid::Uuid(uuid)) => Some(uuid.as_str()),
@@ -586,14 +593,23 @@ mod tests {
                 unfinished: false
             }
         );
-        ext4.intent = Some(IntentUuid::Unknown);
-        assert_eq!(
-            decide_device(&ext4),
-            DeviceDecision::CheckAndMount {
-                uuid: Some("ours".into()),
-                unfinished: false
+        // A record that does not parse permits nothing, whatever the device holds.
+        for content in [
+            Signature::Ext4 {
+                uuid: "ours".into(),
+            },
+            Signature::None,
+        ] {
+            for zeros in [Some(Zeros::All { bytes: 1 }), Some(Zeros::NonZeroAt(7))] {
+                let mut garbled = facts(content.clone());
+                garbled.zeros = zeros;
+                garbled.intent = Some(IntentUuid::Invalid("the format record `r` …".into()));
+                assert!(
+                    matches!(decide_device(&garbled), DeviceDecision::Refuse(m) if m.contains("permits nothing")),
+                    "{garbled:?}"
+                );
             }
-        );
+        }
     }
 
     #[test]

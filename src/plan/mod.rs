@@ -12,6 +12,7 @@ pub mod records;
 pub mod reset;
 pub mod route53;
 pub mod state;
+pub mod static_pods;
 pub mod verify;
 pub mod volumes;
 pub mod zones;

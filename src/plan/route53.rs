@@ -205,7 +205,9 @@ impl DeletionGuard {
         let mut values = values.to_vec();
         values.sort();
         match self.missing.get(name) {
-            Some(seen) if seen.values == values => {
+            // Missed since a moment that has come (a first miss dated in the future — a clock
+            // that was ahead — is no miss yet: it restarts now, as a future `verified.at` does).
+            Some(seen) if seen.values == values && seen.since <= self.now => {
                 let missing_for = self.now.duration_since(seen.since).unwrap_or_default();
                 if missing_for >= self.grace {
                     Verdict::Delete
@@ -213,7 +215,8 @@ impl DeletionGuard {
                     Verdict::Keep(Some(seen.clone()))
                 }
             }
-            // First missed now, or its values changed since (another master publishes it).
+            // First missed now, its values changed since (another master publishes it), or
+            // its first miss recorded in the future.
             _ => Verdict::Keep(Some(MissingName {
                 since: self.now,
                 values,
@@ -1021,8 +1024,10 @@ mod tests {
             [("old.c.example.com", seen(now - grace / 2, &["fd00::1"]))]
         );
 
-        // First missed now, or missed with other values before (another master published it
-        // since): the wait starts now.
+        // First missed now, missed with other values before (another master published it
+        // since), or first missed in the future (a clock that was ahead, 2099): the wait starts
+        // now — the name is neither deleted nor kept until that date.
+        let in_2099 = std::time::UNIX_EPOCH + Duration::from_hours(1_130_808);
         for missing in [
             BTreeMap::new(),
             [(
@@ -1030,6 +1035,7 @@ mod tests {
                 seen(now - grace * 5, &["fd00::9"]),
             )]
             .into(),
+            [("old.c.example.com".to_owned(), seen(in_2099, &["fd00::1"]))].into(),
         ] {
             let policy = ZonePolicy {
                 deletion: DeletionGuard {

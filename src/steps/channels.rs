@@ -5,12 +5,13 @@
 use anyhow::{anyhow, Result};
 
 use crate::error::NotReady;
+use crate::host::Host;
 use crate::kube::channels::{apply_channel, channel_args, CHANNELS_TOOL};
 use crate::plan::labels::channel_unchanged;
 use crate::report::{Action, Change, ChangeKind, Report};
 use crate::settings::Settings;
 
-pub async fn run(settings: &Settings, report: &mut Report) -> Result<()> {
+pub async fn run(settings: &Settings, host: &dyn Host, report: &mut Report) -> Result<()> {
     let tool = settings.root.resolve(CHANNELS_TOOL)?;
     let mut failed = Vec::new();
     let mut all_not_ready = true;
@@ -26,7 +27,7 @@ pub async fn run(settings: &Settings, report: &mut Report) -> Result<()> {
             continue;
         }
         tracing::info!("running `{command}`");
-        match apply_channel(&tool, channel, settings.waits.timeout).await {
+        match apply_channel(host, &tool, channel, settings.waits.deadline).await {
             Ok(run) if run.success => {
                 tracing::debug!("channels tool for `{channel}`: {}", run.output);
                 let unchanged = channel_unchanged(&run.output);

@@ -325,7 +325,7 @@ fn hosts_names<'a>(settings: &Settings, cluster: &'a Cluster) -> ManagedNames<'a
 fn publish_options(settings: &Settings, policy: ZonePolicy) -> PublishOptions {
     PublishOptions {
         dry_run: settings.dry_run,
-        wait: settings.dns_wait.then_some(settings.waits.timeout),
+        wait: settings.dns_wait.then_some(settings.waits.remaining()),
         progress: settings.waits.progress,
         wait_backoff: settings.waits.dns.clone(),
         policy,

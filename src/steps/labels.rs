@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::error::NotReady;
+use crate::host::Host;
 use crate::kube::api::KubeNodes;
 use crate::kube::NodeApi;
 use crate::plan::labels::missing_labels;
@@ -16,9 +17,15 @@ use crate::report::{Action, Change, ChangeKind, Report};
 use crate::settings::Settings;
 use crate::wait::{poll_until, Backoff};
 
-/// The Kubernetes API as `KUBECONFIG` reaches it.
-pub async fn connect(settings: &Settings) -> Result<KubeNodes> {
-    KubeNodes::connect(&settings.root, &settings.kubeconfig, settings.waits.timeout).await
+/// The Kubernetes API as `KUBECONFIG` reaches it, its files and credential plugin on `host`.
+pub async fn connect(settings: &Settings, host: &dyn Host) -> Result<KubeNodes> {
+    KubeNodes::connect(
+        host,
+        &settings.root,
+        &settings.kubeconfig,
+        settings.waits.deadline,
+    )
+    .await
 }
 
 pub async fn run(
@@ -30,7 +37,7 @@ pub async fn run(
     let timeout = if settings.legacy {
         Duration::ZERO
     } else {
-        settings.waits.timeout
+        settings.waits.remaining()
     };
     let last_reason = Mutex::new(format!("node `{node}` to be registered"));
     let current = poll_until(

@@ -20,7 +20,7 @@ pub mod verify;
 use anyhow::{Context as _, Result};
 
 use crate::cloud::tags;
-use crate::host::{Files, RunLock};
+use crate::host::{Files, Host, RunLock};
 use crate::paths::STATE_FILE;
 use crate::report::Report;
 use crate::settings::Settings;
@@ -32,13 +32,17 @@ pub fn lock(settings: &Settings, files: &dyn Files) -> Result<Option<RunLock>> {
     if settings.dry_run {
         Ok(None)
     } else {
-        files.lock(&settings.root, settings.waits.timeout).map(Some)
+        files
+            .lock(&settings.root, settings.waits.remaining())
+            .map(Some)
     }
 }
 
-/// Decides, once per run, who owns etcd on this master (kOps' etcd-manager where its pods are
-/// in the manifest directory, else protokube) and says so in the report where etcd-manager
-/// does; whether protokube owns etcd here. Not a master: nothing of etcd is protokube's.
+/// Decides, once per run, who owns etcd on this master (kOps' etcd-manager where its pods
+/// are in the manifest directory, else protokube) and says so in the report where etcd-manager
+/// does; whether protokube owns etcd here. Not a master, or an owner that cannot be told (a
+/// manifest that cannot be read, [`etcd_owner_unknown`] ends the run with it): nothing of etcd
+/// is protokube's.
 pub fn announce_etcd_owner(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
@@ -48,12 +52,26 @@ pub fn announce_etcd_owner(
         return Ok(false);
     }
     let owner = snapshot.etcd_owner()?;
-    let Some(notice) = owner.notice() else {
+    if owner.is_protokube() {
         return Ok(true);
-    };
-    report.warn(notice);
+    }
+    if let Some(notice) = owner.notice() {
+        report.warn(notice);
+    }
     snapshot.leave_volumes();
     Ok(false)
+}
+
+/// The error that ends a master's run whose etcd steps stood aside because a static-pod
+/// manifest could not be read (exit 1, naming it): the rest of the run was done.
+pub fn etcd_owner_unknown(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<()> {
+    if !settings.master {
+        return Ok(());
+    }
+    match snapshot.etcd_owner()?.unknown() {
+        Some(why) => Err(anyhow::anyhow!(why)),
+        None => Ok(()),
+    }
 }
 
 /// `--master` is not set, yet this node looks like a master: the state file records etcd volumes
@@ -120,17 +138,21 @@ pub async fn check_master_flag(
 /// given (kOps' protokube did them every minute up to kOps 1.35): the labels, then the addon
 /// channels. In the old daemon's loop an API that is not ready yet is a warning: the next
 /// minute tries again.
-pub async fn kubernetes_api(settings: &Settings, report: &mut Report) -> Result<()> {
+pub async fn kubernetes_api(
+    settings: &Settings,
+    host: &dyn Host,
+    report: &mut Report,
+) -> Result<()> {
     let mut outcome = Ok(());
     if let Some(node) = settings.node_to_label() {
-        let labelled = match labels::connect(settings).await {
+        let labelled = match labels::connect(settings, host).await {
             Ok(nodes) => labels::run(settings, &nodes, node, report).await,
             Err(err) => Err(err),
         };
         outcome = outcome.and(not_ready_warned_in_legacy(settings, labelled, report));
     }
     if !settings.channels.is_empty() {
-        let applied = channels::run(settings, report).await;
+        let applied = channels::run(settings, host, report).await;
         outcome = outcome.and(not_ready_warned_in_legacy(settings, applied, report));
     }
     outcome
@@ -247,6 +269,197 @@ mod tests {
             .any(|c| c.starts_with("DescribeVolumes") || c.starts_with("AttachVolume")));
         assert!(bench.take_effects().is_empty());
         assert_eq!(report.warnings.len(), 1);
+    }
+
+    /// How a test prepares the node.
+    type Prepare = Box<dyn Fn(&Bench)>;
+
+    /// kOps' real etcd-manager pod.
+    const KOPS_POD: &str =
+        include_str!("../../tests/fixtures/kops/etcd-manager/etcd-main-master-us-test-1a.manifest");
+
+    /// A master with a free volume and one attached here, `prepare`d; whether protokube owns
+    /// etcd, the report, and whether the run's etcd part touched the cloud or the node.
+    fn etcd_part(prepare: impl FnOnce(&Bench)) -> (bool, Report, bool, anyhow::Result<()>) {
+        let bench = Bench::master(&[
+            Vol::new("vol-free", "main", "a"),
+            Vol::new("vol-here", "events", "a").attached_to(INSTANCE, "/dev/xvdu"),
+        ]);
+        bench.device("/dev/xvdu", 1, crate::host::memory::Content::Zeros);
+        bench.device("/dev/xvdv", 2, crate::host::memory::Content::Zeros);
+        prepare(&bench);
+        let mut snapshot = bench.snapshot(VolumeScope::Region);
+        let mut report = bench.report();
+        let owns_etcd = announce_etcd_owner(&bench.settings, &mut snapshot, &mut report).unwrap();
+        let result = Bench::block_on(async {
+            if owns_etcd {
+                let claimed = claim::run(&bench.settings, &mut snapshot, &mut report).await?;
+                mount::run(&bench.settings, &mut snapshot, &mut report).await?;
+                claimed.finish()?;
+            }
+            etcd_owner_unknown(&bench.settings, &mut snapshot)
+        });
+        let touched = bench
+            .cloud
+            .world()
+            .calls
+            .iter()
+            .any(|c| c.starts_with("DescribeVolumes") || c.starts_with("AttachVolume"))
+            || !bench.take_effects().is_empty();
+        (owns_etcd, report, touched, result)
+    }
+
+    #[test]
+    fn etcd_manager_is_recognised_in_every_shape_kubelet_runs() {
+        const DIR: &str = "/etc/kubernetes/manifests";
+        let utf16: Vec<u8> = [0xFF, 0xFE]
+            .into_iter()
+            .chain(KOPS_POD.encode_utf16().flat_map(u16::to_le_bytes))
+            .collect();
+        let shapes: Vec<(&str, Prepare)> = vec![
+            (
+                "trailing ---",
+                Box::new(|b| b.file(&format!("{DIR}/a.manifest"), &format!("{KOPS_POD}---\n"))),
+            ),
+            (
+                "second document",
+                Box::new(|b| {
+                    b.file(
+                        &format!("{DIR}/a.manifest"),
+                        &format!("{KOPS_POD}---\nkind: ConfigMap\n"),
+                    );
+                }),
+            ),
+            (
+                "UTF-8 byte-order mark",
+                Box::new(|b| {
+                    b.file_bytes(
+                        &format!("{DIR}/a.manifest"),
+                        &[&[0xEF, 0xBB, 0xBF][..], KOPS_POD.as_bytes()].concat(),
+                    );
+                }),
+            ),
+            (
+                "UTF-16",
+                Box::new(move |b| b.file_bytes(&format!("{DIR}/a.manifest"), &utf16)),
+            ),
+            (
+                "duplicate key",
+                Box::new(|b| {
+                    b.file(
+                        &format!("{DIR}/a.manifest"),
+                        &KOPS_POD.replacen("kind: Pod", "kind: Pod\nkind: Pod", 1),
+                    );
+                }),
+            ),
+            (
+                "absolute symlink, followed inside the root",
+                Box::new(|b| {
+                    b.file("/srv/etcd-manager/main.manifest", KOPS_POD);
+                    b.symlink(
+                        &format!("{DIR}/etcd-main.manifest"),
+                        "/srv/etcd-manager/main.manifest",
+                    );
+                }),
+            ),
+        ];
+        for (shape, prepare) in shapes {
+            let (owns_etcd, report, touched, result) = etcd_part(|b| prepare(b));
+            assert!(!owns_etcd, "{shape}");
+            assert!(!touched, "{shape}: the etcd volumes were touched");
+            result.unwrap();
+            assert!(
+                report
+                    .warnings
+                    .iter()
+                    .any(|w| w.contains("etcd-manager runs on this node")),
+                "{shape}: {:?}",
+                report.warnings
+            );
+        }
+    }
+
+    #[test]
+    fn what_kubelet_does_not_run_leaves_etcd_to_protokube() {
+        const DIR: &str = "/etc/kubernetes/manifests";
+        let list = format!(
+            "apiVersion: v1\nkind: List\nitems:\n- {}",
+            KOPS_POD.replace('\n', "\n  ")
+        );
+        let shapes: Vec<(&str, Prepare)> = vec![
+            (
+                "a dot file",
+                Box::new(|b| b.file(&format!("{DIR}/.etcd-main.manifest"), KOPS_POD)),
+            ),
+            (
+                "a directory",
+                Box::new(|b| b.file(&format!("{DIR}/sub/etcd-main.manifest"), KOPS_POD)),
+            ),
+            (
+                "kind: List",
+                Box::new(move |b| b.file(&format!("{DIR}/list.manifest"), &list)),
+            ),
+            (
+                "protokube's own link to an unmounted volume",
+                Box::new(|b| {
+                    b.symlink(
+                        &format!("{DIR}/etcd.manifest"),
+                        "../../../mnt/master-vol-here/k8s.io/manifests/etcd.manifest",
+                    );
+                }),
+            ),
+            (
+                "protokube's own pod, whose image is under a registry path named etcd-manager",
+                Box::new(|b| {
+                    let own = format!(
+                        "{}\napiVersion: v1\nkind: Pod\nmetadata: {{name: etcd-server}}\nspec:\n  \
+                         containers:\n  - image: registry.example.com/etcd-manager-mirror/etcd:3.5.13\n",
+                        crate::plan::static_pods::MANIFEST_MARKER
+                    );
+                    b.file(&format!("{DIR}/etcd.manifest"), &own);
+                }),
+            ),
+        ];
+        for (shape, prepare) in shapes {
+            let (owns_etcd, report, touched, result) = etcd_part(|b| prepare(b));
+            assert!(owns_etcd, "{shape}");
+            assert!(touched, "{shape}: protokube left its own volumes alone");
+            result.unwrap();
+            assert!(report.warnings.is_empty(), "{shape}: {:?}", report.warnings);
+        }
+    }
+
+    #[test]
+    fn a_manifest_that_cannot_be_read_stops_the_etcd_steps_naming_it() {
+        const DIR: &str = "/etc/kubernetes/manifests";
+        let shapes: Vec<(&str, Prepare)> = vec![
+            (
+                "a.manifest",
+                Box::new(|b| b.file_bytes(&format!("{DIR}/a.manifest"), &[0xC3, 0x28, 0x00])),
+            ),
+            (
+                "b.manifest",
+                Box::new(|b| b.file(&format!("{DIR}/b.manifest"), "kind: Pod\nspec: [unclosed\n")),
+            ),
+            (
+                "c.manifest",
+                Box::new(|b| b.symlink(&format!("{DIR}/c.manifest"), "/srv/gone.manifest")),
+            ),
+        ];
+        for (file, prepare) in shapes {
+            let (owns_etcd, report, touched, result) = etcd_part(|b| prepare(b));
+            assert!(!owns_etcd, "{file}");
+            assert!(!touched, "{file}: the etcd volumes were touched");
+            let err = result.unwrap_err();
+            assert_eq!(
+                crate::error::ExitCode::for_error(&err),
+                crate::error::ExitCode::Failed
+            );
+            let message = format!("{err:#}");
+            assert!(message.contains(&format!("{DIR}/{file}`")), "{message}");
+            assert!(message.contains("nothing for etcd"), "{message}");
+            assert!(report.warnings.is_empty(), "{file}: {:?}", report.warnings);
+        }
     }
 
     #[test]

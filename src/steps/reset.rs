@@ -63,6 +63,42 @@ pub async fn run(
         None
     };
 
+    // What would make an unmount fail and does not end when kubelet stops etcd — a mount below
+    // the mount point, a loop device or swap file on the volume, a process other than etcd — is
+    // looked for before anything changes: found, nothing is changed (exit 75).
+    let pinned: Vec<String> = volumes
+        .iter()
+        .filter_map(|v| v.mounted.map(|devno| (v, devno)))
+        .filter_map(|(volume, devno)| {
+            let mut held: Vec<String> = host
+                .pinned_by(&settings.root, &volume.mountpoint, devno)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            held.extend(
+                host.users_of(devno)
+                    .into_iter()
+                    .filter(|user| !is_etcd(user))
+                    .map(|user| Holder::Process(user).to_string()),
+            );
+            (!held.is_empty()).then(|| {
+                format!(
+                    "`{}` ({}) is {}",
+                    volume.mountpoint.display(),
+                    volume.id,
+                    held.join(", ")
+                )
+            })
+        })
+        .collect();
+    if !pinned.is_empty() {
+        return Err(NotReady(format!(
+            "refusing to reset: {}; release it and run `protokube reset` again (nothing was \
+             changed)",
+            pinned.join("; ")
+        ))
+        .into());
+    }
     for change in &manifests {
         report.push(change.change());
     }
@@ -83,7 +119,10 @@ pub async fn run(
                 Holder::Mount { at, .. } => !own.contains(at),
                 // Processes are waited for below.
                 Holder::Process(_) => false,
-                Holder::Kernel(_) => true,
+                Holder::Kernel(_)
+                | Holder::Below { .. }
+                | Holder::LoopDevice { .. }
+                | Holder::SwapFile(_) => true,
             })
             .collect();
         if !others.is_empty() {
@@ -145,6 +184,12 @@ pub async fn run(
         report.push(retired.change());
     }
     Ok(())
+}
+
+/// Whether a process using a volume (`pid (command)`) is etcd: the pod protokube's manifest
+/// runs there, which kubelet stops once the manifest is gone.
+fn is_etcd(user: &str) -> bool {
+    user.ends_with("(etcd)")
 }
 
 /// What holds the volume's block device on this node (nothing when the device is not here).
@@ -332,7 +377,7 @@ async fn wait_until_free(
     };
     let waited = poll_until(
         "the etcd volumes to be free",
-        settings.waits.timeout,
+        settings.waits.remaining(),
         settings.waits.progress,
         Backoff::new(
             std::time::Duration::from_millis(200),
@@ -418,6 +463,60 @@ mod tests {
         assert_eq!(node.symlinks[&bench.path(LINK)], PathBuf::from(TARGET));
         assert!(node.mounts.contains_key(&bench.path("/mnt/master-vol-1")));
         assert!(bench.cloud.mutations().is_empty());
+    }
+
+    #[test]
+    fn what_outlives_etcd_on_the_volume_refuses_before_anything_changes() {
+        for (holder, said) in [
+            (
+                Some(Holder::Below {
+                    at: "/mnt/master-vol-1/sub".into(),
+                    namespace: "this mount namespace".into(),
+                }),
+                "a mount below it at `/mnt/master-vol-1/sub`",
+            ),
+            (
+                Some(Holder::LoopDevice {
+                    device: "loop7".into(),
+                    file: "/mnt/master-vol-1/disk.img".into(),
+                }),
+                "loop device `loop7`",
+            ),
+            (
+                Some(Holder::SwapFile("/mnt/master-vol-1/swap".into())),
+                "swap file `/mnt/master-vol-1/swap`",
+            ),
+            (None, "used by process 77 (bash)"),
+        ] {
+            for dry_run in [false, true] {
+                let mut bench = mounted_master(true);
+                if dry_run {
+                    bench.dry_run();
+                }
+                bench.host.change(|node| match holder.clone() {
+                    Some(holder) => {
+                        node.pinned.insert((202, 1), vec![holder]);
+                    }
+                    None => {
+                        node.users
+                            .insert((202, 1), vec!["77 (bash)".into(), "78 (etcd)".into()]);
+                    }
+                });
+                let (report, result) = reset(&bench);
+                let err = result.unwrap_err();
+                assert!(
+                    err.chain().any(<dyn std::error::Error>::is::<NotReady>),
+                    "{err:#}"
+                );
+                let message = format!("{err:#}");
+                assert!(message.contains(said), "{message}");
+                assert!(message.contains("nothing was changed"), "{message}");
+                assert!(!message.contains("78 (etcd)"), "{message}");
+                assert!(bench.take_effects().is_empty());
+                assert!(bench.cloud.mutations().is_empty());
+                assert!(report.changes.is_empty(), "{:?}", report.changes);
+            }
+        }
     }
 
     #[test]

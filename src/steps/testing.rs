@@ -186,9 +186,14 @@ impl Bench {
 
     /// A file on the node at host path `path`.
     pub(crate) fn file(&self, path: &str, text: &str) {
+        self.file_bytes(path, text.as_bytes());
+    }
+
+    /// A file on the node at host path `path` holding `bytes`.
+    pub(crate) fn file_bytes(&self, path: &str, bytes: &[u8]) {
         let path = self.settings.root.path(path);
         self.host.change(|node| {
-            node.files.insert(path, (text.as_bytes().to_vec(), 0o644));
+            node.files.insert(path, (bytes.to_vec(), 0o644));
         });
     }
 

@@ -320,11 +320,15 @@ fn an_intent_record_reformats_only_what_its_own_mkfs_began() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, content).unwrap();
     };
-    // Someone else's damaged ext4, with a leftover record naming another UUID, or an old one
-    // naming none: refused, never reformatted.
-    for (i, record) in [
-        r#"{"volume_id":"VOL","device":"/dev/xvdu","uuid":"00000000-0000-4000-8000-000000000000"}"#,
-        "/dev/xvdu\n",
+    // Someone else's damaged ext4, with a leftover record naming another UUID (fsck refuses
+    // it), or an old one naming none (a record that is not one protokube writes permits
+    // nothing): refused, never reformatted.
+    for (i, (record, refusal)) in [
+        (
+            "{\"volume_id\":\"VOL\",\"device\":\"/dev/xvdu\",\"uuid\":\"00000000-0000-4000-8000-000000000000\"}\n",
+            "fsck -a",
+        ),
+        ("/dev/xvdu\n", "permits nothing"),
     ]
     .into_iter()
     .enumerate()
@@ -337,7 +341,7 @@ fn an_intent_record_reformats_only_what_its_own_mkfs_began() {
         let theirs = disk.uuid();
         let out = node.mount(&cluster, &[]);
         assert_eq!(out.code, 1, "{out:#?}");
-        assert!(out.error_lines()[0].contains("fsck -a"), "{out:#?}");
+        assert!(out.error_lines()[0].contains(refusal), "{out:#?}");
         // fsck may have written to it trying to repair; it was never formatted again.
         assert_eq!(disk.uuid(), theirs);
         assert!(disk.mounted_at().is_empty());
@@ -355,7 +359,7 @@ fn an_intent_record_reformats_only_what_its_own_mkfs_began() {
     let own = disk.uuid();
     intent(
         &volume,
-        &format!(r#"{{"volume_id":"{volume}","device":"/dev/xvdu","uuid":"{own}"}}"#),
+        &format!("{{\"volume_id\":\"{volume}\",\"device\":\"/dev/xvdu\",\"uuid\":\"{own}\"}}\n"),
     );
     let out = node.mount(&cluster, &[]);
     assert_eq!(out.code, 0, "{out:#?}");

@@ -10,6 +10,7 @@
 mod support;
 
 mod architecture;
+mod bad_day;
 mod blank_proof;
 mod boot;
 mod cli;
@@ -34,6 +35,7 @@ mod lifecycle;
 mod mount;
 mod mount_double;
 mod operators;
+mod packaging;
 mod properties;
 mod publish_dns;
 mod reliability;

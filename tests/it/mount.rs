@@ -338,12 +338,26 @@ fn a_format_interrupted_by_a_kill_is_done_again_and_only_then() {
     let out = node.mount(CLUSTER, &[]);
     assert_eq!(out.code, 1, "{out:#?}");
     assert!(disk.fs_type().is_none());
-    // With it (written before mkfs by the run that was killed), it formats again.
     let intent = node
         .root
         .join(&format!("/var/lib/protokube/formatting/{volume}"));
     std::fs::create_dir_all(intent.parent().unwrap()).unwrap();
+    // A record that is not one protokube writes (an older form naming the device alone)
+    // permits nothing: refused still.
     std::fs::write(&intent, "/dev/xvdu\n").unwrap();
+    let out = node.mount(CLUSTER, &[]);
+    assert_eq!(out.code, 1, "{out:#?}");
+    assert!(out.error_lines()[0].contains("permits nothing"), "{out:#?}");
+    assert!(disk.fs_type().is_none());
+    // With the record protokube writes before mkfs (the run that was killed), it formats again.
+    std::fs::write(
+        &intent,
+        format!(
+            "{{\"volume_id\":\"{volume}\",\"device\":\"/dev/xvdu\",\"uuid\":\
+             \"1b4e28ba-2fa1-41d2-883f-0016d3cca427\"}}\n"
+        ),
+    )
+    .unwrap();
     let out = node.mount(CLUSTER, &[]);
     assert_eq!(out.code, 0, "{out:#?}");
     let report = out.report();

@@ -40,8 +40,8 @@ fn units_pass_systemd_analyze_verify() {
         std::fs::copy(entry.path(), r("/man/man1").join(entry.file_name())).unwrap();
     }
     let units = [
-        "protokube.service",
-        "protokube.timer",
+        "protokube-sync.service",
+        "protokube-sync.timer",
         "protokube-nodeup.service",
     ];
     for unit in units {
@@ -84,12 +84,12 @@ fn units_pass_systemd_analyze_verify() {
         String::from_utf8_lossy(&output.stderr)
     );
 
-    let service = std::fs::read_to_string(repo.join("systemd/protokube.service")).unwrap();
+    let service = std::fs::read_to_string(repo.join("systemd/protokube-sync.service")).unwrap();
     assert!(service.contains("Type=oneshot"));
     assert!(service.contains("ExecStart=/opt/protokube/bin/protokube sync"));
     assert!(service.contains("Before=kubelet.service"));
     assert!(service.contains("SuccessExitStatus=75"));
-    let timer = std::fs::read_to_string(repo.join("systemd/protokube.timer")).unwrap();
+    let timer = std::fs::read_to_string(repo.join("systemd/protokube-sync.timer")).unwrap();
     assert!(timer.contains("OnBootSec=") && timer.contains("RandomizedDelaySec="));
     let nodeup = std::fs::read_to_string(repo.join("systemd/protokube-nodeup.service")).unwrap();
     assert!(nodeup.contains(&format!("ExecStart={}\n", support::NODEUP_EXEC_START)));
@@ -143,6 +143,6 @@ fn the_packaged_settings_file_sets_nothing_and_names_real_variables() {
         }
     }
     assert!(shown >= 5, "the settings file shows {shown} variables");
-    let service = std::fs::read_to_string(repo.join("systemd/protokube.service")).unwrap();
+    let service = std::fs::read_to_string(repo.join("systemd/protokube-sync.service")).unwrap();
     assert!(service.contains("EnvironmentFile=-/etc/protokube/protokube.env"));
 }

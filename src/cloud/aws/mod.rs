@@ -24,6 +24,7 @@ use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use super::patient::{Patience, Patient};
 use super::{AccessDenied, Cloud, CloudClients, InstanceMetadata};
 use crate::error::{NotReady, Unreachable};
+use crate::wait::Deadline;
 
 /// Attempts per AWS call (the first try included); throttling and 5xx are retried with backoff.
 const MAX_ATTEMPTS: u32 = 6;
@@ -32,16 +33,18 @@ const MAX_ATTEMPTS: u32 = 6;
 /// waits with [`Patience`] for a metadata service, credentials or endpoint not there yet.
 pub struct AwsCloud {
     imds: Patient<imds::Imds>,
-    /// Every operation, retries included, ends within this (`--timeout`).
-    operation_timeout: Duration,
+    /// Every operation, retries included, ends by the run's deadline.
+    patience: Patience,
     counter: CallCounter,
 }
 
 impl AwsCloud {
-    pub fn new(operation_timeout: Duration) -> Self {
+    /// AWS for a run that ends by `deadline` (`timeout`, `--timeout`, after it started).
+    pub fn new(deadline: Deadline, timeout: Duration) -> Self {
+        let patience = Patience::until(deadline, timeout);
         Self {
-            imds: Patient::new(imds::Imds::new(), Patience::within(operation_timeout)),
-            operation_timeout,
+            imds: Patient::new(imds::Imds::new(), patience),
+            patience,
             counter: CallCounter::default(),
         }
     }
@@ -87,8 +90,14 @@ impl Cloud for AwsCloud {
     }
 
     async fn connect(&self, region: &str) -> Result<CloudClients> {
-        let config = load_sdk_config(region, self.operation_timeout).await;
-        let patience = Patience::within(self.operation_timeout);
+        // No operation, its retries included, outlives the run's deadline.
+        let remaining = self
+            .patience
+            .deadline
+            .remaining()
+            .max(Duration::from_millis(1));
+        let config = load_sdk_config(region, remaining).await;
+        let patience = self.patience;
         let ec2 = ec2::Ec2::new(&config, &self.counter);
         Ok(CloudClients {
             volumes: Arc::new(Patient::new(ec2.clone(), patience)),

@@ -667,6 +667,100 @@ pub fn holders(root: &HostRoot, devno: (u32, u32)) -> Vec<Holder> {
     found.into_iter().collect()
 }
 
+/// What besides processes keeps the filesystem of `devno` at `mountpoint` from being unmounted:
+/// mounts below the mount point (in this mount namespace and, from a container, the host's),
+/// loop devices whose backing file is on it (sysfs' `backing_file`), swap files on it
+/// (`/proc/swaps`). A file is on the filesystem when it lives on its device, or — deleted or
+/// out of sight — when its path is under the mount point.
+pub fn pinned_by(root: &HostRoot, mountpoint: &Path, devno: (u32, u32)) -> Vec<Holder> {
+    let mut found = BTreeSet::new();
+    let mut tables = vec![(
+        "this mount namespace".to_owned(),
+        PathBuf::from("/proc/self/mountinfo"),
+        mountpoint.to_owned(),
+    )];
+    if host_mount_namespace(root).is_some() {
+        tables.push((
+            "the host's mount namespace".to_owned(),
+            root.path("/proc/1/mountinfo"),
+            root.host_path_of(mountpoint),
+        ));
+    }
+    for (namespace, table, at) in tables {
+        let Ok(text) = fs_err::read_to_string(&table) else {
+            continue;
+        };
+        for entry in parse_mountinfo(&text) {
+            let below = Path::new(&entry.mountpoint);
+            if below != at && below.starts_with(&at) {
+                found.insert(Holder::Below {
+                    at: below.to_owned(),
+                    namespace: namespace.clone(),
+                });
+            }
+        }
+    }
+    let on_filesystem = |file: &Path| {
+        fs_err::metadata(file).map_or_else(
+            |_| file.starts_with(mountpoint),
+            |meta| split_devno(meta.dev()) == devno,
+        )
+    };
+    if let Ok(block) = fs_err::read_dir("/sys/block") {
+        for entry in block.flatten() {
+            let Ok(backing) = fs_err::read_to_string(entry.path().join("loop/backing_file")) else {
+                continue;
+            };
+            let file = PathBuf::from(
+                backing
+                    .trim_end_matches('\n')
+                    .trim_end_matches(" (deleted)"),
+            );
+            if on_filesystem(&file) {
+                found.insert(Holder::LoopDevice {
+                    device: entry.file_name().to_string_lossy().into_owned(),
+                    file,
+                });
+            }
+        }
+    }
+    if let Ok(swaps) = fs_err::read_to_string("/proc/swaps") {
+        for line in swaps.lines().skip(1) {
+            let mut fields = line.split_whitespace();
+            let (Some(name), Some("file")) = (fields.next(), fields.next()) else {
+                continue;
+            };
+            let file = PathBuf::from(unescape_octal(name).trim_end_matches(" (deleted)"));
+            if on_filesystem(&file) {
+                found.insert(Holder::SwapFile(file));
+            }
+        }
+    }
+    found.into_iter().collect()
+}
+
+/// `/proc` escapes blanks in paths as `\040` (and tabs, newlines, backslashes likewise).
+fn unescape_octal(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|digits| bytes[i] == b'\\' && digits.iter().all(|d| (b'0'..=b'7').contains(d)));
+        if let Some(byte) =
+            octal.and_then(|d| u8::from_str_radix(std::str::from_utf8(d).ok()?, 8).ok())
+        {
+            out.push(byte);
+            i += 4;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// The size in bytes of the ext4 filesystem on `path` (from its superblock) and of the device.
 pub fn filesystem_and_device_size(path: &Path) -> Result<(u64, u64)> {
     let mut file = fs_err::File::open(path).context("opening the device for reading")?;
@@ -711,6 +805,13 @@ pub fn grow_ext4(path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proc_escapes_in_paths_are_undone() {
+        assert_eq!(unescape_octal("/mnt/a\\040b\\011c"), "/mnt/a b\tc");
+        assert_eq!(unescape_octal("/swap\\040(deleted)"), "/swap (deleted)");
+        assert_eq!(unescape_octal("/plain\\x"), "/plain\\x");
+    }
 
     #[test]
     fn device_numbers_split_like_glibc() {

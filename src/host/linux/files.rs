@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context as _, Result};
 
 use crate::error::NotReady;
-use crate::host::WriteOutcome;
+use crate::host::{FileKind, WriteOutcome};
 use crate::paths::{HostRoot, LOCK_FILE};
 use crate::plan::files::{Desired, FileChange, FileFact};
 use crate::report::Action;
@@ -129,6 +129,25 @@ pub fn read_fact(path: &Path) -> Result<FileFact> {
     Ok(FileFact::File {
         bytes: fs_err::read(path)?,
         mode: meta.permissions().mode() & 0o7777,
+    })
+}
+
+/// What kind of entry is at `path`, symlinks not followed, its contents not read.
+pub fn kind(path: &Path) -> Result<FileKind> {
+    let meta = match fs_err::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(FileKind::Missing),
+        Err(err) => return Err(err.into()),
+    };
+    let kind = meta.file_type();
+    Ok(if kind.is_symlink() {
+        FileKind::Symlink(fs_err::read_link(path)?)
+    } else if kind.is_file() {
+        FileKind::File
+    } else if kind.is_dir() {
+        FileKind::Directory
+    } else {
+        FileKind::Other
     })
 }
 

@@ -20,14 +20,15 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::{
-    Devices, Files, FoundDevice, FsckResult, Holder, MountPlace, RunLock, Services, Witnesses,
-    WriteOutcome,
+    ChildCommand, ChildOutput, Devices, FileKind, Files, FoundDevice, FsckResult, Holder,
+    MountPlace, Processes, RunLock, Services, Witnesses, WriteOutcome,
 };
 use crate::paths::{Entry, HostRoot, Links};
 use crate::plan::blank::BlankCheck;
 use crate::plan::files::{FileChange, FileFact};
 use crate::plan::manifests::upgrade::{EtcdEndpoint, EtcdVersion};
 use crate::plan::mounts::MountEntry;
+use crate::wait::Deadline;
 
 /// This machine.
 #[derive(Clone, Copy, Debug, Default)]
@@ -104,6 +105,10 @@ impl Devices for LinuxHost {
     fn users_of(&self, devno: (u32, u32)) -> Vec<String> {
         devices::users_of(devno)
     }
+
+    fn pinned_by(&self, root: &HostRoot, mountpoint: &Path, devno: (u32, u32)) -> Vec<Holder> {
+        devices::pinned_by(root, mountpoint, devno)
+    }
 }
 
 impl Services for LinuxHost {
@@ -116,9 +121,20 @@ impl Services for LinuxHost {
     }
 }
 
+#[async_trait::async_trait]
+impl Processes for LinuxHost {
+    async fn run(&self, command: &ChildCommand, deadline: Deadline) -> Result<ChildOutput> {
+        process::run(command, deadline).await
+    }
+}
+
 impl Files for LinuxHost {
     fn fact(&self, path: &Path) -> Result<FileFact> {
         files::read_fact(path)
+    }
+
+    fn kind(&self, path: &Path) -> Result<FileKind> {
+        files::kind(path)
     }
 
     fn apply(&self, change: &FileChange) -> Result<()> {

@@ -9,6 +9,8 @@ use k8s_openapi::api::core::v1::Pod;
 use serde::Deserialize as _;
 use tera::{Tera, Value};
 
+use crate::plan::static_pods::MANIFEST_MARKER;
+
 /// The built-in templates, compiled into the binary.
 pub const BUILTIN_TEMPLATES: &[(&str, &str)] = &[
     (
@@ -68,8 +70,8 @@ pub fn tera_error_chain(err: &tera::Error) -> String {
     parts.join(": ")
 }
 
-/// Renders one template with a context. Leading blank lines are dropped: Tera keeps the line
-/// break after a comment that opens a template.
+/// Renders one template with a context, under protokube's first line. Leading blank lines are
+/// dropped: Tera keeps the line break after a comment that opens a template.
 pub fn render(tera: &Tera, template: &str, context: &tera::Context) -> Result<String> {
     let text = tera.render(template, context).map_err(|err| {
         anyhow!(
@@ -77,7 +79,12 @@ pub fn render(tera: &Tera, template: &str, context: &tera::Context) -> Result<St
             tera_error_chain(&err)
         )
     })?;
-    Ok(text.trim_start_matches(['\n', '\r']).to_owned())
+    // The first line says whose manifest this is (`static_pods::MANIFEST_MARKER`): protokube
+    // knows its own pods by it, never by the image they run.
+    Ok(format!(
+        "{MANIFEST_MARKER}\n{}",
+        text.trim_start_matches(['\n', '\r'])
+    ))
 }
 
 /// `{{ value | yaml }}`: a string becomes a double-quoted YAML scalar with every special
