@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_protokube_global_optspecs
-    string join \n cluster-spec= cluster-id= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= verify-interval= log-format= metrics-file= v/verbose q/quiet blank-check= no-progress channels= bootstrap-master-node-labels= node-name= adopt etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth v= cloud= gossip= containerized= gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= dns-update-interval= remove-dns-names= dns-server= apply-taints= initialize-rbac= manage-etcd= etcd-backup-image= etcd-backup-store= h/help V/version
+    string join \n cluster-spec= cluster-id= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= verify-interval= log-format= metrics-file= v/verbose q/quiet blank-check= no-progress channels= bootstrap-master-node-labels= node-name= adopt etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth= v= cloud= gossip= containerized= initialize-rbac= manage-etcd= gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= dns-update-interval= remove-dns-names= dns-server= apply-taints= etcd-backup-image= etcd-backup-store= h/help V/version
 end
 
 function __fish_protokube_needs_command
@@ -28,7 +28,7 @@ complete -c protokube -n "__fish_protokube_needs_command" -l cluster-spec -d 'A 
 complete -c protokube -n "__fish_protokube_needs_command" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_needs_command" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it' -r -F
+complete -c protokube -n "__fish_protokube_needs_command" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
 complete -c protokube -n "__fish_protokube_needs_command" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l region -d 'AWS region [default: from the instance metadata service]' -r
@@ -63,11 +63,18 @@ complete -c protokube -n "__fish_protokube_needs_command" -l tls-key -d 'Server 
 complete -c protokube -n "__fish_protokube_needs_command" -l peer-ca -d 'CA file for peers (ETCD_PEER_TRUSTED_CA_FILE)' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l peer-cert -d 'Peer certificate (ETCD_PEER_CERT_FILE)' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l peer-key -d 'Peer key (ETCD_PEER_KEY_FILE)' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l tls-auth -d 'Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH); kOps writes `--tls-auth=true`' -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_needs_command" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_needs_command" -l containerized -r
+complete -c protokube -n "__fish_protokube_needs_command" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_needs_command" -l initialize-rbac -d 'kOps ≤ 1.22: on a control-plane node, create the `kube-dns` and `kube-proxy` ServiceAccounts and the `kubeadm:node-proxier` ClusterRoleBinding when missing' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_needs_command" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_needs_command" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_needs_command" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_needs_command" -l gossip-secret -r
@@ -77,9 +84,8 @@ complete -c protokube -n "__fish_protokube_needs_command" -l gossip-secret-secon
 complete -c protokube -n "__fish_protokube_needs_command" -l dns-update-interval -r
 complete -c protokube -n "__fish_protokube_needs_command" -l remove-dns-names -r
 complete -c protokube -n "__fish_protokube_needs_command" -l dns-server -r
-complete -c protokube -n "__fish_protokube_needs_command" -l apply-taints -r
-complete -c protokube -n "__fish_protokube_needs_command" -l initialize-rbac -r
-complete -c protokube -n "__fish_protokube_needs_command" -l manage-etcd -r
+complete -c protokube -n "__fish_protokube_needs_command" -l apply-taints -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_needs_command" -l etcd-backup-image -r
 complete -c protokube -n "__fish_protokube_needs_command" -l etcd-backup-store -r
 complete -c protokube -n "__fish_protokube_needs_command" -l dry-run -d 'Compute and report every change, make none'
@@ -88,7 +94,6 @@ complete -c protokube -n "__fish_protokube_needs_command" -s v -l verbose -d 'Mo
 complete -c protokube -n "__fish_protokube_needs_command" -s q -l quiet -d 'Only errors on stderr'
 complete -c protokube -n "__fish_protokube_needs_command" -l no-progress -d 'No progress bars, even on a terminal'
 complete -c protokube -n "__fish_protokube_needs_command" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
-complete -c protokube -n "__fish_protokube_needs_command" -l tls-auth -d 'Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH)'
 complete -c protokube -n "__fish_protokube_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c protokube -n "__fish_protokube_needs_command" -s V -l version -d 'Print version'
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "discover-volumes" -d 'List this cluster\'s etcd volumes in this node\'s availability zone (read-only)'
@@ -104,7 +109,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l region -d 'AWS region [default: from the instance metadata service]' -r
@@ -134,7 +139,12 @@ complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l containerized -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l initialize-rbac -d 'kOps ≤ 1.22: on a control-plane node, create the `kube-dns` and `kube-proxy` ServiceAccounts and the `kubeadm:node-proxier` ClusterRoleBinding when missing' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-secret -r
@@ -144,9 +154,8 @@ complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dns-update-interval -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l remove-dns-names -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dns-server -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l apply-taints -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l initialize-rbac -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l manage-etcd -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l apply-taints -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l etcd-backup-image -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l etcd-backup-store -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dry-run -d 'Compute and report every change, make none'
@@ -160,7 +169,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cluster-sp
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l region -d 'AWS region [default: from the instance metadata service]' -r
@@ -190,7 +199,12 @@ complete -c protokube -n "__fish_protokube_using_subcommand mount" -l v -d 'klog
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l containerized -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l initialize-rbac -d 'kOps ≤ 1.22: on a control-plane node, create the `kube-dns` and `kube-proxy` ServiceAccounts and the `kubeadm:node-proxier` ClusterRoleBinding when missing' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-secret -r
@@ -200,9 +214,8 @@ complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-sec
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dns-update-interval -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l remove-dns-names -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dns-server -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l apply-taints -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l initialize-rbac -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l manage-etcd -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l apply-taints -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l etcd-backup-image -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l etcd-backup-store -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dry-run -d 'Compute and report every change, make none'
@@ -221,11 +234,13 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l peer-ca -d 'CA file for peers (ETCD_PEER_TRUSTED_CA_FILE)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l peer-cert -d 'Peer certificate (ETCD_PEER_CERT_FILE)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l peer-key -d 'Peer key (ETCD_PEER_KEY_FILE)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l tls-auth -d 'Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH); kOps writes `--tls-auth=true`' -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l region -d 'AWS region [default: from the instance metadata service]' -r
@@ -255,7 +270,12 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l containerized -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l initialize-rbac -d 'kOps ≤ 1.22: on a control-plane node, create the `kube-dns` and `kube-proxy` ServiceAccounts and the `kubeadm:node-proxier` ClusterRoleBinding when missing' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-secret -r
@@ -265,12 +285,10 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dns-update-interval -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l remove-dns-names -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dns-server -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l apply-taints -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l initialize-rbac -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l manage-etcd -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l apply-taints -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l etcd-backup-image -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l etcd-backup-store -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l tls-auth -d 'Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH)'
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dry-run -d 'Compute and report every change, make none'
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
@@ -282,7 +300,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l clus
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l region -d 'AWS region [default: from the instance metadata service]' -r
@@ -312,7 +330,12 @@ complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l v -d
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l containerized -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l initialize-rbac -d 'kOps ≤ 1.22: on a control-plane node, create the `kube-dns` and `kube-proxy` ServiceAccounts and the `kubeadm:node-proxier` ClusterRoleBinding when missing' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-secret -r
@@ -322,9 +345,8 @@ complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l goss
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dns-update-interval -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l remove-dns-names -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dns-server -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l apply-taints -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l initialize-rbac -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l manage-etcd -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l apply-taints -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l etcd-backup-image -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l etcd-backup-store -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l wait -d 'Wait until Route53 reports the change INSYNC (bounded by --timeout)'
@@ -344,11 +366,13 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -l tls-key -d 
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l peer-ca -d 'CA file for peers (ETCD_PEER_TRUSTED_CA_FILE)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l peer-cert -d 'Peer certificate (ETCD_PEER_CERT_FILE)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l peer-key -d 'Peer key (ETCD_PEER_KEY_FILE)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l tls-auth -d 'Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH); kOps writes `--tls-auth=true`' -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l region -d 'AWS region [default: from the instance metadata service]' -r
@@ -378,7 +402,12 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -l v -d 'klog 
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l containerized -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l initialize-rbac -d 'kOps ≤ 1.22: on a control-plane node, create the `kube-dns` and `kube-proxy` ServiceAccounts and the `kubeadm:node-proxier` ClusterRoleBinding when missing' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-secret -r
@@ -388,12 +417,10 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-secr
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dns-update-interval -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l remove-dns-names -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dns-server -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l apply-taints -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l initialize-rbac -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l manage-etcd -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l apply-taints -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l etcd-backup-image -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l etcd-backup-store -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l tls-auth -d 'Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH)'
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l wait -d 'Wait until Route53 reports the change INSYNC (bounded by --timeout)'
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dry-run -d 'Compute and report every change, make none'
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
@@ -406,7 +433,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cluster-sp
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l region -d 'AWS region [default: from the instance metadata service]' -r
@@ -436,7 +463,12 @@ complete -c protokube -n "__fish_protokube_using_subcommand reset" -l v -d 'klog
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l containerized -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l initialize-rbac -d 'kOps ≤ 1.22: on a control-plane node, create the `kube-dns` and `kube-proxy` ServiceAccounts and the `kubeadm:node-proxier` ClusterRoleBinding when missing' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-secret -r
@@ -446,9 +478,8 @@ complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-sec
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l dns-update-interval -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l remove-dns-names -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l dns-server -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l apply-taints -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l initialize-rbac -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l manage-etcd -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l apply-taints -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l etcd-backup-image -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l etcd-backup-store -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l detach -d 'Also detach the etcd volumes from this instance (so another master can claim them)'
@@ -463,7 +494,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l c
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l region -d 'AWS region [default: from the instance metadata service]' -r
@@ -493,7 +524,12 @@ complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l v
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l containerized -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l initialize-rbac -d 'kOps ≤ 1.22: on a control-plane node, create the `kube-dns` and `kube-proxy` ServiceAccounts and the `kubeadm:node-proxier` ClusterRoleBinding when missing' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-secret -r
@@ -503,9 +539,8 @@ complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l g
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l dns-update-interval -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l remove-dns-names -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l dns-server -r
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l apply-taints -r
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l initialize-rbac -r
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l manage-etcd -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l apply-taints -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l etcd-backup-image -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l etcd-backup-store -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l dry-run -d 'Compute and report every change, make none'
@@ -519,7 +554,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l clust
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l region -d 'AWS region [default: from the instance metadata service]' -r
@@ -549,7 +584,12 @@ complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l v -d 
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l containerized -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l initialize-rbac -d 'kOps ≤ 1.22: on a control-plane node, create the `kube-dns` and `kube-proxy` ServiceAccounts and the `kubeadm:node-proxier` ClusterRoleBinding when missing' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-secret -r
@@ -559,9 +599,8 @@ complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossi
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l dns-update-interval -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l remove-dns-names -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l dns-server -r
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l apply-taints -r
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l initialize-rbac -r
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l manage-etcd -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l apply-taints -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l etcd-backup-image -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l etcd-backup-store -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l dry-run -d 'Compute and report every change, make none'
@@ -575,7 +614,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand version" -l cluster-
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l region -d 'AWS region [default: from the instance metadata service]' -r
@@ -605,7 +644,12 @@ complete -c protokube -n "__fish_protokube_using_subcommand version" -l v -d 'kl
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l containerized -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l initialize-rbac -d 'kOps ≤ 1.22: on a control-plane node, create the `kube-dns` and `kube-proxy` ServiceAccounts and the `kubeadm:node-proxier` ClusterRoleBinding when missing' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-secret -r
@@ -615,9 +659,8 @@ complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-s
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l dns-update-interval -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l remove-dns-names -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l dns-server -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l apply-taints -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l initialize-rbac -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l manage-etcd -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l apply-taints -r -f -a "true\t''
+false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l etcd-backup-image -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l etcd-backup-store -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l dry-run -d 'Compute and report every change, make none'

@@ -1,42 +1,68 @@
-"""A stand-in for the local kube-apiserver, for the tests of protokube's label step (no package
-ships a kube-apiserver for these machines). It speaks what protokube asks of the real one, the
-way kOps' kubeconfig reaches it: HTTPS with its own CA, client-certificate authentication
-(a client without a certificate the CA signed is refused in the TLS handshake), and
+"""A stand-in for the local kube-apiserver, for the tests of protokube's Kubernetes steps (no
+package ships a kube-apiserver for these machines). It speaks what protokube asks of the real one,
+the way kOps' kubeconfig reaches it: HTTPS with its own CA, client-certificate authentication (a
+client without a certificate the CA signed is refused in the TLS handshake), Kubernetes' JSON
+shapes and `Status` errors, and
 
-  GET   /api/v1/nodes/<name>   the Node, or a 404 Status when it is not registered
-  PATCH /api/v1/nodes/<name>   application/strategic-merge-patch+json: metadata.labels merged
-                               (a null value removes a label)
+  GET   /version                                    the server's version
+  GET   /api/v1/nodes/<name>                        the Node, or a 404 Status
+  GET   /api/v1/nodes?labelSelector=<key>=<value>   a NodeList of the nodes with that label
+  PATCH /api/v1/nodes/<name>                        application/strategic-merge-patch+json:
+                                                    metadata.labels merged (null removes)
+  GET   /api/v1/namespaces/<ns>/serviceaccounts/<name>
+  POST  /api/v1/namespaces/<ns>/serviceaccounts     201, or 409 AlreadyExists
+  GET   /apis/rbac.authorization.k8s.io/v1/clusterrolebindings/<name>
+  POST  /apis/rbac.authorization.k8s.io/v1/clusterrolebindings   201, or 409 AlreadyExists
 
-Nodes live in a JSON file (name -> labels), read on every request so a test can register a
-node while the server runs; each request is appended to a JSON-lines log (method, path,
-content type, body, the client certificate's subject). Prints `PORT <n>` when it listens on
-127.0.0.1. Usage: kube_api_standin.py CERT_DIR NODES_FILE LOG_FILE
+Nodes live in a JSON file (name -> labels) and the other objects in another (kind -> name ->
+object), read on every request so a test can change them while the server runs; each request
+is appended to a JSON-lines log (method, path, content type, body, the client certificate's
+subject). Until READY_AFTER seconds have passed since start, every request is answered 503 (an
+API server still coming up). Prints `PORT <n>` when it listens on 127.0.0.1.
+Usage: kube_api_standin.py CERT_DIR NODES_FILE LOG_FILE [READY_AFTER]
 """
 
 import http.server
 import json
+import os
 import ssl
 import sys
+import time
+import urllib.parse
 
 CERT_DIR, NODES, LOG = sys.argv[1], sys.argv[2], sys.argv[3]
-PREFIX = "/api/v1/nodes/"
+READY_AT = time.monotonic() + (float(sys.argv[4]) if len(sys.argv) > 4 else 0.0)
+OBJECTS = NODES + ".objects.json"
+NODES_PATH = "/api/v1/nodes"
+SERVICE_ACCOUNTS = "serviceaccounts"
+BINDINGS_PATH = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
 
 
-def load():
-    with open(NODES) as f:
-        return json.load(f)
+def load(path, default):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return default
 
 
-def save(nodes):
-    with open(NODES + ".tmp", "w") as f:
-        json.dump(nodes, f)
-    import os
-    os.replace(NODES + ".tmp", NODES)
+def save(path, value):
+    with open(path + ".tmp", "w") as f:
+        json.dump(value, f)
+    os.replace(path + ".tmp", path)
 
 
 def node_object(name, labels):
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": labels, "resourceVersion": "1"}}
+
+
+def status(code, reason, message, details=None):
+    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}
+    if details:
+        body["details"] = details
+    return body
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -61,38 +87,102 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def not_found(self, name):
-        self.reply(404, {"kind": "Status", "apiVersion": "v1", "metadata": {},
-                         "status": "Failure", "message": f'nodes "{name}" not found',
-                         "reason": "NotFound", "details": {"name": name, "kind": "nodes"},
-                         "code": 404})
+    def not_found(self, kind, name):
+        self.reply(404, status(404, "NotFound", f'{kind} "{name}" not found',
+                               {"name": name, "kind": kind}))
+
+    def body(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        return json.loads(self.rfile.read(length) or b"null")
+
+    def starting(self):
+        """Answers 503 while the server is still coming up."""
+        if time.monotonic() < READY_AT:
+            self.reply(503, status(503, "ServiceUnavailable",
+                                   "the server is currently unable to handle the request"))
+            return True
+        return False
+
+    def route(self):
+        """(kind, namespace, name) of an object path, or None."""
+        path = urllib.parse.urlsplit(self.path).path
+        parts = path.strip("/").split("/")
+        if path.startswith(BINDINGS_PATH):
+            rest = path[len(BINDINGS_PATH):].strip("/")
+            return ("clusterrolebindings", None, rest or None)
+        if len(parts) >= 5 and parts[:3] == ["api", "v1", "namespaces"] and parts[4] == SERVICE_ACCOUNTS:
+            return ("serviceaccounts", parts[3], parts[5] if len(parts) > 5 else None)
+        return None
 
     def do_GET(self):
         self.record(None)
-        name = self.path.split("?")[0][len(PREFIX):]
-        if not self.path.startswith(PREFIX):
-            return self.not_found(self.path)
-        nodes = load()
-        if name not in nodes:
-            return self.not_found(name)
-        self.reply(200, node_object(name, nodes[name]))
+        if self.starting():
+            return
+        url = urllib.parse.urlsplit(self.path)
+        if url.path == "/version":
+            return self.reply(200, {"major": "1", "minor": "30", "gitVersion": "v1.30.0",
+                                    "platform": "linux/amd64"})
+        if url.path == NODES_PATH:
+            selector = urllib.parse.parse_qs(url.query).get("labelSelector", [""])[0]
+            key, _, value = selector.partition("=")
+            nodes = load(NODES, {})
+            items = [node_object(n, l) for n, l in sorted(nodes.items())
+                     if not selector or l.get(key) == value]
+            return self.reply(200, {"apiVersion": "v1", "kind": "NodeList",
+                                    "metadata": {"resourceVersion": "1"}, "items": items})
+        if url.path.startswith(NODES_PATH + "/"):
+            name = url.path[len(NODES_PATH) + 1:]
+            nodes = load(NODES, {})
+            if name not in nodes:
+                return self.not_found("nodes", name)
+            return self.reply(200, node_object(name, nodes[name]))
+        route = self.route()
+        if route and route[2]:
+            kind, namespace, name = route
+            found = load(OBJECTS, {}).get(kind, {}).get(f"{namespace or ''}/{name}")
+            if found is None:
+                return self.not_found(kind, name)
+            return self.reply(200, found)
+        self.not_found("path", url.path)
+
+    def do_POST(self):
+        body = self.body()
+        self.record(body)
+        if self.starting():
+            return
+        route = self.route()
+        if not route or route[2] or not isinstance(body, dict):
+            return self.reply(405, status(405, "MethodNotAllowed", "not allowed"))
+        kind, namespace, _ = route
+        name = body.get("metadata", {}).get("name")
+        objects = load(OBJECTS, {})
+        key = f"{namespace or ''}/{name}"
+        if key in objects.setdefault(kind, {}):
+            return self.reply(409, status(409, "AlreadyExists",
+                                          f'{kind} "{name}" already exists',
+                                          {"name": name, "kind": kind}))
+        body.setdefault("metadata", {})["resourceVersion"] = "1"
+        objects[kind][key] = body
+        save(OBJECTS, objects)
+        self.reply(201, body)
 
     def do_PATCH(self):
-        length = int(self.headers.get("Content-Length", "0"))
-        body = json.loads(self.rfile.read(length) or b"null")
+        body = self.body()
         self.record(body)
-        name = self.path.split("?")[0][len(PREFIX):]
+        if self.starting():
+            return
+        name = self.path.split("?")[0][len(NODES_PATH) + 1:]
         if self.headers.get("Content-Type") != "application/strategic-merge-patch+json":
-            return self.reply(415, {"kind": "Status", "code": 415, "message": "unsupported"})
-        nodes = load()
-        if not self.path.startswith(PREFIX) or name not in nodes:
-            return self.not_found(name)
+            return self.reply(415, status(415, "UnsupportedMediaType", "unsupported"))
+        nodes = load(NODES, {})
+        if not self.path.startswith(NODES_PATH + "/") or name not in nodes:
+            return self.not_found("nodes", name)
         for key, value in ((body or {}).get("metadata", {}).get("labels") or {}).items():
             if value is None:
                 nodes[name].pop(key, None)
             else:
                 nodes[name][key] = value
-        save(nodes)
+        save(NODES, nodes)
         self.reply(200, node_object(name, nodes[name]))
 
 

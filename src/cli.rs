@@ -13,6 +13,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use crate::error::UsageError;
 use crate::logging::LogFormat;
 use crate::plan::blank::BlankCheck;
+use crate::plan::kops::KopsUnit;
 use crate::plan::manifests::etcd::EtcdOptions;
 use crate::report::OutputFormat;
 use crate::settings::{DnsProvider, Flags, DEFAULT_KUBECONFIG};
@@ -36,6 +37,9 @@ impl From<OutputArg> for OutputFormat {
         }
     }
 }
+
+/// Where kOps' protokube container (`--containerized=true`, kOps 1.12–1.20) has the host's root.
+pub const CONTAINER_ROOT: &str = "/rootfs";
 
 /// `--log-format`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -163,6 +167,28 @@ pub struct LegacyArgs {
           value_parser = BoolishValueParser::new(), env = "PROTOKUBE_GOSSIP")]
     pub gossip: Option<bool>,
 
+    /// kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the
+    /// host's root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH
+    /// when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a
+    /// control-plane node where it is not running.
+    #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1,
+          require_equals = true, default_missing_value = "true",
+          value_parser = BoolishValueParser::new(), env = "PROTOKUBE_CONTAINERIZED")]
+    pub containerized: Option<bool>,
+
+    /// kOps ≤ 1.22: on a control-plane node, create the `kube-dns` and `kube-proxy`
+    /// ServiceAccounts and the `kubeadm:node-proxier` ClusterRoleBinding when missing.
+    #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1,
+          require_equals = true, default_missing_value = "true",
+          value_parser = BoolishValueParser::new(), env = "PROTOKUBE_INITIALIZE_RBAC")]
+    pub initialize_rbac: Option<bool>,
+
+    /// kOps ≤ 1.22: false means etcd is not protokube's on this node (etcd-manager runs it).
+    #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1,
+          require_equals = true, default_missing_value = "true",
+          value_parser = BoolishValueParser::new(), env = "PROTOKUBE_MANAGE_ETCD")]
+    pub manage_etcd: Option<bool>,
+
     #[command(flatten)]
     pub ignored: IgnoredLegacyArgs,
 }
@@ -170,8 +196,6 @@ pub struct LegacyArgs {
 /// Flags of the old daemon that mean nothing here: accepted, named once in a warning.
 #[derive(Clone, Debug, Default, Args)]
 pub struct IgnoredLegacyArgs {
-    #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", env = "PROTOKUBE_CONTAINERIZED")]
-    pub containerized: Option<String>,
     #[arg(
         long,
         value_name = "PROTOCOL",
@@ -244,12 +268,10 @@ pub struct IgnoredLegacyArgs {
         env = "PROTOKUBE_DNS_SERVER"
     )]
     pub dns_server: Option<String>,
-    #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", env = "PROTOKUBE_APPLY_TAINTS")]
-    pub apply_taints: Option<String>,
-    #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", env = "PROTOKUBE_INITIALIZE_RBAC")]
-    pub initialize_rbac: Option<String>,
-    #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", env = "PROTOKUBE_MANAGE_ETCD")]
-    pub manage_etcd: Option<String>,
+    #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1,
+          require_equals = true, default_missing_value = "true",
+          value_parser = BoolishValueParser::new(), env = "PROTOKUBE_APPLY_TAINTS")]
+    pub apply_taints: Option<bool>,
     #[arg(
         long,
         value_name = "IMAGE",
@@ -271,9 +293,9 @@ pub struct IgnoredLegacyArgs {
 impl IgnoredLegacyArgs {
     /// The flags given, as typed (`--node-name`), in a fixed order.
     pub fn given(&self) -> Vec<&'static str> {
+        let taints = self.apply_taints.map(|_| String::new());
         [
-            ("--apply-taints", &self.apply_taints),
-            ("--containerized", &self.containerized),
+            ("--apply-taints", &taints),
             ("--dns-server", &self.dns_server),
             ("--dns-update-interval", &self.dns_update_interval),
             ("--etcd-backup-image", &self.etcd_backup_image),
@@ -287,8 +309,6 @@ impl IgnoredLegacyArgs {
             ),
             ("--gossip-secret", &self.gossip_secret),
             ("--gossip-secret-secondary", &self.gossip_secret_secondary),
-            ("--initialize-rbac", &self.initialize_rbac),
-            ("--manage-etcd", &self.manage_etcd),
             ("--remove-dns-names", &self.remove_dns_names),
         ]
         .into_iter()
@@ -455,8 +475,18 @@ pub struct EtcdArgs {
     #[arg(long, value_name = "FILE", env = "PROTOKUBE_PEER_KEY")]
     pub peer_key: Option<String>,
 
-    /// Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH).
-    #[arg(long, env = "PROTOKUBE_TLS_AUTH")]
+    /// Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH); kOps
+    /// writes `--tls-auth=true`.
+    #[arg(
+        long,
+        env = "PROTOKUBE_TLS_AUTH",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_value = "false",
+        default_missing_value = "true",
+        value_parser = BoolishValueParser::new(),
+    )]
     pub tls_auth: bool,
 }
 
@@ -525,15 +555,10 @@ pub struct GlobalArgs {
     )]
     pub master: bool,
 
-    /// Directory the host's `/` is found at; every host path is taken under it.
-    #[arg(
-        long,
-        global = true,
-        value_name = "DIR",
-        default_value = "/",
-        env = "PROTOKUBE_ROOT"
-    )]
-    pub root: PathBuf,
+    /// Directory the host's `/` is found at; every host path is taken under it [default: `/`,
+    /// `/rootfs` with kOps' `--containerized=true`].
+    #[arg(long, global = true, value_name = "DIR", env = "PROTOKUBE_ROOT")]
+    pub root: Option<PathBuf>,
 
     /// This instance's id [default: from the EC2 instance metadata service].
     #[arg(long, global = true, value_name = "ID", env = "PROTOKUBE_INSTANCE_ID")]
@@ -776,6 +801,12 @@ impl Cli {
                 | Command::Version,
             ) => (EtcdOptions::default(), false),
         };
+        let containerized = self.legacy.containerized == Some(true);
+        // kOps' container mounts the host at /rootfs; a --root given wins.
+        let root = g
+            .root
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(if containerized { CONTAINER_ROOT } else { "/" }));
         let dns = g.dns.map(DnsProvider::from).or(match self.legacy.gossip {
             Some(true) => Some(DnsProvider::Hosts),
             _ => None,
@@ -784,7 +815,7 @@ impl Cli {
             cluster_spec: g.cluster_spec.clone(),
             cluster_id: g.cluster_id.clone(),
             master: g.master,
-            root: g.root.clone(),
+            root,
             instance_id: g.instance_id.clone(),
             availability_zone: g.availability_zone.clone(),
             region: g.region.clone(),
@@ -818,7 +849,18 @@ impl Cli {
                 .ok()
                 .filter(|v| !v.is_empty())
                 .unwrap_or_else(|| DEFAULT_KUBECONFIG.to_owned()),
-            talks_to_kubernetes: matches!(self.command, Some(Command::LabelNode)),
+            talks_to_kubernetes: matches!(
+                self.command,
+                Some(Command::LabelNode | Command::ApplyChannels)
+            ),
+            kops: KopsUnit::from_flags(
+                self.is_legacy(),
+                self.legacy.containerized,
+                g.cluster_id.is_some(),
+            ),
+            containerized,
+            initialize_rbac: self.legacy.initialize_rbac == Some(true),
+            manage_etcd: self.legacy.manage_etcd,
         })
     }
 }
@@ -950,6 +992,46 @@ mod tests {
             let cli = Cli::try_parse_from(&args).unwrap();
             assert_eq!(cli.global.master, expected, "{args:?}");
         }
+    }
+
+    #[test]
+    fn every_boolean_flag_kops_writes_takes_true_or_false() {
+        for value in ["true", "false"] {
+            let expected = value == "true";
+            let args: Vec<String> = [
+                "--tls-auth",
+                "--master",
+                "--manage-etcd",
+                "--containerized",
+                "--initialize-rbac",
+                "--bootstrap-master-node-labels",
+                "--gossip",
+                "--apply-taints",
+            ]
+            .iter()
+            .map(|flag| format!("{flag}={value}"))
+            .collect();
+            let cli = Cli::try_parse_from(std::iter::once("protokube".to_owned()).chain(args))
+                .unwrap_or_else(|e| panic!("{value}: {e}"));
+            assert_eq!(cli.legacy.etcd.tls_auth, expected);
+            assert_eq!(cli.global.master, expected);
+            assert_eq!(cli.legacy.manage_etcd, Some(expected));
+            assert_eq!(cli.legacy.containerized, Some(expected));
+            assert_eq!(cli.legacy.initialize_rbac, Some(expected));
+            assert_eq!(cli.global.bootstrap_master_node_labels, expected);
+            assert_eq!(cli.legacy.gossip, Some(expected));
+            assert_eq!(cli.legacy.ignored.apply_taints, Some(expected));
+            let flags = cli.flags().unwrap();
+            assert_eq!(flags.initialize_rbac, expected);
+            assert_eq!(
+                flags.root,
+                PathBuf::from(if expected { "/rootfs" } else { "/" })
+            );
+        }
+        // A --root given wins over kOps' container root.
+        let cli =
+            Cli::try_parse_from(["protokube", "--containerized=true", "--root=/host"]).unwrap();
+        assert_eq!(cli.flags().unwrap().root, PathBuf::from("/host"));
     }
 
     #[test]

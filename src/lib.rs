@@ -43,7 +43,7 @@ use crate::settings::Settings;
 
 /// Runs the parsed command line against AWS; what it did goes into `report`, also when it fails.
 pub async fn run(cli: &Cli, report: &mut Report) -> Result<()> {
-    warn_ignored_flags(cli, report);
+    note_ignored_flags(cli, report);
     execute(cli, report).await
 }
 
@@ -62,7 +62,7 @@ pub async fn run_daemon(
     loop {
         let mut report = Report::new("sync", cli.global.dry_run);
         if std::mem::take(&mut first) {
-            warn_ignored_flags(cli, &mut report);
+            note_ignored_flags(cli, &mut report);
         }
         let started = std::time::SystemTime::now();
         let clock = std::time::Instant::now();
@@ -80,11 +80,13 @@ pub async fn run_daemon(
     Ok(())
 }
 
-/// Names, in one warning, the old daemon's flags that mean nothing here.
-fn warn_ignored_flags(cli: &Cli, report: &mut Report) {
+/// Names, once per start, the old daemon's flags that mean nothing here: kOps' nodeup writes
+/// them for every node (the gossip mesh's, the etcd backup's), so this is a fact, not a
+/// warning.
+fn note_ignored_flags(cli: &Cli, report: &mut Report) {
     let ignored = cli.legacy.ignored.given();
     if !ignored.is_empty() {
-        report.warn(format!(
+        report.note(format!(
             "flags of the old protokube daemon that mean nothing here were ignored: {}",
             ignored.join(", ")
         ));
@@ -158,7 +160,10 @@ pub fn conclude(
     }
     if let Some(path) = &cli.global.metrics_file {
         // Read through `--root` as every step reads it; none there (or a bad root) is none.
-        let volumes_mounted = host::linux::root(&cli.global.root)
+        let volumes_mounted = cli
+            .flags()
+            .map_err(anyhow::Error::from)
+            .and_then(|flags| host::linux::root(&flags.root))
             .and_then(|root| root.own(paths::STATE_FILE))
             .map_or(0, |path| {
                 state::State::load_or_empty(&host::linux::LinuxHost, &path)

@@ -25,14 +25,16 @@ pub enum LogFormat {
     Json,
 }
 
-/// Installs the stderr logger. Default: protokube's info lines and every crate's warnings;
-/// `quiet` only errors, each `verbose` step more.
+/// Installs the stderr logger. Default: protokube's own lines from info up; `quiet` only its
+/// errors, each `verbose` step more. The libraries' own lines (kube-rs logs every answer that
+/// is not a success at error level) only with `-vv`: what they say reaches the operator as
+/// protokube's own warning or error, naming the cause once, and a healthy node stays quiet.
 pub fn init(quiet: bool, verbose: u8, format: LogFormat) {
     let level = match (quiet, verbose) {
-        (true, _) => "error",
-        (false, 0) => "warn,protokube=info",
-        (false, 1) => "warn,protokube=debug",
-        (false, _) => "info,protokube=trace",
+        (true, _) => "off,protokube=error",
+        (false, 0) => "off,protokube=info",
+        (false, 1) => "off,protokube=debug",
+        (false, _) => "debug,protokube=trace",
     };
     let filter = std::env::var("RUST_LOG")
         .ok()

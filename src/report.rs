@@ -31,6 +31,10 @@ pub enum ChangeKind {
     Channel,
     /// A Kubernetes Node object (its labels).
     Node,
+    /// A bootstrap RBAC object kOps' protokube made (`--initialize-rbac=true`).
+    Rbac,
+    /// A service of the host protokube starts (kubelet, kOps 1.12–1.18).
+    Service,
 }
 
 /// What happened (or, with `--dry-run`, would happen) to a target.
@@ -46,6 +50,8 @@ pub enum Action {
     Create,
     Update,
     Delete,
+    /// A service of the host started.
+    Start,
     Unchanged,
 }
 
@@ -86,7 +92,11 @@ pub struct Report {
     pub changed: bool,
     pub changes: Vec<Change>,
     pub volumes: Vec<VolumeReport>,
+    /// What an operator should fix, or know is degraded.
     pub warnings: Vec<String>,
+    /// Facts of the node's normal state worth knowing, that ask nothing of anyone (etcd-manager
+    /// owns etcd here, the unit's flags that mean nothing here): logged at info level.
+    pub info: Vec<String>,
     /// Set when the run failed; `changes` then holds what was done before the failure.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ReportError>,
@@ -108,6 +118,7 @@ impl Report {
             changes: Vec::new(),
             volumes: Vec::new(),
             warnings: Vec::new(),
+            info: Vec::new(),
             error: None,
             aws_calls: Default::default(),
             master_flag_missing: false,
@@ -128,6 +139,16 @@ impl Report {
         }
         tracing::warn!("{warning}");
         self.warnings.push(warning);
+    }
+
+    /// Records a fact of the node's normal state (not a warning: nobody has to act); it is also
+    /// logged at once, at info level. A fact already recorded is not repeated.
+    pub fn note(&mut self, fact: String) {
+        if self.info.contains(&fact) {
+            return;
+        }
+        tracing::info!("{fact}");
+        self.info.push(fact);
     }
 
     /// The report in the chosen format, ending with a newline (empty text when there is nothing

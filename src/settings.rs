@@ -17,6 +17,7 @@ use crate::names::{
 };
 use crate::paths::HostRoot;
 use crate::plan::blank::BlankCheck;
+use crate::plan::kops::KopsUnit;
 use crate::plan::manifests::etcd::{
     check_api_server_etcd_ports, etcd_image, etcd_ports, EtcdOptions,
 };
@@ -86,8 +87,16 @@ pub struct Flags {
     pub node_name: Option<String>,
     /// `KUBECONFIG` (a host path).
     pub kubeconfig: String,
-    /// The command talks to the Kubernetes API (`label-node`).
+    /// The command talks to the Kubernetes API (`label-node`, `apply-channels`).
     pub talks_to_kubernetes: bool,
+    /// The kOps version the old daemon's unit flags place this run in.
+    pub kops: KopsUnit,
+    /// `--containerized=true`: protokube runs in kOps' container, the host at `--root`.
+    pub containerized: bool,
+    /// `--initialize-rbac=true`.
+    pub initialize_rbac: bool,
+    /// `--manage-etcd`, when given.
+    pub manage_etcd: Option<bool>,
 }
 
 /// The kubeconfig nodeup writes for protokube on control-plane nodes (`KUBECONFIG` in
@@ -157,8 +166,18 @@ pub struct Settings {
     /// `--node-name`, checked.
     pub node_name: Option<String>,
     /// The kubeconfig's host path (`KUBECONFIG`'s first entry, else kOps'
-    /// `/var/lib/kops/kubeconfig`); absolute wherever the run uses it.
+    /// `/var/lib/kops/kubeconfig`; one given inside `--root`, as kOps' container passes
+    /// `/rootfs/var/lib/kops/kubeconfig`, is that host path); absolute wherever the run uses it.
     pub kubeconfig: String,
+    /// The kOps version the old daemon's unit flags place this run in: its labels, how the
+    /// node is found, whether kubelet is started.
+    pub kops: KopsUnit,
+    /// `--containerized=true`: in kOps' container, the channels tool may be on PATH.
+    pub containerized: bool,
+    /// `--initialize-rbac=true` on a control-plane node: kOps' bootstrap RBAC objects exist.
+    pub initialize_rbac: bool,
+    /// `--manage-etcd=false`: etcd is not protokube's on this node.
+    pub etcd_declined: bool,
     dns_flag: Option<DnsProvider>,
     internal_suffix_flag: Option<String>,
 }
@@ -236,22 +255,34 @@ impl Settings {
             first => first.to_owned(),
         };
         let labels_here = flags.bootstrap_master_node_labels && flags.node_name.is_some();
-        if (flags.talks_to_kubernetes || labels_here) && !kubeconfig.starts_with('/') {
+        let api_here =
+            labels_here || (flags.master && (flags.initialize_rbac || !flags.channels.is_empty()));
+        if (flags.talks_to_kubernetes || api_here) && !kubeconfig.starts_with('/') {
             return Err(UsageError(format!(
                 "KUBECONFIG: `{}` is not an absolute host path (kOps: {DEFAULT_KUBECONFIG})",
                 flags.kubeconfig.escape_debug()
             ))
             .into());
         }
+        let root = crate::host::linux::root(&flags.root).map_err(|err| {
+            UsageError(format!(
+                "--root: `{}` is not a directory protokube can use ({err:#})",
+                flags.root.display()
+            ))
+        })?;
+        // kOps' container passes the kubeconfig as it sees it, under its `/rootfs`: the host
+        // path is what follows the root (as given, or resolved).
+        let kubeconfig = [flags.root.as_path(), root.dir()]
+            .into_iter()
+            .filter(|dir| *dir != Path::new("/"))
+            .find_map(|dir| Path::new(&kubeconfig).strip_prefix(dir).ok())
+            .map_or(kubeconfig.clone(), |inside| {
+                Path::new("/").join(inside).display().to_string()
+            });
         let mut settings = Self {
             cluster: None,
             master: flags.master,
-            root: crate::host::linux::root(&flags.root).map_err(|err| {
-                UsageError(format!(
-                    "--root: `{}` is not a directory protokube can use ({err:#})",
-                    flags.root.display()
-                ))
-            })?,
+            root,
             identity: IdentityOverrides {
                 instance_id: flags.instance_id,
                 availability_zone: flags.availability_zone,
@@ -275,6 +306,10 @@ impl Settings {
             bootstrap_master_node_labels: flags.bootstrap_master_node_labels,
             node_name: flags.node_name.clone(),
             kubeconfig,
+            kops: flags.kops,
+            containerized: flags.containerized,
+            initialize_rbac: flags.initialize_rbac,
+            etcd_declined: flags.manage_etcd == Some(false),
             etcd: match (&flags.etcd.etcd_image, flags.legacy && spec.is_none()) {
                 (None, true) => EtcdOptions {
                     etcd_image: Some(DEFAULT_ETCD_IMAGE.to_owned()),

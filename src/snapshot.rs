@@ -411,10 +411,13 @@ impl<'a> Snapshot<'a> {
             .ok_or_else(|| anyhow!("manifest directory not listed"))
     }
 
-    /// Who owns etcd on this node, decided once per run from the static-pod manifests: kOps'
-    /// etcd-manager where its pods are there (by content, whatever the file names), else
-    /// protokube.
+    /// Who owns etcd on this node, decided once per run: nobody protokube knows where the unit
+    /// says `--manage-etcd=false`, else from the static-pod manifests: kOps' etcd-manager where
+    /// its pods are there (by content, whatever the file names), else protokube.
     pub fn etcd_owner(&mut self) -> Result<&EtcdOwner> {
+        if self.etcd_owner.is_none() && self.settings.etcd_declined {
+            self.etcd_owner = Some(EtcdOwner::Declined);
+        }
         if self.etcd_owner.is_none() {
             let (dir, names) = self.manifest_dir()?;
             self.etcd_owner = Some(read_etcd_owner(

@@ -18,5 +18,8 @@ pub async fn run(settings: &Settings, host: &dyn Host, report: &mut Report) -> R
         .into());
     }
     let _lock = steps::lock(settings, host)?;
+    // kOps' protokube applied channels only once the API answered (kOps 1.20 and later).
+    let api = steps::kubernetes::connect(settings, host).await?;
+    steps::kubernetes::wait_for_api(settings, &api).await?;
     steps::channels::run(settings, host, report).await
 }

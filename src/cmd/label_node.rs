@@ -13,6 +13,6 @@ pub async fn run(settings: &Settings, host: &dyn Host, report: &mut Report) -> R
         UsageError("label-node needs --node-name NAME (this node's name in Kubernetes)".to_owned())
     })?;
     let _lock = steps::lock(settings, host)?;
-    let nodes = steps::labels::connect(settings, host).await?;
-    steps::labels::run(settings, &nodes, node, report).await
+    let api = steps::kubernetes::connect(settings, host).await?;
+    steps::labels::run(settings, &api, node, report).await
 }

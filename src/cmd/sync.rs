@@ -70,7 +70,7 @@ pub async fn run(
         )?;
     }
     if settings.master {
-        steps::kubernetes_api(settings, host, report).await?;
+        steps::kubernetes::run(settings, host, report).await?;
     }
     claimed.finish()?;
     steps::etcd_owner_unknown(settings, &mut snapshot)

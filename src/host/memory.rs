@@ -73,6 +73,8 @@ pub struct Node {
     /// What each program does when run, by its path under the root (a program not here does
     /// not exist).
     pub programs: BTreeMap<PathBuf, ChildOutput>,
+    /// The host's systemd units: whether each is active (a unit not here is not).
+    pub services: BTreeMap<String, bool>,
     /// Every effect made on the node, in order (`format /dev/xvdu`, `write <path>`,
     /// `run <program> <args>`, …).
     pub effects: Vec<String>,
@@ -369,6 +371,27 @@ impl Processes for MemoryHost {
                 command.program.display()
             )
         })
+    }
+
+    async fn service_active(
+        &self,
+        _root: &HostRoot,
+        unit: &str,
+        _deadline: Deadline,
+    ) -> Result<bool> {
+        Ok(self
+            .lock_node()
+            .services
+            .get(unit)
+            .copied()
+            .unwrap_or(false))
+    }
+
+    async fn start_service(&self, _root: &HostRoot, unit: &str, _deadline: Deadline) -> Result<()> {
+        let mut node = self.lock_node();
+        node.services.insert(unit.to_owned(), true);
+        node.effects.push(format!("start {unit}"));
+        Ok(())
     }
 }
 

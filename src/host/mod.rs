@@ -281,6 +281,15 @@ pub trait Processes: Send + Sync {
     /// process it leaves behind holding its pipes is not waited for, and is killed with its
     /// group); the last [`OUTPUT_KEPT`] bytes of each stream are kept.
     async fn run(&self, command: &ChildCommand, deadline: Deadline) -> Result<ChildOutput>;
+
+    /// Whether the host's systemd unit `unit` is active (`systemctl is-active`, in the host's
+    /// namespaces when `--root` is the host seen from a container).
+    async fn service_active(&self, root: &HostRoot, unit: &str, deadline: Deadline)
+        -> Result<bool>;
+
+    /// Starts the host's systemd unit `unit` without waiting for it (`systemctl start
+    /// --no-block`, in the host's namespaces when `--root` is the host seen from a container).
+    async fn start_service(&self, root: &HostRoot, unit: &str, deadline: Deadline) -> Result<()>;
 }
 
 /// The whole node: its devices, its files, its services and the programs it runs.

@@ -10,15 +10,18 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::api::core::v1::{Node, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{AuthInfo, ExecConfig, KubeConfigOptions, Kubeconfig};
 use serde::Deserialize;
 
-use super::NodeApi;
+use super::KubernetesApi;
 use crate::error::NotReady;
 use crate::host::{ChildCommand, ChildEnd, FileKind, Host};
 use crate::paths::HostRoot;
+use crate::plan::kops::BootstrapObject;
 use crate::wait::Deadline;
 
 /// The largest kubeconfig read (kOps' is well under 16 KiB).
@@ -27,14 +30,14 @@ const MAX_KUBECONFIG_BYTES: u64 = 1 << 20;
 /// Where a credential plugin named without a path is looked for when protokube has no `PATH`.
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-/// Node operations against the API server the kubeconfig names.
-pub struct KubeNodes {
-    nodes: Api<Node>,
+/// The API server the kubeconfig names.
+pub struct KubeClient {
+    client: kube::Client,
     server: String,
     deadline: Deadline,
 }
 
-impl KubeNodes {
+impl KubeClient {
     /// A client from the kubeconfig at host path `kubeconfig` (absolute, checked by the
     /// settings; taken under `root`) on `host`; connecting, every request and the whole of
     /// every answer end by `deadline`.
@@ -95,6 +98,9 @@ impl KubeNodes {
                 .await
                 .with_context(|| format!("kubeconfig `{}`", path.display()))?;
         let remaining = deadline.remaining();
+        // protokube's steps wait and retry themselves, within the run's deadline, and say
+        // what the server last answered; kube-rs' own retries would hide it.
+        config.default_retry = false;
         config.connect_timeout = Some(remaining);
         config.read_timeout = Some(remaining);
         config.write_timeout = Some(remaining);
@@ -102,7 +108,7 @@ impl KubeNodes {
         let client = kube::Client::try_from(config)
             .with_context(|| format!("a Kubernetes client for `{server}`"))?;
         Ok(Self {
-            nodes: Api::all(client),
+            client,
             server,
             deadline,
         })
@@ -116,12 +122,17 @@ impl KubeNodes {
     ) -> Result<T> {
         match self.deadline.run(request).await {
             Ok(answer) => answer.map_err(|err| api_error(err, &self.server)),
-            Err(()) => Err(NotReady(format!(
-                "the Kubernetes API at `{}` does not answer within --timeout; retry later",
-                self.server
-            ))
-            .into()),
+            Err(()) => Err(self.no_answer()),
         }
+    }
+
+    /// The "not ready" of a request the deadline cut short.
+    fn no_answer(&self) -> anyhow::Error {
+        NotReady(format!(
+            "the Kubernetes API at `{}` does not answer within --timeout; retry later",
+            self.server
+        ))
+        .into()
     }
 }
 
@@ -290,24 +301,118 @@ fn plugin_path(
 }
 
 #[async_trait]
-impl NodeApi for KubeNodes {
+impl KubernetesApi for KubeClient {
+    async fn ready(&self) -> Result<()> {
+        self.request(self.client.apiserver_version())
+            .await
+            .map(drop)
+            .context("asking the Kubernetes API for its version")
+    }
+
     async fn node_labels(&self, name: &str) -> Result<Option<BTreeMap<String, String>>> {
+        let nodes: Api<Node> = Api::all(self.client.clone());
         let node = self
-            .request(self.nodes.get_opt(name))
+            .request(nodes.get_opt(name))
             .await
             .with_context(|| format!("reading node `{name}`"))?;
         Ok(node.map(|n| n.metadata.labels.unwrap_or_default()))
     }
 
+    async fn nodes_with_hostname(&self, hostname: &str) -> Result<Vec<String>> {
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let selector = format!("kubernetes.io/hostname={hostname}");
+        let list = self
+            .request(nodes.list(&ListParams::default().labels(&selector)))
+            .await
+            .with_context(|| format!("listing the nodes labelled `{selector}`"))?;
+        list.items
+            .into_iter()
+            .map(|node| {
+                node.metadata
+                    .name
+                    .ok_or_else(|| anyhow!("the API listed a node without a name"))
+            })
+            .collect()
+    }
+
     async fn patch_labels(&self, name: &str, labels: &BTreeMap<String, String>) -> Result<()> {
+        let nodes: Api<Node> = Api::all(self.client.clone());
         let patch = serde_json::json!({ "metadata": { "labels": labels } });
-        self.request(
-            self.nodes
-                .patch(name, &PatchParams::default(), &Patch::Strategic(&patch)),
-        )
-        .await
-        .with_context(|| format!("labelling node `{name}`"))?;
+        self.request(nodes.patch(name, &PatchParams::default(), &Patch::Strategic(&patch)))
+            .await
+            .with_context(|| format!("labelling node `{name}`"))?;
         Ok(())
+    }
+
+    async fn exists(&self, object: &BootstrapObject) -> Result<bool> {
+        let found = match *object {
+            BootstrapObject::ServiceAccount { namespace, name } => {
+                let api: Api<ServiceAccount> = Api::namespaced(self.client.clone(), namespace);
+                self.request(api.get_opt(name)).await.map(|o| o.is_some())
+            }
+            BootstrapObject::ClusterRoleBinding { name, .. } => {
+                let api: Api<ClusterRoleBinding> = Api::all(self.client.clone());
+                self.request(api.get_opt(name)).await.map(|o| o.is_some())
+            }
+        };
+        found.with_context(|| format!("reading {}", object.describe()))
+    }
+
+    async fn create(&self, object: &BootstrapObject) -> Result<bool> {
+        let params = PostParams::default();
+        let created = match *object {
+            BootstrapObject::ServiceAccount { namespace, name } => {
+                let api: Api<ServiceAccount> = Api::namespaced(self.client.clone(), namespace);
+                let account = ServiceAccount {
+                    metadata: ObjectMeta {
+                        name: Some(name.to_owned()),
+                        namespace: Some(namespace.to_owned()),
+                        ..ObjectMeta::default()
+                    },
+                    ..ServiceAccount::default()
+                };
+                self.deadline
+                    .run(api.create(&params, &account))
+                    .await
+                    .map(|r| r.map(drop))
+            }
+            BootstrapObject::ClusterRoleBinding {
+                name,
+                cluster_role,
+                subject: (namespace, account),
+            } => {
+                let api: Api<ClusterRoleBinding> = Api::all(self.client.clone());
+                let binding = ClusterRoleBinding {
+                    metadata: ObjectMeta {
+                        name: Some(name.to_owned()),
+                        ..ObjectMeta::default()
+                    },
+                    role_ref: RoleRef {
+                        api_group: "rbac.authorization.k8s.io".to_owned(),
+                        kind: "ClusterRole".to_owned(),
+                        name: cluster_role.to_owned(),
+                    },
+                    subjects: Some(vec![Subject {
+                        kind: "ServiceAccount".to_owned(),
+                        name: account.to_owned(),
+                        namespace: Some(namespace.to_owned()),
+                        ..Subject::default()
+                    }]),
+                };
+                self.deadline
+                    .run(api.create(&params, &binding))
+                    .await
+                    .map(|r| r.map(drop))
+            }
+        };
+        let what = format!("creating {}", object.describe());
+        match created {
+            Ok(Ok(())) => Ok(true),
+            // Someone made it meanwhile: it exists, and is left as it is.
+            Ok(Err(kube::Error::Api(status))) if status.code == 409 => Ok(false),
+            Ok(Err(err)) => Err(api_error(err, &self.server).context(what)),
+            Err(()) => Err(self.no_answer().context(what)),
+        }
     }
 }
 

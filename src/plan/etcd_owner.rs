@@ -24,6 +24,9 @@ pub enum EtcdOwner {
         dir: PathBuf,
         unreadable: Vec<(String, String)>,
     },
+    /// The unit says etcd is not protokube's here (`--manage-etcd=false`: kOps' nodeup up to
+    /// 1.22 beside etcd-manager), whatever the manifests say.
+    Declined,
 }
 
 /// One entry of the manifest directory, as the node gave it.
@@ -83,6 +86,12 @@ impl EtcdOwner {
     pub fn notice(&self) -> Option<String> {
         match self {
             Self::Protokube | Self::Unknown { .. } => None,
+            Self::Declined => Some(
+                "--manage-etcd=false: etcd is not protokube's on this node (kOps: etcd-manager \
+                 runs it); protokube attaches, mounts, renders and publishes nothing for etcd \
+                 here"
+                    .to_owned(),
+            ),
             Self::EtcdManager { dir, files } => Some(format!(
                 "etcd-manager runs on this node ({} in `{}`) and owns the etcd volumes, etcd and \
                  the etcd names: protokube attaches, mounts, renders and publishes nothing for \

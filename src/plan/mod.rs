@@ -5,7 +5,7 @@ pub mod blank;
 pub mod etcd_owner;
 pub mod files;
 pub mod hosts;
-pub mod labels;
+pub mod kops;
 pub mod manifests;
 pub mod mounts;
 pub mod records;

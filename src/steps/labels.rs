@@ -1,36 +1,26 @@
-//! The label step: kOps' mandatory control-plane labels on this node's Node object, patched
-//! through the Kubernetes API only when one is missing or different (kOps' protokube
-//! `labeler.go`). A node not registered yet, or an API server that does not answer, is waited
-//! for within `--timeout` (one look in the old daemon's loop, which comes back a minute later).
+//! The label step: the control-plane labels kOps' labeller of this node's version gave
+//! (`protokube/pkg/protokube/labeler.go`), patched through the Kubernetes API only when one is
+//! missing or different. The node is found by its name, else — as kOps 1.19–1.20 did — by its
+//! `kubernetes.io/hostname` label. A node not registered yet, or an API server that does not
+//! answer, is waited for within `--timeout` (one look in the old daemon's loop, which comes back
+//! a minute later).
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 
 use crate::error::NotReady;
-use crate::host::Host;
-use crate::kube::api::KubeNodes;
-use crate::kube::NodeApi;
-use crate::plan::labels::missing_labels;
+use crate::kube::KubernetesApi;
+use crate::plan::kops::missing_labels;
 use crate::report::{Action, Change, ChangeKind, Report};
 use crate::settings::Settings;
 use crate::wait::{poll_until, Backoff};
 
-/// The Kubernetes API as `KUBECONFIG` reaches it, its files and credential plugin on `host`.
-pub async fn connect(settings: &Settings, host: &dyn Host) -> Result<KubeNodes> {
-    KubeNodes::connect(
-        host,
-        &settings.root,
-        &settings.kubeconfig,
-        settings.waits.deadline,
-    )
-    .await
-}
-
 pub async fn run(
     settings: &Settings,
-    nodes: &dyn NodeApi,
+    api: &dyn KubernetesApi,
     node: &str,
     report: &mut Report,
 ) -> Result<()> {
@@ -40,14 +30,14 @@ pub async fn run(
         settings.waits.remaining()
     };
     let last_reason = Mutex::new(format!("node `{node}` to be registered"));
-    let current = poll_until(
+    let (name, current) = poll_until(
         &format!("node `{node}` in the Kubernetes API"),
         timeout,
         settings.waits.progress,
         Backoff::new(Duration::from_millis(500), Duration::from_secs(5)),
         || async {
-            match nodes.node_labels(node).await {
-                Ok(Some(labels)) => Ok(Some(labels)),
+            match find_node(settings, api, node).await {
+                Ok(Some(found)) => Ok(Some(found)),
                 Ok(None) => {
                     set(&last_reason, format!("node `{node}` is not registered yet"));
                     Ok(None)
@@ -73,22 +63,22 @@ pub async fn run(
         .into(),
         None => err,
     })?;
-    let missing = missing_labels(&current);
+    let missing = missing_labels(settings.kops.control_plane_labels(), &current);
     if missing.is_empty() {
         report.push(Change {
             kind: ChangeKind::Node,
-            target: node.to_owned(),
+            target: name,
             action: Action::Unchanged,
             detail: "kOps' control-plane labels in place".to_owned(),
         });
         return Ok(());
     }
     if !settings.dry_run {
-        nodes.patch_labels(node, &missing).await?;
+        api.patch_labels(&name, &missing).await?;
     }
     report.push(Change {
         kind: ChangeKind::Node,
-        target: node.to_owned(),
+        target: name,
         action: Action::Update,
         detail: format!(
             "labels {} (strategic merge patch)",
@@ -96,6 +86,36 @@ pub async fn run(
         ),
     });
     Ok(())
+}
+
+/// The node named `node` and its labels; on kOps 1.19–1.20 (nodeup's `--node-name` is the
+/// hostname, which may not be the Node's name) else the one node labelled
+/// `kubernetes.io/hostname=<node>`.
+async fn find_node(
+    settings: &Settings,
+    api: &dyn KubernetesApi,
+    node: &str,
+) -> Result<Option<(String, BTreeMap<String, String>)>> {
+    if let Some(labels) = api.node_labels(node).await? {
+        return Ok(Some((node.to_owned(), labels)));
+    }
+    if !settings.kops.finds_node_by_hostname() {
+        return Ok(None);
+    }
+    let named = api.nodes_with_hostname(node).await?;
+    match named.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(api
+            .node_labels(one)
+            .await?
+            .map(|labels| (one.clone(), labels))),
+        several => bail!(
+            "{} nodes carry `kubernetes.io/hostname={node}` ({}): kOps' labeller expects \
+             exactly one; give --node-name the node's own name",
+            several.len(),
+            several.join(", ")
+        ),
+    }
 }
 
 fn set(reason: &Mutex<String>, text: String) {

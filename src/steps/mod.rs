@@ -7,10 +7,13 @@ pub mod channels;
 pub mod claim;
 pub mod discover;
 pub mod dns_target;
+pub mod kubelet;
+pub mod kubernetes;
 pub mod labels;
 pub mod mount;
 pub mod node_role;
 pub mod publish;
+pub mod rbac;
 pub mod render;
 pub mod reset;
 #[cfg(test)]
@@ -20,7 +23,7 @@ pub mod verify;
 use anyhow::{Context as _, Result};
 
 use crate::cloud::tags;
-use crate::host::{Files, Host, RunLock};
+use crate::host::{Files, RunLock};
 use crate::paths::STATE_FILE;
 use crate::report::Report;
 use crate::settings::Settings;
@@ -39,8 +42,9 @@ pub fn lock(settings: &Settings, files: &dyn Files) -> Result<Option<RunLock>> {
 }
 
 /// Decides, once per run, who owns etcd on this master (kOps' etcd-manager where its pods
-/// are in the manifest directory, else protokube) and says so in the report where etcd-manager
-/// does; whether protokube owns etcd here. Not a master, or an owner that cannot be told (a
+/// are in the manifest directory, else protokube) and, where etcd-manager does, says so in the
+/// report's `info` (the normal state of a kOps master: nothing to act on); whether protokube
+/// owns etcd here. Not a master, or an owner that cannot be told (a
 /// manifest that cannot be read, [`etcd_owner_unknown`] ends the run with it): nothing of etcd
 /// is protokube's.
 pub fn announce_etcd_owner(
@@ -56,7 +60,7 @@ pub fn announce_etcd_owner(
         return Ok(true);
     }
     if let Some(notice) = owner.notice() {
-        report.warn(notice);
+        report.note(notice);
     }
     snapshot.leave_volumes();
     Ok(false)
@@ -134,50 +138,6 @@ pub async fn check_master_flag(
     Ok(())
 }
 
-/// The steps that talk to the Kubernetes API on a control-plane node, when their flags are
-/// given (kOps' protokube did them every minute up to kOps 1.35): the labels, then the addon
-/// channels. In the old daemon's loop an API that is not ready yet is a warning: the next
-/// minute tries again.
-pub async fn kubernetes_api(
-    settings: &Settings,
-    host: &dyn Host,
-    report: &mut Report,
-) -> Result<()> {
-    let mut outcome = Ok(());
-    if let Some(node) = settings.node_to_label() {
-        let labelled = match labels::connect(settings, host).await {
-            Ok(nodes) => labels::run(settings, &nodes, node, report).await,
-            Err(err) => Err(err),
-        };
-        outcome = outcome.and(not_ready_warned_in_legacy(settings, labelled, report));
-    }
-    if !settings.channels.is_empty() {
-        let applied = channels::run(settings, host, report).await;
-        outcome = outcome.and(not_ready_warned_in_legacy(settings, applied, report));
-    }
-    outcome
-}
-
-/// In the old daemon's loop, "not ready yet" is a warning (the next minute tries again).
-fn not_ready_warned_in_legacy(
-    settings: &Settings,
-    result: Result<()>,
-    report: &mut Report,
-) -> Result<()> {
-    match result {
-        Err(err)
-            if settings.legacy
-                && err
-                    .chain()
-                    .any(<dyn std::error::Error + 'static>::is::<crate::error::NotReady>) =>
-        {
-            report.warn(format!("{err:#}; the next run tries again"));
-            Ok(())
-        }
-        other => other,
-    }
-}
-
 /// Writes the state file atomically, when its bytes change (bookkeeping: never reported).
 pub fn save_state(settings: &Settings, files: &dyn Files, state: &State) -> Result<()> {
     let path = settings.root.own(STATE_FILE)?;
@@ -248,12 +208,10 @@ mod tests {
         let mut report = bench.report();
         let owns_etcd = announce_etcd_owner(&bench.settings, &mut snapshot, &mut report).unwrap();
         assert!(!owns_etcd);
-        assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
-        assert!(
-            report.warnings[0].contains("main.yaml"),
-            "{:?}",
-            report.warnings
-        );
+        // The normal state of a kOps master: a fact, not a warning.
+        assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+        assert_eq!(report.info.len(), 1, "{:?}", report.info);
+        assert!(report.info[0].contains("main.yaml"), "{:?}", report.info);
         Bench::block_on(async {
             let claimed = claim::run(&bench.settings, &mut snapshot, &mut report).await?;
             mount::run(&bench.settings, &mut snapshot, &mut report).await?;
@@ -268,7 +226,7 @@ mod tests {
             .iter()
             .any(|c| c.starts_with("DescribeVolumes") || c.starts_with("AttachVolume")));
         assert!(bench.take_effects().is_empty());
-        assert_eq!(report.warnings.len(), 1);
+        assert!(report.warnings.is_empty(), "{:?}", report.warnings);
     }
 
     /// How a test prepares the node.
@@ -370,12 +328,13 @@ mod tests {
             result.unwrap();
             assert!(
                 report
-                    .warnings
+                    .info
                     .iter()
                     .any(|w| w.contains("etcd-manager runs on this node")),
                 "{shape}: {:?}",
-                report.warnings
+                report.info
             );
+            assert!(report.warnings.is_empty(), "{shape}: {:?}", report.warnings);
         }
     }
 

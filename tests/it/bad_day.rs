@@ -536,9 +536,14 @@ fn a_dripping_api_server_ends_with_the_run_at_its_deadline() {
     assert_lock_free(&root);
 }
 
+/// `apply-channels` with the API answering (channels wait for it).
 fn apply_channels(root: &TestRoot, timeout: &str) -> (RunOutput, Duration) {
+    let certs = Certs::new();
+    let api = KubeApi::start(&certs);
+    certs.write_kubeconfig(root, api.port, true);
     let started = Instant::now();
     let out = Protokube::new()
+        .env("KUBECONFIG", "/var/lib/kops/kubeconfig")
         .args([
             "apply-channels",
             "--channels",
@@ -600,8 +605,12 @@ fn a_tool_s_output_is_kept_to_its_end_only() {
         "/opt/kops/bin/channels",
         "head -c 400000000 /dev/zero | tr '\\0' x\necho\necho 'No update required'",
     );
+    let certs = Certs::new();
+    let api = KubeApi::start(&certs);
+    certs.write_kubeconfig(&root, api.port, true);
     let dir = tempfile::tempdir().unwrap();
     let mut child = Protokube::new()
+        .env("KUBECONFIG", "/var/lib/kops/kubeconfig")
         .args([
             "apply-channels",
             "--channels",

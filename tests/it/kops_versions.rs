@@ -135,7 +135,16 @@ fn label_node_waits_for_the_api_and_the_node_then_patches_once() {
     }
     let unused = Protokube::new()
         .env("KUBECONFIG", "kubeconfig")
-        .args(["apply-channels", "--channels", "s3://c/x.yaml", "--dry-run"])
+        .args([
+            "render-manifests",
+            "--dry-run",
+            "--cluster-id",
+            "minimal.example.com",
+        ])
+        .arg_path(
+            "--cluster-spec",
+            &fixture("cluster-completed/minimal-1.28.yaml"),
+        )
         .arg_path("--root", root.path())
         .run();
     assert_eq!(unused.code, 0, "{unused:#?}");
@@ -149,6 +158,9 @@ fn label_node_waits_for_the_api_and_the_node_then_patches_once() {
 fn apply_channels_tries_every_channel_and_names_the_failing_one() {
     let root = TestRoot::new();
     let log = install_channels_tool(&root);
+    let certs = Certs::new();
+    let api = KubeApi::start(&certs);
+    certs.write_kubeconfig(&root, api.port, true);
     let run = |extra: &[&str]| {
         Protokube::new()
             .env("KUBECONFIG", "/var/lib/kops/kubeconfig")

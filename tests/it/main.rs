@@ -29,6 +29,7 @@ mod hosts_file;
 mod iam;
 mod imds;
 mod kops_coexist;
+mod kops_unit_lines;
 mod kops_versions;
 mod legacy;
 mod lifecycle;

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
 use anyhow::{anyhow, Result};
 use async_trait::async_trait;
 use aws_config::imds::client::error::ImdsError;
@@ -62,6 +64,28 @@ impl InstanceMetadata for Imds {
                     _ => Err(anyhow!("the metadata service answered HTTP {status}")),
                 }
             }
+            Err(err @ ImdsError::FailedToLoadToken(_)) if is_bad_token_answer(&err) => {
+                // The SDK reads the body and headers of any token answer but a 400 or 403 and
+                // says only what it lacks: ask the service what it answered.
+                Err(match token_request_status().await {
+                    Some(status @ (429 | 500..=599)) => Unreachable(format!(
+                        "the metadata service answered HTTP {status} to the IMDSv2 token request \
+                         (`PUT /latest/api/token`): it is failing or still starting"
+                    ))
+                    .into(),
+                    Some(status) if !(200..300).contains(&status) => anyhow!(
+                        "the metadata service answered HTTP {status} to the IMDSv2 token request \
+                         (`PUT /latest/api/token`)"
+                    ),
+                    _ => Unreachable(format!(
+                        "the metadata service's answer to the IMDSv2 token request (`PUT \
+                         /latest/api/token`) is not a token: {}; something between this node \
+                         and the metadata service (a proxy) may be changing it",
+                        cause_chain(&err)
+                    ))
+                    .into(),
+                })
+            }
             Err(err @ (ImdsError::FailedToLoadToken(_) | ImdsError::IoError(_))) => {
                 let chain = cause_chain(&err);
                 let message = if chain.contains("timed out") || chain.contains("timeout") {
@@ -78,4 +102,70 @@ impl InstanceMetadata for Imds {
             Err(err) => Err(anyhow!("{}", cause_chain(&err))),
         }
     }
+}
+
+/// Whether a failed token request got an answer that is not a token (the SDK's "no TTL
+/// header", "invalid token", "invalid TTL"), as opposed to no answer at all.
+fn is_bad_token_answer(err: &ImdsError) -> bool {
+    let chain = cause_chain(err);
+    ["TTL", "invalid token"]
+        .iter()
+        .any(|said| chain.contains(said))
+}
+
+/// The metadata service's endpoint as the SDK's client finds it: `AWS_EC2_METADATA_SERVICE_
+/// ENDPOINT`, else the IPv6 or IPv4 link-local address by `…_ENDPOINT_MODE`.
+fn endpoint() -> String {
+    let given = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    match given("AWS_EC2_METADATA_SERVICE_ENDPOINT") {
+        Some(endpoint) => endpoint,
+        None if given("AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE")
+            .is_some_and(|mode| mode.eq_ignore_ascii_case("ipv6")) =>
+        {
+            "http://[fd00:ec2::254]".to_owned()
+        }
+        None => "http://169.254.169.254".to_owned(),
+    }
+}
+
+/// The HTTP status the metadata service gives a token request now (`None`: no answer in 2 s,
+/// or not an HTTP answer): one plain HTTP/1.1 request, read up to its status line.
+async fn token_request_status() -> Option<u16> {
+    let endpoint = endpoint();
+    let authority = endpoint
+        .strip_prefix("http://")?
+        .split('/')
+        .next()
+        .filter(|a| !a.is_empty())?
+        .to_owned();
+    let address = if authority
+        .rsplit_once(':')
+        .is_some_and(|(_, port)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
+        && !authority.ends_with(']')
+    {
+        authority.clone()
+    } else {
+        format!("{authority}:80")
+    };
+    let ask = async {
+        let mut stream = tokio::net::TcpStream::connect(address).await.ok()?;
+        let request = format!(
+            "PUT /latest/api/token HTTP/1.1\r\nHost: {authority}\r\n\
+             X-aws-ec2-metadata-token-ttl-seconds: 21600\r\nContent-Length: 0\r\n\
+             Connection: close\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).await.ok()?;
+        let mut head = vec![0u8; 64];
+        let read = stream.read(&mut head).await.ok()?;
+        let line = std::str::from_utf8(&head[..read]).ok()?;
+        line.strip_prefix("HTTP/1.")?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    tokio::time::timeout(Duration::from_secs(2), ask)
+        .await
+        .ok()
+        .flatten()
 }

@@ -367,7 +367,7 @@ fn namespace_id(path: &Path) -> Option<(u64, u64)> {
 }
 
 /// The host's mount namespace, when `--root` is the host's root seen from another one.
-fn host_mount_namespace(root: &HostRoot) -> Option<PathBuf> {
+pub fn host_mount_namespace(root: &HostRoot) -> Option<PathBuf> {
     if root.dir() == Path::new("/") {
         return None;
     }

@@ -126,6 +126,19 @@ impl Processes for LinuxHost {
     async fn run(&self, command: &ChildCommand, deadline: Deadline) -> Result<ChildOutput> {
         process::run(command, deadline).await
     }
+
+    async fn service_active(
+        &self,
+        root: &HostRoot,
+        unit: &str,
+        deadline: Deadline,
+    ) -> Result<bool> {
+        process::service_active(root, unit, deadline).await
+    }
+
+    async fn start_service(&self, root: &HostRoot, unit: &str, deadline: Deadline) -> Result<()> {
+        process::start_service(root, unit, deadline).await
+    }
 }
 
 impl Files for LinuxHost {

@@ -11,7 +11,9 @@ use rustix::process::{kill_process_group, Pid, Signal};
 use tokio::io::{AsyncRead, AsyncReadExt as _};
 use tokio::time::{sleep_until, Instant};
 
+use crate::error::NotReady;
 use crate::host::{ChildCommand, ChildEnd, ChildOutput, OUTPUT_KEPT};
+use crate::paths::HostRoot;
 use crate::wait::Deadline;
 
 /// After the program exits, how long the output already in its pipes is still read; a process
@@ -82,6 +84,57 @@ pub async fn run(command: &ChildCommand, deadline: Deadline) -> Result<ChildOutp
         stdout: out.into_bytes(),
         stderr: err.into_bytes(),
     })
+}
+
+/// `systemctl args…` for the host's systemd: through `nsenter` into the host's mount namespace
+/// when `--root` is the host seen from a container (as kOps' protokube ran it), so the host's
+/// own systemctl talks to its systemd.
+fn systemctl(root: &HostRoot, args: &[&str]) -> ChildCommand {
+    match super::devices::host_mount_namespace(root) {
+        Some(namespace) => {
+            let mut all = vec![format!("--mount={}", namespace.display()), "--".to_owned()];
+            all.push("systemctl".to_owned());
+            all.extend(args.iter().map(|a| (*a).to_owned()));
+            ChildCommand::new("nsenter".into(), all)
+        }
+        None => ChildCommand::new("systemctl".into(), args.iter().copied()),
+    }
+}
+
+/// Runs `systemctl args…` for the host until `deadline`: whether it succeeded, and what it said.
+async fn run_systemctl(
+    root: &HostRoot,
+    args: &[&str],
+    deadline: Deadline,
+) -> Result<(bool, String)> {
+    let command = systemctl(root, args);
+    let output = run(&command, deadline).await?;
+    let said = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+    match output.end {
+        ChildEnd::Exited { success, .. } => Ok((success, said)),
+        ChildEnd::Killed => Err(NotReady(format!(
+            "`systemctl {}` did not finish within --timeout; retry later",
+            args.join(" ")
+        ))
+        .into()),
+    }
+}
+
+/// Whether the host's unit is active.
+pub async fn service_active(root: &HostRoot, unit: &str, deadline: Deadline) -> Result<bool> {
+    Ok(
+        run_systemctl(root, &["is-active", "--quiet", unit], deadline)
+            .await?
+            .0,
+    )
+}
+
+/// Starts the host's unit, not waiting for it to be up.
+pub async fn start_service(root: &HostRoot, unit: &str, deadline: Deadline) -> Result<()> {
+    match run_systemctl(root, &["start", "--no-block", unit], deadline).await? {
+        (true, _) => Ok(()),
+        (false, said) => anyhow::bail!("`systemctl start --no-block {unit}` failed: {said}"),
+    }
 }
 
 /// SIGKILL to the child's process group; a group already gone is no error.

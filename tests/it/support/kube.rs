@@ -146,6 +146,11 @@ pub(crate) struct KubeApi {
 impl KubeApi {
     /// Starts the server with the given certificates and no node registered.
     pub(crate) fn start(certs: &Certs) -> Self {
+        Self::start_after(certs, 0.0)
+    }
+
+    /// Starts the server; it answers 503 (coming up) for its first `seconds`.
+    pub(crate) fn start_after(certs: &Certs, seconds: f64) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let (nodes, log) = (
             dir.path().join("nodes.json"),
@@ -158,6 +163,7 @@ impl KubeApi {
             .arg(certs.dir.path())
             .arg(&nodes)
             .arg(&log)
+            .arg(seconds.to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -198,6 +204,27 @@ impl KubeApi {
         let nodes: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&self.nodes).unwrap()).unwrap();
         serde_json::from_value(nodes[name].clone()).unwrap_or_default()
+    }
+
+    /// The ServiceAccounts and ClusterRoleBindings that exist: `serviceaccounts` →
+    /// `<namespace>/<name>` → object, `clusterrolebindings` → `/<name>` → object.
+    pub(crate) fn objects(&self) -> serde_json::Value {
+        let path = format!("{}.objects.json", self.nodes.display());
+        std::fs::read_to_string(path).map_or_else(
+            |_| serde_json::json!({}),
+            |t| serde_json::from_str(&t).unwrap(),
+        )
+    }
+
+    /// Makes an object of `kind` exist at `key` (as [`KubeApi::objects`] names them).
+    pub(crate) fn put_object(&self, kind: &str, key: &str, object: serde_json::Value) {
+        let mut objects = self.objects();
+        objects[kind][key] = object;
+        std::fs::write(
+            format!("{}.objects.json", self.nodes.display()),
+            objects.to_string(),
+        )
+        .unwrap();
     }
 
     /// Every request served so far.

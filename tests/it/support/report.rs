@@ -15,6 +15,7 @@ pub(crate) struct Report {
     pub changes: Vec<Change>,
     pub volumes: Vec<Volume>,
     pub warnings: Vec<String>,
+    pub info: Vec<String>,
     #[serde(default)]
     pub error: Option<ReportError>,
 }

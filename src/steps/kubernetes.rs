@@ -1,0 +1,407 @@
+//! The steps of a control-plane node that talk to its services and to the Kubernetes API, as
+//! kOps' protokube of the node's version took them every minute: kubelet started where nodeup
+//! left it to protokube (kOps 1.12–1.18), then — the API answering — the control-plane labels,
+//! kOps' bootstrap RBAC objects (`--initialize-rbac=true`, ≤ 1.22) and the addon channels. An
+//! API that does not answer yet is "not ready" (exit 75), never a failed channel; in the old
+//! daemon's loop it is a warning and the next minute tries again.
+
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::error::NotReady;
+use crate::host::Host;
+use crate::kube::api::KubeClient;
+use crate::kube::KubernetesApi;
+use crate::report::Report;
+use crate::settings::Settings;
+use crate::steps::{channels, kubelet, labels, rbac};
+use crate::wait::{poll_until, Backoff};
+
+/// The Kubernetes API as `KUBECONFIG` reaches it, its files and credential plugin on `host`.
+pub async fn connect(settings: &Settings, host: &dyn Host) -> Result<KubeClient> {
+    KubeClient::connect(
+        host,
+        &settings.root,
+        &settings.kubeconfig,
+        settings.waits.deadline,
+    )
+    .await
+}
+
+/// The steps a control-plane node's `sync` runs after the etcd and DNS steps, when their flags
+/// ask for them.
+pub async fn run(settings: &Settings, host: &dyn Host, report: &mut Report) -> Result<()> {
+    let mut outcome = Ok(());
+    if settings.kops.starts_kubelet() {
+        outcome = outcome.and(kubelet::run(settings, host, report).await);
+    }
+    let node = settings.node_to_label();
+    let after_api = settings.initialize_rbac || !settings.channels.is_empty();
+    if node.is_none() && !after_api {
+        return outcome;
+    }
+    let api = match connect(settings, host).await {
+        Ok(api) => api,
+        Err(err) => return outcome.and(warned_in_legacy(settings, Err(err), report)),
+    };
+    outcome.and(with_api(settings, host, &api, report).await)
+}
+
+/// The steps that talk to the API: the labels, then — once it answers — the RBAC objects and
+/// the addon channels.
+async fn with_api(
+    settings: &Settings,
+    host: &dyn Host,
+    api: &dyn KubernetesApi,
+    report: &mut Report,
+) -> Result<()> {
+    let mut outcome = Ok(());
+    if let Some(node) = settings.node_to_label() {
+        let labelled = labels::run(settings, api, node, report).await;
+        outcome = outcome.and(warned_in_legacy(settings, labelled, report));
+    }
+    if settings.initialize_rbac || !settings.channels.is_empty() {
+        let applied = after_api_answers(settings, host, api, report).await;
+        outcome = outcome.and(warned_in_legacy(settings, applied, report));
+    }
+    outcome
+}
+
+/// The RBAC objects and the addon channels, once the API answers.
+async fn after_api_answers(
+    settings: &Settings,
+    host: &dyn Host,
+    api: &dyn KubernetesApi,
+    report: &mut Report,
+) -> Result<()> {
+    wait_for_api(settings, api).await?;
+    if settings.initialize_rbac {
+        rbac::run(settings, api, report).await?;
+    }
+    if !settings.channels.is_empty() {
+        channels::run(settings, host, report).await?;
+    }
+    Ok(())
+}
+
+/// Waits, within the run's deadline (one look in the old daemon's loop), for the API server to
+/// answer: kOps' protokube of 1.20 and later applied nothing before it did.
+pub async fn wait_for_api(settings: &Settings, api: &dyn KubernetesApi) -> Result<()> {
+    let timeout = if settings.legacy {
+        Duration::ZERO
+    } else {
+        settings.waits.remaining()
+    };
+    let last = std::sync::Mutex::new(String::new());
+    let waited = poll_until(
+        "the Kubernetes API to answer",
+        timeout,
+        settings.waits.progress,
+        Backoff::new(Duration::from_millis(500), Duration::from_secs(5)),
+        || async {
+            match api.ready().await {
+                Ok(()) => Ok(Some(())),
+                Err(err) if is_not_ready(&err) => {
+                    if let Ok(mut last) = last.lock() {
+                        *last = format!("{err:#}");
+                    }
+                    Ok(None)
+                }
+                Err(err) => Err(err),
+            }
+        },
+    )
+    .await;
+    match waited {
+        Err(err) if is_not_ready(&err) => Err(NotReady(format!(
+            "{}; the RBAC objects and addon channels are applied once it answers (retry later)",
+            last.lock().map(|l| l.clone()).unwrap_or_default()
+        ))
+        .into()),
+        other => other,
+    }
+}
+
+fn is_not_ready(err: &anyhow::Error) -> bool {
+    err.chain()
+        .any(<dyn std::error::Error + 'static>::is::<NotReady>)
+}
+
+/// In the old daemon's loop, "not ready yet" is a warning (the next minute tries again).
+fn warned_in_legacy(settings: &Settings, result: Result<()>, report: &mut Report) -> Result<()> {
+    match result {
+        Err(err) if settings.legacy && is_not_ready(&err) => {
+            report.warn(format!("{err:#}; the next run tries again"));
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::host::memory::Content;
+    use crate::host::{ChildEnd, ChildOutput};
+    use crate::kube::memory::{Cluster, MemoryKube};
+    use crate::plan::kops::KopsUnit;
+    use crate::report::{Action, ChangeKind};
+    use crate::settings::Flags;
+    use crate::steps::testing::Bench;
+
+    const NODE: &str = "master.hostname.invalid";
+
+    /// A control-plane node of `kops`'s version run by nodeup's unit (the old daemon's loop
+    /// when `legacy`), its flags adjusted by `adjust`.
+    fn node(kops: KopsUnit, legacy: bool, adjust: impl FnOnce(&mut Flags)) -> Bench {
+        let bench = Bench::with_flags(&[], |flags| {
+            flags.kops = kops;
+            flags.legacy = legacy;
+            flags.bootstrap_master_node_labels = true;
+            flags.node_name = Some(NODE.to_owned());
+            flags.kubeconfig = "/var/lib/kops/kubeconfig".to_owned();
+            adjust(flags);
+        });
+        bench.device("/dev/xvdu", 1, Content::Zeros);
+        bench
+    }
+
+    fn registered(name: &str, hostname: &str) -> Cluster {
+        Cluster {
+            answers: true,
+            nodes: [(
+                name.to_owned(),
+                BTreeMap::from([("kubernetes.io/hostname".to_owned(), hostname.to_owned())]),
+            )]
+            .into(),
+            ..Cluster::default()
+        }
+    }
+
+    fn run(bench: &Bench, api: &MemoryKube) -> (Report, Result<()>) {
+        let mut report = bench.report();
+        let result = Bench::block_on(with_api(&bench.settings, &bench.host, api, &mut report));
+        (report, result)
+    }
+
+    #[test]
+    fn each_version_gets_its_own_labels_and_a_converged_node_no_write() {
+        for (kops, expected) in [
+            (
+                KopsUnit::Container,
+                vec![
+                    "kops.k8s.io/kops-controller-pki",
+                    "node-role.kubernetes.io/master",
+                ],
+            ),
+            (
+                KopsUnit::Host,
+                vec![
+                    "kops.k8s.io/kops-controller-pki",
+                    "kubernetes.io/role",
+                    "node-role.kubernetes.io/control-plane",
+                    "node-role.kubernetes.io/master",
+                    "node.kubernetes.io/exclude-from-external-load-balancers",
+                ],
+            ),
+            (
+                KopsUnit::Current,
+                vec![
+                    "kops.k8s.io/kops-controller-pki",
+                    "node-role.kubernetes.io/control-plane",
+                    "node.kubernetes.io/exclude-from-external-load-balancers",
+                ],
+            ),
+        ] {
+            let bench = node(kops, true, |_| {});
+            let api = MemoryKube::new(registered(NODE, NODE));
+            let (report, result) = run(&bench, &api);
+            result.unwrap();
+            let labels = &api.cluster().nodes[NODE];
+            let given: Vec<&str> = labels
+                .keys()
+                .map(String::as_str)
+                .filter(|k| *k != "kubernetes.io/hostname")
+                .collect();
+            assert_eq!(given, expected, "{kops:?}");
+            assert_eq!(report.changes[0].action, Action::Update);
+            let (again, _) = run(&bench, &api);
+            assert_eq!(again.changes[0].action, Action::Unchanged, "{kops:?}");
+            assert_eq!(
+                api.cluster()
+                    .requests
+                    .iter()
+                    .filter(|r| r.starts_with("PATCH"))
+                    .count(),
+                1,
+                "{kops:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn kops_1_19_s_labeller_finds_the_node_by_its_hostname_label() {
+        let api = MemoryKube::new(registered("ip-10-0-0-1.ec2.internal", NODE));
+        let (report, result) = run(&node(KopsUnit::Container, true, |_| {}), &api);
+        result.unwrap();
+        assert_eq!(report.changes[0].target, "ip-10-0-0-1.ec2.internal");
+        assert_eq!(
+            api.cluster().nodes["ip-10-0-0-1.ec2.internal"]["node-role.kubernetes.io/master"],
+            ""
+        );
+        // Later versions look the node up by name only: not registered yet, a warning in the
+        // loop.
+        let api = MemoryKube::new(registered("ip-10-0-0-1.ec2.internal", NODE));
+        let (report, result) = run(&node(KopsUnit::Current, true, |_| {}), &api);
+        result.unwrap();
+        assert!(report.warnings[0].contains("not registered"), "{report:?}");
+        assert!(!api.cluster().requests.iter().any(|r| r.starts_with("LIST")));
+    }
+
+    #[test]
+    fn rbac_objects_are_created_when_missing_and_an_existing_one_is_left() {
+        let bench = node(KopsUnit::Container, true, |flags| {
+            flags.initialize_rbac = true;
+            flags.bootstrap_master_node_labels = false;
+        });
+        let mut cluster = registered(NODE, NODE);
+        cluster
+            .objects
+            .insert("ServiceAccount kube-system/kube-proxy".to_owned());
+        let api = MemoryKube::new(cluster);
+        let (report, result) = run(&bench, &api);
+        result.unwrap();
+        let actions: Vec<(ChangeKind, &str, Action)> = report
+            .changes
+            .iter()
+            .map(|c| (c.kind, c.target.as_str(), c.action))
+            .collect();
+        assert_eq!(
+            actions,
+            [
+                (
+                    ChangeKind::Rbac,
+                    "ServiceAccount kube-system/kube-dns",
+                    Action::Create
+                ),
+                (
+                    ChangeKind::Rbac,
+                    "ServiceAccount kube-system/kube-proxy",
+                    Action::Unchanged
+                ),
+                (
+                    ChangeKind::Rbac,
+                    "ClusterRoleBinding kubeadm:node-proxier",
+                    Action::Create
+                ),
+            ]
+        );
+        let posts = |api: &MemoryKube| {
+            api.cluster()
+                .requests
+                .iter()
+                .filter(|r| r.starts_with("POST"))
+                .count()
+        };
+        assert_eq!(posts(&api), 2);
+        // Converged: reads, no create.
+        let (again, _) = run(&bench, &api);
+        assert!(again.changes.iter().all(|c| c.action == Action::Unchanged));
+        assert_eq!(posts(&api), 2);
+    }
+
+    #[test]
+    fn an_api_not_answering_yet_is_a_warning_in_the_loop_and_not_ready_alone() {
+        for legacy in [true, false] {
+            let bench = node(KopsUnit::Host, legacy, |flags| {
+                flags.initialize_rbac = true;
+                flags.channels = vec!["s3://b/c/addons/bootstrap-channel.yaml".to_owned()];
+                flags.timeout = std::time::Duration::from_millis(300);
+            });
+            let api = MemoryKube::new(Cluster::default());
+            let (report, result) = run(&bench, &api);
+            if legacy {
+                result.unwrap();
+                assert_eq!(report.warnings.len(), 2, "{:?}", report.warnings);
+                assert!(report.warnings[1].contains("addon channels are applied once"));
+            } else {
+                let err = result.unwrap_err();
+                assert!(err.chain().any(<dyn std::error::Error>::is::<NotReady>));
+            }
+            // Nothing was created, and the channels tool never ran.
+            assert!(!api.cluster().requests.iter().any(|r| r.starts_with("POST")));
+            assert!(!bench.take_effects().iter().any(|e| e.starts_with("run ")));
+        }
+    }
+
+    #[test]
+    fn channels_run_once_the_api_answers() {
+        let bench = node(KopsUnit::Current, true, |flags| {
+            flags.channels = vec!["s3://b/c/addons/bootstrap-channel.yaml".to_owned()];
+            flags.bootstrap_master_node_labels = false;
+        });
+        let tool = bench.path("/opt/kops/bin/channels");
+        bench.host.change(|node| {
+            node.programs.insert(
+                tool.clone(),
+                ChildOutput {
+                    end: ChildEnd::Exited {
+                        success: true,
+                        status: "exit status: 0".to_owned(),
+                    },
+                    stdout: b"No update required\n".to_vec(),
+                    stderr: Vec::new(),
+                },
+            );
+        });
+        let api = MemoryKube::new(registered(NODE, NODE));
+        let (report, result) = run(&bench, &api);
+        result.unwrap();
+        assert_eq!(api.cluster().requests, ["GET /version"]);
+        assert_eq!(report.changes[0].kind, ChangeKind::Channel);
+        assert_eq!(report.changes[0].action, Action::Unchanged);
+        assert_eq!(
+            bench.take_effects(),
+            ["run /opt/kops/bin/channels apply channel s3://b/c/addons/bootstrap-channel.yaml --v=4 --yes"]
+        );
+    }
+
+    #[test]
+    fn kubelet_is_started_where_kops_left_it_to_protokube() {
+        for (kops, active, dry_run, expected) in [
+            (KopsUnit::Container, false, false, Some(Action::Start)),
+            (KopsUnit::Container, true, false, Some(Action::Unchanged)),
+            (KopsUnit::Container, false, true, Some(Action::Start)),
+            (KopsUnit::Host, false, false, None),
+            (KopsUnit::Current, false, false, None),
+        ] {
+            let mut bench = node(kops, true, |flags| {
+                flags.bootstrap_master_node_labels = false;
+            });
+            if dry_run {
+                bench.dry_run();
+            }
+            bench.host.change(|node| {
+                node.services.insert("kubelet".to_owned(), active);
+            });
+            let mut report = bench.report();
+            Bench::block_on(super::run(&bench.settings, &bench.host, &mut report)).unwrap();
+            let said: Vec<Action> = report
+                .changes
+                .iter()
+                .filter(|c| c.kind == ChangeKind::Service)
+                .map(|c| c.action)
+                .collect();
+            assert_eq!(said, expected.into_iter().collect::<Vec<_>>(), "{kops:?}");
+            let started = bench.take_effects().contains(&"start kubelet".to_owned());
+            assert_eq!(
+                started,
+                expected == Some(Action::Start) && !dry_run,
+                "{kops:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,491 @@
+//! Every protokube unit line kOps' nodeup writes, version by version (issue "The old
+//! protokube's job on every kOps version"): the golden lines of kOps' own nodeup tests on every
+//! `release-1.N` branch that has them (1.18–1.36; for the docker and containerd forms the
+//! arguments after the image's binary), and lines built from the code of branches without one
+//! (1.12, 1.16), all under `tests/fixtures/kops/protokube-units/` with the branch they came
+//! from. Each runs as nodeup runs it — no subcommand, the old daemon's loop — against the
+//! emulator, the Kubernetes API stand-in, a recording `systemctl` and channels tool: no usage
+//! error, the first run done as that kOps version's protokube did it (labels, RBAC, kubelet,
+//! channels, etcd left alone where `--manage-etcd=false`), and SIGTERM ends it with 0.
+
+use crate::support;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use support::bed::{Bed, NodeKind};
+use support::block::TestRoot;
+use support::kube::{etcd_manager_pods, install_channels_tool, Certs, KubeApi};
+use support::{fixture, seed, Protokube};
+
+const MASTER: &str = "node-role.kubernetes.io/master";
+const CONTROL_PLANE: &str = "node-role.kubernetes.io/control-plane";
+const ROLE: &str = "kubernetes.io/role";
+const PKI: &str = "kops.k8s.io/kops-controller-pki";
+const EXCLUDE_LB: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
+const HOSTNAME: &str = "kubernetes.io/hostname";
+
+/// The unit line of `name` (`1.18-docker`): its arguments, and where they came from.
+fn unit_line(name: &str) -> (Vec<String>, String) {
+    let text = std::fs::read_to_string(fixture(&format!("protokube-units/{name}.args"))).unwrap();
+    let mut lines = text.lines();
+    let origin = lines.next().unwrap().to_owned();
+    let args = lines
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    (args, origin)
+}
+
+/// Every unit line kept in the fixtures.
+fn all_unit_lines() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(fixture("protokube-units"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter_map(|n| n.strip_suffix(".args").map(str::to_owned))
+        .collect();
+    names.sort();
+    names
+}
+
+fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter()
+        .find_map(|a| a.strip_prefix(name).and_then(|rest| rest.strip_prefix('=')))
+}
+
+/// A recording `systemctl` in a directory of its own, to put first on PATH: every call's
+/// arguments go to `<dir>/calls`; `is-active` says inactive (3), anything else succeeds.
+fn recording_systemctl() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("calls");
+    let script = dir.path().join("systemctl");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> {}\ncase \"$1\" in is-active) exit 3;; esac\nexit 0\n",
+            calls.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// What a unit line's first loop run did.
+struct FirstRun {
+    stderr: String,
+    /// The first run's report (`PROTOKUBE_OUTPUT=json`).
+    report: serde_json::Value,
+    systemctl: Vec<String>,
+    exit_on_sigterm: Option<i32>,
+}
+
+/// The world a unit line runs in: the emulator and metadata of a control-plane instance of
+/// `cluster`, a hosted zone, the Kubernetes API stand-in.
+struct World {
+    bed: Bed,
+    zone: String,
+}
+
+impl World {
+    fn new(cluster: &str) -> Self {
+        let bed = Bed::new(NodeKind::Bare);
+        bed.tag_as_master(cluster);
+        let zone = support::runtime().block_on(async {
+            seed::hosted_zone(&bed.moto().route53().await, "example.com").await
+        });
+        Self { bed, zone }
+    }
+
+    /// Runs `args` as nodeup's unit does on a fresh root, until the first run is done, then
+    /// stops it with SIGTERM. `prepare` readies the root; `env` adds to nodeup's environment.
+    fn run(
+        &self,
+        args: &[String],
+        root: &TestRoot,
+        env: &[(&str, String)],
+        systemctl: &tempfile::TempDir,
+    ) -> FirstRun {
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| a.replace("Z1AFAKE1ZON3YO", &self.zone))
+            .collect();
+        let logs = tempfile::tempdir().unwrap();
+        let (out, err) = (logs.path().join("stdout"), logs.path().join("stderr"));
+        let path = format!(
+            "{}:{}",
+            systemctl.path().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut command = Protokube::new()
+            .moto(self.bed.moto())
+            .imds(self.bed.imds())
+            .env("PATH", path)
+            .env("PROTOKUBE_OUTPUT", "json")
+            .env("PROTOKUBE_ROOT", root.path());
+        for (key, value) in env {
+            command = command.env(key, value);
+        }
+        let mut daemon = command.args(&args).spawn_to(
+            std::fs::File::create(&out).unwrap(),
+            std::fs::File::create(&err).unwrap(),
+        );
+        let deadline = Instant::now() + Duration::from_mins(1);
+        let done = |text: &str| text.contains("run finished") || text.contains("protokube: error:");
+        loop {
+            let stderr = std::fs::read_to_string(&err).unwrap_or_default();
+            if done(&stderr) {
+                break;
+            }
+            if let Some(status) = daemon.try_wait().unwrap() {
+                panic!("{args:?} exited before its first run was done ({status}): {stderr}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{args:?}: no first run:\n{stderr}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // The report is printed right after the last log line.
+        std::thread::sleep(Duration::from_millis(200));
+        let signal = std::process::Command::new("kill")
+            .args(["-TERM", &daemon.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(signal.success());
+        let stopped = Instant::now();
+        let exit = loop {
+            if let Some(status) = daemon.try_wait().unwrap() {
+                break status.code();
+            }
+            assert!(
+                stopped.elapsed() < Duration::from_secs(20),
+                "SIGTERM did not stop it"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let stdout = std::fs::read_to_string(&out).unwrap();
+        let report = serde_json::Deserializer::from_str(&stdout)
+            .into_iter::<serde_json::Value>()
+            .next()
+            .and_then(Result::ok)
+            .unwrap_or_else(|| panic!("{args:?}: no report on stdout: {stdout}"));
+        FirstRun {
+            stderr: std::fs::read_to_string(&err).unwrap(),
+            report,
+            systemctl: std::fs::read_to_string(systemctl.path().join("calls"))
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_owned)
+                .collect(),
+            exit_on_sigterm: exit,
+        }
+    }
+}
+
+/// The labels kOps' protokube of the line's version gave.
+fn labels_of_version(name: &str, args: &[String]) -> Vec<&'static str> {
+    if flag(args, "--bootstrap-master-node-labels") != Some("true") {
+        return Vec::new();
+    }
+    let version: u32 = name
+        .trim_start_matches("1.")
+        .split('-')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    match version {
+        16..=20 => vec![MASTER, PKI],
+        21..=23 => vec![MASTER, CONTROL_PLANE, ROLE, PKI, EXCLUDE_LB],
+        _ => vec![CONTROL_PLANE, PKI, EXCLUDE_LB],
+    }
+}
+
+#[test]
+fn every_kops_unit_line_runs_as_that_version_s_protokube() {
+    let lines = all_unit_lines();
+    assert!(lines.len() >= 20, "{lines:?}");
+    let route53 = World::new("minimal.example.com");
+    let gossip = World::new("minimal.k8s.local");
+    for name in lines {
+        let (args, origin) = unit_line(&name);
+        let world = if flag(&args, "--dns") == Some("gossip") {
+            &gossip
+        } else {
+            &route53
+        };
+        let root = TestRoot::new();
+        let certs = Certs::new();
+        let api = KubeApi::start(&certs);
+        certs.write_kubeconfig(&root, api.port, true);
+        let node = flag(&args, "--node-name").unwrap_or("master.hostname.invalid");
+        // nodeup's --node-name is the host's name; on kOps 1.19–1.20 the Node may be
+        // registered under another name and carry it as its hostname label.
+        let registered = if node == "master.override.invalid" {
+            "ip-172-20-32-10.ec2.internal"
+        } else {
+            node
+        };
+        api.register(registered, &[(HOSTNAME, node)]);
+        let containerized = flag(&args, "--containerized") == Some("true");
+        // etcd-manager runs on every master of these versions but where the unit says
+        // protokube manages etcd itself (legacy etcd, `--manage-etcd=true`).
+        let manage_etcd = flag(&args, "--manage-etcd");
+        if manage_etcd != Some("true") {
+            etcd_manager_pods(&root, "master-us-test-1a");
+        }
+        let channels = flag(&args, "--channels").is_some();
+        let tool_log = channels.then(|| install_channels_tool(&root));
+        // nodeup's environment: its sysconfig file on the host, the container's own
+        // (`/rootfs/...`) for the container era.
+        let kubeconfig = if containerized {
+            root.join("/var/lib/kops/kubeconfig").display().to_string()
+        } else {
+            "/var/lib/kops/kubeconfig".to_owned()
+        };
+        let systemctl = recording_systemctl();
+        world.bed.moto().reset_operations();
+        let run = world.run(&args, &root, &[("KUBECONFIG", kubeconfig)], &systemctl);
+        let context = format!("{name} ({origin})\n{}", run.stderr);
+        assert!(!run.stderr.contains("protokube: error:"), "{context}");
+        assert_eq!(run.exit_on_sigterm, Some(0), "{context}");
+        assert!(
+            run.report.get("error").is_none(),
+            "{context}\n{:#}",
+            run.report
+        );
+
+        // Labels: exactly the old version's, on the node kOps' labeller found.
+        let wanted = labels_of_version(&name, &args);
+        let labels = api.labels(registered);
+        let mut expected: BTreeMap<String, String> =
+            [(HOSTNAME.to_owned(), node.to_owned())].into();
+        for label in &wanted {
+            let value = if *label == ROLE { "master" } else { "" };
+            expected.insert((*label).to_owned(), value.to_owned());
+        }
+        assert_eq!(labels, expected, "{context}");
+
+        // RBAC: kOps' bootstrap objects exactly where --initialize-rbac=true.
+        let objects = api.objects();
+        let rbac = flag(&args, "--initialize-rbac") == Some("true");
+        for (kind, key) in [
+            ("serviceaccounts", "kube-system/kube-dns"),
+            ("serviceaccounts", "kube-system/kube-proxy"),
+            ("clusterrolebindings", "/kubeadm:node-proxier"),
+        ] {
+            assert_eq!(
+                objects[kind].get(key).is_some(),
+                rbac,
+                "{context}: {kind} {key}"
+            );
+        }
+        if rbac {
+            let binding = &objects["clusterrolebindings"]["/kubeadm:node-proxier"];
+            assert_eq!(
+                binding["roleRef"]["name"], "system:node-proxier",
+                "{context}"
+            );
+            assert_eq!(binding["subjects"][0]["name"], "kube-proxy", "{context}");
+        }
+
+        // kubelet: started where kOps' container era left it to protokube, never elsewhere.
+        if containerized {
+            assert_eq!(
+                run.systemctl,
+                ["is-active --quiet kubelet", "start --no-block kubelet"],
+                "{context}"
+            );
+        } else {
+            assert!(run.systemctl.is_empty(), "{context}: {:?}", run.systemctl);
+        }
+
+        // Channels: applied (the API answers), with the tool nodeup installed.
+        if let Some(log) = tool_log {
+            let ran = std::fs::read_to_string(log).unwrap_or_default();
+            assert!(
+                ran.starts_with("ARGS apply channel s3://"),
+                "{context}: {ran}"
+            );
+        }
+
+        // --manage-etcd=false: etcd is not protokube's, no volume asked for.
+        let operations = world.bed.moto().operations();
+        if manage_etcd == Some("false") {
+            assert!(
+                !operations.iter().any(|o| o.contains("Volume")),
+                "{context}: {operations:?}"
+            );
+            assert!(
+                !run.report["changes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|c| c["target"].as_str().unwrap_or("").contains("etcd")),
+                "{context}"
+            );
+        }
+        println!("{name}: first run done, SIGTERM → 0");
+    }
+}
+
+/// kOps' container ran protokube with the host at `/rootfs` and no `--root`: the host's files
+/// are read and written there (here `/rootfs` is made a link to a test root).
+#[test]
+#[ignore = "needs root: makes /rootfs; scripts/test runs it as root"]
+fn containerized_without_root_acts_under_rootfs() {
+    let world = World::new("minimal.example.com");
+    let root = TestRoot::new();
+    let rootfs = Path::new("/rootfs");
+    assert!(
+        !rootfs.exists(),
+        "/rootfs exists on this machine; the test would act on it"
+    );
+    std::os::unix::fs::symlink(root.path(), rootfs).unwrap();
+    struct Unlink(PathBuf);
+    impl Drop for Unlink {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let _unlink = Unlink(rootfs.to_owned());
+    let certs = Certs::new();
+    let api = KubeApi::start(&certs);
+    certs.write_kubeconfig(&root, api.port, true);
+    api.register("example-hostname", &[(HOSTNAME, "example-hostname")]);
+    etcd_manager_pods(&root, "master-us-test-1a");
+    let (args, _) = unit_line("1.18-docker");
+    let systemctl = recording_systemctl();
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.replace("Z1AFAKE1ZON3YO", &world.zone))
+        .collect();
+    let logs = tempfile::tempdir().unwrap();
+    let err = logs.path().join("stderr");
+    let mut daemon = Protokube::new()
+        .moto(world.bed.moto())
+        .imds(world.bed.imds())
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                systemctl.path().display(),
+                std::env::var("PATH").unwrap()
+            ),
+        )
+        .env("KUBECONFIG", "/rootfs/var/lib/kops/kubeconfig")
+        .args(&args)
+        .spawn_to(
+            std::fs::File::create(logs.path().join("stdout")).unwrap(),
+            std::fs::File::create(&err).unwrap(),
+        );
+    let deadline = Instant::now() + Duration::from_mins(1);
+    while !std::fs::read_to_string(&err)
+        .unwrap_or_default()
+        .contains("run finished")
+    {
+        assert!(
+            Instant::now() < deadline && daemon.try_wait().unwrap().is_none(),
+            "{}",
+            std::fs::read_to_string(&err).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    // The kubeconfig under /rootfs was read (labels given), the state and lock are there.
+    assert_eq!(api.labels("example-hostname")[MASTER], "");
+    assert!(root.join("/var/lib/protokube/state.json").exists());
+    assert!(root.join("/run/protokube.lock").exists());
+}
+
+#[test]
+fn channels_wait_for_the_api_then_apply() {
+    let root = TestRoot::new();
+    let log = install_channels_tool(&root);
+    let certs = Certs::new();
+    // An API server still coming up for its first 6 s.
+    let api = KubeApi::start_after(&certs, 6.0);
+    let started = Instant::now();
+    certs.write_kubeconfig(&root, api.port, true);
+    let run = |timeout: &str| {
+        Protokube::new()
+            .env("KUBECONFIG", "/var/lib/kops/kubeconfig")
+            .args([
+                "apply-channels",
+                "--channels",
+                "s3://st/c/addons/bootstrap-channel.yaml",
+            ])
+            .args(["-o", "json", "--timeout", timeout])
+            .arg_path("--root", root.path())
+            .run()
+    };
+    let early = run("2s");
+    assert_eq!(early.code, 75, "{early:#?}");
+    assert!(early.error_lines()[0].contains("503"), "{early:#?}");
+    assert!(!log.exists(), "the tool ran before the API answered");
+    while started.elapsed() < Duration::from_secs(6) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let late = run("20s");
+    assert_eq!(late.code, 0, "{late:#?}");
+    assert!(std::fs::read_to_string(&log)
+        .unwrap()
+        .starts_with("ARGS apply channel"));
+}
+
+#[test]
+fn rbac_objects_are_created_once_and_an_existing_one_is_left_as_it_is() {
+    let world = World::new("minimal.example.com");
+    let (args, _) = unit_line("1.22-host");
+    let root = TestRoot::new();
+    let certs = Certs::new();
+    let api = KubeApi::start(&certs);
+    certs.write_kubeconfig(&root, api.port, true);
+    api.register(
+        "master.hostname.invalid",
+        &[(HOSTNAME, "master.hostname.invalid")],
+    );
+    // kube-proxy's account exists already, someone else's.
+    let theirs = serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": "kube-proxy", "namespace": "kube-system",
+                     "labels": {"owner": "someone-else"}}});
+    api.put_object("serviceaccounts", "kube-system/kube-proxy", theirs.clone());
+    let systemctl = recording_systemctl();
+    let env = [("KUBECONFIG", "/var/lib/kops/kubeconfig".to_owned())];
+    for round in 0..2 {
+        let run = world.run(&args, &root, &env, &systemctl);
+        assert_eq!(run.exit_on_sigterm, Some(0), "{}", run.stderr);
+        let posts: Vec<String> = api
+            .requests()
+            .into_iter()
+            .filter(|r| r["method"] == "POST")
+            .map(|r| r["path"].as_str().unwrap().to_owned())
+            .collect();
+        // Created once, the first time; never the existing account.
+        assert_eq!(posts.len(), 2, "round {round}: {posts:?}");
+        assert!(!posts.iter().any(|p| p.contains("kube-proxy")), "{posts:?}");
+    }
+    assert_eq!(
+        api.objects()["serviceaccounts"]["kube-system/kube-proxy"],
+        theirs
+    );
+    // Without --initialize-rbac=true nothing is asked for.
+    let before = api.requests().len();
+    let without: Vec<String> = args
+        .iter()
+        .map(|a| a.replace("--initialize-rbac=true", "--initialize-rbac=false"))
+        .collect();
+    let run = world.run(&without, &TestRoot::new(), &env, &systemctl);
+    assert_eq!(run.exit_on_sigterm, Some(0));
+    assert!(!api.requests()[before..].iter().any(|r| r["path"]
+        .as_str()
+        .unwrap_or("")
+        .contains("rbac")
+        || r["path"].as_str().unwrap_or("").contains("serviceaccounts")));
+}
