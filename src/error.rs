@@ -78,6 +78,33 @@ impl fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// The error and its causes in one line, each said once: a library error that repeats its
+/// source in its own text (kube-rs', the SDK's) does not say it twice.
+pub fn one_line(err: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        let said = parts.iter().any(|part| part.contains(text.trim()));
+        if !text.trim().is_empty() && !said {
+            parts.push(text);
+        }
+    }
+    let text = parts.join(": ");
+    let mut line = String::with_capacity(text.len());
+    for (i, part) in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .enumerate()
+    {
+        if i > 0 {
+            line.push_str("; ");
+        }
+        line.push_str(part);
+    }
+    line
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,5 +121,37 @@ mod tests {
             ExitCode::for_error(&anyhow::anyhow!("boom")),
             ExitCode::Failed
         );
+    }
+
+    #[derive(Debug)]
+    struct Repeats(&'static str, Option<Box<Repeats>>);
+
+    impl std::fmt::Display for Repeats {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Repeats {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|e| e as _)
+        }
+    }
+
+    #[test]
+    fn an_error_says_each_cause_once_on_one_line() {
+        // A library error whose text already holds its source's.
+        let inner = Repeats("certificate expired", None);
+        let outer = Repeats(
+            "invalid peer certificate: certificate expired",
+            Some(Box::new(inner)),
+        );
+        let err = anyhow::Error::new(outer).context("connecting to `https://127.0.0.1`");
+        assert_eq!(
+            one_line(&err),
+            "connecting to `https://127.0.0.1`: invalid peer certificate: certificate expired"
+        );
+        let err = anyhow::anyhow!("line one\nline two").context("reading `x`");
+        assert_eq!(one_line(&err), "reading `x`: line one; line two");
     }
 }

@@ -153,7 +153,7 @@ pub fn conclude(
     }
     match result {
         Err(err) if cli.log_format() == logging::LogFormat::Json => {
-            last_line!(error, "{}", error_message(err));
+            last_line!(error, "{}", error::one_line(err));
         }
         Err(err) => logging::print_error_line(&error_line(err)),
         Ok(()) => last_line!(info, "run finished"),
@@ -184,7 +184,7 @@ pub fn conclude(
                 .with_context(|| format!("writing the metrics file `{}`", path.display()))
         });
         if let Err(err) = written {
-            tracing::error!("{}", error_message(&err));
+            tracing::error!("{}", error::one_line(&err));
         }
     }
     code
@@ -251,29 +251,12 @@ pub fn exit_code(detailed_exitcode: bool, report: &Report, result: &Result<()>) 
 /// Records a failure in the report (the `-o json` form carries it).
 pub fn record_error(report: &mut Report, err: &anyhow::Error) {
     report.error = Some(ReportError {
-        message: error_message(err),
+        message: error::one_line(err),
         exit_code: ExitCode::for_error(err).code(),
     });
 }
 
 /// One line for stderr: the error and its causes, joined, with no line breaks inside.
 pub fn error_line(err: &anyhow::Error) -> String {
-    format!("protokube: error: {}", error_message(err))
-}
-
-fn error_message(err: &anyhow::Error) -> String {
-    let text = format!("{err:#}");
-    let mut line = String::with_capacity(text.len());
-    for (i, part) in text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .enumerate()
-    {
-        if i > 0 {
-            line.push_str("; ");
-        }
-        line.push_str(part);
-    }
-    line
+    format!("protokube: error: {}", error::one_line(err))
 }

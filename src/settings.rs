@@ -266,8 +266,9 @@ impl Settings {
         }
         let root = crate::host::linux::root(&flags.root).map_err(|err| {
             UsageError(format!(
-                "--root: `{}` is not a directory protokube can use ({err:#})",
-                flags.root.display()
+                "--root: `{}` is not a directory protokube can use ({})",
+                flags.root.display(),
+                crate::error::one_line(&err)
             ))
         })?;
         // kOps' container passes the kubeconfig as it sees it, under its `/rootfs`: the host
@@ -525,7 +526,7 @@ fn check_channel(channel: &str) -> Result<()> {
 }
 
 fn usage(err: anyhow::Error) -> anyhow::Error {
-    UsageError(format!("{err:#}")).into()
+    UsageError(crate::error::one_line(&err)).into()
 }
 
 /// `--dns-internal-suffix`, with its leading dot.

@@ -356,7 +356,7 @@ impl<'a> Snapshot<'a> {
                 Ok(state) => (state.unwrap_or_else(|| State::new(Vec::new())), None),
                 Err(err) => {
                     tracing::debug!("{err:#}");
-                    (State::new(Vec::new()), Some(format!("{err:#}")))
+                    (State::new(Vec::new()), Some(crate::error::one_line(&err)))
                 }
             });
         }
@@ -493,7 +493,7 @@ fn read_manifest(
     loop {
         let kind = match host.kind(&current) {
             Ok(kind) => kind,
-            Err(err) => return unreadable(format!("{err:#}")),
+            Err(err) => return unreadable(crate::error::one_line(&err)),
         };
         match kind {
             FileKind::Symlink(target) => {
@@ -511,7 +511,7 @@ fn read_manifest(
                 };
                 current = match root.resolve(&next) {
                     Ok(resolved) => resolved,
-                    Err(err) => return unreadable(format!("{err:#}")),
+                    Err(err) => return unreadable(crate::error::one_line(&err)),
                 };
             }
             FileKind::Directory => return ReadManifest::Skipped,
@@ -527,7 +527,7 @@ fn read_manifest(
                 return match host.read(&current, MAX_STATIC_POD_BYTES) {
                     Ok(Some(bytes)) => ReadManifest::Bytes(bytes),
                     Ok(None) => unreadable("it went away while being read".to_owned()),
-                    Err(err) => unreadable(format!("{err:#}")),
+                    Err(err) => unreadable(crate::error::one_line(&err)),
                 }
             }
         }

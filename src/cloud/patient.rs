@@ -64,7 +64,10 @@ impl Patience {
                 last = Some(err);
             }
             if backoff > self.deadline.remaining() {
-                let why = last.map_or_else(|| "no answer".to_owned(), |err| format!("{err:#}"));
+                let why = last.map_or_else(
+                    || "no answer".to_owned(),
+                    |err| crate::error::one_line(&err),
+                );
                 return Err(NotReady(format!(
                     "{what}: not there within --timeout ({}, {attempts} attempts): {why}; retry \
                      later",

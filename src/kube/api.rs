@@ -20,6 +20,7 @@ use serde::Deserialize;
 use super::KubernetesApi;
 use crate::error::NotReady;
 use crate::host::{ChildCommand, ChildEnd, FileKind, Host};
+use crate::kube::certificate::check_client_credential;
 use crate::paths::HostRoot;
 use crate::plan::kops::BootstrapObject;
 use crate::wait::Deadline;
@@ -83,14 +84,20 @@ impl KubeClient {
             under_root(root, &mut user_info.client_certificate)?;
             under_root(root, &mut user_info.client_key)?;
             under_root(root, &mut user_info.token_file)?;
+            let connecting_as = user.as_deref() == Some(named.name.as_str());
+            let mut whose = format!("user `{}` of kubeconfig `{}`", named.name, path.display());
             if let Some(exec) = user_info.exec.take() {
                 // Only the user the run connects as runs its plugin; the others' are dropped.
-                if user.as_deref() == Some(named.name.as_str()) {
+                if connecting_as {
                     let credential =
                         run_credential_plugin(host, root, Path::new(kubeconfig), &exec, deadline)
                             .await?;
                     credential.apply(user_info)?;
+                    whose = format!("the credential plugin's answer for {whose}");
                 }
+            }
+            if connecting_as {
+                check_client_certificate(host, user_info, &whose)?;
             }
         }
         let mut config =
@@ -133,6 +140,60 @@ impl KubeClient {
             self.server
         ))
         .into()
+    }
+}
+
+/// The largest client certificate or key file read.
+const MAX_CREDENTIAL_BYTES: u64 = 1 << 20;
+
+/// Checks the client certificate and key `user` connects with, when it has both, naming where
+/// each came from (`whose`: the user and the kubeconfig).
+fn check_client_certificate(host: &dyn Host, user: &AuthInfo, whose: &str) -> Result<()> {
+    use base64::Engine as _;
+    let read = |data: Option<&str>,
+                file: Option<&String>,
+                field: &str|
+     -> Result<Option<(Vec<u8>, String)>> {
+        if let Some(data) = data {
+            let from = format!("`{field}-data` of {whose}");
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(data.trim())
+                .map_err(|err| anyhow!("{from} is not base64 ({err})"))?;
+            return Ok(Some((bytes, from)));
+        }
+        let Some(file) = file else {
+            return Ok(None);
+        };
+        let from = format!("`{file}`, the `{field}` of {whose}");
+        let bytes = host
+            .read(Path::new(file), MAX_CREDENTIAL_BYTES)
+            .with_context(|| format!("reading {from}"))?
+            .ok_or_else(|| anyhow!("{from} does not exist"))?;
+        Ok(Some((bytes, from)))
+    };
+    let certificate = read(
+        user.client_certificate_data.as_deref(),
+        user.client_certificate.as_ref(),
+        "client-certificate",
+    )?;
+    let key = read(
+        user.client_key_data
+            .as_ref()
+            .map(secrecy::ExposeSecret::expose_secret),
+        user.client_key.as_ref(),
+        "client-key",
+    )?;
+    match (certificate, key) {
+        (Some((certificate, certificate_from)), Some((key, key_from))) => check_client_credential(
+            &certificate,
+            &certificate_from,
+            &key,
+            &key_from,
+            std::time::SystemTime::now(),
+        ),
+        (Some((_, from)), None) => bail!("{from} comes without its key (`client-key`)"),
+        (None, Some((_, from))) => bail!("{from} comes without its certificate"),
+        (None, None) => Ok(()),
     }
 }
 

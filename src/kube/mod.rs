@@ -4,6 +4,7 @@
 //! [`channels`], the double in `memory`.
 
 pub mod api;
+pub mod certificate;
 pub mod channels;
 #[cfg(test)]
 pub mod memory;

@@ -62,8 +62,8 @@ pub async fn run(settings: &Settings, host: &dyn Host, report: &mut Report) -> R
                 all_not_ready &= err
                     .chain()
                     .any(<dyn std::error::Error + 'static>::is::<NotReady>);
-                tracing::error!("{err:#}");
-                failed.push(format!("`{channel}` ({err:#})"));
+                tracing::error!("{}", crate::error::one_line(&err));
+                failed.push(format!("`{channel}` ({})", crate::error::one_line(&err)));
             }
         }
     }

@@ -299,8 +299,9 @@ async fn detach(
                 .any(<dyn std::error::Error + 'static>::is::<AccessDenied>) =>
         {
             report.warn(format!(
-                "volume `{}` should be detached ({why}) but the cloud refused: {err:#}",
-                volume.id
+                "volume `{}` should be detached ({why}) but the cloud refused: {}",
+                volume.id,
+                crate::error::one_line(&err)
             ));
             claimed.refused_detaches.push(volume.id.clone());
             return Ok(());

@@ -104,7 +104,7 @@ pub async fn wait_for_api(settings: &Settings, api: &dyn KubernetesApi) -> Resul
                 Ok(()) => Ok(Some(())),
                 Err(err) if is_not_ready(&err) => {
                     if let Ok(mut last) = last.lock() {
-                        *last = format!("{err:#}");
+                        *last = crate::error::one_line(&err);
                     }
                     Ok(None)
                 }
@@ -132,7 +132,10 @@ fn is_not_ready(err: &anyhow::Error) -> bool {
 fn warned_in_legacy(settings: &Settings, result: Result<()>, report: &mut Report) -> Result<()> {
     match result {
         Err(err) if settings.legacy && is_not_ready(&err) => {
-            report.warn(format!("{err:#}; the next run tries again"));
+            report.warn(format!(
+                "{}; the next run tries again",
+                crate::error::one_line(&err)
+            ));
             Ok(())
         }
         other => other,

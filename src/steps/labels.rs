@@ -47,7 +47,7 @@ pub async fn run(
                         .chain()
                         .any(<dyn std::error::Error + 'static>::is::<NotReady>) =>
                 {
-                    set(&last_reason, format!("{err:#}"));
+                    set(&last_reason, crate::error::one_line(&err));
                     Ok(None)
                 }
                 Err(err) => Err(err),

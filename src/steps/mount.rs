@@ -342,7 +342,7 @@ fn grow_mounted(
                         &device_text,
                         from,
                         to,
-                        &format!("{err:#}"),
+                        &crate::error::one_line(&err),
                     ));
                     return;
                 }

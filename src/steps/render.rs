@@ -176,9 +176,10 @@ fn reported_versions(
                 manifest.name
             ),
             Err(err) => tracing::info!(
-                "`{}` reports no etcd version ({err:#}); volume `{volume_id}` keeps the version \
-                 it recorded",
-                manifest.name
+                "`{}` reports no etcd version ({}); volume `{volume_id}` keeps the version it \
+                 recorded",
+                manifest.name,
+                crate::error::one_line(&err)
             ),
         }
     }
@@ -223,8 +224,9 @@ async fn tag_versions(snapshot: &mut Snapshot<'_>, versions: &[VersionTag]) -> R
             }
             Err(err) if err.chain().any(<dyn std::error::Error>::is::<AccessDenied>) => {
                 tracing::info!(
-                    "volume `{volume_id}` could not be tagged `{tag}={version}` ({err:#}); the \
-                     other members' version guard does not see this member's version"
+                    "volume `{volume_id}` could not be tagged `{tag}={version}` ({}); the other \
+                     members' version guard does not see this member's version",
+                    crate::error::one_line(&err)
                 );
             }
             Err(err) => return Err(err),

@@ -39,6 +39,7 @@ mod operators;
 mod packaging;
 mod properties;
 mod publish_dns;
+mod quiet;
 mod reliability;
 mod render_golden;
 mod render_manifests;

@@ -248,7 +248,11 @@ pub fn render_all(
                 let params = match pod_params(membership, &mountpoint, &member_inputs) {
                     Ok(params) => params,
                     Err(err) => {
-                        warnings.push(format!("volume `{}`: {err:#}", volume.volume_id));
+                        warnings.push(format!(
+                            "volume `{}`: {}",
+                            volume.volume_id,
+                            crate::error::one_line(&err)
+                        ));
                         continue;
                     }
                 };

@@ -16,6 +16,8 @@ pub(crate) struct ImdsServer {
     stop: Arc<AtomicBool>,
     /// Until then, a connection is closed without an answer (a service still starting).
     down_until: Arc<Mutex<Option<Instant>>>,
+    /// When set, token requests are answered with this HTTP status (a failing service).
+    token_status: Arc<Mutex<Option<u16>>>,
     requests: Arc<Mutex<Vec<String>>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -37,10 +39,12 @@ impl ImdsServer {
         let stop = Arc::new(AtomicBool::new(false));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let down_until = Arc::new(Mutex::new(None::<Instant>));
+        let token_status = Arc::new(Mutex::new(None::<u16>));
         let thread = {
             let stop = stop.clone();
             let requests = requests.clone();
             let down_until = down_until.clone();
+            let token_status = token_status.clone();
             std::thread::spawn(move || {
                 while !stop.load(Ordering::SeqCst) {
                     match listener.accept() {
@@ -54,7 +58,8 @@ impl ImdsServer {
                                 continue;
                             }
                             let _ = stream.set_nonblocking(false);
-                            let _ = serve(stream, &items, &requests);
+                            let failing = *token_status.lock().unwrap();
+                            let _ = serve(stream, &items, &requests, failing);
                         }
                         Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
                     }
@@ -65,9 +70,16 @@ impl ImdsServer {
             address,
             stop,
             down_until,
+            token_status,
             requests,
             thread: Some(thread),
         }
+    }
+
+    /// From now on, token requests are answered with HTTP `status` and no token (a metadata
+    /// service failing).
+    pub(crate) fn fail_tokens_with(&self, status: u16) {
+        *self.token_status.lock().unwrap() = Some(status);
     }
 
     /// From now on for `period`, connections are closed without an answer: a metadata service
@@ -114,6 +126,7 @@ fn serve(
     stream: TcpStream,
     items: &BTreeMap<String, String>,
     requests: &Mutex<Vec<String>>,
+    failing_tokens: Option<u16>,
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut request_line = String::new();
@@ -139,30 +152,34 @@ fn serve(
     let method = parts.next().unwrap_or_default().to_owned();
     let path = parts.next().unwrap_or_default().to_owned();
     requests.lock().unwrap().push(format!("{method} {path}"));
-    let (status, extra, body) = if method == "PUT" && path == "/latest/api/token" {
-        match headers.get("x-aws-ec2-metadata-token-ttl-seconds") {
-            Some(ttl) => (
-                "200 OK",
-                format!("x-aws-ec2-metadata-token-ttl-seconds: {ttl}\r\n"),
-                TOKEN.to_owned(),
-            ),
-            None => ("400 Bad Request", String::new(), String::new()),
-        }
-    } else if method == "GET" {
-        if headers.get("x-aws-ec2-metadata-token").map(String::as_str) == Some(TOKEN) {
-            match path
-                .strip_prefix("/latest/meta-data/")
-                .and_then(|p| items.get(p))
-            {
-                Some(value) => ("200 OK", String::new(), value.clone()),
-                None => ("404 Not Found", String::new(), String::new()),
+    let failed = failing_tokens.map(|code| format!("{code} Failing"));
+    let (status, extra, body) =
+        if let (Some(failed), true) = (&failed, method == "PUT" && path == "/latest/api/token") {
+            (failed.as_str(), String::new(), "internal error".to_owned())
+        } else if method == "PUT" && path == "/latest/api/token" {
+            match headers.get("x-aws-ec2-metadata-token-ttl-seconds") {
+                Some(ttl) => (
+                    "200 OK",
+                    format!("x-aws-ec2-metadata-token-ttl-seconds: {ttl}\r\n"),
+                    TOKEN.to_owned(),
+                ),
+                None => ("400 Bad Request", String::new(), String::new()),
+            }
+        } else if method == "GET" {
+            if headers.get("x-aws-ec2-metadata-token").map(String::as_str) == Some(TOKEN) {
+                match path
+                    .strip_prefix("/latest/meta-data/")
+                    .and_then(|p| items.get(p))
+                {
+                    Some(value) => ("200 OK", String::new(), value.clone()),
+                    None => ("404 Not Found", String::new(), String::new()),
+                }
+            } else {
+                ("401 Unauthorized", String::new(), String::new())
             }
         } else {
-            ("401 Unauthorized", String::new(), String::new())
-        }
-    } else {
-        ("405 Method Not Allowed", String::new(), String::new())
-    };
+            ("405 Method Not Allowed", String::new(), String::new())
+        };
     let mut stream = stream;
     write!(
         stream,

@@ -64,7 +64,8 @@ impl Certs {
         certs
     }
 
-    /// Issues `<name>.crt` and `<name>.key` from this CA, with these X.509 v3 `extensions`.
+    /// Issues `<name>.crt` and `<name>.key` from this CA, with these X.509 v3 `extensions`
+    /// (none: an X.509 version 1 certificate, as `openssl x509 -req` makes without them).
     pub(crate) fn issue(&self, name: &str, subject: &str, extensions: &str) {
         let p = |file: &str| self.dir.path().join(file).display().to_string();
         let (key, csr, crt, ext) = (
@@ -79,7 +80,7 @@ impl Certs {
         openssl(&req);
         std::fs::write(&ext, extensions).unwrap();
         let (ca_crt, ca_key) = (p("ca.crt"), p("ca.key"));
-        openssl(&[
+        let mut sign = vec![
             "x509",
             "-req",
             "-in",
@@ -93,9 +94,11 @@ impl Certs {
             &crt,
             "-days",
             "2",
-            "-extfile",
-            &ext,
-        ]);
+        ];
+        if !extensions.is_empty() {
+            sign.extend(["-extfile", &ext]);
+        }
+        openssl(&sign);
     }
 
     fn base64(&self, name: &str) -> String {
