@@ -148,8 +148,8 @@ impl HostRoot {
                     path.push(name);
                     self.refuse_symlink(&path)?;
                 }
-                other => bail!(
-                    "`{}` is not a plain relative path on the volume ({other:?})",
+                _ => bail!(
+                    "`{}` is not a plain relative path on the volume (no `/`, `.` or `..`)",
                     relative.as_ref().display()
                 ),
             }

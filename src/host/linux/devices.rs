@@ -249,7 +249,18 @@ pub fn format_ext4(path: &Path, uuid: &str) -> Result<()> {
     }
     match signature(path)? {
         Signature::Ext4 { uuid: made } if made == uuid => Ok(()),
-        other => bail!("after mkfs.ext4, `{}` probes as {other:?}", path.display()),
+        Signature::Ext4 { uuid: made } => bail!(
+            "after mkfs.ext4, `{}` probes as ext4 with UUID {made}, not the {uuid} it was given",
+            path.display()
+        ),
+        Signature::None => bail!(
+            "after mkfs.ext4, `{}` probes as blank: the format did not reach the device",
+            path.display()
+        ),
+        Signature::Other(found) => bail!(
+            "after mkfs.ext4, `{}` probes as {found}",
+            path.display()
+        ),
     }
 }
 
@@ -514,7 +525,13 @@ fn in_namespace(namespace: &Path, op: NamespaceOp<'_>) -> Result<()> {
     }
     match status.and_then(rustix::process::WaitStatus::exit_status) {
         Some(0) => Ok(()),
-        _ => bail!("the mounting child died without a report (status {status:?})"),
+        Some(code) => bail!("the mounting child exited with {code} without a report"),
+        None => bail!(
+            "the mounting child died without a report (killed by signal {})",
+            status
+                .and_then(rustix::process::WaitStatus::terminating_signal)
+                .map_or_else(|| "unknown".to_owned(), |s| s.to_string())
+        ),
     }
 }
 
