@@ -1,11 +1,12 @@
-//! This node's identity: instance id, zone, region and addresses from IMDSv2, each overridable by
-//! its flag. Only what a command needs is fetched, and nothing when every flag is given.
+//! This node's identity: instance id, zone, region and addresses from the cloud's metadata
+//! service, each overridable by its flag. Only what a command needs is fetched, and nothing when
+//! every flag is given.
 
 use std::net::IpAddr;
 
 use anyhow::{anyhow, Context as _, Result};
 
-use crate::cloud::InstanceMetadata;
+use crate::cloud::{InstanceMetadata, MetadataItem};
 
 /// Identity values given on the command line (or their `PROTOKUBE_*` variables).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -36,36 +37,36 @@ pub enum Want {
     Addresses,
 }
 
-/// One identity item: its flag and its metadata path.
+/// One identity item: its flag and the metadata service's item.
 struct Item {
     flag: &'static str,
-    path: &'static str,
+    item: MetadataItem,
 }
 
 const INSTANCE_ID: Item = Item {
     flag: "--instance-id",
-    path: "instance-id",
+    item: MetadataItem::InstanceId,
 };
 const ZONE: Item = Item {
     flag: "--availability-zone",
-    path: "placement/availability-zone",
+    item: MetadataItem::Zone,
 };
 const REGION: Item = Item {
     flag: "--region",
-    path: "placement/region",
+    item: MetadataItem::Region,
 };
 const INTERNAL_IP: Item = Item {
     flag: "--internal-ip",
-    path: "local-ipv4",
+    item: MetadataItem::InternalIpv4,
 };
-/// An IPv6-only instance has no `local-ipv4`: its address is its IPv6 one.
+/// An IPv6-only instance has no private IPv4: its address is its IPv6 one.
 const INTERNAL_IPV6: Item = Item {
     flag: "--internal-ip",
-    path: "ipv6",
+    item: MetadataItem::InternalIpv6,
 };
 const EXTERNAL_IP: Item = Item {
     flag: "--external-ip",
-    path: "public-ipv4",
+    item: MetadataItem::ExternalIp,
 };
 
 /// Resolves the node identity: flags first, then the metadata service for what is missing.
@@ -92,11 +93,11 @@ pub async fn resolve(
     let fetch = |item: &'static Item| {
         let missing = missing.clone();
         async move {
-            metadata.get(item.path).await.with_context(|| {
+            metadata.get(item.item).await.with_context(|| {
                 format!(
-                    "cannot read `{}` from the EC2 instance metadata service; on a machine \
-                     without it pass {}",
-                    item.path,
+                    "cannot read `{}` from {}; on a machine without it pass {}",
+                    metadata.path(item.item),
+                    metadata.service(),
                     missing.join(", ")
                 )
             })
@@ -108,8 +109,9 @@ pub async fn resolve(
             .filter(|v| !v.is_empty())
             .ok_or_else(|| {
                 anyhow!(
-                    "the EC2 instance metadata service has no `{}`; pass {}",
-                    item.path,
+                    "{} has no `{}`; pass {}",
+                    metadata.service(),
+                    metadata.path(item.item),
                     item.flag
                 )
             })
@@ -130,8 +132,9 @@ pub async fn resolve(
         let internal = match overrides.internal_ip {
             Some(ip) => ip,
             None => match fetch(&INTERNAL_IP).await? {
-                Some(value) => parse_ip(&value, &INTERNAL_IP)?,
+                Some(value) => parse_ip(metadata, &value, &INTERNAL_IP)?,
                 None => parse_ip(
+                    metadata,
                     &required(fetch(&INTERNAL_IPV6).await?, &INTERNAL_IPV6)?,
                     &INTERNAL_IPV6,
                 )?,
@@ -140,7 +143,7 @@ pub async fn resolve(
         let external = match overrides.external_ip {
             Some(ip) => Some(ip),
             None => match fetch(&EXTERNAL_IP).await? {
-                Some(value) => Some(parse_ip(&value, &EXTERNAL_IP)?),
+                Some(value) => Some(parse_ip(metadata, &value, &EXTERNAL_IP)?),
                 None => None,
             },
         };
@@ -160,12 +163,13 @@ pub async fn resolve(
     })
 }
 
-fn parse_ip(value: &str, item: &Item) -> Result<IpAddr> {
+fn parse_ip(metadata: &dyn InstanceMetadata, value: &str, item: &Item) -> Result<IpAddr> {
     value.trim().parse().map_err(|_| {
         anyhow!(
-            "the EC2 instance metadata service gave `{}` for `{}`, not an IP address; pass {}",
+            "{} gave `{}` for `{}`, not an IP address; pass {}",
+            metadata.service(),
             value.escape_debug(),
-            item.path,
+            metadata.path(item.item),
             item.flag
         )
     })
@@ -205,7 +209,16 @@ mod tests {
 
     #[async_trait]
     impl InstanceMetadata for FakeMetadata {
-        async fn get(&self, path: &str) -> Result<Option<String>> {
+        fn service(&self) -> &'static str {
+            "the fake metadata service"
+        }
+
+        fn path(&self, item: MetadataItem) -> &'static str {
+            crate::cloud::aws::imds::path(item)
+        }
+
+        async fn get(&self, item: MetadataItem) -> Result<Option<String>> {
+            let path = self.path(item);
             self.asked.lock().unwrap().push(path.to_owned());
             if self.unreachable {
                 return Err(anyhow!("connection refused"));

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod cloud;
 pub mod cmd;
 pub mod daemon;
+pub mod dns;
 pub mod error;
 pub mod etcd;
 pub mod host;
@@ -33,11 +34,14 @@ pub mod wait;
 use anyhow::{Context as _, Result};
 
 use crate::cli::{Cli, Command};
+use crate::cloud::aws::sdk::AwsSdk;
 use crate::cloud::aws::AwsCloud;
 use crate::cloud::{AccessDenied, Cloud};
+use crate::dns::route53::Route53Service;
+use crate::dns::zoned::api::ZoneService;
 use crate::error::ExitCode;
 use crate::host::linux::LinuxHost;
-use crate::host::Host;
+use crate::host::{Files as _, Host};
 use crate::report::{Report, ReportError};
 use crate::settings::Settings;
 
@@ -100,11 +104,14 @@ const PAST_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 /// One run of the command line: settings, then the command against AWS, ended by the run's
 /// deadline (`--timeout`) whatever it waits on.
 async fn execute(cli: &Cli, report: &mut Report) -> Result<()> {
-    let settings = Settings::resolve(cli.flags()?)?;
-    let cloud = AwsCloud::new(settings.waits.deadline, settings.waits.timeout);
+    let settings = Settings::resolve(cli.flags()?, &LinuxHost)?;
+    // AWS: EC2 and Route53 on one SDK configuration.
+    let sdk = AwsSdk::new(settings.waits.deadline, settings.waits.timeout);
+    let cloud = AwsCloud::new(sdk.clone());
+    let zones = Route53Service::new(sdk);
     let cut_off = settings.waits.deadline.instant() + PAST_DEADLINE;
     let command = cli.to_run();
-    let run = run_with(&command, &settings, &cloud, &LinuxHost, report);
+    let run = run_with(&command, &settings, &cloud, &zones, &LinuxHost, report);
     let result = match tokio::time::timeout_at(cut_off.into(), run).await {
         Ok(result) => result,
         Err(_) => Err(error::NotReady(format!(
@@ -114,7 +121,7 @@ async fn execute(cli: &Cli, report: &mut Report) -> Result<()> {
         ))
         .into()),
     };
-    report.aws_calls = cloud.aws_calls();
+    report.aws_calls = cloud.calls();
     result.map_err(|err| explain_denied(err, &settings))
 }
 
@@ -163,12 +170,10 @@ pub fn conclude(
         let volumes_mounted = cli
             .flags()
             .map_err(anyhow::Error::from)
-            .and_then(|flags| host::linux::root(&flags.root))
+            .and_then(|flags| LinuxHost.root(&flags.root))
             .and_then(|root| root.own(paths::STATE_FILE))
             .map_or(0, |path| {
-                state::State::load_or_empty(&host::linux::LinuxHost, &path)
-                    .volumes
-                    .len()
+                state::State::load_or_empty(&LinuxHost, &path).volumes.len()
             });
         let run = metrics::RunMetrics {
             report,
@@ -177,7 +182,7 @@ pub fn conclude(
             duration: elapsed,
             volumes_mounted,
         };
-        let previous = metrics::read_previous(path);
+        let previous = metrics::read_previous(&LinuxHost, path);
         let written = metrics::render(&run, previous.as_deref()).and_then(|text| {
             host::linux::files::write_atomic(path, text.as_bytes(), 0o644)
                 .map(drop)
@@ -193,7 +198,7 @@ pub fn conclude(
 /// A denied permission, said with the role that lacks it (kOps' role names) and where the
 /// policy is documented.
 fn explain_denied(err: anyhow::Error, settings: &Settings) -> anyhow::Error {
-    let Some(denied) = err.chain().find_map(|c| c.downcast_ref::<AccessDenied>()) else {
+    let Some(denied) = AccessDenied::in_chain(&err) else {
         return err;
     };
     let cluster = settings
@@ -213,11 +218,13 @@ fn explain_denied(err: anyhow::Error, settings: &Settings) -> anyhow::Error {
     err.context(hint)
 }
 
-/// Runs `command` with validated settings against `cloud`.
+/// Runs `command` with validated settings against `cloud`, the DNS service `zones` and the
+/// node `host`.
 pub async fn run_with(
     command: &Command,
     settings: &Settings,
     cloud: &dyn Cloud,
+    zones: &dyn ZoneService,
     host: &dyn Host,
     report: &mut Report,
 ) -> Result<()> {
@@ -227,9 +234,9 @@ pub async fn run_with(
         Command::RenderManifests(_) => {
             cmd::render_manifests::run(settings, cloud, host, report).await
         }
-        Command::PublishDns(_) => cmd::publish_dns::run(settings, cloud, host, report).await,
-        Command::Sync(_) => cmd::sync::run(settings, cloud, host, report).await,
-        Command::Reset(_) => cmd::reset::run(settings, cloud, host, report).await,
+        Command::PublishDns(_) => cmd::publish_dns::run(settings, cloud, zones, host, report).await,
+        Command::Sync(_) => cmd::sync::run(settings, cloud, zones, host, report).await,
+        Command::Reset(_) => cmd::reset::run(settings, cloud, zones, host, report).await,
         Command::ApplyChannels => cmd::apply_channels::run(settings, host, report).await,
         Command::LabelNode => cmd::label_node::run(settings, host, report).await,
         // Answered by the binary before any setting is read.

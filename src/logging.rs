@@ -56,9 +56,18 @@ pub fn init(quiet: bool, verbose: u8, format: LogFormat) {
     };
 }
 
-/// Whether stderr is systemd's journal stream (`JOURNAL_STREAM` names its device and inode).
-pub fn stderr_is_journal() -> bool {
-    std::env::var("JOURNAL_STREAM").is_ok_and(|stream| crate::host::linux::stderr_is(&stream))
+/// Whether stderr is systemd's journal stream, as the binary found it at its start.
+static STDERR_IS_JOURNAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Records whether stderr is systemd's journal stream (the node says: `JOURNAL_STREAM` names
+/// its device and inode); the first answer stands.
+pub fn set_stderr_is_journal(journal: bool) {
+    let _ = STDERR_IS_JOURNAL.set(journal);
+}
+
+/// Whether stderr is systemd's journal stream (not known: not).
+fn stderr_is_journal() -> bool {
+    STDERR_IS_JOURNAL.get().copied().unwrap_or(false)
 }
 
 /// Prints a `protokube: error: …` line on stderr; to the journal with the error priority

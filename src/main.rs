@@ -9,6 +9,7 @@ use protokube::error::ExitCode as Code;
 use protokube::report::{OutputFormat, Report};
 
 fn main() -> ExitCode {
+    protokube::logging::set_stderr_is_journal(protokube::host::linux::stderr_is_journal());
     let cli = match Cli::parse_args() {
         Ok(cli) => cli,
         Err(err) if err.use_stderr() => {

@@ -13,6 +13,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::host::Files;
 use crate::report::Report;
 use crate::version::BuildInfo;
 
@@ -154,8 +155,9 @@ fn previous_success(text: &str) -> Option<f64> {
 }
 
 /// Reads the previous metrics file, if any (unreadable counts as none).
-pub fn read_previous(path: &Path) -> Option<String> {
-    crate::host::linux::read_text(path, MAX_METRICS_BYTES).ok()
+pub fn read_previous(files: &dyn Files, path: &Path) -> Option<String> {
+    let bytes = files.read(path, MAX_METRICS_BYTES).ok()??;
+    String::from_utf8(bytes).ok()
 }
 
 #[cfg(test)]

@@ -62,7 +62,7 @@ pub fn check_cluster_name(name: &str) -> Result<(), String> {
     }
 }
 
-/// A DNS name as protokube compares them: lowercase, no trailing dot, Route53's `\052` for `*`
+/// A DNS name as protokube compares them: lowercase, no trailing dot, a service's octal escape `\052` for `*`
 /// undone.
 pub fn normalize_dns_name(name: &str) -> String {
     name.trim_end_matches('.')

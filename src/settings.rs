@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context as _, Result};
 
 use crate::error::UsageError;
+use crate::host::Files;
 use crate::identity::{check_identity_value, IdentityOverrides};
 use crate::names::{
     check_cluster_name, check_dns_name, is_dns1123_subdomain, is_within, normalize_dns_name,
@@ -40,6 +41,26 @@ pub enum DnsProvider {
     Hosts,
     /// Publish nothing.
     None,
+}
+
+/// Where a DNS provider's names go, in the words the DNS steps need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DnsPlace {
+    /// The zones of the DNS service of this name.
+    Zones(&'static str),
+    /// The managed block of the hosts file.
+    HostsFile,
+    Nowhere,
+}
+
+impl DnsProvider {
+    pub fn place(self) -> DnsPlace {
+        match self {
+            Self::Route53 => DnsPlace::Zones("Route53"),
+            Self::Hosts => DnsPlace::HostsFile,
+            Self::None => DnsPlace::Nowhere,
+        }
+    }
 }
 
 /// The flags as given (command line or `PROTOKUBE_*` variables), before validation.
@@ -183,8 +204,9 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Validates `flags` and loads the spec; no network, no lock, no write.
-    pub fn resolve(flags: Flags) -> Result<Self> {
+    /// Validates `flags` and loads the spec and templates from the node's `files`; no network,
+    /// no lock, no write.
+    pub fn resolve(flags: Flags, files: &dyn Files) -> Result<Self> {
         for (what, value, flag) in [
             ("instance id", &flags.instance_id, "--instance-id"),
             (
@@ -206,7 +228,11 @@ impl Settings {
             .as_deref()
             .map(parse_internal_suffix)
             .transpose()?;
-        let spec = flags.cluster_spec.as_deref().map(read_spec).transpose()?;
+        let spec = flags
+            .cluster_spec
+            .as_deref()
+            .map(|path| read_spec(files, path))
+            .transpose()?;
         let spec_origin = flags
             .cluster_spec
             .as_deref()
@@ -233,7 +259,7 @@ impl Settings {
             spec.as_ref().and_then(|s| s.spec.dns_zone.as_deref()),
         )
         .with_context(|| format!("cluster spec `{spec_origin}`"))?;
-        let templates = Arc::new(load_templates_dir(flags.templates.as_deref())?);
+        let templates = Arc::new(load_templates_dir(files, flags.templates.as_deref())?);
         for channel in &flags.channels {
             check_channel(channel).map_err(usage)?;
         }
@@ -264,7 +290,7 @@ impl Settings {
             ))
             .into());
         }
-        let root = crate::host::linux::root(&flags.root).map_err(|err| {
+        let root = files.root(&flags.root).map_err(|err| {
             UsageError(format!(
                 "--root: `{}` is not a directory protokube can use ({})",
                 flags.root.display(),
@@ -287,7 +313,12 @@ impl Settings {
             identity: IdentityOverrides {
                 instance_id: flags.instance_id,
                 availability_zone: flags.availability_zone,
-                region: flags.region,
+                // The SDK's own region variables count as a region given by the user.
+                region: flags.region.or_else(|| {
+                    ["AWS_REGION", "AWS_DEFAULT_REGION"]
+                        .iter()
+                        .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
+                }),
                 internal_ip: flags.internal_ip,
                 external_ip: flags.external_ip,
             },
@@ -564,19 +595,29 @@ fn zone_rules(flags: &[String], spec_dns_zone: Option<&str>) -> Result<Vec<ZoneR
 /// `--templates` directory when there is one. A directory that does not exist is a usage error;
 /// a template there that cannot be read or compiled fails the run (exit 1).
 /// Reads and parses the cluster document at `path` (kOps' completed spec).
-pub fn read_spec(path: &Path) -> Result<ClusterDocument> {
-    let text = crate::host::linux::read_text(path, MAX_SPEC_BYTES)
+pub fn read_spec(files: &dyn Files, path: &Path) -> Result<ClusterDocument> {
+    let text = read_text(files, path, MAX_SPEC_BYTES)
         .context("reading the cluster spec (kOps' completed specs are a few KiB)")?;
     ClusterDocument::parse(&text, &path.display().to_string())
+}
+
+/// The text of the file at `path` when it holds at most `max` bytes (an error otherwise, or
+/// when it is missing or not UTF-8).
+fn read_text(files: &dyn Files, path: &Path, max: u64) -> Result<String> {
+    let bytes = files.read(path, max)?.ok_or_else(|| {
+        anyhow::Error::from(std::io::Error::from(std::io::ErrorKind::NotFound))
+            .context(format!("`{}` does not exist", path.display()))
+    })?;
+    String::from_utf8(bytes).map_err(|_| anyhow!("`{}` is not UTF-8", path.display()))
 }
 
 /// The largest template override read (the built-in templates are a few KiB).
 const MAX_TEMPLATE_BYTES: u64 = 1 << 20;
 
-fn load_templates_dir(dir: Option<&Path>) -> Result<tera::Tera> {
+fn load_templates_dir(files: &dyn Files, dir: Option<&Path>) -> Result<tera::Tera> {
     let mut overrides = Vec::new();
     if let Some(dir) = dir {
-        if !crate::host::linux::is_dir(dir) {
+        if !files.is_dir(dir) {
             return Err(UsageError(format!(
                 "--templates: `{}` is not a directory",
                 dir.display()
@@ -585,8 +626,12 @@ fn load_templates_dir(dir: Option<&Path>) -> Result<tera::Tera> {
         }
         for (name, _) in BUILTIN_TEMPLATES {
             let path = dir.join(name);
-            if crate::host::linux::exists(&path) {
-                let text = crate::host::linux::read_text(&path, MAX_TEMPLATE_BYTES)
+            let read = files
+                .read(&path, MAX_TEMPLATE_BYTES)
+                .context("reading a template override")?;
+            if let Some(bytes) = read {
+                let text = String::from_utf8(bytes)
+                    .map_err(|_| anyhow!("`{}` is not UTF-8", path.display()))
                     .context("reading a template override")?;
                 overrides.push((name.to_string(), text));
             }
@@ -599,6 +644,7 @@ fn load_templates_dir(dir: Option<&Path>) -> Result<tera::Tera> {
 mod tests {
     use super::*;
     use crate::error::ExitCode;
+    use crate::host::linux::LinuxHost;
 
     fn flags() -> Flags {
         Flags {
@@ -614,21 +660,27 @@ mod tests {
 
     #[test]
     fn names_derive_from_the_cluster_name() {
-        let settings = Settings::resolve(Flags {
-            cluster_id: Some("c.example.com".into()),
-            ..flags()
-        })
+        let settings = Settings::resolve(
+            Flags {
+                cluster_id: Some("c.example.com".into()),
+                ..flags()
+            },
+            &LinuxHost,
+        )
         .unwrap();
         let cluster = settings.cluster.unwrap();
         assert_eq!(cluster.internal_suffix, ".internal.c.example.com");
         assert_eq!(cluster.public_name, "api.c.example.com");
         assert_eq!(cluster.dns, DnsProvider::Route53);
         assert_eq!(cluster.internal_api_name(), "api.internal.c.example.com");
-        let gossip = Settings::resolve(Flags {
-            cluster_id: Some("g.k8s.local".into()),
-            dns_internal_suffix: Some("internal.x.example.com".into()),
-            ..flags()
-        })
+        let gossip = Settings::resolve(
+            Flags {
+                cluster_id: Some("g.k8s.local".into()),
+                dns_internal_suffix: Some("internal.x.example.com".into()),
+                ..flags()
+            },
+            &LinuxHost,
+        )
         .unwrap()
         .cluster
         .unwrap();
@@ -687,7 +739,7 @@ mod tests {
                 ..flags()
             },
         ] {
-            assert_eq!(code(Settings::resolve(bad)), ExitCode::Usage);
+            assert_eq!(code(Settings::resolve(bad, &LinuxHost)), ExitCode::Usage);
         }
     }
 

@@ -11,7 +11,8 @@ use anyhow::{anyhow, bail, Context as _, Result};
 
 use crate::cloud::AttachmentState;
 use crate::cloud::{
-    tags, Cloud, CloudClients, CloudVolume, InstanceInfo, VolumeAttachment, VolumeQuery,
+    tags, Cloud, CloudClients, CloudVolume, DeviceNaming, InstanceInfo, VolumeAttachment,
+    VolumeQuery,
 };
 use crate::host::{FileKind, Host};
 use crate::identity::{self, NodeIdentity};
@@ -104,19 +105,20 @@ impl<'a> Snapshot<'a> {
         self.host
     }
 
+    /// How the cloud names the devices of attached volumes.
+    pub fn devices(&self) -> &'a dyn DeviceNaming {
+        self.cloud.devices()
+    }
+
     /// This node's identity: flags first, the metadata service for the rest.
     pub async fn identity(&mut self) -> Result<&NodeIdentity> {
         if self.identity.is_none() {
-            let mut overrides = self.settings.identity.clone();
-            // The SDK's own region variables count as a region given by the user.
-            overrides.region = overrides.region.or_else(|| {
-                ["AWS_REGION", "AWS_DEFAULT_REGION"]
-                    .iter()
-                    .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
-            });
-            let resolved =
-                identity::resolve(&overrides, self.cloud.metadata(), identity::Want::Placement)
-                    .await?;
+            let resolved = identity::resolve(
+                &self.settings.identity,
+                self.cloud.metadata(),
+                identity::Want::Placement,
+            )
+            .await?;
             self.identity = Some(resolved);
         }
         self.identity
@@ -244,6 +246,7 @@ impl<'a> Snapshot<'a> {
             &query.cluster,
             query.zone.as_deref(),
             found.clone(),
+            self.cloud.devices(),
         ));
         self.volume_answer = Some(found);
     }

@@ -104,8 +104,8 @@ pub struct NetworkingSpec {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct IamSpec {
-    /// IRSA: dns-controller's and the EBS CSI driver's permissions move to service-account
-    /// roles; the control-plane role keeps no Route53, no volume tagging, no detach.
+    /// IRSA: dns-controller's and the volume CSI driver's permissions move to service-account
+    /// roles; the control-plane role keeps no DNS writes, no volume tagging, no detach.
     pub use_service_account_external_permissions: Option<bool>,
 }
 

@@ -93,7 +93,7 @@ pub struct Waits {
     pub attach: Backoff,
     /// Backoff while waiting for a block device to appear.
     pub device: Backoff,
-    /// Backoff while waiting for Route53 to report a change `INSYNC`.
+    /// Backoff while waiting for a DNS service to report a change in effect.
     pub dns: Backoff,
 }
 

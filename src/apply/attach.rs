@@ -7,10 +7,10 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{anyhow, bail, Result};
 
 use crate::cloud::AttachmentState;
-use crate::cloud::{AttachOutcome, VolumeApi};
+use crate::cloud::{AttachOutcome, DeviceHint, DeviceNaming, VolumeApi};
 use crate::host::{Devices, FoundDevice};
 use crate::paths::HostRoot;
-use crate::plan::volumes::{attachment_stuck, free_device_name};
+use crate::plan::volumes::attachment_stuck;
 use crate::wait::{poll_until, Backoff, Waits};
 
 /// The outcome of trying to attach one volume.
@@ -27,25 +27,27 @@ pub enum Attached {
 /// instance and grows with the names tried.
 pub async fn attach(
     cloud: &dyn VolumeApi,
+    naming: &dyn DeviceNaming,
     volume_id: &str,
     instance_id: &str,
     used: &mut Vec<String>,
     dry_run: bool,
 ) -> Result<Attached> {
     loop {
-        let device = free_device_name(used.iter().map(String::as_str)).ok_or_else(|| {
+        let device = naming.free_name(used).ok_or_else(|| {
             anyhow!(
-                "no free device name for volume `{volume_id}`: /dev/xvdu to /dev/xvdz are all in \
-                 use on `{instance_id}`"
+                "no free device name for volume `{volume_id}`: {} are all in use on \
+                 `{instance_id}`",
+                naming.names()
             )
         })?;
         match cloud
-            .attach_volume(volume_id, instance_id, device, dry_run)
+            .attach_volume(volume_id, instance_id, &device, dry_run)
             .await?
         {
             AttachOutcome::Requested | AttachOutcome::WouldSucceed => {
-                used.push(device.to_owned());
-                return Ok(Attached::As(device.to_owned()));
+                used.push(device.clone());
+                return Ok(Attached::As(device));
             }
             AttachOutcome::VolumeTaken(why) => {
                 // No idempotency token: the SDK may have retried an attach that succeeded, and
@@ -59,14 +61,14 @@ pub async fn attach(
             }
             AttachOutcome::DeviceNameTaken(why) => {
                 tracing::info!("device name `{device}` is in use ({why}); trying the next one");
-                used.push(device.to_owned());
+                used.push(device);
             }
         }
     }
 }
 
 /// After `VolumeInUse`: the device `volume_id` is attached to `instance_id` under, if it is
-/// attached here. A read that shows no attachment yet (EC2 is eventually consistent) is repeated
+/// attached here. A read that shows no attachment yet (clouds are eventually consistent) is repeated
 /// for a few seconds before the volume counts as another node's.
 async fn attached_device(
     cloud: &dyn VolumeApi,
@@ -153,16 +155,18 @@ pub async fn wait_attached(
     .await
 }
 
-/// Waits for the block device of `volume_id`, attached as `requested`, to appear under `root`.
+/// Waits for the block device `hint` describes (of a volume attached as `requested`) to appear
+/// under `root`.
 pub async fn wait_device(
     devices: &dyn Devices,
     root: &HostRoot,
-    volume_id: &str,
+    hint: &DeviceHint,
     requested: &str,
     waits: &Waits,
 ) -> Result<FoundDevice> {
     let what = format!(
-        "the block device of `{volume_id}` (attached as `{requested}`) to appear under `{}`",
+        "the block device of `{}` (attached as `{requested}`) to appear under `{}`",
+        hint.volume_id,
         root.path("/dev").display()
     );
     poll_until(
@@ -170,7 +174,7 @@ pub async fn wait_device(
         waits.remaining(),
         waits.progress,
         waits.device.clone(),
-        || async { devices.find_device(root, volume_id, requested) },
+        || async { devices.find_device(root, hint) },
     )
     .await
 }

@@ -1,6 +1,5 @@
-//! The effects that follow a plan through a seam: attaching volumes (EC2), the record of a format
-//! in progress (the node's files), Route53's names.
+//! The effects that follow a plan through a seam: attaching volumes (the cloud), the record of a
+//! format in progress (the node's files). Names go through `dns/`.
 
 pub mod attach;
 pub mod intent;
-pub mod route53;

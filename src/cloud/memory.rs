@@ -1,7 +1,7 @@
-//! A cloud held in memory, for the steps' unit tests: EC2's volumes and instances as the
-//! traits see them, filtered as EC2 filters them, attaches that take effect at once (and refuse
-//! a volume attached elsewhere, as EC2 does), detaches that stay `detaching`, an empty Route53,
-//! and a log of every call.
+//! A cloud held in memory, for the steps' unit tests: volumes and instances as the traits see
+//! them, filtered by kOps' keys, attaches that take effect at once (and refuse a volume attached
+//! elsewhere, as clouds do), detaches that stay `detaching`, devices named `/dev/vdb` …
+//! `/dev/vdg`, and a log of every call (named by the operation, `AttachVolume <volume>`).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -10,8 +10,8 @@ use anyhow::{anyhow, Result};
 use async_trait::async_trait;
 
 use super::{
-    tags, AttachOutcome, AttachmentState, ChangeResult, Cloud, CloudClients, CloudVolume, DnsApi,
-    HostedZone, InstanceApi, InstanceInfo, InstanceMetadata, RecordChange, RecordSet, VolumeApi,
+    tags, AttachOutcome, AttachmentState, Cloud, CloudClients, CloudVolume, DeviceCandidate,
+    DeviceHint, DeviceNaming, InstanceApi, InstanceInfo, InstanceMetadata, MetadataItem, VolumeApi,
     VolumeAttachment, VolumeQuery, VolumeState,
 };
 
@@ -21,8 +21,8 @@ pub struct World {
     pub volumes: Vec<CloudVolume>,
     /// Running instances and their tags.
     pub instances: Vec<(InstanceInfo, BTreeMap<String, String>)>,
-    /// Instance metadata by path (`instance-id`, `placement/availability-zone`, …).
-    pub metadata: BTreeMap<String, String>,
+    /// Instance metadata by item.
+    pub metadata: BTreeMap<MetadataItem, String>,
     /// Every call, as `Operation` or `Operation <volume>`, in order.
     pub calls: Vec<String>,
 }
@@ -163,7 +163,7 @@ impl VolumeApi for MemoryCloud {
         if dry_run {
             return Ok(());
         }
-        // As EC2: the attachment is `detaching` for a while, its device name still taken.
+        // As a cloud does: the attachment is `detaching` for a while, its device name still taken.
         if let Some(volume) = world.volumes.iter_mut().find(|v| v.id == volume_id) {
             for attachment in &mut volume.attachments {
                 if attachment.instance_id == instance_id {
@@ -219,42 +219,66 @@ impl InstanceApi for MemoryCloud {
 }
 
 #[async_trait]
-impl DnsApi for MemoryCloud {
-    async fn zone_by_id(&self, _id: &str) -> Result<Option<HostedZone>> {
-        self.call("GetHostedZone".to_owned());
-        Ok(None)
+impl InstanceMetadata for MemoryCloud {
+    fn service(&self) -> &'static str {
+        "the in-memory metadata service"
     }
 
-    async fn all_zones(&self) -> Result<Vec<HostedZone>> {
-        self.call("ListHostedZones".to_owned());
-        Ok(Vec::new())
+    fn path(&self, item: MetadataItem) -> &'static str {
+        match item {
+            MetadataItem::InstanceId => "instance-id",
+            MetadataItem::Zone => "zone",
+            MetadataItem::Region => "region",
+            MetadataItem::InternalIpv4 => "ipv4",
+            MetadataItem::InternalIpv6 => "ipv6",
+            MetadataItem::ExternalIp => "external-ip",
+        }
     }
 
-    async fn records_under(&self, _zone_id: &str, _apex: &str) -> Result<Vec<RecordSet>> {
-        self.call("ListResourceRecordSets".to_owned());
-        Ok(Vec::new())
-    }
-
-    async fn change_records(
-        &self,
-        _zone_id: &str,
-        _changes: &[RecordChange],
-    ) -> Result<ChangeResult> {
-        self.call("ChangeResourceRecordSets".to_owned());
-        Ok(ChangeResult::Submitted {
-            change_id: "c-1".to_owned(),
-        })
-    }
-
-    async fn change_in_sync(&self, _change_id: &str) -> Result<bool> {
-        Ok(true)
+    async fn get(&self, item: MetadataItem) -> Result<Option<String>> {
+        Ok(self.lock_world().metadata.get(&item).cloned())
     }
 }
 
-#[async_trait]
-impl InstanceMetadata for MemoryCloud {
-    async fn get(&self, path: &str) -> Result<Option<String>> {
-        Ok(self.lock_world().metadata.get(path).cloned())
+/// Device names of the in-memory cloud, in order: `/dev/vdb` … `/dev/vdg`; `/dev/vda` is the
+/// root device. The device appears under its requested name.
+pub const DEVICE_NAMES: [&str; 6] = [
+    "/dev/vdb", "/dev/vdc", "/dev/vdd", "/dev/vde", "/dev/vdf", "/dev/vdg",
+];
+
+/// The in-memory cloud's device naming.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MemoryDevices;
+
+impl DeviceNaming for MemoryDevices {
+    fn free_name(&self, in_use: &[String]) -> Option<String> {
+        DEVICE_NAMES
+            .iter()
+            .find(|name| !in_use.iter().any(|used| used == *name))
+            .map(|name| (*name).to_owned())
+    }
+
+    fn names(&self) -> String {
+        "/dev/vdb to /dev/vdg".to_owned()
+    }
+
+    fn name_count(&self) -> usize {
+        DEVICE_NAMES.len()
+    }
+
+    fn is_root_device(&self, device: &str) -> bool {
+        device == "/dev/vda"
+    }
+
+    fn hint(&self, volume_id: &str, requested: &str) -> DeviceHint {
+        DeviceHint {
+            volume_id: volume_id.to_owned(),
+            candidates: vec![DeviceCandidate {
+                path: requested.into(),
+                nvme_link: false,
+            }],
+            nvme_serial: None,
+        }
     }
 }
 
@@ -264,11 +288,14 @@ impl Cloud for MemoryCloud {
         self
     }
 
+    fn devices(&self) -> &dyn DeviceNaming {
+        &MemoryDevices
+    }
+
     async fn connect(&self, _region: &str) -> Result<CloudClients> {
         Ok(CloudClients {
             volumes: Arc::new(self.clone()),
             instances: Arc::new(self.clone()),
-            dns: Arc::new(self.clone()),
         })
     }
 }

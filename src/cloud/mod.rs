@@ -1,5 +1,7 @@
-//! The cloud as protokube sees it: narrow traits returning our own types, so steps can run
-//! against AWS or against a stricter test double. The AWS implementation lives in [`aws`].
+//! The cloud as protokube sees it: one [`Cloud`] trait and narrow traits under it returning our
+//! own, provider-neutral types (volumes, attachments, instances, device hints), so steps run
+//! against any provider or against a stricter test double. Each provider lives in its own
+//! folder ([`aws`]), its device naming included.
 
 pub mod aws;
 #[cfg(test)]
@@ -8,13 +10,14 @@ pub mod patient;
 pub mod tags;
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Result;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-/// An EBS volume's state, as EC2 reports it.
+/// A volume's state (the state file keeps these words).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum VolumeState {
@@ -36,7 +39,7 @@ impl VolumeState {
         Self::Error,
     ];
 
-    /// EC2's own word for it (`in-use`).
+    /// Its word (`in-use`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Creating => "creating",
@@ -48,14 +51,14 @@ impl VolumeState {
         }
     }
 
-    /// From EC2's word; another word is none of EC2's volume states.
+    /// From its word; another word is no volume state.
     pub fn parse(word: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|s| s.as_str() == word)
     }
 }
 
-/// The state of an attachment: of a volume to an instance (`DescribeVolumes`), or of an
-/// instance's EBS block device mapping (`DescribeInstances`).
+/// The state of an attachment of a volume to an instance, as the volume or the instance
+/// reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AttachmentState {
@@ -75,7 +78,7 @@ impl AttachmentState {
         Self::Busy,
     ];
 
-    /// EC2's own word for it.
+    /// Its word.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Attaching => "attaching",
@@ -86,7 +89,7 @@ impl AttachmentState {
         }
     }
 
-    /// From EC2's word; another word is none of EC2's attachment states.
+    /// From its word; another word is no attachment state.
     pub fn parse(word: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|s| s.as_str() == word)
     }
@@ -97,13 +100,15 @@ impl AttachmentState {
     }
 }
 
-/// An EBS volume as the cloud reports it (kept in the state file as the last verified answer).
+/// A volume as the cloud reports it (kept in the state file as the last verified answer).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CloudVolume {
     pub id: String,
     pub zone: String,
     pub state: VolumeState,
     pub attachments: Vec<VolumeAttachment>,
+    /// Its metadata under kOps' keys ([`tags`]): a provider whose labels are spelled otherwise
+    /// maps them onto these.
     pub tags: BTreeMap<String, String>,
     /// The snapshot it was created from, if any (its data is not blank).
     pub snapshot_id: Option<String>,
@@ -113,7 +118,7 @@ pub struct CloudVolume {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VolumeAttachment {
     pub instance_id: String,
-    /// The device name given at attach time, e.g. `/dev/xvdu`.
+    /// The device name given at attach time (the provider's [`DeviceNaming`]).
     pub device: String,
     pub state: AttachmentState,
     /// When the attachment began, if the cloud says.
@@ -121,16 +126,16 @@ pub struct VolumeAttachment {
     pub attach_time: Option<std::time::SystemTime>,
 }
 
-/// Which volumes to ask for: a cluster's control-plane volumes in one availability zone, or in
-/// every zone of the region when `zone` is `None`.
+/// Which volumes to ask for: a cluster's control-plane volumes in one zone, or in every zone of
+/// the region when `zone` is `None`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VolumeQuery {
     pub cluster: String,
     pub zone: Option<String>,
 }
 
-/// A running instance: its addresses and the EBS volumes attached to it, as `DescribeInstances`
-/// reports them (kept in the state file as the last verified answer).
+/// A running instance: its addresses and the volumes attached to it (kept in the state file as
+/// the last verified answer).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InstanceInfo {
     pub id: String,
@@ -139,15 +144,15 @@ pub struct InstanceInfo {
     pub private_ips: Vec<std::net::IpAddr>,
     /// Its public addresses: the public IPv4 and its IPv6 addresses (globally routable), sorted.
     pub public_ips: Vec<std::net::IpAddr>,
-    /// Its EBS volumes (block device mappings), sorted by device name.
+    /// Its volumes, sorted by device name.
     #[serde(default)]
     pub volumes: Vec<InstanceVolume>,
 }
 
-/// An EBS volume in an instance's block device mappings.
+/// A volume attached to an instance, as the instance reports it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct InstanceVolume {
-    /// E.g. `/dev/xvdu`.
+    /// The device name given at attach time.
     pub device: String,
     pub volume_id: String,
     pub status: AttachmentState,
@@ -166,7 +171,7 @@ pub enum AttachOutcome {
     DeviceNameTaken(String),
 }
 
-/// EBS volume operations.
+/// Volume operations.
 #[async_trait]
 pub trait VolumeApi: Send + Sync {
     /// The cluster's control-plane volumes in the zone: one server-side-filtered, paginated listing.
@@ -185,7 +190,7 @@ pub trait VolumeApi: Send + Sync {
         dry_run: bool,
     ) -> Result<AttachOutcome>;
 
-    /// The device names already used on the instance (its block device mappings).
+    /// The device names already used on the instance.
     async fn instance_device_names(&self, instance_id: &str) -> Result<Vec<String>>;
 
     /// Sets tag `key` = `value` on the volume.
@@ -195,144 +200,140 @@ pub trait VolumeApi: Send + Sync {
     async fn detach_volume(&self, volume_id: &str, instance_id: &str, dry_run: bool) -> Result<()>;
 }
 
-/// EC2 instance facts.
+/// Instance facts.
 #[async_trait]
 pub trait InstanceApi: Send + Sync {
-    /// The tags of instance `instance_id` (read with `DescribeInstances`: kOps' worker role has
-    /// no `DescribeTags`).
+    /// The tags of instance `instance_id`, under kOps' keys.
     async fn instance_tags(&self, instance_id: &str) -> Result<BTreeMap<String, String>>;
 
-    /// The cluster's running control-plane instances (tagged `KubernetesCluster=<cluster>` and
-    /// `k8s.io/role/master` or `k8s.io/role/control-plane`): one filtered listing.
+    /// The cluster's running control-plane instances (of `cluster`, in a master or
+    /// control-plane role): one filtered listing.
     async fn running_masters(&self, cluster: &str) -> Result<Vec<InstanceInfo>>;
 }
 
-/// A Route53 hosted zone. Names are lowercase, without the trailing dot.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostedZone {
-    /// Without the `/hostedzone/` prefix.
-    pub id: String,
-    pub name: String,
-    pub private: bool,
+/// An item of the node's identity that the metadata service knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MetadataItem {
+    InstanceId,
+    Zone,
+    Region,
+    /// The primary private IPv4 address.
+    InternalIpv4,
+    /// The primary interface's IPv6 address (an IPv6-only instance has no private IPv4).
+    InternalIpv6,
+    /// The public IPv4 address, when there is one.
+    ExternalIp,
 }
 
-/// A record set. Names are lowercase, without the trailing dot; TXT values keep their quotes.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct RecordSet {
-    pub name: String,
-    pub record_type: String,
-    pub ttl: Option<i64>,
-    pub values: Vec<String>,
-    /// A Route53 alias (to a load balancer, …): it has no values of its own.
-    pub alias: bool,
-}
-
-/// `CREATE` (fails if the record exists) or `UPSERT`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RecordAction {
-    Create,
-    Upsert,
-    /// Removes a record set; its values and TTL must be the ones Route53 holds.
-    Delete,
-}
-
-/// One change of a change batch.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RecordChange {
-    pub action: RecordAction,
-    pub record: RecordSet,
-}
-
-/// The answer to a change batch.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ChangeResult {
-    /// Accepted; poll its id to see it `INSYNC`.
-    Submitted { change_id: String },
-    /// Rejected because a record to CREATE exists already (another writer was first).
-    Conflict(String),
-}
-
-/// Route53 operations.
-#[async_trait]
-pub trait DnsApi: Send + Sync {
-    async fn zone_by_id(&self, id: &str) -> Result<Option<HostedZone>>;
-    /// Every hosted zone (`ListHostedZones`, which kOps grants; `ListHostedZonesByName` it
-    /// does not).
-    async fn all_zones(&self) -> Result<Vec<HostedZone>>;
-    /// The record sets at or below `apex` in the zone, read from `apex` on (Route53 lists by
-    /// reversed labels, so a subtree is contiguous): cost does not grow with the rest of the zone.
-    /// A zone that does not exist (any more) is the error [`ZoneGone`].
-    async fn records_under(&self, zone_id: &str, apex: &str) -> Result<Vec<RecordSet>>;
-    async fn change_records(&self, zone_id: &str, changes: &[RecordChange])
-        -> Result<ChangeResult>;
-    /// Whether the change is `INSYNC`.
-    async fn change_in_sync(&self, change_id: &str) -> Result<bool>;
-}
-
-/// Instance metadata (IMDS): `path` is relative to `/latest/meta-data/`; `Ok(None)` when the
-/// service answers that the item does not exist (e.g. `public-ipv4` on a private instance).
+/// The instance's metadata service.
 #[async_trait]
 pub trait InstanceMetadata: Send + Sync {
-    async fn get(&self, path: &str) -> Result<Option<String>>;
+    /// Its name, for messages (`the instance metadata service`).
+    fn service(&self) -> &'static str;
+
+    /// Where it keeps `item`, for messages (`placement/availability-zone`).
+    fn path(&self, item: MetadataItem) -> &'static str;
+
+    /// The value of `item`; `Ok(None)` when the service answers that it does not exist (the
+    /// public address of a private instance).
+    async fn get(&self, item: MetadataItem) -> Result<Option<String>>;
+}
+
+/// A place a volume's block device can appear on the node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceCandidate {
+    /// A host path (under `--root`).
+    pub path: PathBuf,
+    /// A link named after the volume that must lead to an NVMe namespace.
+    pub nvme_link: bool,
+}
+
+/// Where the block device of an attached volume appears, and how it is known to be that
+/// volume's: the provider's naming ([`DeviceNaming::hint`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceHint {
+    pub volume_id: String,
+    /// Tried in order; the first that exists is the device.
+    pub candidates: Vec<DeviceCandidate>,
+    /// The serial an NVMe namespace must carry to be this volume; `None` where the provider's
+    /// NVMe devices carry none that names it.
+    pub nvme_serial: Option<String>,
+}
+
+/// How a provider names the devices of attached volumes.
+pub trait DeviceNaming: Send + Sync + std::fmt::Debug {
+    /// The first device name to request for an attachment that is not in `in_use` (the
+    /// instance's names, as the cloud reports them); `None` when every name is used.
+    fn free_name(&self, in_use: &[String]) -> Option<String>;
+
+    /// The names [`free_name`](Self::free_name) chooses from, in words (for the error when
+    /// none is free).
+    fn names(&self) -> String;
+
+    /// How many names [`free_name`](Self::free_name) chooses from.
+    fn name_count(&self) -> usize;
+
+    /// Whether a volume attached under `device` is the instance's root device (never touched).
+    fn is_root_device(&self, device: &str) -> bool;
+
+    /// Where the block device of `volume_id`, attached as `requested`, appears.
+    fn hint(&self, volume_id: &str, requested: &str) -> DeviceHint;
 }
 
 /// The cloud refused an operation for lack of a permission (exit 1). The message names the
 /// permission, whatever the cloud said.
 #[derive(Debug)]
 pub struct AccessDenied {
-    /// E.g. `ec2:AttachVolume`.
+    /// Who refused (`AWS`).
+    pub cloud: &'static str,
+    /// The permission in the provider's words.
     pub permission: String,
     /// The cloud's own code and message.
     pub detail: String,
+}
+
+impl AccessDenied {
+    /// The refusal among `err`'s causes, if any.
+    pub fn in_chain(err: &anyhow::Error) -> Option<&Self> {
+        err.chain().find_map(|cause| cause.downcast_ref::<Self>())
+    }
 }
 
 impl std::fmt::Display for AccessDenied {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "AWS denied `{}` to the credentials in use ({})",
-            self.permission, self.detail
+            "{} denied `{}` to the credentials in use ({})",
+            self.cloud, self.permission, self.detail
         )
     }
 }
 
 impl std::error::Error for AccessDenied {}
 
-/// A hosted zone protokube remembered does not exist any more (`NoSuchHostedZone`): the zones
-/// are looked up again.
-#[derive(Debug)]
-pub struct ZoneGone {
-    pub zone_id: String,
-}
-
-impl std::fmt::Display for ZoneGone {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "hosted zone `{}` does not exist", self.zone_id)
-    }
-}
-
-impl std::error::Error for ZoneGone {}
-
 /// The cloud APIs of one region, shared by every step of a run.
 #[derive(Clone)]
 pub struct CloudClients {
     pub volumes: Arc<dyn VolumeApi>,
     pub instances: Arc<dyn InstanceApi>,
-    pub dns: Arc<dyn DnsApi>,
 }
 
-/// Where the run's cloud comes from: the metadata service, and clients for a region once the
-/// region is known. AWS in production ([`aws::AwsCloud`]); doubles in tests.
+/// Where the run's cloud comes from: the metadata service, the provider's device naming, and
+/// clients for a region once the region is known. A provider in production (the composition
+/// root picks it); doubles in tests.
 #[async_trait]
 pub trait Cloud: Send + Sync {
     /// This instance's metadata service.
     fn metadata(&self) -> &dyn InstanceMetadata;
 
+    /// How the provider names the devices of attached volumes.
+    fn devices(&self) -> &dyn DeviceNaming;
+
     /// Clients for `region`: one configuration, credentials resolved once for all of them.
     async fn connect(&self, region: &str) -> Result<CloudClients>;
 
     /// The requests sent so far, by operation, retries included (for the metrics file).
-    fn aws_calls(&self) -> BTreeMap<String, u64> {
+    fn calls(&self) -> BTreeMap<String, u64> {
         BTreeMap::new()
     }
 }
@@ -342,10 +343,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn states_read_and_write_ec2_s_words() {
+    fn states_read_and_write_their_words() {
         for state in VolumeState::ALL {
             assert_eq!(VolumeState::parse(state.as_str()), Some(state));
-            // The state file keeps EC2's words, as before the types.
+            // The state file keeps these words, as before the types.
             assert_eq!(
                 serde_json::to_string(&state).unwrap(),
                 format!("\"{}\"", state.as_str())

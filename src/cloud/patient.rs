@@ -3,17 +3,13 @@
 //! backoff until the run's deadline (`--timeout`), then reported "not ready" (exit 75) saying
 //! what was waited for.
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
 use anyhow::Result;
 use async_trait::async_trait;
 
-use super::{
-    AttachOutcome, ChangeResult, CloudVolume, DnsApi, HostedZone, InstanceApi, InstanceInfo,
-    InstanceMetadata, RecordChange, RecordSet, VolumeApi, VolumeQuery,
-};
+use super::{InstanceMetadata, MetadataItem};
 use crate::error::{NotReady, Unreachable};
 use crate::wait::Deadline;
 
@@ -86,7 +82,7 @@ impl Patience {
     }
 }
 
-/// A cloud API that waits with [`Patience`] for what is not there yet.
+/// A metadata service that is waited for with [`Patience`] while it is not there yet.
 pub struct Patient<T> {
     inner: T,
     patience: Patience,
@@ -100,127 +96,17 @@ impl<T> Patient<T> {
 
 #[async_trait]
 impl<T: InstanceMetadata> InstanceMetadata for Patient<T> {
-    async fn get(&self, path: &str) -> Result<Option<String>> {
-        let what = format!("the EC2 instance metadata service (`{path}`)");
-        self.patience.wait(&what, || self.inner.get(path)).await
-    }
-}
-
-/// What is waited for when an AWS API call cannot be made.
-fn aws(operation: &str) -> String {
-    format!("AWS (`{operation}`: endpoint and credentials)")
-}
-
-#[async_trait]
-impl<T: VolumeApi> VolumeApi for Patient<T> {
-    async fn find_volumes(&self, query: &VolumeQuery) -> Result<Vec<CloudVolume>> {
-        let what = aws("ec2:DescribeVolumes");
-        self.patience
-            .wait(&what, || self.inner.find_volumes(query))
-            .await
+    fn service(&self) -> &'static str {
+        self.inner.service()
     }
 
-    async fn volumes_by_id(&self, volume_ids: &[String]) -> Result<Vec<CloudVolume>> {
-        let what = aws("ec2:DescribeVolumes");
-        self.patience
-            .wait(&what, || self.inner.volumes_by_id(volume_ids))
-            .await
+    fn path(&self, item: MetadataItem) -> &'static str {
+        self.inner.path(item)
     }
 
-    async fn attach_volume(
-        &self,
-        volume_id: &str,
-        instance_id: &str,
-        device: &str,
-        dry_run: bool,
-    ) -> Result<AttachOutcome> {
-        let what = aws("ec2:AttachVolume");
-        self.patience
-            .wait(&what, || {
-                self.inner
-                    .attach_volume(volume_id, instance_id, device, dry_run)
-            })
-            .await
-    }
-
-    async fn instance_device_names(&self, instance_id: &str) -> Result<Vec<String>> {
-        let what = aws("ec2:DescribeInstances");
-        self.patience
-            .wait(&what, || self.inner.instance_device_names(instance_id))
-            .await
-    }
-
-    async fn tag_volume(&self, volume_id: &str, key: &str, value: &str) -> Result<()> {
-        let what = aws("ec2:CreateTags");
-        self.patience
-            .wait(&what, || self.inner.tag_volume(volume_id, key, value))
-            .await
-    }
-
-    async fn detach_volume(&self, volume_id: &str, instance_id: &str, dry_run: bool) -> Result<()> {
-        let what = aws("ec2:DetachVolume");
-        self.patience
-            .wait(&what, || {
-                self.inner.detach_volume(volume_id, instance_id, dry_run)
-            })
-            .await
-    }
-}
-
-#[async_trait]
-impl<T: InstanceApi> InstanceApi for Patient<T> {
-    async fn instance_tags(&self, instance_id: &str) -> Result<BTreeMap<String, String>> {
-        let what = aws("ec2:DescribeInstances");
-        self.patience
-            .wait(&what, || self.inner.instance_tags(instance_id))
-            .await
-    }
-
-    async fn running_masters(&self, cluster: &str) -> Result<Vec<InstanceInfo>> {
-        let what = aws("ec2:DescribeInstances");
-        self.patience
-            .wait(&what, || self.inner.running_masters(cluster))
-            .await
-    }
-}
-
-#[async_trait]
-impl<T: DnsApi> DnsApi for Patient<T> {
-    async fn zone_by_id(&self, id: &str) -> Result<Option<HostedZone>> {
-        let what = aws("route53:GetHostedZone");
-        self.patience
-            .wait(&what, || self.inner.zone_by_id(id))
-            .await
-    }
-
-    async fn all_zones(&self) -> Result<Vec<HostedZone>> {
-        let what = aws("route53:ListHostedZones");
-        self.patience.wait(&what, || self.inner.all_zones()).await
-    }
-
-    async fn records_under(&self, zone_id: &str, apex: &str) -> Result<Vec<RecordSet>> {
-        let what = aws("route53:ListResourceRecordSets");
-        self.patience
-            .wait(&what, || self.inner.records_under(zone_id, apex))
-            .await
-    }
-
-    async fn change_records(
-        &self,
-        zone_id: &str,
-        changes: &[RecordChange],
-    ) -> Result<ChangeResult> {
-        let what = aws("route53:ChangeResourceRecordSets");
-        self.patience
-            .wait(&what, || self.inner.change_records(zone_id, changes))
-            .await
-    }
-
-    async fn change_in_sync(&self, change_id: &str) -> Result<bool> {
-        let what = aws("route53:GetChange");
-        self.patience
-            .wait(&what, || self.inner.change_in_sync(change_id))
-            .await
+    async fn get(&self, item: MetadataItem) -> Result<Option<String>> {
+        let what = format!("{} (`{}`)", self.inner.service(), self.inner.path(item));
+        self.patience.wait(&what, || self.inner.get(item)).await
     }
 }
 
@@ -240,7 +126,15 @@ mod tests {
 
     #[async_trait]
     impl InstanceMetadata for LateMetadata {
-        async fn get(&self, _path: &str) -> Result<Option<String>> {
+        fn service(&self) -> &'static str {
+            "the instance metadata service"
+        }
+
+        fn path(&self, _item: MetadataItem) -> &'static str {
+            "instance-id"
+        }
+
+        async fn get(&self, _item: MetadataItem) -> Result<Option<String>> {
             if self.calls.fetch_add(1, Ordering::SeqCst) < self.down {
                 return Err((self.failure)());
             }
@@ -279,7 +173,7 @@ mod tests {
             },
             quick(10_000),
         );
-        let got = block_on(metadata.get("instance-id")).unwrap();
+        let got = block_on(metadata.get(MetadataItem::InstanceId)).unwrap();
         assert_eq!(got.as_deref(), Some("i-0abc"));
         assert_eq!(metadata.inner.calls.load(Ordering::SeqCst), 4);
     }
@@ -294,7 +188,7 @@ mod tests {
             },
             quick(30),
         );
-        let err = block_on(metadata.get("instance-id")).unwrap_err();
+        let err = block_on(metadata.get(MetadataItem::InstanceId)).unwrap_err();
         assert_eq!(ExitCode::for_error(&err), ExitCode::NotReady);
         let message = format!("{err:#}");
         assert!(message.contains("within --timeout"), "{message}");
@@ -316,7 +210,7 @@ mod tests {
             },
             quick(10_000),
         );
-        let err = block_on(metadata.get("instance-id")).unwrap_err();
+        let err = block_on(metadata.get(MetadataItem::InstanceId)).unwrap_err();
         assert_eq!(ExitCode::for_error(&err), ExitCode::Failed);
         assert_eq!(metadata.inner.calls.load(Ordering::SeqCst), 1);
     }

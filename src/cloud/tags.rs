@@ -1,4 +1,5 @@
-//! The EC2 tags kOps puts on a cluster's volumes and instances, and the one protokube adds.
+//! kOps' metadata keys on a cluster's volumes and instances (its AWS tag keys; a provider whose
+//! labels are spelled otherwise maps them onto these), and the ones protokube adds.
 
 use std::collections::BTreeMap;
 

@@ -1,9 +1,10 @@
-//! `publish-dns`: the names etcd peers, nodes and users need, computed from cloud state, to
-//! Route53 or to `/etc/hosts`.
+//! `publish-dns`: the names etcd peers, nodes and users need, computed from cloud state, to the
+//! run's DNS target (a DNS service's zones or `/etc/hosts`).
 
 use anyhow::Result;
 
 use crate::cloud::Cloud;
+use crate::dns::{self, zoned::api::ZoneService};
 use crate::host::Host;
 use crate::report::Report;
 use crate::settings::Settings;
@@ -13,14 +14,16 @@ use crate::steps;
 pub async fn run(
     settings: &Settings,
     cloud: &dyn Cloud,
+    zones: &dyn ZoneService,
     host: &dyn Host,
     report: &mut Report,
 ) -> Result<()> {
     let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Region);
     // The cluster's names are checked before anything is locked or changed.
-    snapshot.cluster().await?;
+    let cluster = snapshot.cluster().await?;
+    let dns = dns::choose(settings, &cluster, zones);
     steps::announce_etcd_owner(settings, &mut snapshot, report)?;
     let _lock = steps::lock(settings, host)?;
-    steps::publish::run(settings, &mut snapshot, &Default::default(), report).await?;
+    steps::publish::run(settings, &mut snapshot, &*dns, &Default::default(), report).await?;
     steps::etcd_owner_unknown(settings, &mut snapshot)
 }

@@ -4,6 +4,7 @@
 use anyhow::Result;
 
 use crate::cloud::Cloud;
+use crate::dns::{self, zoned::api::ZoneService};
 use crate::host::Host;
 use crate::report::Report;
 use crate::settings::Settings;
@@ -13,17 +14,19 @@ use crate::steps;
 pub async fn run(
     settings: &Settings,
     cloud: &dyn Cloud,
+    zones: &dyn ZoneService,
     host: &dyn Host,
     report: &mut Report,
 ) -> Result<()> {
     let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Region);
     // The cluster's names are checked before anything is locked or changed.
-    snapshot.cluster().await?;
+    let cluster = snapshot.cluster().await?;
+    let dns = dns::choose(settings, &cluster, zones);
     // Where etcd-manager owns etcd, its volumes and names are left; the rest is reset. Where
     // that cannot be told, nothing is.
     steps::etcd_owner_unknown(settings, &mut snapshot)
         .map_err(|err| err.context("nothing was reset"))?;
     steps::announce_etcd_owner(settings, &mut snapshot, report)?;
     let _lock = steps::lock(settings, host)?;
-    steps::reset::run(settings, &mut snapshot, report).await
+    steps::reset::run(settings, &mut snapshot, &*dns, report).await
 }

@@ -1,12 +1,12 @@
 //! `sync`: claim, mount, render and publish in one run under one lock, each step planning from
-//! the one snapshot the steps before it updated; on a control-plane node then the steps that
-//! talk to the Kubernetes API (labels, addon channels) when their flags are given. Stops at the
-//! first failure. On a master the verify step asks the cloud first (once, while the last full
-//! check holds) and records a full check at the end.
+//! the one snapshot the steps before it updated; on a control-plane node then the Kubernetes
+//! API's steps (labels, addon channels) when their flags are given. Stops at the first failure.
+//! On a master the verify step asks the cloud first and records a full check at the end.
 
 use anyhow::Result;
 
 use crate::cloud::Cloud;
+use crate::dns::{self, zoned::api::ZoneService};
 use crate::host::Host;
 use crate::report::Report;
 use crate::settings::Settings;
@@ -16,6 +16,7 @@ use crate::steps;
 pub async fn run(
     settings: &Settings,
     cloud: &dyn Cloud,
+    zones: &dyn ZoneService,
     host: &dyn Host,
     report: &mut Report,
 ) -> Result<()> {
@@ -34,14 +35,15 @@ pub async fn run(
         (settings, snapshot)
     };
     // The cluster's names are checked before anything is locked or changed.
-    snapshot.cluster().await?;
+    let cluster = snapshot.cluster().await?;
+    let dns = dns::choose(settings, &cluster, zones);
     let _lock = steps::lock(settings, host)?;
     // Who owns etcd here is decided once: where etcd-manager does, its volumes are left alone
     // and not even listed.
     let owns_etcd = steps::announce_etcd_owner(settings, &mut snapshot, report)?;
     // A master asks the cloud once while its last full check holds, a gossip worker not at all
     // (DESIGN §8).
-    let verify = steps::verify::begin(settings, &mut snapshot).await?;
+    let verify = steps::verify::begin(settings, &mut snapshot, &*dns).await?;
     let (claimed, mounted) = if owns_etcd {
         let claimed = steps::claim::run(settings, &mut snapshot, report).await?;
         let mounted = steps::mount::run(settings, &mut snapshot, report).await?;
@@ -50,12 +52,12 @@ pub async fn run(
         Default::default()
     };
     let rendered = steps::render::run(settings, &mut snapshot, report).await?;
-    let nothing_known = steps::publish::Known::default();
+    let nothing_known = dns::target::Known::default();
     let known = verify
         .as_ref()
         .and_then(steps::verify::Verify::known)
         .unwrap_or(&nothing_known);
-    let published = steps::publish::run(settings, &mut snapshot, known, report).await?;
+    let published = steps::publish::run(settings, &mut snapshot, &*dns, known, report).await?;
     // A worker's run asks the cloud nothing more to see whether it should have been a master.
     steps::check_master_flag(settings, &mut snapshot, false, report).await?;
     if let Some(verify) = verify {

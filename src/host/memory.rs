@@ -14,6 +14,7 @@ use super::{
     ChildCommand, ChildOutput, Devices, FileKind, Files, FoundDevice, FsckResult, Holder,
     MountPlace, Processes, RunLock, Services, Witnesses, WriteOutcome,
 };
+use crate::cloud::DeviceHint;
 use crate::paths::HostRoot;
 use crate::plan::blank::{BlankCheck, Signature, Zeros};
 use crate::plan::files::{Desired, FileChange, FileFact};
@@ -53,7 +54,7 @@ pub struct Node {
     /// Regular files (bytes, mode) by path.
     pub files: BTreeMap<PathBuf, (Vec<u8>, u32)>,
     pub symlinks: BTreeMap<PathBuf, PathBuf>,
-    /// Block devices by the path they appear at under the root (`<root>/dev/xvdu`).
+    /// Block devices by the path they appear at under the root (`<root>/dev/vdb`).
     pub devices: BTreeMap<PathBuf, Device>,
     /// Mount point → the device number mounted there.
     pub mounts: BTreeMap<PathBuf, (u32, u32)>,
@@ -75,7 +76,7 @@ pub struct Node {
     pub programs: BTreeMap<PathBuf, ChildOutput>,
     /// The host's systemd units: whether each is active (a unit not here is not).
     pub services: BTreeMap<String, bool>,
-    /// Every effect made on the node, in order (`format /dev/xvdu`, `write <path>`,
+    /// Every effect made on the node, in order (`format /dev/vdb`, `write <path>`,
     /// `run <program> <args>`, …).
     pub effects: Vec<String>,
 }
@@ -155,23 +156,17 @@ impl Devices for MemoryHost {
         Ok(self.lock_node().mounts.get(path).copied().unwrap_or((0, 1)))
     }
 
-    fn find_device(
-        &self,
-        root: &HostRoot,
-        _volume_id: &str,
-        requested: &str,
-    ) -> Result<Option<FoundDevice>> {
-        let path = root.path(requested);
-        Ok(self
-            .lock_node()
-            .devices
-            .get(&path)
-            .map(|device| FoundDevice {
+    fn find_device(&self, root: &HostRoot, hint: &DeviceHint) -> Result<Option<FoundDevice>> {
+        let node = self.lock_node();
+        Ok(hint.candidates.iter().find_map(|candidate| {
+            let path = root.path(&candidate.path);
+            node.devices.get(&path).map(|device| FoundDevice {
                 found_at: path.clone(),
-                host_path: PathBuf::from(requested),
+                host_path: candidate.path.clone(),
                 path,
                 devno: device.devno,
-            }))
+            })
+        }))
     }
 
     fn witnesses(&self, device: &Path, check: BlankCheck) -> Result<Witnesses> {
@@ -396,6 +391,19 @@ impl Processes for MemoryHost {
 }
 
 impl Files for MemoryHost {
+    /// The root taken literally: the node's symlinks are its own, none on the disk.
+    fn root(&self, dir: &Path) -> Result<HostRoot> {
+        Ok(HostRoot::new(dir))
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        let node = self.lock_node();
+        let prefix = path.to_path_buf();
+        node.files
+            .keys()
+            .any(|file| file.starts_with(&prefix) && *file != prefix)
+    }
+
     fn fact(&self, path: &Path) -> Result<FileFact> {
         let node = self.lock_node();
         if let Some(target) = node.symlinks.get(path) {

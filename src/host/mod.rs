@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use crate::cloud::DeviceHint;
 use crate::paths::HostRoot;
 use crate::plan::blank::{BlankCheck, Signature, Zeros};
 use crate::plan::files::{FileChange, FileFact};
@@ -133,14 +134,9 @@ pub trait Devices: Send + Sync {
     /// The device a path is on: for a mount point, the device mounted there.
     fn mounted_device(&self, path: &Path) -> Result<(u32, u32)>;
 
-    /// The block device of `volume_id`, attached as `requested`, under `root` (`None` while it
-    /// has not appeared), checked to be that volume's.
-    fn find_device(
-        &self,
-        root: &HostRoot,
-        volume_id: &str,
-        requested: &str,
-    ) -> Result<Option<FoundDevice>>;
+    /// The block device `hint` describes under `root` (`None` while it has not appeared),
+    /// checked to be that volume's.
+    fn find_device(&self, root: &HostRoot, hint: &DeviceHint) -> Result<Option<FoundDevice>>;
 
     /// The blank proof's witnesses on the device.
     fn witnesses(&self, device: &Path, check: BlankCheck) -> Result<Witnesses>;
@@ -195,6 +191,13 @@ pub type RunLock = Box<dyn std::any::Any + Send>;
 
 /// The node's files.
 pub trait Files: Send + Sync {
+    /// The host's `/` found at directory `dir` (`--root`): absolute, free of symlinks, its paths
+    /// looked at through this node.
+    fn root(&self, dir: &Path) -> Result<HostRoot>;
+
+    /// Whether `path` is a directory (symlinks followed).
+    fn is_dir(&self, path: &Path) -> bool;
+
     /// What is at `path` now (symlinks not followed).
     fn fact(&self, path: &Path) -> Result<FileFact>;
 

@@ -10,7 +10,6 @@ pub mod manifests;
 pub mod mounts;
 pub mod records;
 pub mod reset;
-pub mod route53;
 pub mod state;
 pub mod static_pods;
 pub mod verify;

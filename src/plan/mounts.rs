@@ -7,6 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result};
 
+use crate::cloud::{DeviceCandidate, DeviceHint};
 use crate::plan::blank::{DeviceDecision, FormatReason};
 use crate::plan::files::{plan_file, FileChange, FileFact};
 use crate::plan::state::State;
@@ -136,15 +137,17 @@ pub fn refusal_from_mounts(state: &MountState, mountpoint: &str) -> Option<Strin
 /// What a device node is, by its kernel name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DeviceKind {
-    /// An NVMe namespace (`nvme1n1`): an EBS volume on Nitro; its serial names the volume.
+    /// An NVMe namespace (`nvme1n1`): a cloud volume on NVMe; its serial may name the volume.
     NvmeNamespace,
-    /// A partition (`nvme1n1p1`, `xvdu1`, `sda2`): never an EBS volume as attached.
+    /// A partition (`nvme1n1p1`, `sda2`, `vdb1`): never a volume as attached.
     Partition,
-    /// A whole disk of another kind (`xvdu`, `sdu`, a loop device).
+    /// A whole disk of another kind (`sdu`, `vdb`, a loop device).
     Disk,
 }
 
-/// The kind of the device named `name` (the last component of its resolved path).
+/// The kind of the device named `name` (the last component of its resolved path): NVMe
+/// namespaces and their partitions by their `nvme<c>n<n>[p<p>]` form; a disk of the `…d<letters>`
+/// families (`sd`, `vd`, `hd` and the like) followed by digits is a partition.
 pub fn device_kind(name: &str) -> DeviceKind {
     let digits_then = |s: &str, sep: char| -> Option<(bool, bool)> {
         let (a, b) = s.split_once(sep)?;
@@ -164,51 +167,48 @@ pub fn device_kind(name: &str) -> DeviceKind {
             return DeviceKind::NvmeNamespace;
         }
     }
-    for prefix in ["xvd", "sd", "vd", "hd"] {
-        if let Some(rest) = name.strip_prefix(prefix) {
-            let letters = rest.trim_end_matches(|c: char| c.is_ascii_digit());
-            if !letters.is_empty()
-                && letters.bytes().all(|c| c.is_ascii_lowercase())
-                && letters.len() < rest.len()
-            {
-                return DeviceKind::Partition;
-            }
-        }
+    let letters = name.trim_end_matches(|c: char| c.is_ascii_digit());
+    let disk_family = letters
+        .rsplit_once('d')
+        .is_some_and(|(_, slot)| !slot.is_empty() && slot.bytes().all(|c| c.is_ascii_lowercase()));
+    if disk_family && letters.len() < name.len() && letters.bytes().all(|c| c.is_ascii_lowercase())
+    {
+        return DeviceKind::Partition;
     }
     DeviceKind::Disk
 }
 
-/// Checks that the device at `resolved` (its name `name`) may be the block device of
-/// `volume_id`, found through `found_by_id` (the NVMe by-id link) or a requested name. The
-/// serial is the NVMe controller's (`None` when sysfs has none).
+/// Checks that the device named `name` may be the block device of the volume `hint` describes,
+/// found through `found_by` (one of its candidates). The serial is the NVMe controller's
+/// (`None` when sysfs has none).
 pub fn check_device(
-    volume_id: &str,
+    hint: &DeviceHint,
     name: &str,
-    found_by_id: bool,
+    found_by: &DeviceCandidate,
     serial: Option<&str>,
 ) -> Result<(), String> {
+    let volume_id = &hint.volume_id;
     let kind = device_kind(name);
     if kind == DeviceKind::Partition {
         return Err(format!(
-            "`{name}` is a partition, not a whole EBS volume; refusing to touch it"
+            "`{name}` is a partition, not a whole volume; refusing to touch it"
         ));
     }
-    if found_by_id && kind != DeviceKind::NvmeNamespace {
+    if found_by.nvme_link && kind != DeviceKind::NvmeNamespace {
         return Err(format!(
             "the NVMe by-id link of volume `{volume_id}` leads to `{name}`, which is not an NVMe \
              namespace; refusing to touch it (a stale or planted link?)"
         ));
     }
-    if kind == DeviceKind::NvmeNamespace {
-        let expected = volume_id.replace('-', "");
+    if let (DeviceKind::NvmeNamespace, Some(expected)) = (&kind, &hint.nvme_serial) {
         match serial.map(str::trim) {
             Some(serial) if serial == expected => {}
             Some(serial) => {
                 return Err(format!(
-                "device `{name}` has NVMe serial `{}`, but volume `{volume_id}` has `{expected}`; \
-                     refusing to touch it (stale /dev/disk/by-id link?)",
-                serial.escape_debug()
-            ))
+                    "device `{name}` has NVMe serial `{}`, but volume `{volume_id}` has \
+                     `{expected}`; refusing to touch it (stale /dev/disk/by-id link?)",
+                    serial.escape_debug()
+                ))
             }
             None => {
                 return Err(format!(
@@ -535,9 +535,13 @@ garbage line
             ("nvme1n1p1", DeviceKind::Partition),
             ("xvdu1", DeviceKind::Partition),
             ("sda2", DeviceKind::Partition),
+            ("vdb1", DeviceKind::Partition),
+            ("hdc12", DeviceKind::Partition),
             ("xvdu", DeviceKind::Disk),
             ("sdu", DeviceKind::Disk),
             ("loop3", DeviceKind::Disk),
+            ("md0", DeviceKind::Disk),
+            ("dm-1", DeviceKind::Disk),
             ("nvme", DeviceKind::Disk),
             ("nvme1", DeviceKind::Disk),
         ] {
@@ -547,17 +551,36 @@ garbage line
 
     #[test]
     fn nvme_devices_must_carry_the_volumes_serial() {
-        assert!(check_device("vol-0abc", "nvme1n1", true, Some("vol0abc\n")).is_ok());
-        assert!(check_device("vol-0abc", "nvme1n1", false, Some("vol0abc")).is_ok());
-        let err = check_device("vol-0abc", "nvme1n1", true, Some("vol0fff")).unwrap_err();
+        let hint = DeviceHint {
+            volume_id: "vol-0abc".into(),
+            candidates: Vec::new(),
+            nvme_serial: Some("vol0abc".into()),
+        };
+        let link = DeviceCandidate {
+            path: "/dev/disk/by-id/x".into(),
+            nvme_link: true,
+        };
+        let name = DeviceCandidate {
+            path: "/dev/xvdu".into(),
+            nvme_link: false,
+        };
+        assert!(check_device(&hint, "nvme1n1", &link, Some("vol0abc\n")).is_ok());
+        assert!(check_device(&hint, "nvme1n1", &name, Some("vol0abc")).is_ok());
+        let err = check_device(&hint, "nvme1n1", &link, Some("vol0fff")).unwrap_err();
         assert!(err.contains("vol0fff"), "{err}");
-        let err = check_device("vol-0abc", "nvme1n1", false, None).unwrap_err();
+        let err = check_device(&hint, "nvme1n1", &name, None).unwrap_err();
         assert!(err.contains("serial cannot be read"), "{err}");
-        let err = check_device("vol-0abc", "loop3", true, None).unwrap_err();
+        let err = check_device(&hint, "loop3", &link, None).unwrap_err();
         assert!(err.contains("not an NVMe namespace"), "{err}");
-        let err = check_device("vol-0abc", "nvme1n1p1", true, Some("vol0abc")).unwrap_err();
+        let err = check_device(&hint, "nvme1n1p1", &link, Some("vol0abc")).unwrap_err();
         assert!(err.contains("partition"), "{err}");
-        assert!(check_device("vol-0abc", "xvdu", false, None).is_ok());
+        assert!(check_device(&hint, "xvdu", &name, None).is_ok());
+        // A provider whose NVMe devices carry no serial naming the volume: its link is trusted.
+        let unnamed = DeviceHint {
+            nvme_serial: None,
+            ..hint
+        };
+        assert!(check_device(&unnamed, "nvme0n2", &name, None).is_ok());
     }
 
     #[test]

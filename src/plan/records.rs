@@ -38,7 +38,7 @@ pub struct DesiredRecord {
     pub addresses: Vec<IpAddr>,
 }
 
-/// Which API names protokube publishes to Route53 (kOps' `dns.go` and nodeup's annotations):
+/// Which API names protokube publishes to a DNS service (kOps' `dns.go` and nodeup's annotations):
 /// with an API load balancer `api.<cluster>` is the load balancer's alias, and with
 /// `useForInternalApi` so is `api.internal.<cluster>`; neither is then protokube's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,11 +11,11 @@ use anyhow::{Context as _, Result};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cloud::{CloudVolume, HostedZone, InstanceInfo};
+use crate::cloud::{CloudVolume, InstanceInfo};
 use crate::etcd::EtcdMembership;
 use crate::plan::hosts::HostRecords;
 use crate::plan::records::DesiredRecord;
-use crate::plan::zones::ZoneRule;
+use crate::plan::zones::{Zone, ZoneRule};
 
 /// The state file's format version; a newer one is refused rather than misread.
 pub const STATE_VERSION: u32 = 1;
@@ -39,12 +39,12 @@ pub struct State {
     /// neither the cluster nor the role).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<LearnedNode>,
-    /// Names the cluster owns in Route53 and no longer has, as full reads found them: deleted
+    /// Names the cluster owns in a DNS service's zones and no longer has, as full reads found them: deleted
     /// only once missing for `--verify-interval` (DESIGN §6).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub missing_names: BTreeMap<String, MissingName>,
     /// Device names an attachment got stuck `attaching` on here: the next attach tries another
-    /// name first (as the EBS CSI driver does).
+    /// name first (as clouds' CSI drivers do).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stuck_device_names: Vec<String>,
 }
@@ -79,7 +79,7 @@ pub struct Verified {
     pub masters: Vec<InstanceInfo>,
     /// The cluster's volumes in every zone (`DescribeVolumes`).
     pub volumes: Vec<CloudVolume>,
-    /// The names published to Route53 and verified there (none for the hosts file, which is
+    /// The names published to a DNS service and verified there (none for the hosts file, which is
     /// read on every run anyway).
     pub published: Vec<DesiredRecord>,
     /// Desired names the check found held by someone else and left alone (warned about then):
@@ -117,12 +117,12 @@ pub struct WorkerVerified {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KnownZones {
     pub rules: Vec<ZoneRule>,
-    pub zones: Vec<HostedZone>,
+    pub zones: Vec<Zone>,
 }
 
 impl KnownZones {
     /// The zones, when they were found for these `rules`.
-    pub fn for_rules(&self, rules: &[ZoneRule]) -> Option<&[HostedZone]> {
+    pub fn for_rules(&self, rules: &[ZoneRule]) -> Option<&[Zone]> {
         (self.rules == rules).then_some(self.zones.as_slice())
     }
 }
@@ -151,7 +151,7 @@ mod rfc3339 {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MountedVolume {
     pub volume_id: String,
-    /// The block device it was found at, e.g. `/dev/xvdu` or `/dev/disk/by-id/nvme-…`.
+    /// The block device it was found at, e.g. `/dev/vdb` or a `/dev/disk/by-id/` link.
     pub device: PathBuf,
     /// `/mnt/master-<volume id>`.
     pub mountpoint: PathBuf,

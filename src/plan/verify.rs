@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};
 
-use crate::cloud::{AttachmentState, InstanceInfo};
+use crate::cloud::{AttachmentState, DeviceNaming, InstanceInfo};
 use crate::plan::hosts::HostRecords;
 use crate::plan::state::{Verified, WorkerVerified};
 use crate::plan::volumes::{classify, plan_claims, ClaimPlan};
@@ -92,6 +92,8 @@ pub struct Local<'a> {
     /// The volumes mounted at protokube's own mount points here (from the mount table, whatever
     /// the record says).
     pub mounted: &'a BTreeSet<String>,
+    /// The provider's device naming (its root devices).
+    pub devices: &'a dyn DeviceNaming,
 }
 
 /// Decides, once the masters have been asked for, whether the recorded check (not yet due, see
@@ -108,7 +110,7 @@ pub fn decide(recorded: &Verified, masters: &[InstanceInfo], local: &Local<'_>) 
             local.instance_id
         ));
     }
-    let discovery = classify(local.cluster, None, recorded.volumes.clone());
+    let discovery = classify(local.cluster, None, recorded.volumes.clone(), local.devices);
     let here: Vec<_> = discovery
         .volumes
         .into_iter()
@@ -282,6 +284,7 @@ mod tests {
             instance_id: "i-a",
             zone: "za",
             mounted: &mounted,
+            devices: &crate::cloud::aws::devices::EbsDevices,
         };
         decide(recorded, masters, &local)
     }

@@ -9,19 +9,16 @@ use crate::cloud::tags::{
     CLUSTER as CLUSTER_TAG, ETCD_PREFIX as ETCD_TAG_PREFIX, MASTER_ROLE as MASTER_ROLE_TAG,
 };
 use crate::cloud::{AttachmentState, VolumeState};
-use crate::cloud::{CloudVolume, VolumeAttachment};
+use crate::cloud::{CloudVolume, DeviceNaming, VolumeAttachment};
 use crate::etcd::{parse_etcd_tag, EtcdKey, EtcdMembership};
 use crate::plan::blank::{CloudWitness, FORMATTED_TAG};
-
-/// Device names under which a volume is the instance's root device; never touched (kops#3167).
-const ROOT_DEVICE_NAMES: &[&str] = &["/dev/sda", "/dev/sda1", "/dev/xvda", "/dev/xvda1"];
 
 /// A volume of this cluster that holds at least one etcd member.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EtcdVolume {
     pub id: String,
     pub zone: String,
-    /// EC2 volume state: `available`, `in-use`, …
+    /// Its state: `available`, `in-use`, …
     pub state: VolumeState,
     /// Where it is attached, if anywhere.
     pub attachment: Option<VolumeAttachment>,
@@ -52,14 +49,19 @@ pub struct Discovery {
 }
 
 /// Sorts the volumes the cloud returned for `cluster` (in `zone`, or in any zone for `None`) into
-/// etcd volumes and skipped ones.
+/// etcd volumes and skipped ones; `devices` knows the provider's root device names.
 ///
 /// The cloud query already filters by cluster tag, role tag and zone; they are checked again here
 /// so that a lenient or misbehaving API can never hand us another cluster's volume.
-pub fn classify(cluster: &str, zone: Option<&str>, cloud_volumes: Vec<CloudVolume>) -> Discovery {
+pub fn classify(
+    cluster: &str,
+    zone: Option<&str>,
+    cloud_volumes: Vec<CloudVolume>,
+    devices: &dyn DeviceNaming,
+) -> Discovery {
     let mut discovery = Discovery::default();
     for volume in cloud_volumes {
-        match classify_one(cluster, zone, &volume) {
+        match classify_one(cluster, zone, &volume, devices) {
             Ok(etcd) => discovery.volumes.push(EtcdVolume {
                 cloud: CloudWitness {
                     formatted_tag: volume.tags.get(FORMATTED_TAG).cloned(),
@@ -148,6 +150,7 @@ fn classify_one(
     cluster: &str,
     zone: Option<&str>,
     volume: &CloudVolume,
+    devices: &dyn DeviceNaming,
 ) -> Result<Vec<EtcdMembership>, String> {
     if volume.tags.get(CLUSTER_TAG).map(String::as_str) != Some(cluster) {
         return Err(format!("its `{CLUSTER_TAG}` tag is not `{cluster}`"));
@@ -164,7 +167,7 @@ fn classify_one(
     if let Some(root) = volume
         .attachments
         .iter()
-        .find(|a| ROOT_DEVICE_NAMES.contains(&a.device.as_str()))
+        .find(|a| devices.is_root_device(&a.device))
     {
         return Err(format!(
             "it is attached as root device `{}` of `{}`",
@@ -229,39 +232,8 @@ pub fn sort_for_claiming(volumes: &mut [EtcdVolume]) {
     volumes.sort_by_key(|v| claim_rank(&v.etcd));
 }
 
-/// Device names `mount` requests for etcd volumes, in order (kOps listed `xvdx` twice and skipped
-/// `xvdw`; all six are used here).
-pub const DEVICE_NAMES: &[&str] = &[
-    "/dev/xvdu",
-    "/dev/xvdv",
-    "/dev/xvdw",
-    "/dev/xvdx",
-    "/dev/xvdy",
-    "/dev/xvdz",
-];
-
-/// The first device name from [`DEVICE_NAMES`] that is not in use on the instance. `in_use` holds
-/// names as EC2 reports them; `/dev/sdX` and `/dev/xvdX` name the same slot.
-pub fn free_device_name<'a>(in_use: impl IntoIterator<Item = &'a str>) -> Option<&'static str> {
-    let used: Vec<String> = in_use.into_iter().map(device_slot).collect();
-    DEVICE_NAMES
-        .iter()
-        .copied()
-        .find(|name| !used.contains(&device_slot(name)))
-}
-
-/// `/dev/xvdu`, `/dev/sdu` and `xvdu` all name slot `u`.
-fn device_slot(name: &str) -> String {
-    let base = name.strip_prefix("/dev/").unwrap_or(name);
-    let base = base
-        .strip_prefix("xvd")
-        .or_else(|| base.strip_prefix("sd"))
-        .unwrap_or(base);
-    base.to_owned()
-}
-
-/// How long an attachment may stay `attaching` before it is given up (as the EBS CSI driver
-/// does): then it is detached, and the run ends "not ready".
+/// How long an attachment may stay `attaching` before it is given up (as clouds' CSI drivers
+/// do): then it is detached, and the run ends "not ready".
 pub const STUCK_ATTACHING: Duration = Duration::from_secs(90);
 
 /// What `mount` does with the discovered volumes on this instance.
@@ -294,7 +266,7 @@ impl ClaimPlan {
 }
 
 /// Whether an attachment has been `attaching` for longer than [`STUCK_ATTACHING`] at `now`
-/// (the node's clock): measured from its attach time, which the EC2 adapter has moved onto the
+/// (the node's clock): measured from its attach time, which the cloud's adapter has moved onto the
 /// node's clock with the answer's own date, or for as long as this run has waited on it
 /// (`waited`, from its monotonic clock), whichever is longer.
 pub fn attachment_stuck(attachment: &VolumeAttachment, waited: Duration, now: SystemTime) -> bool {
@@ -379,6 +351,12 @@ pub fn plan_claims(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cloud::aws::devices::EbsDevices;
+
+    /// Classified with EBS' root device names.
+    fn classify(cluster: &str, zone: Option<&str>, volumes: Vec<CloudVolume>) -> Discovery {
+        super::classify(cluster, zone, volumes, &EbsDevices)
+    }
 
     fn membership(cluster: &str, member: &str, members: &[&str]) -> EtcdMembership {
         EtcdMembership::new(cluster, member, members)
@@ -587,21 +565,6 @@ mod tests {
         ];
         sort_for_claiming(&mut volumes);
         assert_eq!(ids(&volumes), ["3", "2", "1"]);
-    }
-
-    #[test]
-    fn device_names_skip_slots_in_use() {
-        assert_eq!(free_device_name([]), Some("/dev/xvdu"));
-        assert_eq!(
-            free_device_name(["/dev/sda1", "/dev/xvdu"]),
-            Some("/dev/xvdv")
-        );
-        assert_eq!(
-            free_device_name(["/dev/sdu", "/dev/xvdv"]),
-            Some("/dev/xvdw")
-        );
-        assert_eq!(free_device_name(DEVICE_NAMES.iter().copied()), None);
-        assert_eq!(DEVICE_NAMES.len(), 6);
     }
 
     #[test]

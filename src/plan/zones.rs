@@ -1,9 +1,17 @@
-//! Route53 zone choice by kOps' `--zone` rules (`*`, `*/*`, `*/ID`, `NAME`, `NAME/ID`),
-//! `spec.dnsZone`, else the longest-suffix hosted zone. Pure.
+//! DNS zones and their choice by kOps' `--zone` rules (`*`, `*/*`, `*/ID`, `NAME`, `NAME/ID`),
+//! `spec.dnsZone`, else the longest-suffix zone. Pure.
 
 use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
 
-use crate::cloud::HostedZone;
+/// A DNS service's zone. Names are lowercase, without the trailing dot.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Zone {
+    /// The service's id of it (without any path prefix).
+    pub id: String,
+    pub name: String,
+    pub private: bool,
+}
 
 /// One `--zone` rule.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -64,7 +72,7 @@ impl ZoneRule {
         }
     }
 
-    pub fn allows(&self, zone: &HostedZone) -> bool {
+    pub fn allows(&self, zone: &Zone) -> bool {
         match self {
             ZoneRule::Any => true,
             ZoneRule::Id(id) => zone.id == *id,
@@ -76,21 +84,21 @@ impl ZoneRule {
 
 /// The zone a name goes to: the allowed zone with the longest name that is a suffix of it.
 /// Two zones of that name (a public and a private one) are ambiguous: the error says how to pick.
-pub fn zone_for<'a>(name: &str, zones: &'a [HostedZone]) -> Result<Option<&'a HostedZone>> {
-    let matching: Vec<&HostedZone> = zones
+pub fn zone_for<'a>(name: &str, zones: &'a [Zone]) -> Result<Option<&'a Zone>> {
+    let matching: Vec<&Zone> = zones
         .iter()
         .filter(|z| name == z.name || name.ends_with(&format!(".{}", z.name)))
         .collect();
     let Some(longest) = matching.iter().map(|z| z.name.len()).max() else {
         return Ok(None);
     };
-    let best: Vec<&&HostedZone> = matching
+    let best: Vec<&&Zone> = matching
         .iter()
         .filter(|z| z.name.len() == longest)
         .collect();
     if best.len() > 1 {
         bail!(
-            "`{name}` fits several hosted zones named `{}` ({}); choose one with --zone NAME/ID",
+            "`{name}` fits several zones named `{}` ({}); choose one with --zone NAME/ID",
             best[0].name,
             best.iter()
                 .map(|z| z.id.as_str())
@@ -105,8 +113,8 @@ pub fn zone_for<'a>(name: &str, zones: &'a [HostedZone]) -> Result<Option<&'a Ho
 mod tests {
     use super::*;
 
-    fn zone(id: &str, name: &str) -> HostedZone {
-        HostedZone {
+    fn zone(id: &str, name: &str) -> Zone {
+        Zone {
             id: id.into(),
             name: name.into(),
             private: false,

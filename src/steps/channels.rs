@@ -100,3 +100,100 @@ fn channels_tool(settings: &Settings, host: &dyn Host) -> Result<PathBuf> {
     }
     Ok(installed)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::{ChildEnd, ChildOutput};
+    use crate::steps::testing::Bench;
+
+    const BOOTSTRAP: &str = "s3://bucket/k.example.com/addons/bootstrap-channel.yaml";
+    const EXTRA: &str = "s3://bucket/k.example.com/addons/extra-channel.yaml";
+
+    /// A master with both channels whose channels tool (where nodeup installs it) ends as
+    /// `end`, printing `stdout`.
+    fn bench_with_tool(end: ChildEnd, stdout: &str, dry_run: bool) -> Bench {
+        let mut bench = Bench::with_flags(&[], |flags| {
+            flags.channels = vec![BOOTSTRAP.to_owned(), EXTRA.to_owned()];
+        });
+        if dry_run {
+            bench.dry_run();
+        }
+        let tool = bench.path(CHANNELS_TOOL);
+        bench.host.change(|node| {
+            node.programs.insert(
+                tool,
+                ChildOutput {
+                    end,
+                    stdout: stdout.as_bytes().to_vec(),
+                    stderr: Vec::new(),
+                },
+            );
+        });
+        bench
+    }
+
+    fn exited(success: bool) -> ChildEnd {
+        ChildEnd::Exited {
+            success,
+            status: if success {
+                "exit status: 0"
+            } else {
+                "exit status: 1"
+            }
+            .to_owned(),
+        }
+    }
+
+    fn run_channels(bench: &Bench) -> (Report, Result<()>) {
+        let mut report = bench.report();
+        let result = Bench::block_on(run(&bench.settings, &bench.host, &mut report));
+        (report, result)
+    }
+
+    #[test]
+    fn each_channel_is_applied_and_a_current_one_reported_unchanged() {
+        let bench = bench_with_tool(
+            exited(true),
+            "I1123 channels.go:1] No update required\n",
+            false,
+        );
+        let (report, result) = run_channels(&bench);
+        result.unwrap();
+        assert_eq!(
+            bench.take_effects(),
+            [BOOTSTRAP, EXTRA]
+                .map(|c| format!("run {CHANNELS_TOOL} apply channel {c} --v=4 --yes"))
+        );
+        assert!(report.changes.iter().all(|c| c.action == Action::Unchanged));
+        // A dry run runs nothing and says what it would run.
+        let bench = bench_with_tool(exited(true), "", true);
+        let (report, result) = run_channels(&bench);
+        result.unwrap();
+        assert!(bench.take_effects().is_empty());
+        assert!(report.changes[0]
+            .detail
+            .starts_with("would run `channels apply channel"));
+    }
+
+    #[test]
+    fn every_failing_channel_is_named_and_a_killed_run_is_not_ready() {
+        let bench = bench_with_tool(exited(false), "error: no such bucket\n", false);
+        let (_, result) = run_channels(&bench);
+        let err = result.unwrap_err();
+        let message = format!("{err:#}");
+        assert!(
+            message.contains(BOOTSTRAP) && message.contains(EXTRA),
+            "{message}"
+        );
+        assert!(!err.chain().any(<dyn std::error::Error>::is::<NotReady>));
+        // Cut short by the deadline: retried later, not failed.
+        let bench = bench_with_tool(ChildEnd::Killed, "", false);
+        let (_, result) = run_channels(&bench);
+        let err = result.unwrap_err();
+        assert!(
+            err.chain().any(<dyn std::error::Error>::is::<NotReady>),
+            "{err:#}"
+        );
+    }
+}

@@ -14,7 +14,7 @@ use crate::error::NotReady;
 use crate::paths::{volume_mountpoint, RETIRED_FILE};
 use crate::plan::files::FileFact;
 use crate::plan::mounts::mounted_at;
-use crate::plan::volumes::{free_device_name, plan_claims, ClaimPlan, EtcdVolume, DEVICE_NAMES};
+use crate::plan::volumes::{plan_claims, ClaimPlan, EtcdVolume};
 use crate::report::{Action, Change, ChangeKind, Report};
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
@@ -26,9 +26,11 @@ use crate::steps::discover::warn_skipped;
 pub struct Claimed {
     /// A volume was attached to or detached from this instance (or would be, in a dry run).
     pub volumes_changed: bool,
-    /// Detaches the cloud refused (kOps' IRSA control-plane role has no `ec2:DetachVolume`):
-    /// the rest of the run goes on — what is safe is mounted — and it ends "not ready".
+    /// Detaches the cloud refused (kOps' IRSA control-plane role may not detach): the rest of
+    /// the run goes on — what is safe is mounted — and it ends "not ready".
     refused_detaches: Vec<String>,
+    /// The permission the cloud named when it refused.
+    refused_permission: Option<String>,
 }
 
 impl Claimed {
@@ -38,10 +40,13 @@ impl Claimed {
             return Ok(());
         }
         Err(NotReady(format!(
-            "the cloud refused to detach `{}` from this node (ec2:DetachVolume); the rest was \
-             done, and the volume(s) stay attached here until the node's role may detach them \
-             (the README's IAM section, `iam/`) or they are detached by hand",
-            self.refused_detaches.join("`, `")
+            "the cloud refused to detach `{}` from this node ({}); the rest was done, and the \
+             volume(s) stay attached here until the node's role may detach them (the README's \
+             IAM section, `iam/`) or they are detached by hand",
+            self.refused_detaches.join("`, `"),
+            self.refused_permission
+                .as_deref()
+                .unwrap_or("permission denied")
         ))
         .into())
     }
@@ -145,7 +150,7 @@ pub async fn run(
         // Names an attachment got stuck on are tried last: left out while another is free.
         let avoided = snapshot.state()?.stuck_device_names.clone();
         let with_avoided: Vec<String> = used.iter().chain(&avoided).cloned().collect();
-        if free_device_name(with_avoided.iter().map(String::as_str)).is_some() {
+        if snapshot.devices().free_name(&with_avoided).is_some() {
             used = with_avoided;
         }
         for volume in &plan.candidates {
@@ -154,6 +159,7 @@ pub async fn run(
             }
             match attach(
                 &*volumes,
+                snapshot.devices(),
                 &volume.id,
                 &instance_id,
                 &mut used,
@@ -247,7 +253,7 @@ fn remember_stuck_names(
     let keep_from = state
         .stuck_device_names
         .len()
-        .saturating_sub(DEVICE_NAMES.len());
+        .saturating_sub(snapshot.devices().name_count());
     state.stuck_device_names.drain(..keep_from);
     super::save_state(settings, snapshot.host(), &state)?;
     snapshot.record_state(state);
@@ -269,7 +275,8 @@ async fn detach(
 ) -> Result<()> {
     if let Some(attachment) = &volume.attachment {
         let host = snapshot.host();
-        if let Some(found) = host.find_device(&settings.root, &volume.id, &attachment.device)? {
+        let hint = snapshot.devices().hint(&volume.id, &attachment.device);
+        if let Some(found) = host.find_device(&settings.root, &hint)? {
             let holders: Vec<String> = host
                 .holders(&settings.root, found.devno)
                 .iter()
@@ -293,20 +300,19 @@ async fn detach(
         .await
     {
         Ok(()) => {}
-        Err(err)
-            if err
-                .chain()
-                .any(<dyn std::error::Error + 'static>::is::<AccessDenied>) =>
-        {
+        Err(err) => {
+            let Some(denied) = AccessDenied::in_chain(&err) else {
+                return Err(err);
+            };
             report.warn(format!(
                 "volume `{}` should be detached ({why}) but the cloud refused: {}",
                 volume.id,
                 crate::error::one_line(&err)
             ));
             claimed.refused_detaches.push(volume.id.clone());
+            claimed.refused_permission = Some(denied.permission.clone());
             return Ok(());
         }
-        Err(err) => return Err(err),
     }
     tracing::info!("detaching `{}`: {why}", volume.id);
     claimed.volumes_changed = true;
@@ -341,7 +347,7 @@ mod tests {
             Vol::new("vol-events", "events", "a"),
             Vol::new("vol-main-a", "main", "a"),
             Vol::new("vol-main-b", "main", "b"),
-            Vol::new("vol-taken", "main", "c").attached_to(OTHER_INSTANCE, "/dev/xvdu"),
+            Vol::new("vol-taken", "main", "c").attached_to(OTHER_INSTANCE, "/dev/vdb"),
             Vol::new("vol-far", "main", "d").in_zone("us-east-1b"),
         ]);
         let mut snapshot = bench.snapshot(VolumeScope::Zone);
@@ -384,5 +390,38 @@ mod tests {
         // The cloud is asked with DryRun, and nothing is attached.
         assert!(bench.cloud.world().volumes[0].attachments.is_empty());
         assert!(snapshot.is_planned("vol-main"));
+    }
+
+    #[test]
+    fn with_every_device_name_taken_the_error_names_the_providers_names() {
+        let bench = Bench::master(&[Vol::new("vol-1", "main", "a")]);
+        // Six other volumes (not the cluster's) hold every name the cloud gives.
+        bench.cloud.change(|world| {
+            for (n, name) in crate::cloud::memory::DEVICE_NAMES.iter().enumerate() {
+                let mut other = world.volumes[0].clone();
+                other.id = format!("vol-other-{n}");
+                other.tags.clear();
+                other.state = crate::cloud::VolumeState::InUse;
+                other.attachments = vec![crate::cloud::VolumeAttachment {
+                    instance_id: INSTANCE.to_owned(),
+                    device: (*name).to_owned(),
+                    state: crate::cloud::AttachmentState::Attached,
+                    attach_time: None,
+                }];
+                world.volumes.push(other);
+            }
+        });
+        let mut snapshot = bench.snapshot(VolumeScope::Zone);
+        let mut report = bench.report();
+        let result = Bench::block_on(run(&bench.settings, &mut snapshot, &mut report));
+        let Err(err) = result else {
+            panic!("a name was free");
+        };
+        let message = format!("{err:#}");
+        assert!(
+            message.contains("no free device name for volume `vol-1`: /dev/vdb to /dev/vdg"),
+            "{message}"
+        );
+        assert!(bench.cloud.mutations().is_empty());
     }
 }

@@ -168,7 +168,7 @@ mod tests {
             flags.kubeconfig = "/var/lib/kops/kubeconfig".to_owned();
             adjust(flags);
         });
-        bench.device("/dev/xvdu", 1, Content::Zeros);
+        bench.device("/dev/vdb", 1, Content::Zeros);
         bench
     }
 

@@ -123,3 +123,64 @@ fn set(reason: &Mutex<String>, text: String) {
         *reason = text;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::memory::{Cluster, MemoryKube};
+    use crate::plan::kops::KopsUnit;
+    use crate::steps::testing::Bench;
+
+    const NODE: &str = "master-1";
+
+    fn bench(kops: KopsUnit) -> Bench {
+        Bench::with_flags(&[], |flags| {
+            flags.kops = kops;
+            flags.timeout = Duration::from_millis(1200);
+        })
+    }
+
+    fn label(bench: &Bench, api: &MemoryKube) -> (Report, Result<()>) {
+        let mut report = bench.report();
+        let result = Bench::block_on(run(&bench.settings, api, NODE, &mut report));
+        (report, result)
+    }
+
+    #[test]
+    fn an_api_that_never_answers_is_not_ready_naming_why() {
+        let api = MemoryKube::new(Cluster::default());
+        let (report, result) = label(&bench(KopsUnit::Current), &api);
+        let err = result.unwrap_err();
+        assert!(err.is::<NotReady>(), "{err:#}");
+        assert!(format!("{err:#}").contains("retry later"), "{err:#}");
+        assert!(report.changes.is_empty());
+        // It was asked more than once within --timeout, and nothing was patched.
+        let requests = api.cluster().requests;
+        assert!(requests.len() > 1, "{requests:?}");
+        assert!(!requests.iter().any(|r| r.starts_with("PATCH")));
+    }
+
+    #[test]
+    fn two_nodes_with_the_hostname_label_are_refused_without_a_write() {
+        let hostname = |name: &str| {
+            (
+                name.to_owned(),
+                BTreeMap::from([("kubernetes.io/hostname".to_owned(), NODE.to_owned())]),
+            )
+        };
+        let api = MemoryKube::new(Cluster {
+            answers: true,
+            nodes: [hostname("ip-10-0-0-1"), hostname("ip-10-0-0-2")].into(),
+            ..Cluster::default()
+        });
+        let (_, result) = label(&bench(KopsUnit::Container), &api);
+        let message = format!("{:#}", result.unwrap_err());
+        assert!(message.contains("2 nodes carry"), "{message}");
+        assert!(message.contains("--node-name"), "{message}");
+        assert!(!api
+            .cluster()
+            .requests
+            .iter()
+            .any(|r| r.starts_with("PATCH")));
+    }
+}

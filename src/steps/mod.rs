@@ -6,7 +6,6 @@
 pub mod channels;
 pub mod claim;
 pub mod discover;
-pub mod dns_target;
 pub mod kubelet;
 pub mod kubernetes;
 pub mod labels;
@@ -17,7 +16,7 @@ pub mod rbac;
 pub mod render;
 pub mod reset;
 #[cfg(test)]
-mod testing;
+pub mod testing;
 pub mod verify;
 
 use anyhow::{Context as _, Result};
@@ -199,9 +198,9 @@ mod tests {
     fn beside_etcd_manager_no_volume_is_listed_claimed_or_mounted() {
         let bench = Bench::master(&[
             Vol::new("vol-free", "main", "a"),
-            Vol::new("vol-here", "events", "a").attached_to(INSTANCE, "/dev/xvdu"),
+            Vol::new("vol-here", "events", "a").attached_to(INSTANCE, "/dev/vdb"),
         ]);
-        bench.device("/dev/xvdu", 1, crate::host::memory::Content::Zeros);
+        bench.device("/dev/vdb", 1, crate::host::memory::Content::Zeros);
         // Whatever the file is called, its content says whose it is.
         bench.file("/etc/kubernetes/manifests/main.yaml", ETCD_MANAGER_POD);
         let mut snapshot = bench.snapshot(VolumeScope::Region);
@@ -241,10 +240,10 @@ mod tests {
     fn etcd_part(prepare: impl FnOnce(&Bench)) -> (bool, Report, bool, anyhow::Result<()>) {
         let bench = Bench::master(&[
             Vol::new("vol-free", "main", "a"),
-            Vol::new("vol-here", "events", "a").attached_to(INSTANCE, "/dev/xvdu"),
+            Vol::new("vol-here", "events", "a").attached_to(INSTANCE, "/dev/vdb"),
         ]);
-        bench.device("/dev/xvdu", 1, crate::host::memory::Content::Zeros);
-        bench.device("/dev/xvdv", 2, crate::host::memory::Content::Zeros);
+        bench.device("/dev/vdb", 1, crate::host::memory::Content::Zeros);
+        bench.device("/dev/vdc", 2, crate::host::memory::Content::Zeros);
         prepare(&bench);
         let mut snapshot = bench.snapshot(VolumeScope::Region);
         let mut report = bench.report();

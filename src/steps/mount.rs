@@ -101,7 +101,7 @@ async fn mount_volume(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     volume: &EtcdVolume,
-    untagged: &mut Vec<String>,
+    untagged: &mut Vec<Untagged>,
     report: &mut Report,
 ) -> Result<(MountedVolume, bool)> {
     let device_name = volume
@@ -126,25 +126,18 @@ async fn mount_volume(
         return Ok((record(device_name), false));
     }
     let host = snapshot.host();
+    let hint = snapshot.devices().hint(&volume.id, &device_name);
     let device = if settings.dry_run {
-        host.find_device(&settings.root, &volume.id, &device_name)?
-            .ok_or_else(|| {
-                anyhow!(
+        host.find_device(&settings.root, &hint)?.ok_or_else(|| {
+            anyhow!(
                 "the block device of volume `{}` (attached as `{device_name}`) has not appeared \
                  under `{}`",
                 volume.id,
                 settings.root.path("/dev").display()
             )
-            })?
+        })?
     } else {
-        wait_device(
-            host,
-            &settings.root,
-            &volume.id,
-            &device_name,
-            &settings.waits,
-        )
-        .await?
+        wait_device(host, &settings.root, &hint, &device_name, &settings.waits).await?
     };
     let mounted_now = mount_device(
         settings,
@@ -173,7 +166,7 @@ async fn mount_device(
     volume: &EtcdVolume,
     device: &FoundDevice,
     mountpoint: &std::path::Path,
-    untagged: &mut Vec<String>,
+    untagged: &mut Vec<Untagged>,
     report: &mut Report,
 ) -> Result<bool> {
     let host = snapshot.host();
@@ -360,7 +353,7 @@ async fn format_volume(
     volume: &EtcdVolume,
     device: &FoundDevice,
     reason: FormatReason,
-    untagged: &mut Vec<String>,
+    untagged: &mut Vec<Untagged>,
     report: &mut Report,
 ) -> Result<()> {
     if reason == FormatReason::Interrupted {
@@ -405,7 +398,7 @@ async fn tag_formatted(
     volume: &EtcdVolume,
     device: &std::path::Path,
     uuid: &str,
-    untagged: &mut Vec<String>,
+    untagged: &mut Vec<Untagged>,
 ) -> Result<bool> {
     let volumes = snapshot.clients().await?.volumes;
     match volumes.tag_volume(&volume.id, FORMATTED_TAG, uuid).await {
@@ -413,32 +406,49 @@ async fn tag_formatted(
             intent::clear(snapshot.host(), &settings.root, &volume.id)?;
             Ok(true)
         }
-        Err(err)
-            if err
-                .chain()
-                .any(<dyn std::error::Error + 'static>::is::<AccessDenied>) =>
-        {
-            tracing::debug!("tagging `{}`: {err:#}", volume.id);
-            intent::record_formatted(snapshot.host(), &settings.root, &volume.id, device, uuid)?;
-            untagged.push(format!("`{}` (ext4 UUID {uuid})", volume.id));
-            Ok(false)
-        }
-        Err(err) => Err(err),
+        Err(err) => match AccessDenied::in_chain(&err) {
+            Some(denied) => {
+                tracing::debug!("tagging `{}`: {err:#}", volume.id);
+                intent::record_formatted(
+                    snapshot.host(),
+                    &settings.root,
+                    &volume.id,
+                    device,
+                    uuid,
+                )?;
+                untagged.push(Untagged {
+                    volume: format!("`{}` (ext4 UUID {uuid})", volume.id),
+                    permission: denied.permission.clone(),
+                });
+                Ok(false)
+            }
+            None => Err(err),
+        },
     }
 }
 
+/// A volume formatted in this run whose formatted tag the cloud refused, and the permission it
+/// named.
+#[derive(Clone, Debug)]
+struct Untagged {
+    volume: String,
+    permission: String,
+}
+
 /// One warning for the volumes formatted in this run whose formatted tag the cloud refused.
-fn warn_untagged(settings: &Settings, untagged: &[String], report: &mut Report) {
-    if untagged.is_empty() {
+fn warn_untagged(settings: &Settings, untagged: &[Untagged], report: &mut Report) {
+    let Some(first) = untagged.first() else {
         return;
-    }
+    };
+    let volumes: Vec<&str> = untagged.iter().map(|u| u.volume.as_str()).collect();
     report.warn(format!(
-        "the cloud refused the `{FORMATTED_TAG}` tag (ec2:CreateTags) of {} after protokube \
+        "the cloud refused the `{FORMATTED_TAG}` tag ({permission}) of {} after protokube \
          formatted them: each format is recorded on this node (`{}`) instead, so the volumes \
          mount and are never formatted again, but the cloud's witness is missing; grant \
-         `ec2:CreateTags` on the cluster's volumes (the README's IAM section, `iam/`) to have it",
-        untagged.join(", "),
-        settings.root.path(crate::paths::FORMATTING_DIR).display()
+         `{permission}` on the cluster's volumes (the README's IAM section, `iam/`) to have it",
+        volumes.join(", "),
+        settings.root.path(crate::paths::FORMATTING_DIR).display(),
+        permission = first.permission,
     ));
 }
 
@@ -508,23 +518,23 @@ mod tests {
     #[test]
     fn a_blank_device_is_formatted_recorded_first_tagged_then_mounted() {
         let bench =
-            Bench::master(&[Vol::new("vol-1", "main", "a").attached_to(INSTANCE, "/dev/xvdu")]);
-        bench.device("/dev/xvdu", 1, Content::Zeros);
+            Bench::master(&[Vol::new("vol-1", "main", "a").attached_to(INSTANCE, "/dev/vdb")]);
+        bench.device("/dev/vdb", 1, Content::Zeros);
         let (report, result) = mount(&bench);
         assert!(result.unwrap().formatted);
         assert_eq!(
             bench.take_effects(),
             [
                 "write /var/lib/protokube/formatting/vol-1",
-                "format /dev/xvdu",
+                "format /dev/vdb",
                 "write /var/lib/protokube/formatting/vol-1",
-                "mount /dev/xvdu /mnt/master-vol-1",
+                "mount /dev/vdb /mnt/master-vol-1",
                 "write /var/lib/protokube/state.json",
             ]
         );
         // The volume carries the UUID the device was given; the record is gone.
         let node = bench.host.node();
-        let Content::Ext4 { uuid, .. } = &node.devices[&bench.path("/dev/xvdu")].content else {
+        let Content::Ext4 { uuid, .. } = &node.devices[&bench.path("/dev/vdb")].content else {
             panic!("not formatted");
         };
         let tag = &bench.cloud.world().volumes[0].tags[FORMATTED_TAG];
@@ -550,16 +560,16 @@ mod tests {
     #[test]
     fn a_tagged_ext4_is_checked_and_mounted_never_formatted() {
         let bench = Bench::master(&[Vol::new("vol-1", "main", "a")
-            .attached_to(INSTANCE, "/dev/xvdu")
+            .attached_to(INSTANCE, "/dev/vdb")
             .formatted("u-1")]);
-        bench.device("/dev/xvdu", 1, ext4("u-1"));
+        bench.device("/dev/vdb", 1, ext4("u-1"));
         let (_, result) = mount(&bench);
         assert!(!result.unwrap().formatted);
         assert_eq!(
             bench.take_effects(),
             [
-                "fsck /dev/xvdu",
-                "mount /dev/xvdu /mnt/master-vol-1",
+                "fsck /dev/vdb",
+                "mount /dev/vdb /mnt/master-vol-1",
                 "write /var/lib/protokube/state.json",
             ]
         );
@@ -570,11 +580,11 @@ mod tests {
     fn an_enlarged_device_is_grown_online_after_mounting_and_a_failed_grow_keeps_the_mount() {
         for fails in [None, Some("resize2fs: no space left for the journal")] {
             let bench = Bench::master(&[Vol::new("vol-1", "main", "a")
-                .attached_to(INSTANCE, "/dev/xvdu")
+                .attached_to(INSTANCE, "/dev/vdb")
                 .formatted("u-1")]);
             // The filesystem fills a quarter of its (enlarged) device.
             bench.device(
-                "/dev/xvdu",
+                "/dev/vdb",
                 1,
                 Content::Ext4 {
                     uuid: "u-1".to_owned(),
@@ -588,9 +598,9 @@ mod tests {
             });
             let (report, result) = mount(&bench);
             result.unwrap();
-            let grown = ["fsck /dev/xvdu", "mount /dev/xvdu /mnt/master-vol-1"]
+            let grown = ["fsck /dev/vdb", "mount /dev/vdb /mnt/master-vol-1"]
                 .into_iter()
-                .chain(fails.is_none().then_some("grow online /dev/xvdu"))
+                .chain(fails.is_none().then_some("grow online /dev/vdb"))
                 .chain(["write /var/lib/protokube/state.json"])
                 .collect::<Vec<_>>();
             assert_eq!(bench.take_effects(), grown, "never grown before mounting");
@@ -622,8 +632,8 @@ mod tests {
         for content in [Content::Data(4096), Content::Other("xfs".to_owned())] {
             // Untagged data, another filesystem: no witness proves them blank.
             let bench =
-                Bench::master(&[Vol::new("vol-1", "main", "a").attached_to(INSTANCE, "/dev/xvdu")]);
-            bench.device("/dev/xvdu", 1, content.clone());
+                Bench::master(&[Vol::new("vol-1", "main", "a").attached_to(INSTANCE, "/dev/vdb")]);
+            bench.device("/dev/vdb", 1, content.clone());
             let (_, result) = mount(&bench);
             let err = result.unwrap_err();
             assert!(format!("{err:#}").contains("vol-1"), "{err:#}");
@@ -635,7 +645,7 @@ mod tests {
                 "{content:?}: {effects:?}"
             );
             assert_eq!(
-                bench.host.node().devices[&bench.path("/dev/xvdu")].content,
+                bench.host.node().devices[&bench.path("/dev/vdb")].content,
                 content
             );
             assert!(bench.cloud.mutations().is_empty());
@@ -645,9 +655,9 @@ mod tests {
     #[test]
     fn a_device_mounted_elsewhere_is_refused() {
         let bench = Bench::master(&[Vol::new("vol-1", "main", "a")
-            .attached_to(INSTANCE, "/dev/xvdu")
+            .attached_to(INSTANCE, "/dev/vdb")
             .formatted("u-1")]);
-        bench.device("/dev/xvdu", 1, ext4("u-1"));
+        bench.device("/dev/vdb", 1, ext4("u-1"));
         let elsewhere = bench.path("/srv/data");
         bench.host.change(|node| {
             node.mounts.insert(elsewhere, (202, 1));
@@ -689,10 +699,10 @@ mod tests {
     }
 
     /// The bench of a generated node: volume `n` holds `main` or `events`; the devices of
-    /// volumes attached here are `/dev/xvd{u,v,…}`, and the free names after them hold blank
+    /// volumes attached here are `/dev/vd{b,c,…}`, and the free names after them hold blank
     /// devices for what the claim attaches.
     fn bench_of(volumes: &[(bool, Gen)], dry_run: bool) -> Bench {
-        let names = ["u", "v", "w", "x", "y", "z", "ba", "bb"];
+        let names = ["b", "c", "d", "e", "f", "g", "h", "i"];
         let mut next = 0;
         let mut vols = Vec::new();
         let mut devices = Vec::new();
@@ -701,9 +711,9 @@ mod tests {
             let vol = Vol::new(&format!("vol-{n}"), key, &format!("m{n}"));
             vols.push(match generated {
                 Gen::Free => vol,
-                Gen::Elsewhere => vol.attached_to(OTHER_INSTANCE, "/dev/xvdu"),
+                Gen::Elsewhere => vol.attached_to(OTHER_INSTANCE, "/dev/vdb"),
                 Gen::Here { content, tagged } => {
-                    let device = format!("/dev/xvd{}", names[next]);
+                    let device = format!("/dev/vd{}", names[next]);
                     next += 1;
                     devices.push((device.clone(), content.clone()));
                     let vol = vol.attached_to(INSTANCE, &device);
@@ -724,7 +734,7 @@ mod tests {
         }
         for (minor, name) in names.iter().enumerate().skip(next) {
             bench.device(
-                &format!("/dev/xvd{name}"),
+                &format!("/dev/vd{name}"),
                 100 + minor as u32,
                 Content::Zeros,
             );

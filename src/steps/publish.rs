@@ -1,85 +1,37 @@
 //! The publish step: the records etcd peers, nodes and users need, computed from the cloud's
-//! facts (plan), to the hosts file or to Route53.
-
-use std::collections::BTreeMap;
-use std::time::SystemTime;
+//! facts (plan), to where the run's DNS target puts them (`dns/`).
 
 use anyhow::{anyhow, Context as _, Result};
 
+use crate::dns::target::{Desired, DnsTarget, Known, PublishOutcome};
 use crate::names::check_dns_name;
-use crate::plan::hosts::HostRecords;
-use crate::plan::records::{listed_etcd_names, worker_records, DesiredRecord};
-use crate::plan::route53::{DeletionGuard, ZonePolicy};
-use crate::plan::state::{LeftAlone, MissingName};
+use crate::plan::records::{listed_etcd_names, worker_records};
 use crate::report::Report;
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
-use crate::state::KnownZones;
 use crate::state::State;
 use crate::steps::discover::warn_skipped;
 
-use super::dns_target;
-
-/// What `sync` on a master knows from its last full check (DESIGN §8); nothing for every other
-/// run, which looks in full.
-#[derive(Clone, Debug, Default)]
-pub struct Known {
-    /// The hosted zones the rules chose when last found (remembered in the state file).
-    pub zones: Option<KnownZones>,
-    /// The names the recorded check found published; `Some` only when this run trusts it.
-    pub trusted_names: Option<Vec<DesiredRecord>>,
-    /// The names that check left alone to their holders.
-    pub left_alone: Vec<LeftAlone>,
-}
-
-/// What the publish step found, for the verify step (`sync` on a master).
-#[derive(Clone, Debug)]
-pub struct PublishOutcome {
-    /// The names that stand in Route53 as desired now, or are left alone to their holders; an
-    /// empty list where nothing goes to Route53; `None` after a dry run, whose plan is not in
-    /// place yet.
-    pub names_in_place: Option<Vec<DesiredRecord>>,
-    /// The desired names left alone because someone else holds them (warned about).
-    pub left_alone: Vec<LeftAlone>,
-    /// The hosted zones the rules chose, when Route53 was looked at.
-    pub zones: Option<KnownZones>,
-    /// The owned names no longer the cluster's, waited out, when Route53 was read in full.
-    pub missing: Option<BTreeMap<String, MissingName>>,
-    /// The hosts file's managed block as this run wrote it (or, in a dry run, would).
-    pub hosts_block: Option<HostRecords>,
-}
-
-impl PublishOutcome {
-    /// Nothing published to Route53: nothing there to verify.
-    pub fn nothing() -> Self {
-        Self {
-            names_in_place: Some(Vec::new()),
-            left_alone: Vec::new(),
-            zones: None,
-            missing: None,
-            hosts_block: None,
-        }
-    }
-}
-
+/// Publishes this node's names to `dns` (chosen once for the run).
 pub async fn run(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
+    dns: &dyn DnsTarget,
     known: &Known,
     report: &mut Report,
 ) -> Result<PublishOutcome> {
     let cluster = snapshot.cluster().await?;
-    let target = dns_target::choose(settings, &cluster);
-    if let Some(why) = target.idle_reason() {
+    if let Some(why) = dns.idle_reason() {
         tracing::info!("{why}");
         return Ok(PublishOutcome::nothing());
     }
-    // The old protokube beside etcd-manager published nothing to Route53: dns-controller owns
-    // the names there.
-    if target.is_route53() && settings.legacy && !snapshot.etcd_owner()?.is_protokube() {
+    // The old protokube beside etcd-manager published nothing to a DNS service: dns-controller
+    // owns the names there.
+    if dns.shared_with_dns_controller() && settings.legacy && !snapshot.etcd_owner()?.is_protokube()
+    {
         tracing::info!(
             "etcd-manager runs here and dns-controller publishes the cluster's names: \
-             nothing for protokube to publish to Route53"
+             nothing for protokube to publish"
         );
         return Ok(PublishOutcome::nothing());
     }
@@ -94,7 +46,7 @@ pub async fn run(
             Vec::new()
         };
         listed = listed_etcd_names(&cluster.internal_suffix, &volumes);
-        target.master_records(&volumes, &masters)
+        dns.master_records(&volumes, &masters)
     } else {
         // A worker needs the masters' addresses only, and may not list volumes (kOps' node
         // role has `DescribeInstances` alone).
@@ -104,19 +56,12 @@ pub async fn run(
     for record in &desired {
         check_dns_name(&record.name).map_err(|why| anyhow!("refusing to publish: {why}"))?;
     }
-    let state = snapshot.state()?.clone();
-    let policy = ZonePolicy {
-        adopt: settings.adopt,
-        deletion: DeletionGuard {
-            listed_etcd_names: listed,
-            missing: state.missing_names.clone(),
-            now: SystemTime::now(),
-            grace: settings.verify_interval,
-        },
+    let desired = Desired {
+        records: desired,
+        listed_etcd_names: listed,
     };
-    let outcome = target
-        .publish(snapshot, desired, policy, known, report)
-        .await?;
+    let outcome = dns.publish(snapshot, desired, known, report).await?;
+    let state = snapshot.state()?.clone();
     // The names waited out are remembered for the next full read (a dry run remembers nothing).
     if let Some(missing) = outcome
         .missing
@@ -134,4 +79,170 @@ pub async fn run(
         }
     }
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dns::memory::record_set;
+    use crate::dns::zoned::api::RecordSet;
+    use crate::dns::zoned::plan::ownership_value;
+    use crate::report::Action;
+    use crate::settings::{DnsProvider, Flags};
+    use crate::snapshot::VolumeScope;
+    use crate::steps::testing::{Bench, Vol, CLUSTER, INSTANCE};
+
+    const ETCD_NAME: &str = "etcd-a.internal.k.example.com";
+
+    /// A master of the bench's cluster whose names go to the in-memory DNS service, its
+    /// `main` member `a` on a volume attached here.
+    fn master(adjust: impl FnOnce(&mut Flags)) -> Bench {
+        Bench::with_flags(
+            &[Vol::new("vol-1", "main", "a").attached_to(INSTANCE, "/dev/vdb")],
+            |flags| {
+                flags.dns = Some(DnsProvider::Route53);
+                adjust(flags);
+            },
+        )
+    }
+
+    fn publish(bench: &Bench) -> (Report, Result<PublishOutcome>) {
+        let mut snapshot = bench.snapshot(VolumeScope::Region);
+        let mut report = bench.report();
+        let dns = bench.dns();
+        let known = Known::default();
+        let outcome = Bench::block_on(run(
+            &bench.settings,
+            &mut snapshot,
+            &*dns,
+            &known,
+            &mut report,
+        ));
+        (report, outcome)
+    }
+
+    fn owned(name: &str, address: &str) -> [RecordSet; 2] {
+        [
+            record_set(name, "A", &[address]),
+            record_set(name, "TXT", &[&ownership_value(CLUSTER)]),
+        ]
+    }
+
+    #[test]
+    fn a_master_publishes_its_names_once_and_then_changes_nothing() {
+        let bench = master(|_| {});
+        let (report, outcome) = publish(&bench);
+        let outcome = outcome.unwrap();
+        let zones = bench.zones.zones();
+        assert_eq!(
+            zones.get("Z1", ETCD_NAME, "A").unwrap().values,
+            ["10.0.0.1"]
+        );
+        assert_eq!(
+            zones.get("Z1", ETCD_NAME, "TXT").unwrap().values,
+            [ownership_value(CLUSTER)]
+        );
+        assert!(report
+            .changes
+            .iter()
+            .any(|c| c.target == ETCD_NAME && c.action == Action::Create));
+        assert!(outcome
+            .names_in_place
+            .unwrap()
+            .iter()
+            .any(|r| r.name == ETCD_NAME));
+        assert_eq!(outcome.zones.unwrap().zones[0].id, "Z1");
+        // Converged: the zone is read, nothing is sent.
+        let sent = bench.zones.zones().changes().len();
+        let (report, outcome) = publish(&bench);
+        outcome.unwrap();
+        assert_eq!(bench.zones.zones().changes().len(), sent);
+        assert!(report.changes.iter().all(|c| c.action == Action::Unchanged));
+    }
+
+    #[test]
+    fn a_worker_and_a_dry_run_send_nothing() {
+        let worker = master(|flags| flags.master = false);
+        let (_, outcome) = publish(&worker);
+        assert_eq!(outcome.unwrap().names_in_place, Some(Vec::new()));
+        assert!(worker.zones.zones().calls.is_empty());
+        assert!(worker.cloud.world().calls.is_empty());
+        let mut dry = master(|_| {});
+        dry.dry_run();
+        let (report, outcome) = publish(&dry);
+        // The plan is reported, not in place.
+        assert_eq!(outcome.unwrap().names_in_place, None);
+        assert!(report.changes.iter().any(|c| c.action == Action::Create));
+        assert!(dry.zones.zones().changes().is_empty());
+    }
+
+    #[test]
+    fn beside_etcd_manager_the_old_daemon_leaves_the_names_to_dns_controller() {
+        let bench = master(|flags| flags.legacy = true);
+        bench.file(
+            "/etc/kubernetes/manifests/etcd-manager-main.manifest",
+            include_str!(
+                "../../tests/fixtures/kops/etcd-manager/etcd-main-master-us-test-1a.manifest"
+            ),
+        );
+        let (report, outcome) = publish(&bench);
+        assert_eq!(outcome.unwrap().names_in_place, Some(Vec::new()));
+        assert!(report.changes.is_empty());
+        assert!(bench.zones.zones().calls.is_empty());
+    }
+
+    #[test]
+    fn an_owned_name_the_cluster_lost_is_waited_out_then_deleted() {
+        let lost = "old.internal.k.example.com";
+        // No grace: the name goes at the second full read that misses it.
+        let bench = master(|flags| flags.verify_interval = std::time::Duration::ZERO);
+        bench.zones.change(|z| {
+            for set in owned(lost, "10.0.0.9") {
+                z.put("Z1", set);
+            }
+        });
+        let (_, outcome) = publish(&bench);
+        let missing = outcome.unwrap().missing.unwrap();
+        assert!(missing.contains_key(lost), "{missing:?}");
+        // Remembered in the state file for the next run.
+        let state = State::load_or_empty(
+            &bench.host,
+            &bench.settings.root.own(crate::paths::STATE_FILE).unwrap(),
+        );
+        assert!(state.missing_names.contains_key(lost));
+        assert!(bench.zones.zones().get("Z1", lost, "A").is_some());
+        let (report, outcome) = publish(&bench);
+        outcome.unwrap();
+        assert!(bench.zones.zones().get("Z1", lost, "A").is_none());
+        assert!(bench.zones.zones().get("Z1", lost, "TXT").is_none());
+        assert!(report
+            .changes
+            .iter()
+            .any(|c| c.target == lost && c.action == Action::Delete));
+    }
+
+    #[test]
+    fn a_name_held_by_someone_else_is_left_alone_with_a_warning() {
+        let bench = master(|_| {});
+        bench.zones.change(|z| {
+            z.put("Z1", record_set(ETCD_NAME, "A", &["192.0.2.1"]));
+        });
+        let (report, outcome) = publish(&bench);
+        let outcome = outcome.unwrap();
+        assert_eq!(outcome.left_alone.len(), 1);
+        assert!(
+            report.warnings[0].contains("--adopt"),
+            "{:?}",
+            report.warnings
+        );
+        assert_eq!(
+            bench
+                .zones
+                .zones()
+                .get("Z1", ETCD_NAME, "A")
+                .unwrap()
+                .values,
+            ["192.0.2.1"]
+        );
+    }
 }

@@ -248,3 +248,61 @@ fn read_distribution(files: &dyn Files, root: &HostRoot) -> Result<Distribution>
 
 /// The largest os-release read (a few hundred bytes on every distribution).
 const MAX_OS_RELEASE_BYTES: u64 = 64 << 10;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::memory::Content;
+    use crate::report::Action;
+    use crate::snapshot::VolumeScope;
+    use crate::steps::testing::{Bench, Vol, INSTANCE};
+
+    fn render(bench: &Bench) -> (Report, Result<Rendered>) {
+        let mut snapshot = bench.snapshot(VolumeScope::Region);
+        let mut report = bench.report();
+        let result = Bench::block_on(run(&bench.settings, &mut snapshot, &mut report));
+        (report, result)
+    }
+
+    #[test]
+    fn without_a_spec_nothing_is_rendered() {
+        let bench = Bench::master(&[]);
+        let (_, result) = render(&bench);
+        let message = format!("{:#}", result.unwrap_err());
+        assert!(message.contains("--cluster-spec"), "{message}");
+        assert!(bench.take_effects().is_empty());
+    }
+
+    #[test]
+    fn the_old_daemon_renders_etcd_onto_its_volume_once() {
+        let bench = Bench::with_flags(
+            &[Vol::new("vol-1", "main", "a").attached_to(INSTANCE, "/dev/vdb")],
+            |flags| flags.legacy = true,
+        );
+        bench.device("/dev/vdb", 1, Content::Zeros);
+        bench.sync_volumes().2.unwrap();
+        bench.take_effects();
+        let (report, result) = render(&bench);
+        result.unwrap();
+        let effects = bench.take_effects();
+        // The pod lives on its volume, kubelet's manifest directory links to it.
+        assert!(
+            effects
+                .iter()
+                .any(|e| e.starts_with("write /mnt/master-vol-1/k8s.io/manifests/etcd")),
+            "{effects:?}"
+        );
+        assert!(
+            effects
+                .iter()
+                .any(|e| e.starts_with("write /etc/kubernetes/manifests/etcd")),
+            "{effects:?}"
+        );
+        assert!(report.changes.iter().any(|c| c.action == Action::Create));
+        // Rendered again: the same bytes, nothing written.
+        let (report, result) = render(&bench);
+        result.unwrap();
+        assert!(bench.take_effects().is_empty());
+        assert!(!report.changed, "{:?}", report.changes);
+    }
+}

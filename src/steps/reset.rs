@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use anyhow::{Context as _, Result};
 
 use crate::cloud::{AttachmentState, VolumeAttachment};
+use crate::dns::target::DnsTarget;
 use crate::error::NotReady;
 use crate::host::{Devices, Holder};
 use crate::paths::STATE_FILE;
@@ -21,7 +22,6 @@ use crate::plan::reset::{manifests_to_remove, ManifestEntry, OwnLinks};
 use crate::report::{Action, Change, ChangeKind, Report};
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
-use crate::steps::dns_target;
 use crate::wait::{poll_until, Backoff};
 
 /// One of this node's etcd volumes: attached here (the cloud says so), mounted here (the mount
@@ -36,14 +36,14 @@ struct NodeVolume {
     device: Option<(u32, u32)>,
 }
 
+/// Resets this node's part; its names are taken out of `dns` (the run's target).
 pub async fn run(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
+    dns: &dyn DnsTarget,
     report: &mut Report,
 ) -> Result<()> {
     let host = snapshot.host();
-    let cluster = snapshot.cluster().await?;
-    let dns = dns_target::choose(settings, &cluster);
     // Facts first, the whole plan reported before anything changes.
     let volumes = node_volumes(settings, snapshot).await?;
     let manifests = manifest_removals(settings, snapshot, &volumes)?;
@@ -308,10 +308,13 @@ async fn node_volumes(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Resul
         let mounted = mounted_at(&table, &mountpoint).map(|m| m.devno);
         let device = match (mounted, attached.get(&id)) {
             (Some(devno), _) => Some(devno),
-            (None, Some(requested)) => snapshot
-                .host()
-                .find_device(&settings.root, &id, requested)?
-                .map(|found| found.devno),
+            (None, Some(requested)) => {
+                let hint = snapshot.devices().hint(&id, requested);
+                snapshot
+                    .host()
+                    .find_device(&settings.root, &hint)?
+                    .map(|found| found.devno)
+            }
             (None, None) => None,
         };
         volumes.push(NodeVolume {
@@ -410,7 +413,7 @@ mod tests {
     fn mounted_master(detach: bool) -> Bench {
         let bench = Bench::with_flags(
             &[Vol::new("vol-1", "main", "a")
-                .attached_to(INSTANCE, "/dev/xvdu")
+                .attached_to(INSTANCE, "/dev/vdb")
                 .formatted("u-1")],
             |flags| {
                 flags.detach = detach;
@@ -418,7 +421,7 @@ mod tests {
             },
         );
         bench.device(
-            "/dev/xvdu",
+            "/dev/vdb",
             1,
             Content::Ext4 {
                 uuid: "u-1".into(),
@@ -437,7 +440,8 @@ mod tests {
     fn reset(bench: &Bench) -> (Report, Result<()>) {
         let mut snapshot = bench.snapshot(VolumeScope::Region);
         let mut report = bench.report();
-        let result = Bench::block_on(run(&bench.settings, &mut snapshot, &mut report));
+        let dns = bench.dns();
+        let result = Bench::block_on(run(&bench.settings, &mut snapshot, &*dns, &mut report));
         (report, result)
     }
 
@@ -580,5 +584,36 @@ mod tests {
             assert!(bench.take_effects().is_empty());
             assert!(bench.cloud.mutations().is_empty());
         }
+    }
+
+    #[test]
+    fn this_nodes_addresses_leave_the_names_and_the_others_stay() {
+        use crate::dns::memory::record_set;
+        use crate::dns::zoned::plan::ownership_value;
+        let bench = Bench::with_flags(&[], |flags| {
+            flags.dns = Some(crate::settings::DnsProvider::Route53);
+        });
+        let api = "api.internal.k.example.com";
+        let set = |record_type: &str, values: &[&str]| record_set(api, record_type, values);
+        bench.zones.change(|z| {
+            z.put("Z1", set("A", &["10.0.0.1", "10.0.0.2"]));
+            z.put(
+                "Z1",
+                set("TXT", &[&ownership_value(crate::steps::testing::CLUSTER)]),
+            );
+        });
+        let (report, result) = reset(&bench);
+        result.unwrap();
+        let zones = bench.zones.zones();
+        assert_eq!(zones.get("Z1", api, "A").unwrap().values, ["10.0.0.2"]);
+        assert!(zones.get("Z1", api, "TXT").is_some());
+        assert!(report
+            .changes
+            .iter()
+            .any(|c| c.target == api && c.action == Action::Update));
+        // Again: nothing of this node's is left to take out.
+        let sent = bench.zones.zones().changes().len();
+        reset(&bench).1.unwrap();
+        assert_eq!(bench.zones.zones().changes().len(), sent);
     }
 }

@@ -1,6 +1,6 @@
 //! The bench the steps' unit tests run on: a master's settings, the in-memory cloud
-//! ([`MemoryCloud`]) and the in-memory node ([`MemoryHost`]), and builders for the cluster's
-//! etcd volumes and their block devices. The root is an empty temporary directory: paths resolve
+//! ([`MemoryCloud`]), the in-memory DNS service ([`MemoryZones`]) and the in-memory node
+//! ([`MemoryHost`]), and builders for the cluster's etcd volumes and their block devices. The root is an empty temporary directory: paths resolve
 //! under it as on a node, and nothing is written there (the node's files live in memory).
 
 use std::collections::BTreeMap;
@@ -11,6 +11,8 @@ use crate::cloud::memory::{MemoryCloud, World};
 use crate::cloud::{
     tags, AttachmentState, CloudVolume, InstanceInfo, VolumeAttachment, VolumeState,
 };
+use crate::dns::memory::{MemoryZones, Zones};
+use crate::dns::target::DnsTarget;
 use crate::host::memory::{Content, Device, MemoryHost, Node};
 use crate::report::Report;
 use crate::settings::{DnsProvider, Flags, Settings};
@@ -120,6 +122,8 @@ pub(crate) struct Bench {
     _root: tempfile::TempDir,
     pub(crate) settings: Settings,
     pub(crate) cloud: MemoryCloud,
+    /// The DNS service, with the public zone `example.com` (id `Z1`).
+    pub(crate) zones: MemoryZones,
     pub(crate) host: MemoryHost,
 }
 
@@ -146,7 +150,8 @@ impl Bench {
             ..Flags::default()
         };
         adjust(&mut flags);
-        let settings = Settings::resolve(flags).expect("the bench's settings");
+        let host = MemoryHost::new(Node::default());
+        let settings = Settings::resolve(flags, &host).expect("the bench's settings");
         let master_tags = BTreeMap::from([
             (tags::CLUSTER.to_owned(), CLUSTER.to_owned()),
             (tags::MASTER_ROLE.to_owned(), "1".to_owned()),
@@ -160,7 +165,8 @@ impl Bench {
             _root: dir,
             settings,
             cloud,
-            host: MemoryHost::new(Node::default()),
+            zones: MemoryZones::new(Zones::with_zone("Z1", "example.com")),
+            host,
         }
     }
 
@@ -169,7 +175,8 @@ impl Bench {
         self.settings.dry_run = true;
     }
 
-    /// A block device at host path `device` (`/dev/xvdu`) holding `content`.
+    /// A block device at host path `device` (`/dev/vdb`, the in-memory cloud's first name)
+    /// holding `content`.
     pub(crate) fn device(&self, device: &str, minor: u32, content: Content) {
         let path = self.settings.root.path(device);
         self.host.change(|node| {
@@ -200,6 +207,12 @@ impl Bench {
     /// Where the node keeps host path `path`.
     pub(crate) fn path(&self, path: &str) -> PathBuf {
         self.settings.root.path(path)
+    }
+
+    /// The run's DNS target, as the commands choose it.
+    pub(crate) fn dns(&self) -> Box<dyn DnsTarget + '_> {
+        let cluster = self.settings.cluster.as_ref().expect("the bench's cluster");
+        crate::dns::choose(&self.settings, cluster, &self.zones)
     }
 
     pub(crate) fn snapshot(&self, scope: VolumeScope) -> Snapshot<'_> {
@@ -254,7 +267,7 @@ impl Bench {
                 &mut snapshot,
                 &verify,
                 claimed.volumes_changed || mounted.formatted,
-                &super::publish::PublishOutcome::nothing(),
+                &crate::dns::target::PublishOutcome::nothing(),
             )?;
             claimed.finish()
         });

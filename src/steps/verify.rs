@@ -8,14 +8,12 @@ use std::time::SystemTime;
 
 use anyhow::{Context as _, Result};
 
-use crate::paths::HOSTS_FILE;
-use crate::plan::hosts::{managed_records, HostRecords};
+use crate::dns::target::{DnsTarget, Known, PublishOutcome};
 use crate::plan::state::WorkerVerified;
 use crate::plan::verify::{decide, due, worker_due, Check, Local};
-use crate::settings::{DnsProvider, Settings};
+use crate::settings::Settings;
 use crate::snapshot::Snapshot;
 use crate::state::{State, Verified};
-use crate::steps::publish::{Known, PublishOutcome};
 
 /// What [`begin`] decided, for [`finish`]: a master's check or a gossip worker's.
 #[derive(Clone, Debug)]
@@ -36,12 +34,19 @@ impl Verify {
 }
 
 /// The verify step's question: a master asks the cloud once while its last full check holds,
-/// a gossip worker not at all; `None` for a worker that needs no masters.
-pub async fn begin(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<Option<Verify>> {
+/// a gossip worker not at all; `None` for a worker that needs no masters (its names, `dns`,
+/// are not kept on the node).
+pub async fn begin(
+    settings: &Settings,
+    snapshot: &mut Snapshot<'_>,
+    dns: &dyn DnsTarget,
+) -> Result<Option<Verify>> {
     Ok(if settings.master {
         Some(Verify::Master(begin_master(settings, snapshot).await?))
     } else {
-        begin_worker(settings, snapshot).await?.map(Verify::Worker)
+        begin_worker(settings, snapshot, dns)
+            .await?
+            .map(Verify::Worker)
     })
 }
 
@@ -97,6 +102,7 @@ pub async fn begin_master(
                 instance_id: &identity.instance_id,
                 zone: &identity.availability_zone,
                 mounted: &mounted,
+                devices: snapshot.devices(),
             };
             let check = decide(recorded, &masters, &local);
             match check {
@@ -197,18 +203,18 @@ pub struct WorkerVerify {
 
 /// A gossip worker's check: the masters from its last full check while that holds (the cloud
 /// not asked at all), else asked by the publish step. `None` for a worker that needs no masters
-/// (its names go nowhere: Route53 is the masters' to write).
+/// (its names are not kept on the node: a DNS service's are the masters' to write).
 async fn begin_worker(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
+    dns: &dyn DnsTarget,
 ) -> Result<Option<WorkerVerify>> {
-    let cluster = snapshot.cluster().await?;
-    if cluster.dns != DnsProvider::Hosts {
+    let Some(on_disk) = dns.names_on_node(snapshot)? else {
         return Ok(None);
-    }
+    };
+    let cluster = snapshot.cluster().await?;
     let started = SystemTime::now();
     let recorded = snapshot.state()?.worker.clone();
-    let on_disk = hosts_block(settings, snapshot)?;
     let full = worker_due(
         recorded.as_ref(),
         started,
@@ -281,21 +287,83 @@ fn finish_worker(
     Ok(())
 }
 
-/// The records of the hosts file's managed block, as it is now (before the publish step).
-fn hosts_block(settings: &Settings, snapshot: &Snapshot<'_>) -> Result<HostRecords> {
-    let path = settings.root.resolve(HOSTS_FILE)?;
-    Ok(managed_records(&snapshot.host().read_hosts(&path)?))
-}
-
 #[cfg(test)]
 mod tests {
+    use crate::dns::target::Known;
     use crate::host::memory::Content;
+    use crate::settings::DnsProvider;
+    use crate::snapshot::VolumeScope;
     use crate::steps::testing::{master, Bench, Vol};
+
+    /// A worker's `sync` as the command runs its DNS part: the verify step's question, the
+    /// publish step, the verify step's record. The report and the cloud's calls in this run.
+    fn worker_sync(bench: &Bench) -> (crate::report::Report, Vec<String>) {
+        let before = bench.cloud.world().calls.len();
+        let mut report = bench.report();
+        let mut snapshot = bench.snapshot(VolumeScope::Region);
+        let dns = bench.dns();
+        Bench::block_on(async {
+            let verify = super::begin(&bench.settings, &mut snapshot, &*dns).await?;
+            let published = crate::steps::publish::run(
+                &bench.settings,
+                &mut snapshot,
+                &*dns,
+                &Known::default(),
+                &mut report,
+            )
+            .await?;
+            if let Some(verify) = &verify {
+                super::finish(&bench.settings, &mut snapshot, verify, false, &published)?;
+            }
+            anyhow::Ok(())
+        })
+        .unwrap();
+        (report, bench.cloud.world().calls[before..].to_vec())
+    }
+
+    #[test]
+    fn a_gossip_worker_trusts_its_last_check_until_its_hosts_block_changes() {
+        let bench = Bench::with_flags(&[], |flags| {
+            flags.master = false;
+            flags.dns = Some(DnsProvider::Hosts);
+        });
+        // Cold: the masters are asked for and written into the hosts block.
+        let (report, calls) = worker_sync(&bench);
+        assert_eq!(calls, ["DescribeInstances"]);
+        assert!(report.changed, "{:?}", report.changes);
+        let block = String::from_utf8(bench.host.node().files[&bench.path("/etc/hosts")].0.clone())
+            .unwrap();
+        assert!(block.contains("10.0.0.1"), "{block}");
+        // Trusted: nothing asked, nothing written.
+        let (report, calls) = worker_sync(&bench);
+        assert!(calls.is_empty(), "{calls:?}");
+        assert!(!report.changed, "{:?}", report.changes);
+        // Someone edits the block: the record no longer holds; the cloud is asked again.
+        bench.file("/etc/hosts", "127.0.0.1 localhost\n");
+        let (report, calls) = worker_sync(&bench);
+        assert_eq!(calls, ["DescribeInstances"]);
+        assert!(report.changed);
+    }
+
+    #[test]
+    fn a_worker_whose_names_go_to_a_dns_service_asks_nothing() {
+        let bench = Bench::with_flags(&[], |flags| {
+            flags.master = false;
+            flags.dns = Some(DnsProvider::Route53);
+        });
+        let mut snapshot = bench.snapshot(VolumeScope::Region);
+        let dns = bench.dns();
+        let verify = Bench::block_on(super::begin(&bench.settings, &mut snapshot, &*dns)).unwrap();
+        assert!(verify.is_none());
+        let (_, calls) = worker_sync(&bench);
+        assert!(calls.is_empty(), "{calls:?}");
+        assert!(bench.zones.zones().calls.is_empty());
+    }
 
     #[test]
     fn a_converged_master_trusts_its_last_check_until_the_masters_change() {
         let bench = Bench::master(&[Vol::new("vol-1", "main", "a")]);
-        bench.device("/dev/xvdu", 1, Content::Zeros);
+        bench.device("/dev/vdb", 1, Content::Zeros);
         // Cold: the full check claims, formats and mounts; the cloud changed, nothing recorded.
         let (_, calls, result) = bench.sync_volumes();
         result.unwrap();

@@ -1,7 +1,8 @@
 //! The shape of the code (DESIGN §9), checked so it cannot drift: thin command files that do not
 //! import each other, nothing below the commands importing the CLI layer or a command, no
-//! import cycles between modules, planning free of effects, the machine touched under
-//! `host/linux/` only and the steps and snapshot reaching it through the host traits, test
+//! import cycles between modules nor between files, planning free of effects, the machine
+//! touched under `host/linux/` only and reached from outside `host/` by the composition root
+//! alone, a provider's words only in its own folders and where the command line names it, test
 //! support compiled for tests only, clap in the CLI layer only, and a `//!` line at the top of
 //! every file.
 
@@ -52,7 +53,15 @@ fn without_tests(text: &str) -> &str {
 }
 
 /// Files that exist for the unit tests alone (`#[cfg(test)]` where they are declared).
-const TEST_SUPPORT: [&str; 3] = ["host/memory.rs", "cloud/memory.rs", "steps/testing.rs"];
+const TEST_SUPPORT: [&str; 4] = [
+    "host/memory.rs",
+    "cloud/memory.rs",
+    "dns/memory.rs",
+    "steps/testing.rs",
+];
+
+/// The composition root: it picks the providers and the real node, and may name them all.
+const COMPOSITION_ROOT: [&str; 2] = ["lib.rs", "main.rs"];
 
 /// The `crate::a::b` paths a file names, as module paths (`a::b`), deepest first cut at what
 /// exists as a module.
@@ -180,11 +189,15 @@ fn modules_form_no_cycle() {
     }
 }
 
+/// Pure planning outside `plan/`: a DNS service's zone plan and a provider's batching live with
+/// the DNS code, held to the same rule.
+const PURE_ELSEWHERE: [&str; 2] = ["dns::zoned::plan", "dns::route53::batch"];
+
 #[test]
 fn planning_has_no_effects() {
     let graph = graph();
     for (module, imports) in &graph.edges {
-        if top(module) != "plan" {
+        if top(module) != "plan" && !PURE_ELSEWHERE.contains(&module.as_str()) {
             continue;
         }
         for import in imports {
@@ -195,7 +208,8 @@ fn planning_has_no_effects() {
                     "snapshot",
                     "settings",
                     "cloud::aws",
-                    "host::linux"
+                    "host::linux",
+                    "dns::zoned::walk",
                 ]
                 .iter()
                 .any(|layer| import == layer || import.starts_with(&format!("{layer}::"))),
@@ -244,25 +258,200 @@ fn the_machine_is_touched_under_the_linux_host_only() {
 }
 
 #[test]
-fn steps_and_the_snapshot_reach_the_node_through_the_host_traits() {
-    let graph = graph();
-    for (module, imports) in &graph.edges {
-        let reaches_node = top(module) == "steps" || module == "snapshot";
-        if !reaches_node
-            || TEST_SUPPORT
-                .iter()
-                .any(|f| module_of(Path::new(f)) == *module)
-        {
+fn only_the_composition_root_reaches_the_linux_host_from_outside_host() {
+    // Everything else is given the node (`&dyn Host`, `&dyn Files`), so it runs on the
+    // in-memory one in its unit tests.
+    for (path, text) in sources() {
+        let name = path.display().to_string();
+        if path.starts_with("host") || COMPOSITION_ROOT.contains(&name.as_str()) {
             continue;
         }
-        for import in imports {
-            assert!(
-                !import.starts_with("host::linux"),
-                "{module} imports {import}: a step is given the node (`&dyn Host`), so it runs on \
-                 the in-memory one in its unit tests"
-            );
+        assert!(
+            !without_tests(&text).contains("host::linux"),
+            "{name} names `host::linux`: it is given the node through the host traits instead"
+        );
+    }
+}
+
+/// Each provider: the folders its code lives in, and its words (lowercase), which appear
+/// nowhere else but where the command line names the providers.
+const PROVIDERS: [(&str, &[&str], &[&str]); 2] = [
+    (
+        "AWS",
+        &["cloud/aws/", "dns/route53/"],
+        &[
+            "ec2",
+            "ebs",
+            "route53",
+            "route 53",
+            "xvd",
+            "imds",
+            "amazon",
+            "elastic block",
+        ],
+    ),
+    (
+        "Google Cloud",
+        &["cloud/gce/", "dns/clouddns/"],
+        &["gce", "compute engine", "cloud dns", "clouddns", "google-"],
+    ),
+];
+
+/// Where the command line names the providers, and the composition root that picks them.
+const NAMES_PROVIDERS: [&str; 4] = ["cli.rs", "settings.rs", "lib.rs", "main.rs"];
+
+/// The lines of `text` (outside its unit tests, comments included) that name one of `words`,
+/// as `line: text`; module declarations (`mod route53;`) are a folder's listing, not a use.
+fn lines_naming(text: &str, words: &[&str]) -> Vec<String> {
+    without_tests(text)
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| {
+            let trimmed = line.trim_start();
+            !(trimmed.starts_with("mod ") || trimmed.starts_with("pub mod "))
+        })
+        .filter(|(_, line)| {
+            let lower = line.to_lowercase();
+            words.iter().any(|word| {
+                lower.match_indices(word).any(|(at, _)| {
+                    // A whole word: `ebs` is not in `webserver`.
+                    let before = lower[..at].chars().next_back();
+                    let after = lower[at + word.len()..].chars().next();
+                    let glued_before = before.is_some_and(char::is_alphanumeric);
+                    let glued_after = word.len() <= 3 && after.is_some_and(char::is_alphabetic);
+                    !(glued_before || glued_after)
+                })
+            })
+        })
+        .map(|(n, line)| format!("{}: {}", n + 1, line.trim()))
+        .collect()
+}
+
+#[test]
+fn a_providers_words_stay_in_its_own_folders() {
+    let mut misplaced = Vec::new();
+    for (path, text) in sources() {
+        let name = path.display().to_string();
+        if NAMES_PROVIDERS.contains(&name.as_str()) {
+            continue;
+        }
+        for (provider, folders, words) in PROVIDERS {
+            if folders.iter().any(|folder| name.starts_with(folder)) {
+                continue;
+            }
+            for line in lines_naming(&text, words) {
+                misplaced.push(format!("{name}:{line} ({provider})"));
+            }
         }
     }
+    assert!(
+        misplaced.is_empty(),
+        "a provider's words outside its folders (cloud/<provider>/, dns/<provider>/) and the \
+         command line's files:\n{}",
+        misplaced.join("\n")
+    );
+    // The check sees what it is meant to.
+    assert_eq!(
+        lines_naming("//! EBS volumes\nlet x = webserver;\n", &["ebs"]),
+        ["1: //! EBS volumes"]
+    );
+    assert!(lines_naming("pub mod route53;\n", &["route53"]).is_empty());
+}
+
+/// The modules a file refers to: `crate::…` paths, `super::…` paths, and, in a file with
+/// submodules (`mod.rs`), a submodule named by its path (`walk::publish`).
+fn file_imports(module: &str, code: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut out = imports(code, modules);
+    let parent: Vec<&str> = module.split("::").collect::<Vec<_>>();
+    let parent = &parent[..parent.len().saturating_sub(1)];
+    for (i, _) in code.match_indices("super::") {
+        let rest: String = code[i + "super::".len()..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+            .collect();
+        let mut parts: Vec<&str> = parent.to_vec();
+        parts.extend(rest.split("::").filter(|p| !p.is_empty()));
+        if let Some(found) = (1..=parts.len())
+            .rev()
+            .map(|n| parts[..n].join("::"))
+            .find(|candidate| modules.contains(candidate))
+        {
+            out.insert(found);
+        }
+    }
+    for child in modules {
+        let Some(name) = child
+            .strip_prefix(module)
+            .and_then(|rest| rest.strip_prefix("::"))
+            .filter(|rest| !rest.contains("::"))
+        else {
+            continue;
+        };
+        let named = code.match_indices(&format!("{name}::")).any(|(at, _)| {
+            let before = code[..at].chars().next_back();
+            !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+                || code[..at].ends_with("self::")
+        });
+        if named {
+            out.insert(child.clone());
+        }
+    }
+    out.remove(module);
+    out
+}
+
+/// `text` without its comments (lines from `//`).
+fn without_comments(text: &str) -> String {
+    text.lines()
+        .map(|line| line.split("//").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn files_form_no_cycle() {
+    let sources = sources();
+    let modules: BTreeSet<String> = sources.iter().map(|(p, _)| module_of(p)).collect();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (path, text) in &sources {
+        let module = module_of(path);
+        if module == "lib" || module == "main" {
+            continue;
+        }
+        let code = without_comments(without_tests(text));
+        edges.insert(module.clone(), file_imports(&module, &code, &modules));
+    }
+    fn visit(
+        node: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        stack: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) {
+        if done.contains(node) {
+            return;
+        }
+        if let Some(i) = stack.iter().position(|n| n == node) {
+            panic!(
+                "import cycle between files: {} -> {node}",
+                stack[i..].join(" -> ")
+            );
+        }
+        stack.push(node.to_owned());
+        for next in edges.get(node).into_iter().flatten() {
+            visit(next, edges, stack, done);
+        }
+        stack.pop();
+        done.insert(node.to_owned());
+    }
+    let mut done = BTreeSet::new();
+    for node in edges.keys() {
+        visit(node, &edges, &mut Vec::new(), &mut done);
+    }
+    // The check sees a cycle through `super::` and a parent's use of its child.
+    let modules: BTreeSet<String> = ["a", "a::b"].iter().map(|m| (*m).to_owned()).collect();
+    assert!(file_imports("a::b", "use super::X;", &modules).contains("a"));
+    assert!(file_imports("a", "let y = b::f();", &modules).contains("a::b"));
+    assert!(file_imports("a", "let y = xb::f();", &modules).is_empty());
 }
 
 #[test]

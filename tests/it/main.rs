@@ -17,7 +17,6 @@ mod cli;
 mod cluster;
 mod containers;
 mod discover_volumes;
-mod dns_double;
 mod dns_names;
 mod dry_run;
 mod ec2_failures;

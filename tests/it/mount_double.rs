@@ -180,17 +180,20 @@ impl VolumeApi for StrictVolumes {
 }
 
 fn settings(root: &TestRoot) -> Settings {
-    let mut settings = Settings::resolve(Flags {
-        cluster_id: Some(CLUSTER.into()),
-        master: true,
-        root: root.path().to_owned(),
-        instance_id: Some(ME.into()),
-        availability_zone: Some(ZONE.into()),
-        region: Some("us-test-1".into()),
-        timeout: Duration::from_millis(1500),
-        no_progress: true,
-        ..Default::default()
-    })
+    let mut settings = Settings::resolve(
+        Flags {
+            cluster_id: Some(CLUSTER.into()),
+            master: true,
+            root: root.path().to_owned(),
+            instance_id: Some(ME.into()),
+            availability_zone: Some(ZONE.into()),
+            region: Some("us-test-1".into()),
+            timeout: Duration::from_millis(1500),
+            no_progress: true,
+            ..Default::default()
+        },
+        &protokube::host::linux::LinuxHost,
+    )
     .unwrap();
     settings.waits.attach = Backoff::new(Duration::from_millis(10), Duration::from_millis(50));
     settings.waits.device = Backoff::new(Duration::from_millis(10), Duration::from_millis(50));
@@ -206,6 +209,7 @@ fn run(cloud: &Arc<StrictVolumes>, root: &TestRoot) -> (Result<Vec<String>>, Rep
         &Command::Mount,
         &settings,
         &double,
+        &support::double::Absent,
         &protokube::host::linux::LinuxHost,
         &mut report,
     ));

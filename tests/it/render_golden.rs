@@ -108,8 +108,11 @@ fn render_spec(
     master: bool,
     mounted: &[MountedVolume],
 ) -> (Vec<Manifest>, ClusterDocument) {
-    let doc = protokube::settings::read_spec(&fixture(&format!("cluster-completed/{name}.yaml")))
-        .unwrap();
+    let doc = protokube::settings::read_spec(
+        &protokube::host::linux::LinuxHost,
+        &fixture(&format!("cluster-completed/{name}.yaml")),
+    )
+    .unwrap();
     let (manifests, warnings) = render_document(&doc, master, mounted);
     assert!(warnings.is_empty(), "{warnings:?}");
     (manifests, doc)
@@ -396,8 +399,11 @@ fn leases_and_cilium_etcd_on_kops_ports_serve_every_api_server_endpoint() {
         &["main", "events", "leases"][..],
         &["main", "events", "leases", "cilium"],
     ] {
-        let mut doc =
-            protokube::settings::read_spec(&fixture("cluster-completed/ha.yaml")).unwrap();
+        let mut doc = protokube::settings::read_spec(
+            &protokube::host::linux::LinuxHost,
+            &fixture("cluster-completed/ha.yaml"),
+        )
+        .unwrap();
         let template = doc.spec.etcd_clusters[0].clone();
         doc.spec.etcd_clusters = keys
             .iter()

@@ -15,7 +15,7 @@ use aws_sdk_ec2::primitives::{DateTime, DateTimeFormat};
 use aws_sdk_ec2::types::Filter;
 use aws_smithy_runtime_api::box_error::BoxError;
 
-use super::{aws_error, required, CallCounter};
+use super::sdk::{aws_error, required, CallCounter};
 use crate::cloud::{
     tags, AttachOutcome, AttachmentState, CloudVolume, InstanceApi, InstanceInfo, InstanceVolume,
     VolumeApi, VolumeAttachment, VolumeQuery, VolumeState,

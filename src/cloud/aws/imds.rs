@@ -8,8 +8,8 @@ use anyhow::{anyhow, Result};
 use async_trait::async_trait;
 use aws_config::imds::client::error::ImdsError;
 
-use super::cause_chain;
-use crate::cloud::InstanceMetadata;
+use super::sdk::cause_chain;
+use crate::cloud::{InstanceMetadata, MetadataItem};
 use crate::error::Unreachable;
 
 /// IMDSv2, one attempt per call: a metadata service that does not answer (yet) is
@@ -47,9 +47,30 @@ const HOP_LIMIT_HINT: &str = "if protokube runs in a container without host netw
      metadata hop limit of 1 that kOps sets in its launch templates drops the token's answer: \
      run with host networking or raise the hop limit to 2";
 
+/// Where IMDS keeps `item`, relative to `/latest/meta-data/`.
+pub fn path(item: MetadataItem) -> &'static str {
+    match item {
+        MetadataItem::InstanceId => "instance-id",
+        MetadataItem::Zone => "placement/availability-zone",
+        MetadataItem::Region => "placement/region",
+        MetadataItem::InternalIpv4 => "local-ipv4",
+        MetadataItem::InternalIpv6 => "ipv6",
+        MetadataItem::ExternalIp => "public-ipv4",
+    }
+}
+
 #[async_trait]
 impl InstanceMetadata for Imds {
-    async fn get(&self, path: &str) -> Result<Option<String>> {
+    fn service(&self) -> &'static str {
+        "the EC2 instance metadata service"
+    }
+
+    fn path(&self, item: MetadataItem) -> &'static str {
+        path(item)
+    }
+
+    async fn get(&self, item: MetadataItem) -> Result<Option<String>> {
+        let path = path(item);
         match self.client.get(format!("/latest/meta-data/{path}")).await {
             Ok(value) => Ok(Some(String::from(value))),
             Err(ImdsError::ErrorResponse(response)) => {

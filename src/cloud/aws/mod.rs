@@ -1,85 +1,39 @@
-//! The AWS implementation of the cloud traits: one SDK configuration built in one place, shared
-//! by EC2 ([`ec2`]) and Route53 ([`route53`]); instance metadata over IMDSv2 ([`imds`]).
+//! AWS behind the [`Cloud`] trait: EC2 ([`ec2`]) on the run's one SDK configuration ([`sdk`],
+//! shared with Route53 in `dns/route53/`), instance metadata over IMDSv2 ([`imds`]), and EBS
+//! device naming ([`devices`]).
 
+pub mod devices;
 pub mod ec2;
 pub mod imds;
-pub mod route53;
+pub mod patient;
+pub mod sdk;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use async_trait::async_trait;
-use aws_config::retry::RetryConfig;
-use aws_config::timeout::TimeoutConfig;
-use aws_config::{BehaviorVersion, Region, SdkConfig};
-use aws_sdk_ec2::config::http::HttpResponse;
-use aws_sdk_ec2::config::interceptors::BeforeTransmitInterceptorContextRef;
-use aws_sdk_ec2::config::{ConfigBag, Intercept, RuntimeComponents};
-use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
-use aws_smithy_runtime_api::box_error::BoxError;
-use aws_smithy_runtime_api::client::orchestrator::Metadata;
 
-use super::patient::{Patience, Patient};
-use super::{AccessDenied, Cloud, CloudClients, InstanceMetadata};
-use crate::error::{NotReady, Unreachable};
-use crate::wait::Deadline;
+use crate::cloud::patient::Patient;
+use crate::cloud::{Cloud, CloudClients, DeviceNaming, InstanceMetadata};
+use devices::EbsDevices;
+use patient::PatientEc2;
+use sdk::AwsSdk;
 
-/// Attempts per AWS call (the first try included); throttling and 5xx are retried with backoff.
-const MAX_ATTEMPTS: u32 = 6;
-
-/// AWS: IMDSv2 for the metadata, EC2 and Route53 clients sharing one SDK configuration; each
-/// waits with [`Patience`] for a metadata service, credentials or endpoint not there yet.
+/// AWS: IMDSv2 for the metadata, EC2 on the run's shared SDK configuration; each waits for a
+/// metadata service, credentials or endpoint not there yet, up to the run's deadline.
 pub struct AwsCloud {
     imds: Patient<imds::Imds>,
-    /// Every operation, retries included, ends by the run's deadline.
-    patience: Patience,
-    counter: CallCounter,
+    sdk: Arc<AwsSdk>,
 }
 
 impl AwsCloud {
-    /// AWS for a run that ends by `deadline` (`timeout`, `--timeout`, after it started).
-    pub fn new(deadline: Deadline, timeout: Duration) -> Self {
-        let patience = Patience::until(deadline, timeout);
+    /// AWS on `sdk` (shared with the run's other AWS clients).
+    pub fn new(sdk: Arc<AwsSdk>) -> Self {
         Self {
-            imds: Patient::new(imds::Imds::new(), patience),
-            patience,
-            counter: CallCounter::default(),
+            imds: Patient::new(imds::Imds::new(), sdk.patience()),
+            sdk,
         }
-    }
-}
-
-/// Counts the requests the EC2 and Route53 clients send, by operation, retries included (an SDK
-/// interceptor: each attempt passes `read_before_transmit` once).
-#[derive(Clone, Debug, Default)]
-pub struct CallCounter(Arc<Mutex<BTreeMap<String, u64>>>);
-
-impl CallCounter {
-    pub fn counts(&self) -> BTreeMap<String, u64> {
-        self.0.lock().map(|c| c.clone()).unwrap_or_default()
-    }
-}
-
-impl Intercept for CallCounter {
-    fn name(&self) -> &'static str {
-        "protokube-call-counter"
-    }
-
-    fn read_before_transmit(
-        &self,
-        _context: &BeforeTransmitInterceptorContextRef<'_>,
-        _components: &RuntimeComponents,
-        cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let operation = cfg
-            .load::<Metadata>()
-            .map_or("unknown", |m| m.name())
-            .to_owned();
-        if let Ok(mut counts) = self.0.lock() {
-            *counts.entry(operation).or_default() += 1;
-        }
-        Ok(())
     }
 }
 
@@ -89,181 +43,23 @@ impl Cloud for AwsCloud {
         &self.imds
     }
 
+    fn devices(&self) -> &dyn DeviceNaming {
+        &EbsDevices
+    }
+
     async fn connect(&self, region: &str) -> Result<CloudClients> {
-        // No operation, its retries included, outlives the run's deadline.
-        let remaining = self
-            .patience
-            .deadline
-            .remaining()
-            .max(Duration::from_millis(1));
-        let config = load_sdk_config(region, remaining).await;
-        let patience = self.patience;
-        let ec2 = ec2::Ec2::new(&config, &self.counter);
+        let config = self.sdk.config(region).await;
+        let ec2 = Arc::new(PatientEc2 {
+            ec2: ec2::Ec2::new(&config, self.sdk.counter()),
+            sdk: self.sdk.clone(),
+        });
         Ok(CloudClients {
-            volumes: Arc::new(Patient::new(ec2.clone(), patience)),
-            instances: Arc::new(Patient::new(ec2, patience)),
-            dns: Arc::new(Patient::new(
-                route53::Route53::new(&config, &self.counter),
-                patience,
-            )),
+            volumes: ec2.clone(),
+            instances: ec2,
         })
     }
 
-    fn aws_calls(&self) -> BTreeMap<String, u64> {
-        self.counter.counts()
+    fn calls(&self) -> BTreeMap<String, u64> {
+        self.sdk.counter().counts()
     }
-}
-
-/// Whether the operator chose the SDK's retries (`AWS_MAX_ATTEMPTS`, `AWS_RETRY_MODE`): then
-/// theirs win over protokube's defaults.
-fn operator_retry_config() -> bool {
-    ["AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"]
-        .iter()
-        .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()))
-}
-
-/// Loads the one SDK configuration every AWS client of a run shares: region from the node's
-/// identity, standard retries (unless the operator set `AWS_MAX_ATTEMPTS`/`AWS_RETRY_MODE`),
-/// bounded timeouts (each attempt 30 s, each operation with its retries `operation_timeout`),
-/// no stalled-stream ticking. Endpoint and credentials come from the SDK's standard chain, so
-/// `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, profiles and instance roles work.
-pub async fn load_sdk_config(region: &str, operation_timeout: Duration) -> SdkConfig {
-    let mut loader =
-        aws_config::defaults(BehaviorVersion::latest()).region(Region::new(region.to_owned()));
-    if !operator_retry_config() {
-        loader = loader.retry_config(
-            RetryConfig::standard()
-                .with_max_attempts(MAX_ATTEMPTS)
-                .with_initial_backoff(Duration::from_millis(200))
-                .with_max_backoff(Duration::from_secs(10)),
-        );
-    }
-    loader
-        .timeout_config(
-            TimeoutConfig::builder()
-                .connect_timeout(Duration::from_secs(5))
-                .operation_attempt_timeout(Duration::from_secs(30).min(operation_timeout))
-                .operation_timeout(operation_timeout)
-                .build(),
-        )
-        // Stalled-stream protection watches streaming bodies (large downloads) with a 25 ms
-        // tick; protokube's answers are small and bounded by the attempt timeout above, and the
-        // tick costs CPU for as long as an answer takes.
-        .stalled_stream_protection(
-            aws_config::stalled_stream_protection::StalledStreamProtectionConfig::disabled(),
-        )
-        .load()
-        .await
-}
-
-/// Error codes AWS gives a caller that lacks a permission.
-const ACCESS_DENIED: [&str; 5] = [
-    "AccessDenied",
-    "AccessDeniedException",
-    "UnauthorizedOperation",
-    "UnauthorizedAccess",
-    "AuthFailure",
-];
-/// Error codes of throttling and of a service that is busy or down: retried by the SDK; when
-/// they outlast its attempts the run is "not ready", not failed.
-const RETRY_LATER: [&str; 13] = [
-    "Throttling",
-    "ThrottlingException",
-    "ThrottledException",
-    "RequestLimitExceeded",
-    "RequestThrottled",
-    "RequestThrottledException",
-    "TooManyRequestsException",
-    "PriorRequestNotComplete",
-    "SlowDown",
-    "ServiceUnavailable",
-    "Unavailable",
-    "InternalError",
-    "InternalFailure",
-];
-
-/// An AWS error as protokube reports it: a missing permission names the permission (real EC2
-/// often says only `UnauthorizedOperation` with an encoded message); throttling, a busy service
-/// or no answer past the SDK's retries and `--timeout` is [`NotReady`] (exit 75); anything else
-/// is the service's code and message, or the chain of causes (connection refused, …).
-pub(crate) fn aws_error<E>(err: SdkError<E, HttpResponse>, permission: &str) -> anyhow::Error
-where
-    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-{
-    if let Some(code) = err.code() {
-        let message = err.message().unwrap_or("no message");
-        if ACCESS_DENIED.contains(&code) {
-            return AccessDenied {
-                permission: permission.to_owned(),
-                detail: format!("{code}: {message}"),
-            }
-            .into();
-        }
-        if RETRY_LATER.contains(&code) {
-            return NotReady(format!(
-                "AWS kept answering `{permission}` with {code} through its retries ({message}); \
-                 retry later"
-            ))
-            .into();
-        }
-        return anyhow!("{code}: {message}");
-    }
-    if let SdkError::TimeoutError(_) = err {
-        return NotReady(format!(
-            "AWS did not answer `{permission}` within --timeout, retries included; retry later"
-        ))
-        .into();
-    }
-    if let SdkError::ServiceError(service) = &err {
-        let status = service.raw().status();
-        if status.is_server_error() {
-            return NotReady(format!(
-                "AWS answered `{permission}` with HTTP {} through its retries; retry later",
-                status.as_u16()
-            ))
-            .into();
-        }
-        return anyhow!(
-            "AWS answered `{permission}` with HTTP {} and no error code",
-            status.as_u16()
-        );
-    }
-    if let SdkError::ResponseError(response) = &err {
-        if response.raw().status().is_server_error() {
-            return NotReady(format!(
-                "AWS answered `{permission}` with a server error through its retries; retry later"
-            ))
-            .into();
-        }
-    }
-    if let SdkError::DispatchFailure(_) = err {
-        // No connection (refused, no route, no name), or no credentials yet (an instance
-        // profile still propagating): waited for, then "not ready".
-        return Unreachable(format!(
-            "cannot reach AWS for `{permission}`: {}",
-            cause_chain(&err)
-        ))
-        .into();
-    }
-    anyhow!("{}", cause_chain(&err))
-}
-
-/// The `Display` of an error and its sources, joined with `: `, leaving out a cause whose text
-/// the previous one already contains.
-pub(crate) fn cause_chain(err: &dyn std::error::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut current: Option<&dyn std::error::Error> = Some(err);
-    while let Some(e) = current {
-        let text = e.to_string();
-        if !text.is_empty() && !parts.last().is_some_and(|last| last.contains(&text)) {
-            parts.push(text);
-        }
-        current = e.source();
-    }
-    parts.join(": ")
-}
-
-/// A field the cloud must send: its absence is an error naming the field and the answer.
-pub(crate) fn required<T>(value: Option<T>, field: &str, answer: &str) -> Result<T> {
-    value.ok_or_else(|| anyhow!("the {answer} answer has no `{field}`"))
 }

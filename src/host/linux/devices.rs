@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 
+use crate::cloud::DeviceHint;
 use crate::host::{FoundDevice, FsckResult, Holder, MountPlace, Witnesses};
 use crate::paths::HostRoot;
 use crate::plan::blank::{
@@ -40,39 +41,17 @@ pub fn device_number(path: &Path) -> Result<(u32, u32)> {
     Ok(split_devno(meta.rdev()))
 }
 
-/// The host paths at which the device of `volume_id`, attached as `requested`, can appear, in
-/// the order they are tried: the NVMe `by-id` link (kops#4844), the requested name, its `sd*`
-/// alias. The flag says whether it is the by-id link.
-pub fn device_candidates(volume_id: &str, requested: &str) -> Vec<(PathBuf, bool)> {
-    let mut candidates = vec![(
-        PathBuf::from(format!(
-            "/dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_{}",
-            volume_id.replace('-', "")
-        )),
-        true,
-    )];
-    candidates.push((PathBuf::from(requested), false));
-    if let Some(slot) = requested.strip_prefix("/dev/xvd") {
-        candidates.push((PathBuf::from(format!("/dev/sd{slot}")), false));
-    }
-    candidates
-}
-
-/// Looks for the block device of `volume_id` under `root` (`None` while it has not appeared)
-/// and checks it may be that volume's: an NVMe namespace must carry the volume's serial in
-/// sysfs, whichever path found it; a by-id link must lead to an NVMe namespace; a partition is
-/// refused.
-pub fn find_device(
-    root: &HostRoot,
-    volume_id: &str,
-    requested: &str,
-) -> Result<Option<FoundDevice>> {
-    for (host_path, by_id) in device_candidates(volume_id, requested) {
-        let found_at = root.path(&host_path);
+/// Looks for the block device `hint` describes under `root` (`None` while it has not appeared)
+/// and checks it may be that volume's ([`check_device`]: a partition is refused, a by-id link
+/// must lead to an NVMe namespace, an NVMe namespace must carry the volume's serial in sysfs
+/// where the provider names one).
+pub fn find_device(root: &HostRoot, hint: &DeviceHint) -> Result<Option<FoundDevice>> {
+    for candidate in &hint.candidates {
+        let found_at = root.path(&candidate.path);
         if fs_err::symlink_metadata(&found_at).is_err() {
             continue;
         }
-        let path = root.resolve(&host_path)?;
+        let path = root.resolve(&candidate.path)?;
         if !path.exists() {
             // A dangling link: udev has not finished.
             continue;
@@ -88,7 +67,7 @@ pub fn find_device(
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
             Err(err) => return Err(err).context("reading the NVMe serial"),
         };
-        check_device(volume_id, &name, by_id, serial.as_deref()).map_err(|why| {
+        check_device(hint, &name, candidate, serial.as_deref()).map_err(|why| {
             anyhow!(
                 "`{}` leads to `{}`: {why}",
                 found_at.display(),
@@ -257,10 +236,7 @@ pub fn format_ext4(path: &Path, uuid: &str) -> Result<()> {
             "after mkfs.ext4, `{}` probes as blank: the format did not reach the device",
             path.display()
         ),
-        Signature::Other(found) => bail!(
-            "after mkfs.ext4, `{}` probes as {found}",
-            path.display()
-        ),
+        Signature::Other(found) => bail!("after mkfs.ext4, `{}` probes as {found}", path.display()),
     }
 }
 
@@ -843,25 +819,6 @@ mod tests {
         };
         assert_eq!(split_devno(makedev(7, 0x12345)), (7, 0x12345));
         assert_eq!(split_devno(makedev(0x1234, 5)), (0x1234, 5));
-    }
-
-    #[test]
-    fn device_candidates_in_kops_order() {
-        let names: Vec<_> = device_candidates("vol-0abc", "/dev/xvdu")
-            .into_iter()
-            .map(|(p, nvme)| (p.display().to_string(), nvme))
-            .collect();
-        assert_eq!(
-            names,
-            [
-                (
-                    "/dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_vol0abc".to_owned(),
-                    true
-                ),
-                ("/dev/xvdu".to_owned(), false),
-                ("/dev/sdu".to_owned(), false),
-            ]
-        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ use super::{
     ChildCommand, ChildOutput, Devices, FileKind, Files, FoundDevice, FsckResult, Holder,
     MountPlace, Processes, RunLock, Services, Witnesses, WriteOutcome,
 };
+use crate::cloud::DeviceHint;
 use crate::paths::{Entry, HostRoot, Links};
 use crate::plan::blank::BlankCheck;
 use crate::plan::files::{FileChange, FileFact};
@@ -47,13 +48,8 @@ impl Devices for LinuxHost {
         devices::mounted_device(path)
     }
 
-    fn find_device(
-        &self,
-        root: &HostRoot,
-        volume_id: &str,
-        requested: &str,
-    ) -> Result<Option<FoundDevice>> {
-        devices::find_device(root, volume_id, requested)
+    fn find_device(&self, root: &HostRoot, hint: &DeviceHint) -> Result<Option<FoundDevice>> {
+        devices::find_device(root, hint)
     }
 
     fn witnesses(&self, device: &Path, check: BlankCheck) -> Result<Witnesses> {
@@ -142,6 +138,14 @@ impl Processes for LinuxHost {
 }
 
 impl Files for LinuxHost {
+    fn root(&self, dir: &Path) -> Result<HostRoot> {
+        root(dir)
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        path.is_dir()
+    }
+
     fn fact(&self, path: &Path) -> Result<FileFact> {
         files::read_fact(path)
     }
@@ -199,29 +203,12 @@ pub fn root(dir: &Path) -> Result<HostRoot> {
     Ok(HostRoot::on(canonical, std::sync::Arc::new(LinuxHost)))
 }
 
-/// Whether `path` exists (symlinks followed).
-pub fn exists(path: &Path) -> bool {
-    path.exists()
-}
-
-/// Whether `path` is a directory (symlinks followed).
-pub fn is_dir(path: &Path) -> bool {
-    path.is_dir()
-}
-
-/// The text of the file at `path` when it holds at most `max` bytes (an error otherwise, or when
-/// it is missing or not UTF-8): the cluster spec, a template override, the kubeconfig.
-pub fn read_text(path: &Path, max: u64) -> Result<String> {
-    let bytes = files::read_limited(path, max)?.ok_or_else(|| {
-        anyhow::Error::from(std::io::Error::from(std::io::ErrorKind::NotFound))
-            .context(format!("`{}` does not exist", path.display()))
-    })?;
-    String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("`{}` is not UTF-8", path.display()))
-}
-
-/// Whether stderr is the stream whose `device:inode` systemd put in `JOURNAL_STREAM`.
-pub fn stderr_is(stream: &str) -> bool {
+/// Whether stderr is systemd's journal stream: the stream whose `device:inode` systemd put in
+/// `JOURNAL_STREAM`.
+pub fn stderr_is_journal() -> bool {
     use std::os::unix::fs::MetadataExt as _;
-    fs_err::metadata("/proc/self/fd/2")
-        .is_ok_and(|stderr| stream == format!("{}:{}", stderr.dev(), stderr.ino()))
+    std::env::var("JOURNAL_STREAM").is_ok_and(|stream| {
+        fs_err::metadata("/proc/self/fd/2")
+            .is_ok_and(|stderr| stream == format!("{}:{}", stderr.dev(), stderr.ino()))
+    })
 }

@@ -1,14 +1,17 @@
 //! A `Cloud` made of test doubles of protokube's own traits, for what the emulator cannot show;
-//! identity comes from flags (the double has no metadata service).
+//! identity comes from flags (the double has no metadata service), devices are named as EBS
+//! names them, and no DNS service is there.
 
 use std::sync::Arc;
 
 use anyhow::{bail, Result};
 use async_trait::async_trait;
+use protokube::cloud::aws::devices::EbsDevices;
 use protokube::cloud::{
-    ChangeResult, Cloud, CloudClients, DnsApi, HostedZone, InstanceApi, InstanceInfo,
-    InstanceMetadata, RecordChange, RecordSet, VolumeApi,
+    Cloud, CloudClients, DeviceNaming, InstanceApi, InstanceInfo, InstanceMetadata, MetadataItem,
+    VolumeApi,
 };
+use protokube::dns::zoned::api::{ZoneApi, ZoneService};
 
 /// The clients a test gives; the ones it leaves out fail when used.
 pub(crate) struct DoubleCloud {
@@ -21,17 +24,6 @@ impl DoubleCloud {
             clients: CloudClients {
                 volumes,
                 instances: Arc::new(Absent),
-                dns: Arc::new(Absent),
-            },
-        }
-    }
-
-    pub(crate) fn with_dns(dns: Arc<dyn DnsApi>) -> Self {
-        Self {
-            clients: CloudClients {
-                volumes: Arc::new(Absent),
-                instances: Arc::new(Absent),
-                dns,
             },
         }
     }
@@ -43,18 +35,37 @@ impl Cloud for DoubleCloud {
         &Absent
     }
 
+    fn devices(&self) -> &dyn DeviceNaming {
+        &EbsDevices
+    }
+
     async fn connect(&self, _region: &str) -> Result<CloudClients> {
         Ok(self.clients.clone())
     }
 }
 
 /// A client the test did not provide.
-struct Absent;
+pub(crate) struct Absent;
 
 #[async_trait]
 impl InstanceMetadata for Absent {
-    async fn get(&self, path: &str) -> Result<Option<String>> {
-        bail!("no metadata service in this test (asked for `{path}`)")
+    fn service(&self) -> &'static str {
+        "no metadata service"
+    }
+
+    fn path(&self, _item: MetadataItem) -> &'static str {
+        "-"
+    }
+
+    async fn get(&self, item: MetadataItem) -> Result<Option<String>> {
+        bail!("no metadata service in this test (asked for {item:?})")
+    }
+}
+
+#[async_trait]
+impl ZoneService for Absent {
+    async fn connect(&self, _region: &str) -> Result<Arc<dyn ZoneApi>> {
+        bail!("no DNS service in this test")
     }
 }
 
@@ -96,24 +107,5 @@ impl InstanceApi for Absent {
     }
     async fn running_masters(&self, _: &str) -> Result<Vec<InstanceInfo>> {
         bail!("no instance API in this test")
-    }
-}
-
-#[async_trait]
-impl DnsApi for Absent {
-    async fn zone_by_id(&self, _: &str) -> Result<Option<HostedZone>> {
-        bail!("no DNS API in this test")
-    }
-    async fn all_zones(&self) -> Result<Vec<HostedZone>> {
-        bail!("no DNS API in this test")
-    }
-    async fn records_under(&self, _: &str, _: &str) -> Result<Vec<RecordSet>> {
-        bail!("no DNS API in this test")
-    }
-    async fn change_records(&self, _: &str, _: &[RecordChange]) -> Result<ChangeResult> {
-        bail!("no DNS API in this test")
-    }
-    async fn change_in_sync(&self, _: &str) -> Result<bool> {
-        bail!("no DNS API in this test")
     }
 }

@@ -1,15 +1,14 @@
-//! Route53 through the AWS SDK: hosted zones, the record sets under a name, change batches.
+//! Route53 through the AWS SDK: hosted zones, the record sets under a name, change batches; one
+//! attempt per call (the waiting is [`super::Route53Zones`]').
 
 use anyhow::{Context as _, Result};
-use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_sdk_route53::error::ProvideErrorMetadata;
 
-use super::{aws_error, required, CallCounter};
-use crate::cloud::{
-    ChangeResult, DnsApi, HostedZone, RecordAction, RecordChange, RecordSet, ZoneGone,
-};
+use crate::cloud::aws::sdk::{aws_error, required, CallCounter};
+use crate::dns::zoned::api::{ChangeResult, RecordAction, RecordChange, RecordSet, ZoneGone};
 use crate::names::{is_within, normalize_dns_name};
+use crate::plan::zones::Zone;
 
 /// Records per `ListResourceRecordSets` page: a cluster's own subtree (A and TXT for its etcd
 /// and API names) fits in one; a small page keeps the read from carrying the names that follow
@@ -34,8 +33,8 @@ impl Route53 {
     }
 }
 
-fn zone_from_sdk(zone: &aws_sdk_route53::types::HostedZone) -> HostedZone {
-    HostedZone {
+fn zone_from_sdk(zone: &aws_sdk_route53::types::HostedZone) -> Zone {
+    Zone {
         id: zone.id().trim_start_matches("/hostedzone/").to_owned(),
         name: normalize_dns_name(zone.name()),
         private: zone
@@ -44,9 +43,8 @@ fn zone_from_sdk(zone: &aws_sdk_route53::types::HostedZone) -> HostedZone {
     }
 }
 
-#[async_trait]
-impl DnsApi for Route53 {
-    async fn zone_by_id(&self, id: &str) -> Result<Option<HostedZone>> {
+impl Route53 {
+    pub async fn zone_by_id(&self, id: &str) -> Result<Option<Zone>> {
         match self.client.get_hosted_zone().id(id).send().await {
             Ok(output) => Ok(Some(zone_from_sdk(required(
                 output.hosted_zone(),
@@ -59,7 +57,7 @@ impl DnsApi for Route53 {
         }
     }
 
-    async fn all_zones(&self) -> Result<Vec<HostedZone>> {
+    pub async fn all_zones(&self) -> Result<Vec<Zone>> {
         let mut zones = Vec::new();
         let mut marker: Option<String> = None;
         loop {
@@ -80,7 +78,10 @@ impl DnsApi for Route53 {
         Ok(zones)
     }
 
-    async fn records_under(&self, zone_id: &str, apex: &str) -> Result<Vec<RecordSet>> {
+    /// The record sets at or below `apex` in the zone, read from `apex` on (Route53 lists by
+    /// reversed labels, so a subtree is contiguous): cost does not grow with the rest of the
+    /// zone. A zone that does not exist (any more) is the error [`ZoneGone`].
+    pub async fn records_under(&self, zone_id: &str, apex: &str) -> Result<Vec<RecordSet>> {
         let mut records = Vec::new();
         let mut start: Option<(String, aws_sdk_route53::types::RrType)> = None;
         loop {
@@ -143,7 +144,7 @@ impl DnsApi for Route53 {
         }
     }
 
-    async fn change_records(
+    pub async fn change_records(
         &self,
         zone_id: &str,
         changes: &[RecordChange],
@@ -208,7 +209,8 @@ impl DnsApi for Route53 {
         }
     }
 
-    async fn change_in_sync(&self, change_id: &str) -> Result<bool> {
+    /// Whether the change is `INSYNC`.
+    pub async fn change_in_sync(&self, change_id: &str) -> Result<bool> {
         let output = self
             .client
             .get_change()

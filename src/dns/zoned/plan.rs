@@ -1,12 +1,13 @@
-//! Route53 planning: the minimal changes for the names of one zone from what the zone holds,
-//! with an external-dns style ownership TXT record beside each name protokube manages. Pure.
+//! A zone's plan: the minimal changes for the names of one zone from what the zone holds, with
+//! an external-dns style ownership TXT record beside each name protokube manages; kOps'
+//! placeholders, external-dns' names, `--adopt` and the deletion guard. Pure, and the same for
+//! every DNS service with zones.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::time::{Duration, SystemTime};
 
-use crate::cloud::{RecordAction, RecordChange, RecordSet};
-use crate::names::is_within;
+use super::api::{RecordAction, RecordChange, RecordSet};
 use crate::plan::records::DesiredRecord;
 use crate::plan::state::MissingName;
 use crate::report::Action;
@@ -52,63 +53,14 @@ pub fn external_dns_owner<'a>(name: &str, existing: &'a [RecordSet]) -> Option<&
     })
 }
 
-/// The ownership TXT value beside each name protokube manages (with its quotes, as Route53
-/// stores TXT values).
+/// The ownership TXT value beside each name protokube manages (with its quotes, as DNS services
+/// store TXT values).
 pub fn ownership_value(cluster: &str) -> String {
     format!("\"heritage=protokube,protokube/cluster={cluster}\"")
 }
 
 /// The record types protokube writes; a name holding any other type is someone else's.
 pub const WRITTEN_TYPES: [&str; 3] = ["A", "AAAA", "TXT"];
-
-/// Route53's limits on one change batch: resource record values (an UPSERT counts twice) and
-/// characters of those values (likewise).
-pub const BATCH_MAX_RECORDS: usize = 1000;
-pub const BATCH_MAX_CHARS: usize = 32_000;
-
-/// Splits the changes of a zone into batches within Route53's limits, in order, keeping the
-/// changes of one name (its address records and its TXT) in the same batch.
-pub fn batches(changes: &[RecordChange]) -> Vec<Vec<RecordChange>> {
-    let weight = |c: &RecordChange| {
-        let factor = if c.action == RecordAction::Upsert {
-            2
-        } else {
-            1
-        };
-        let chars: usize = c.record.values.iter().map(String::len).sum();
-        (c.record.values.len().max(1) * factor, chars * factor)
-    };
-    // Group by name, in order of first appearance.
-    let mut groups: Vec<Vec<RecordChange>> = Vec::new();
-    for change in changes {
-        match groups
-            .iter_mut()
-            .find(|g| g[0].record.name == change.record.name)
-        {
-            Some(group) => group.push(change.clone()),
-            None => groups.push(vec![change.clone()]),
-        }
-    }
-    let mut out: Vec<Vec<RecordChange>> = Vec::new();
-    let (mut records, mut chars) = (0, 0);
-    for group in groups {
-        let (r, c) = group
-            .iter()
-            .map(weight)
-            .fold((0, 0), |a, w| (a.0 + w.0, a.1 + w.1));
-        let fits = records + r <= BATCH_MAX_RECORDS && chars + c <= BATCH_MAX_CHARS;
-        match out.last_mut() {
-            Some(batch) if fits => batch.extend(group),
-            _ => {
-                out.push(group);
-                (records, chars) = (0, 0);
-            }
-        }
-        records += r;
-        chars += c;
-    }
-    out
-}
 
 /// What happens to one name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -555,28 +507,10 @@ pub fn plan_release(
     (changes, outcomes)
 }
 
-/// Record values compared as sets (Route53 keeps them in the order they were written).
+/// Record values compared as sets (a service keeps them in the order they were written).
 fn same_values(a: &[String], b: &[String]) -> bool {
     let set = |v: &[String]| v.iter().cloned().collect::<std::collections::BTreeSet<_>>();
     set(a) == set(b)
-}
-
-/// The subtrees to read in a zone: the cluster's own names under one read from the cluster
-/// name; any other name (a custom public name or suffix) from itself.
-pub fn apexes(names: &[&str], cluster: &str) -> Vec<String> {
-    let mut apexes: Vec<String> = names
-        .iter()
-        .map(|n| {
-            if is_within(n, cluster) {
-                cluster.to_owned()
-            } else {
-                (*n).to_owned()
-            }
-        })
-        .collect();
-    apexes.sort();
-    apexes.dedup();
-    apexes
 }
 
 #[cfg(test)]
@@ -694,64 +628,6 @@ mod tests {
         assert!(warning("api.c.example.com").contains("alias A"));
         assert!(warning("mx.c.example.com").contains("MX"));
         assert!(warning("v6.c.example.com").contains("not owned"));
-    }
-
-    #[test]
-    fn batches_stay_within_route53_limits_and_keep_names_whole() {
-        let owner = ownership_value(C);
-        let records: Vec<DesiredRecord> = (0..700)
-            .map(|i| {
-                desired(
-                    &format!("etcd-k{i}-a.internal.c.example.com"),
-                    &[[10, 0, (i / 250) as u8, (i % 250) as u8]],
-                )
-            })
-            .collect();
-        let refs: Vec<&DesiredRecord> = records.iter().collect();
-        let (changes, _) = plan_zone(&refs, &[], C, &ZonePolicy::default());
-        assert_eq!(changes.len(), 1400);
-        let split = batches(&changes);
-        assert!(split.len() > 1);
-        assert_eq!(split.iter().map(Vec::len).sum::<usize>(), 1400);
-        for batch in &split {
-            let values: usize = batch.iter().map(|c| c.record.values.len()).sum();
-            let chars: usize = batch
-                .iter()
-                .flat_map(|c| &c.record.values)
-                .map(String::len)
-                .sum();
-            assert!(
-                values <= BATCH_MAX_RECORDS && chars <= BATCH_MAX_CHARS,
-                "{values} {chars}"
-            );
-            // Each name's A and TXT travel together.
-            for change in batch {
-                assert_eq!(
-                    batch
-                        .iter()
-                        .filter(|c| c.record.name == change.record.name)
-                        .count(),
-                    2
-                );
-            }
-        }
-        assert!(
-            owner.len() * 700 > BATCH_MAX_CHARS,
-            "the TXT values alone exceed one batch"
-        );
-        // Upserts count twice.
-        let upserts: Vec<RecordChange> = changes
-            .iter()
-            .filter(|c| c.record.record_type == "A")
-            .map(|c| RecordChange {
-                action: RecordAction::Upsert,
-                record: c.record.clone(),
-            })
-            .collect();
-        assert!(batches(&upserts)
-            .iter()
-            .all(|b| b.len() * 2 <= BATCH_MAX_RECORDS));
-        assert!(batches(&[]).is_empty());
     }
 
     const C: &str = "c.example.com";
@@ -1225,20 +1101,5 @@ mod tests {
             existing[7].clone(),
         ];
         assert!(plan_release(&after, &own, C).0.is_empty());
-    }
-
-    #[test]
-    fn reads_stay_inside_the_cluster_subtree() {
-        assert_eq!(
-            apexes(
-                &[
-                    "api.c.example.com",
-                    "etcd-a.internal.c.example.com",
-                    "api.other.com"
-                ],
-                C
-            ),
-            ["api.other.com", "c.example.com"]
-        );
     }
 }

@@ -1,0 +1,219 @@
+//! The hosts file as a place for names: the managed block of `<root>/etc/hosts`, on every node
+//! of a gossip cluster (and, for etcd's names, of a cluster without DNS), planned by
+//! [`crate::plan::hosts`] and written through the node's seam.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use async_trait::async_trait;
+
+use super::target::{Desired, DnsTarget, Known, PublishOutcome};
+use crate::cloud::InstanceInfo;
+use crate::paths::HOSTS_FILE;
+use crate::plan::hosts::{
+    managed_records, plan_hosts, plan_hosts_removal, HostRecords, HostsPlan, ManagedNames,
+};
+use crate::plan::records::{gossip_master_records, DesiredRecord};
+use crate::plan::volumes::EtcdVolume;
+use crate::report::Report;
+use crate::settings::{Cluster, Settings};
+use crate::snapshot::Snapshot;
+
+/// The managed block of `<root>/etc/hosts`.
+pub struct HostsFile<'a> {
+    pub settings: &'a Settings,
+    pub cluster: Cluster,
+}
+
+impl HostsFile<'_> {
+    /// The names of kOps' hosts block that are protokube's (publish and reset): without DNS
+    /// (`topology.dns.type: None`) nodeup writes the API's and kops-controller's names itself,
+    /// so only the etcd names are protokube's there.
+    fn names(&self) -> ManagedNames<'_> {
+        ManagedNames {
+            cluster: &self.cluster.name,
+            internal_suffix: &self.cluster.internal_suffix,
+            public_name: &self.cluster.public_name,
+            api_names: !self
+                .settings
+                .spec
+                .as_ref()
+                .is_some_and(|d| d.spec.uses_none_dns()),
+        }
+    }
+
+    fn path(&self) -> Result<PathBuf> {
+        self.settings.root.resolve(HOSTS_FILE)
+    }
+
+    /// Reads the hosts file, plans the new one from what it holds, writes it unless a dry run.
+    /// Returns the new content.
+    fn rewrite(
+        &self,
+        snapshot: &Snapshot<'_>,
+        plan: impl FnOnce(&str, &[u8]) -> HostsPlan,
+        report: &mut Report,
+    ) -> Result<Vec<u8>> {
+        let host = snapshot.host();
+        let path = self.path()?;
+        let content = host.read_hosts(&path)?;
+        let plan = plan(&path.display().to_string(), &content);
+        if !self.settings.dry_run {
+            host.write_hosts(&path, &content, &plan.content)?;
+        }
+        for change in plan.changes {
+            report.push(change);
+        }
+        Ok(plan.content)
+    }
+}
+
+#[async_trait(?Send)]
+impl DnsTarget for HostsFile<'_> {
+    fn names_on_node(&self, snapshot: &Snapshot<'_>) -> Result<Option<HostRecords>> {
+        Ok(Some(managed_records(
+            &snapshot.host().read_hosts(&self.path()?)?,
+        )))
+    }
+
+    fn master_records(
+        &self,
+        volumes: &[EtcdVolume],
+        masters: &[InstanceInfo],
+    ) -> Vec<DesiredRecord> {
+        // Without a DNS service, as current kOps' nodeup: the API at 127.0.0.1 here.
+        let spec_public_name = self
+            .settings
+            .spec
+            .as_ref()
+            .and_then(|s| s.spec.master_public_name.as_ref())
+            .map(|_| self.cluster.public_name.as_str());
+        gossip_master_records(
+            &self.cluster.name,
+            &self.cluster.internal_suffix,
+            spec_public_name,
+            volumes,
+            masters,
+        )
+    }
+
+    async fn publish(
+        &self,
+        snapshot: &mut Snapshot<'_>,
+        desired: Desired,
+        _: &Known,
+        report: &mut Report,
+    ) -> Result<PublishOutcome> {
+        // Without DNS (topology.dns.type: None) nodeup writes the API's and kops-controller's
+        // names into the block itself (the load balancer's addresses): only etcd's are ours.
+        let names = self.names();
+        let mut records = desired.records;
+        records.retain(|r| names.manages(&r.name));
+        let written = self.rewrite(
+            snapshot,
+            |path, content| plan_hosts(path, content, &records, &names),
+            report,
+        )?;
+        Ok(PublishOutcome {
+            hosts_block: Some(managed_records(&written)),
+            ..PublishOutcome::nothing()
+        })
+    }
+
+    async fn release(&self, snapshot: &mut Snapshot<'_>, report: &mut Report) -> Result<()> {
+        let names = self.names();
+        self.rewrite(
+            snapshot,
+            |path, content| plan_hosts_removal(path, content, &names),
+            report,
+        )
+        .map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Action;
+    use crate::settings::DnsProvider;
+    use crate::snapshot::VolumeScope;
+    use crate::steps::testing::{master, Bench};
+
+    /// A master of a cluster whose names go to the hosts file.
+    fn bench() -> Bench {
+        Bench::with_flags(&[], |flags| flags.dns = Some(DnsProvider::Hosts))
+    }
+
+    fn hosts(bench: &Bench) -> String {
+        String::from_utf8(bench.host.node().files[&bench.path(HOSTS_FILE)].0.clone()).unwrap()
+    }
+
+    fn desired(bench: &Bench) -> Desired {
+        let dns = bench.dns();
+        Desired {
+            records: dns.master_records(&[], &[master("i-1", "10.0.0.1")]),
+            listed_etcd_names: None,
+        }
+    }
+
+    #[test]
+    fn the_block_is_written_beside_the_nodes_own_lines_and_taken_out_again() {
+        let bench = bench();
+        bench.file(HOSTS_FILE, "127.0.0.1 localhost\n");
+        let dns = bench.dns();
+        let mut snapshot = bench.snapshot(VolumeScope::Region);
+        let mut report = bench.report();
+        let outcome = Bench::block_on(dns.publish(
+            &mut snapshot,
+            desired(&bench),
+            &Known::default(),
+            &mut report,
+        ))
+        .unwrap();
+        let text = hosts(&bench);
+        assert!(text.starts_with("127.0.0.1 localhost\n"), "{text}");
+        assert!(
+            text.contains("# Begin host entries managed by kops"),
+            "{text}"
+        );
+        assert!(text.contains("\tapi.internal.k.example.com\n"), "{text}");
+        assert!(report.changes.iter().any(|c| c.action != Action::Unchanged));
+        // What the worker's check compares with next time is what was written.
+        assert_eq!(dns.names_on_node(&snapshot).unwrap(), outcome.hosts_block);
+        Bench::block_on(dns.release(&mut snapshot, &mut report)).unwrap();
+        assert_eq!(hosts(&bench), "127.0.0.1 localhost\n");
+    }
+
+    #[test]
+    fn without_dns_only_the_etcd_names_are_protokubes() {
+        let bench = bench();
+        bench.file(HOSTS_FILE, "");
+        let mut settings = bench.settings.clone();
+        settings.spec = Some(
+            crate::spec::ClusterDocument::parse(
+                "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata: {name: \
+                 k.example.com}\nspec: {networking: {topology: {dns: {type: None}}}}\n",
+                "cluster.yaml",
+            )
+            .unwrap(),
+        );
+        let target = HostsFile {
+            settings: &settings,
+            cluster: settings.cluster.clone().unwrap(),
+        };
+        let mut snapshot = bench.snapshot(VolumeScope::Region);
+        let mut report = bench.report();
+        let records = target.master_records(&[], &[master("i-1", "10.0.0.1")]);
+        assert!(records
+            .iter()
+            .any(|r| r.name == "api.internal.k.example.com"));
+        let desired = Desired {
+            records,
+            listed_etcd_names: None,
+        };
+        Bench::block_on(target.publish(&mut snapshot, desired, &Known::default(), &mut report))
+            .unwrap();
+        // nodeup writes the API's names itself there: protokube leaves them out.
+        assert!(!hosts(&bench).contains("api.internal"), "{}", hosts(&bench));
+    }
+}

@@ -1,0 +1,110 @@
+//! What the publish, verify and reset steps ask of the place names go ([`DnsTarget`]), and what
+//! a publish leaves for the verify step ([`PublishOutcome`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::Result;
+use async_trait::async_trait;
+
+use crate::cloud::InstanceInfo;
+use crate::plan::hosts::HostRecords;
+use crate::plan::records::DesiredRecord;
+use crate::plan::state::{LeftAlone, MissingName};
+use crate::plan::volumes::EtcdVolume;
+use crate::report::Report;
+use crate::snapshot::Snapshot;
+use crate::state::KnownZones;
+
+/// A place names go: a DNS service's zones, the hosts file, or nowhere.
+#[async_trait(?Send)]
+pub trait DnsTarget {
+    /// Why this node publishes nothing here (said once by the step), or `None` when it does.
+    fn idle_reason(&self) -> Option<&str> {
+        None
+    }
+
+    /// Whether kOps' dns-controller publishes the cluster's names in the same place (a DNS
+    /// service's zones): the old protokube beside etcd-manager left them to it.
+    fn shared_with_dns_controller(&self) -> bool {
+        false
+    }
+
+    /// The names this target keeps on the node itself (the hosts file's managed block), as they
+    /// stand now: what a worker's last full check is compared with. `None` where the names live
+    /// elsewhere (a worker then needs no masters at all).
+    fn names_on_node(&self, _snapshot: &Snapshot<'_>) -> Result<Option<HostRecords>> {
+        Ok(None)
+    }
+
+    /// The records a control-plane node wants, from the etcd volumes' members and the masters.
+    fn master_records(
+        &self,
+        volumes: &[EtcdVolume],
+        masters: &[InstanceInfo],
+    ) -> Vec<DesiredRecord>;
+
+    /// Makes the names stand as `desired` wants them and says what is in place.
+    async fn publish(
+        &self,
+        snapshot: &mut Snapshot<'_>,
+        desired: Desired,
+        known: &Known,
+        report: &mut Report,
+    ) -> Result<PublishOutcome>;
+
+    /// Takes this node out of the names it published.
+    async fn release(&self, snapshot: &mut Snapshot<'_>, report: &mut Report) -> Result<()>;
+}
+
+/// The names a node wants, as the publish step computed them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Desired {
+    /// The records, their names checked as DNS names.
+    pub records: Vec<DesiredRecord>,
+    /// The etcd names of every member some volume of the cloud's full answer lists: only an
+    /// etcd name outside this set may go. `None`: the answer named no etcd member at all (a
+    /// worker, a glitch, etcd-manager owning etcd): no etcd name goes.
+    pub listed_etcd_names: Option<BTreeSet<String>>,
+}
+
+/// What `sync` on a master knows from its last full check (DESIGN §8); nothing for every other
+/// run, which looks in full.
+#[derive(Clone, Debug, Default)]
+pub struct Known {
+    /// The zones the rules chose when last found (remembered in the state file).
+    pub zones: Option<KnownZones>,
+    /// The names the recorded check found published; `Some` only when this run trusts it.
+    pub trusted_names: Option<Vec<DesiredRecord>>,
+    /// The names that check left alone to their holders.
+    pub left_alone: Vec<LeftAlone>,
+}
+
+/// What the publish step found, for the verify step (`sync` on a master).
+#[derive(Clone, Debug)]
+pub struct PublishOutcome {
+    /// The names that stand in the zones as desired now, or are left alone to their holders;
+    /// an empty list where nothing goes to a DNS service; `None` after a dry run, whose plan is
+    /// not in place yet.
+    pub names_in_place: Option<Vec<DesiredRecord>>,
+    /// The desired names left alone because someone else holds them (warned about).
+    pub left_alone: Vec<LeftAlone>,
+    /// The zones the rules chose, when a DNS service was looked at.
+    pub zones: Option<KnownZones>,
+    /// The owned names no longer the cluster's, waited out, when the zones were read in full.
+    pub missing: Option<BTreeMap<String, MissingName>>,
+    /// The hosts file's managed block as this run wrote it (or, in a dry run, would).
+    pub hosts_block: Option<HostRecords>,
+}
+
+impl PublishOutcome {
+    /// Nothing published to a DNS service: nothing there to verify.
+    pub fn nothing() -> Self {
+        Self {
+            names_in_place: Some(Vec::new()),
+            left_alone: Vec::new(),
+            zones: None,
+            missing: None,
+            hosts_block: None,
+        }
+    }
+}
