@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_protokube_global_optspecs
-    string join \n cluster-spec= cluster-id= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= verify-interval= log-format= metrics-file= v/verbose q/quiet blank-check= no-progress channels= bootstrap-master-node-labels= node-name= adopt etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth= v= cloud= gossip= containerized= initialize-rbac= manage-etcd= gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= dns-update-interval= remove-dns-names= dns-server= apply-taints= etcd-backup-image= etcd-backup-store= h/help V/version
+    string join \n cluster-spec= cluster-id= cloud= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= gce-compute-endpoint= gce-dns-endpoint= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= verify-interval= log-format= metrics-file= v/verbose q/quiet blank-check= no-progress channels= bootstrap-master-node-labels= node-name= adopt etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth= v= gossip= containerized= initialize-rbac= manage-etcd= gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= dns-update-interval= remove-dns-names= dns-server= apply-taints= etcd-backup-image= etcd-backup-store= h/help V/version
 end
 
 function __fish_protokube_needs_command
@@ -26,18 +26,23 @@ end
 
 complete -c protokube -n "__fish_protokube_needs_command" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_needs_command" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
 complete -c protokube -n "__fish_protokube_needs_command" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_needs_command" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
-complete -c protokube -n "__fish_protokube_needs_command" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l instance-id -d 'This instance\'s id (on GCE its name) [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_needs_command" -l region -d 'AWS region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_needs_command" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+complete -c protokube -n "__fish_protokube_needs_command" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and clouddns on GCE]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+clouddns\t'Google Cloud DNS managed zones'
 hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
 none\t'Publish nothing'"
-complete -c protokube -n "__fish_protokube_needs_command" -l zone -d 'Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix hosted zone]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`)' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`)' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_needs_command" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -66,7 +71,6 @@ complete -c protokube -n "__fish_protokube_needs_command" -l peer-key -d 'Peer k
 complete -c protokube -n "__fish_protokube_needs_command" -l tls-auth -d 'Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH); kOps writes `--tls-auth=true`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_needs_command" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
-complete -c protokube -n "__fish_protokube_needs_command" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_needs_command" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''
@@ -107,18 +111,23 @@ complete -c protokube -n "__fish_protokube_needs_command" -f -a "label-node" -d 
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "version" -d 'Print the build: version, git commit, build date, rustc, target and enabled features (`-o json` for one object)'
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l instance-id -d 'This instance\'s id (on GCE its name) [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l region -d 'AWS region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and clouddns on GCE]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+clouddns\t'Google Cloud DNS managed zones'
 hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
 none\t'Publish nothing'"
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l zone -d 'Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix hosted zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -136,7 +145,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''
@@ -167,18 +175,23 @@ complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l instance-id -d 'This instance\'s id (on GCE its name) [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l region -d 'AWS region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and clouddns on GCE]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+clouddns\t'Google Cloud DNS managed zones'
 hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
 none\t'Publish nothing'"
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l zone -d 'Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix hosted zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -196,7 +209,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand mount" -l bootstrap-
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''
@@ -238,18 +250,23 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l instance-id -d 'This instance\'s id (on GCE its name) [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l region -d 'AWS region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and clouddns on GCE]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+clouddns\t'Google Cloud DNS managed zones'
 hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
 none\t'Publish nothing'"
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l zone -d 'Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix hosted zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -267,7 +284,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''
@@ -298,18 +314,23 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l instance-id -d 'This instance\'s id (on GCE its name) [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l region -d 'AWS region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and clouddns on GCE]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+clouddns\t'Google Cloud DNS managed zones'
 hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
 none\t'Publish nothing'"
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l zone -d 'Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix hosted zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -327,7 +348,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l boot
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''
@@ -370,18 +390,23 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -l tls-auth -d
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l instance-id -d 'This instance\'s id (on GCE its name) [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l region -d 'AWS region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and clouddns on GCE]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+clouddns\t'Google Cloud DNS managed zones'
 hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
 none\t'Publish nothing'"
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l zone -d 'Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix hosted zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -399,7 +424,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -l bootstrap-m
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''
@@ -431,18 +455,23 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -l adopt -d 'T
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l instance-id -d 'This instance\'s id (on GCE its name) [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l region -d 'AWS region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and clouddns on GCE]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+clouddns\t'Google Cloud DNS managed zones'
 hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
 none\t'Publish nothing'"
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l zone -d 'Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix hosted zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -460,7 +489,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand reset" -l bootstrap-
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''
@@ -492,18 +520,23 @@ complete -c protokube -n "__fish_protokube_using_subcommand reset" -l adopt -d '
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l instance-id -d 'This instance\'s id (on GCE its name) [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l region -d 'AWS region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and clouddns on GCE]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+clouddns\t'Google Cloud DNS managed zones'
 hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
 none\t'Publish nothing'"
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l zone -d 'Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix hosted zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -521,7 +554,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l b
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''
@@ -552,18 +584,23 @@ complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l a
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l instance-id -d 'This instance\'s id (on GCE its name) [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l region -d 'AWS region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and clouddns on GCE]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+clouddns\t'Google Cloud DNS managed zones'
 hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
 none\t'Publish nothing'"
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l zone -d 'Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix hosted zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -581,7 +618,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l boots
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''
@@ -612,18 +648,23 @@ complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l adopt
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l instance-id -d 'This instance\'s id [default: from the EC2 instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l instance-id -d 'This instance\'s id (on GCE its name) [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l region -d 'AWS region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and clouddns on GCE]' -r -f -a "route53\t'Amazon Route53 hosted zones'
+clouddns\t'Google Cloud DNS managed zones'
 hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
 none\t'Publish nothing'"
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l zone -d 'Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix hosted zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand version" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -641,7 +682,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand version" -l bootstra
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l cloud -d 'The cloud (only `aws`)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''

@@ -24,6 +24,37 @@ ensure_moto() {
     "prometheus_client==$PROMETHEUS_CLIENT_VERSION"
 }
 
+# Google's discovery documents the GCE stand-in checks every request against, as PyPI's
+# google-api-python-client ships them.
+GOOGLE_API_CLIENT_VERSION="2.202.0"
+
+# ensure_discovery: extract compute.v1.json and dns.v1.json of google-api-python-client
+# (downloaded without its dependencies) into .venv/google-discovery/ unless they are there;
+# sets DISCOVERY_DIR.
+ensure_discovery() {
+  DISCOVERY_DIR="$PWD/.venv/google-discovery"
+  local stamp="$DISCOVERY_DIR/version"
+  if [ "$(cat "$stamp" 2>/dev/null)" = "$GOOGLE_API_CLIENT_VERSION" ]; then
+    return 0
+  fi
+  echo "fetching Google's discovery documents (google-api-python-client==$GOOGLE_API_CLIENT_VERSION)" >&2
+  local download
+  download=$(mktemp -d)
+  .venv/bin/pip download --quiet --disable-pip-version-check --no-deps --dest "$download" \
+    "google-api-python-client==$GOOGLE_API_CLIENT_VERSION"
+  mkdir -p "$DISCOVERY_DIR"
+  .venv/bin/python - "$download" "$DISCOVERY_DIR" <<'PY'
+import glob, os, sys, zipfile
+wheel = zipfile.ZipFile(glob.glob(os.path.join(sys.argv[1], "*.whl"))[0])
+for name in ("compute.v1.json", "dns.v1.json"):
+    data = wheel.read("googleapiclient/discovery_cache/documents/" + name)
+    with open(os.path.join(sys.argv[2], name), "wb") as f:
+        f.write(data)
+PY
+  rm -rf "$download"
+  echo "$GOOGLE_API_CLIENT_VERSION" >"$stamp"
+}
+
 # start_moto DIR: start the emulator in the background (log and pid under DIR); sets MOTO_URL
 # and MOTO_PID. The caller stops it with `stop_moto`.
 start_moto() {

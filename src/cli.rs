@@ -16,7 +16,9 @@ use crate::plan::blank::BlankCheck;
 use crate::plan::kops::KopsUnit;
 use crate::plan::manifests::etcd::EtcdOptions;
 use crate::report::OutputFormat;
-use crate::settings::{DnsProvider, Flags, DEFAULT_KUBECONFIG};
+use crate::settings::{
+    CloudProvider, DnsProvider, Flags, DEFAULT_KUBECONFIG, GCE_COMPUTE_ENDPOINT, GCE_DNS_ENDPOINT,
+};
 
 /// The values of the flags that take one of a few words, as clap parses and documents them;
 /// each maps onto the domain's own type (clap stays in this file).
@@ -80,12 +82,33 @@ impl From<BlankCheckArg> for BlankCheck {
     }
 }
 
+/// `--cloud`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CloudArg {
+    /// Amazon Web Services: EC2 instances, EBS volumes, Route53.
+    Aws,
+    /// Google Compute Engine: instances, persistent disks, Cloud DNS.
+    Gce,
+}
+
+impl From<CloudArg> for CloudProvider {
+    fn from(arg: CloudArg) -> Self {
+        match arg {
+            CloudArg::Aws => Self::Aws,
+            CloudArg::Gce => Self::Gce,
+        }
+    }
+}
+
 /// `--dns`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum DnsArg {
     /// Amazon Route53 hosted zones.
     #[value(alias = "aws-route53")]
     Route53,
+    /// Google Cloud DNS managed zones.
+    #[value(alias = "google-clouddns")]
+    Clouddns,
     /// The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters).
     #[value(alias = "gossip")]
     Hosts,
@@ -97,6 +120,7 @@ impl From<DnsArg> for DnsProvider {
     fn from(arg: DnsArg) -> Self {
         match arg {
             DnsArg::Route53 => Self::Route53,
+            DnsArg::Clouddns => Self::CloudDns,
             DnsArg::Hosts => Self::Hosts,
             DnsArg::None => Self::None,
         }
@@ -150,16 +174,6 @@ pub struct LegacyArgs {
         env = "PROTOKUBE_V"
     )]
     pub klog_verbosity: Option<u8>,
-
-    /// The cloud (only `aws`).
-    #[arg(
-        long,
-        value_name = "CLOUD",
-        global = true,
-        hide = true,
-        env = "PROTOKUBE_CLOUD"
-    )]
-    pub cloud: Option<String>,
 
     /// Gossip DNS (the old flag): true means `--dns hosts`.
     #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1,
@@ -541,6 +555,16 @@ pub struct GlobalArgs {
     #[arg(long, global = true, value_name = "NAME", env = "PROTOKUBE_CLUSTER_ID")]
     pub cluster_id: Option<String>,
 
+    /// The cloud this node runs on.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "aws",
+        env = "PROTOKUBE_CLOUD"
+    )]
+    pub cloud: CloudArg,
+
     /// This node is a control-plane node (volumes, etcd, control-plane manifests, API records).
     #[arg(
         long,
@@ -560,7 +584,7 @@ pub struct GlobalArgs {
     #[arg(long, global = true, value_name = "DIR", env = "PROTOKUBE_ROOT")]
     pub root: Option<PathBuf>,
 
-    /// This instance's id [default: from the EC2 instance metadata service].
+    /// This instance's id (on GCE its name) [default: from the instance metadata service].
     #[arg(long, global = true, value_name = "ID", env = "PROTOKUBE_INSTANCE_ID")]
     pub instance_id: Option<String>,
 
@@ -573,7 +597,7 @@ pub struct GlobalArgs {
     )]
     pub availability_zone: Option<String>,
 
-    /// AWS region [default: from the instance metadata service].
+    /// The instance's region [default: from the instance metadata service].
     #[arg(long, global = true, value_name = "REGION", env = "PROTOKUBE_REGION")]
     pub region: Option<String>,
 
@@ -587,12 +611,13 @@ pub struct GlobalArgs {
     #[arg(long, global = true, value_name = "IP", env = "PROTOKUBE_EXTERNAL_IP")]
     pub external_ip: Option<IpAddr>,
 
-    /// Where DNS records go [default: hosts for `.k8s.local` clusters, else route53].
+    /// Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and
+    /// clouddns on GCE].
     #[arg(long, global = true, value_enum, env = "PROTOKUBE_DNS")]
     pub dns: Option<DnsArg>,
 
-    /// Route53 zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID`
-    /// [default: spec.dnsZone, else the longest-suffix hosted zone].
+    /// DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default:
+    /// spec.dnsZone, else the longest-suffix zone].
     #[arg(
         long = "zone",
         global = true,
@@ -601,6 +626,26 @@ pub struct GlobalArgs {
         value_delimiter = ','
     )]
     pub zones: Vec<String>,
+
+    /// Compute Engine's API root, for tests and private endpoints (with `--cloud gce`).
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        default_value = GCE_COMPUTE_ENDPOINT,
+        env = "PROTOKUBE_GCE_COMPUTE_ENDPOINT"
+    )]
+    pub gce_compute_endpoint: String,
+
+    /// Cloud DNS' API root, for tests and private endpoints (with `--cloud gce`).
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        default_value = GCE_DNS_ENDPOINT,
+        env = "PROTOKUBE_GCE_DNS_ENDPOINT"
+    )]
+    pub gce_dns_endpoint: String,
 
     /// Suffix of internal names such as etcd peers [default: `.internal.<cluster>`].
     #[arg(
@@ -769,16 +814,9 @@ impl Cli {
     }
 
     /// The flags as plain values for [`crate::settings::Settings::resolve`]. The old daemon's
-    /// flags are checked here: a cloud other than AWS, or its etcd flags before a subcommand,
-    /// are usage errors.
+    /// flags are checked here: its etcd flags before a subcommand are a usage error.
     pub fn flags(&self) -> Result<Flags, UsageError> {
         let g = &self.global;
-        if let Some(cloud) = self.legacy.cloud.as_deref().filter(|c| *c != "aws") {
-            return Err(UsageError(format!(
-                "--cloud: `{}` is not supported; protokube runs on AWS (`--cloud=aws`)",
-                cloud.escape_debug()
-            )));
-        }
         let legacy_etcd = self.legacy.etcd.options();
         let (etcd, wait) = match &self.command {
             _ if self.command.is_some() && legacy_etcd != EtcdOptions::default() => {
@@ -814,6 +852,9 @@ impl Cli {
         Ok(Flags {
             cluster_spec: g.cluster_spec.clone(),
             cluster_id: g.cluster_id.clone(),
+            cloud: g.cloud.into(),
+            gce_compute_endpoint: Some(g.gce_compute_endpoint.clone()),
+            gce_dns_endpoint: Some(g.gce_dns_endpoint.clone()),
             master: g.master,
             root,
             instance_id: g.instance_id.clone(),

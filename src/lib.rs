@@ -36,14 +36,18 @@ use anyhow::{Context as _, Result};
 use crate::cli::{Cli, Command};
 use crate::cloud::aws::sdk::AwsSdk;
 use crate::cloud::aws::AwsCloud;
+use crate::cloud::gce::api::GoogleApi;
+use crate::cloud::gce::metadata::MetadataServer;
+use crate::cloud::gce::GceCloud;
 use crate::cloud::{AccessDenied, Cloud};
+use crate::dns::clouddns::CloudDnsService;
 use crate::dns::route53::Route53Service;
 use crate::dns::zoned::api::ZoneService;
 use crate::error::ExitCode;
 use crate::host::linux::LinuxHost;
 use crate::host::{Files as _, Host};
 use crate::report::{Report, ReportError};
-use crate::settings::Settings;
+use crate::settings::{CloudProvider, Settings};
 
 /// Runs the parsed command line against AWS; what it did goes into `report`, also when it fails.
 pub async fn run(cli: &Cli, report: &mut Report) -> Result<()> {
@@ -101,17 +105,38 @@ fn note_ignored_flags(cli: &Cli, report: &mut Report) {
 /// short: every wait ends at the deadline by itself; this is the backstop.
 const PAST_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// One run of the command line: settings, then the command against AWS, ended by the run's
-/// deadline (`--timeout`) whatever it waits on.
+/// The run's cloud and DNS service, as `--cloud` picks them: on AWS, EC2 and Route53 on one
+/// SDK configuration; on GCE, Compute Engine and Cloud DNS on one Google API layer (tokens from
+/// the metadata server).
+fn providers(settings: &Settings) -> Result<(Box<dyn Cloud>, Box<dyn ZoneService>)> {
+    let (deadline, timeout) = (settings.waits.deadline, settings.waits.timeout);
+    Ok(match settings.cloud {
+        CloudProvider::Aws => {
+            let sdk = AwsSdk::new(deadline, timeout);
+            (
+                Box::new(AwsCloud::new(sdk.clone())),
+                Box::new(Route53Service::new(sdk)),
+            )
+        }
+        CloudProvider::Gce => {
+            let metadata = std::sync::Arc::new(MetadataServer::from_env()?);
+            let api = GoogleApi::new(settings.gce.clone(), metadata, deadline, timeout)?;
+            (
+                Box::new(GceCloud::new(api.clone())),
+                Box::new(CloudDnsService::new(api)),
+            )
+        }
+    })
+}
+
+/// One run of the command line: settings, then the command against the cloud `--cloud` names,
+/// ended by the run's deadline (`--timeout`) whatever it waits on.
 async fn execute(cli: &Cli, report: &mut Report) -> Result<()> {
     let settings = Settings::resolve(cli.flags()?, &LinuxHost)?;
-    // AWS: EC2 and Route53 on one SDK configuration.
-    let sdk = AwsSdk::new(settings.waits.deadline, settings.waits.timeout);
-    let cloud = AwsCloud::new(sdk.clone());
-    let zones = Route53Service::new(sdk);
+    let (cloud, zones) = providers(&settings)?;
     let cut_off = settings.waits.deadline.instant() + PAST_DEADLINE;
     let command = cli.to_run();
-    let run = run_with(&command, &settings, &cloud, &zones, &LinuxHost, report);
+    let run = run_with(&command, &settings, &*cloud, &*zones, &LinuxHost, report);
     let result = match tokio::time::timeout_at(cut_off.into(), run).await {
         Ok(result) => result,
         Err(_) => Err(error::NotReady(format!(
@@ -121,7 +146,13 @@ async fn execute(cli: &Cli, report: &mut Report) -> Result<()> {
         ))
         .into()),
     };
-    report.aws_calls = cloud.calls();
+    report.cloud_calls = report::CloudCalls {
+        cloud: match settings.cloud {
+            CloudProvider::Aws => "aws",
+            CloudProvider::Gce => "gce",
+        },
+        by_operation: cloud.calls(),
+    };
     result.map_err(|err| explain_denied(err, &settings))
 }
 
@@ -143,7 +174,11 @@ pub fn conclude(
         .iter()
         .filter(|c| c.action != report::Action::Unchanged)
         .count();
-    let aws_calls = report.aws_calls.values().sum::<u64>();
+    let calls = report.cloud_calls.by_operation.values().sum::<u64>();
+    let (aws_calls, gce_calls) = match report.cloud_calls.cloud {
+        "gce" => (0, calls),
+        _ => (calls, 0),
+    };
     let duration_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
     macro_rules! last_line {
         ($level:ident, $($message:tt)+) => {
@@ -153,6 +188,7 @@ pub fn conclude(
                 changed = report.changed,
                 changes,
                 aws_calls,
+                gce_calls,
                 duration_ms,
                 $($message)+
             )
@@ -205,14 +241,20 @@ fn explain_denied(err: anyhow::Error, settings: &Settings) -> anyhow::Error {
         .cluster
         .as_ref()
         .map_or("<cluster>", |c| c.name.as_str());
-    let role = if settings.master {
-        format!("the control-plane role (kOps: `masters.{cluster}`)")
-    } else {
-        format!("the node role (kOps: `nodes.{cluster}`)")
+    let (role, section) = match (settings.cloud, settings.master) {
+        (CloudProvider::Aws, true) => (
+            format!("the control-plane role (kOps: `masters.{cluster}`)"),
+            "IAM",
+        ),
+        (CloudProvider::Aws, false) => (format!("the node role (kOps: `nodes.{cluster}`)"), "IAM"),
+        (CloudProvider::Gce, _) => (
+            "the instance's service account and its access scopes".to_owned(),
+            "GCE",
+        ),
     };
     let hint = format!(
-        "this instance's credentials lack `{}`: grant it to {role}; the README's IAM section lists \
-         every permission protokube uses",
+        "this instance's credentials lack `{}`: grant it to {role}; the README's {section} \
+         section lists every permission protokube uses",
         denied.permission
     );
     err.context(hint)

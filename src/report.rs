@@ -100,13 +100,32 @@ pub struct Report {
     /// Set when the run failed; `changes` then holds what was done before the failure.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ReportError>,
-    /// Requests sent to AWS, by operation, retries included (for the metrics file).
+    /// Requests sent to the cloud, by operation (for the metrics file and the last log line).
     #[serde(skip)]
-    pub aws_calls: std::collections::BTreeMap<String, u64>,
+    pub cloud_calls: CloudCalls,
     /// This node looks like a master and `--master` is not set (warned; exit 3 with
     /// `--detailed-exitcode`).
     #[serde(skip)]
     pub master_flag_missing: bool,
+}
+
+/// The requests a run sent to its cloud (its DNS service included), by operation, retries
+/// included.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CloudCalls {
+    /// The cloud's short name, which the metric is named after (`aws`: `protokube_aws_calls`).
+    pub cloud: &'static str,
+    pub by_operation: std::collections::BTreeMap<String, u64>,
+}
+
+impl Default for CloudCalls {
+    /// None yet, on the default cloud.
+    fn default() -> Self {
+        Self {
+            cloud: "aws",
+            by_operation: std::collections::BTreeMap::new(),
+        }
+    }
 }
 
 impl Report {
@@ -120,7 +139,7 @@ impl Report {
             warnings: Vec::new(),
             info: Vec::new(),
             error: None,
-            aws_calls: Default::default(),
+            cloud_calls: CloudCalls::default(),
             master_flag_missing: false,
         }
     }

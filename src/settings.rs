@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _, Result};
 
+use crate::cloud::gce::api::GceEndpoints;
 use crate::error::UsageError;
 use crate::host::Files;
 use crate::identity::{check_identity_value, IdentityOverrides};
@@ -32,11 +33,28 @@ use crate::wait::{Progress, Waits};
 /// v1.30's default etcd).
 pub const DEFAULT_ETCD_IMAGE: &str = "registry.k8s.io/etcd:3.5.13-0";
 
+/// The cloud a node runs on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CloudProvider {
+    /// Amazon Web Services: EC2, EBS, Route53, IMDSv2.
+    #[default]
+    Aws,
+    /// Google Compute Engine: persistent disks, Cloud DNS, the metadata server.
+    Gce,
+}
+
+/// Compute Engine's API root.
+pub const GCE_COMPUTE_ENDPOINT: &str = "https://compute.googleapis.com/compute/v1/";
+/// Cloud DNS' API root.
+pub const GCE_DNS_ENDPOINT: &str = "https://dns.googleapis.com/dns/v1/";
+
 /// Where DNS records go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DnsProvider {
     /// Amazon Route53 hosted zones.
     Route53,
+    /// Google Cloud DNS managed zones.
+    CloudDns,
     /// The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters).
     Hosts,
     /// Publish nothing.
@@ -57,6 +75,7 @@ impl DnsProvider {
     pub fn place(self) -> DnsPlace {
         match self {
             Self::Route53 => DnsPlace::Zones("Route53"),
+            Self::CloudDns => DnsPlace::Zones("Cloud DNS"),
             Self::Hosts => DnsPlace::HostsFile,
             Self::None => DnsPlace::Nowhere,
         }
@@ -66,6 +85,11 @@ impl DnsProvider {
 /// The flags as given (command line or `PROTOKUBE_*` variables), before validation.
 #[derive(Clone, Debug, Default)]
 pub struct Flags {
+    pub cloud: CloudProvider,
+    /// `--gce-compute-endpoint` (`None`: Google's).
+    pub gce_compute_endpoint: Option<String>,
+    /// `--gce-dns-endpoint` (`None`: Google's).
+    pub gce_dns_endpoint: Option<String>,
     pub cluster_spec: Option<PathBuf>,
     pub cluster_id: Option<String>,
     pub master: bool,
@@ -148,6 +172,10 @@ impl Cluster {
 /// Validated settings of one run.
 #[derive(Clone, Debug)]
 pub struct Settings {
+    /// `--cloud`.
+    pub cloud: CloudProvider,
+    /// Where the Google APIs are (used with `--cloud gce`).
+    pub gce: GceEndpoints,
     pub spec: Option<ClusterDocument>,
     /// The cluster's names when known without asking the cloud (`--cluster-id` or the spec's
     /// `metadata.name`); otherwise the snapshot reads the instance's `KubernetesCluster` tag and
@@ -156,7 +184,7 @@ pub struct Settings {
     pub master: bool,
     pub root: HostRoot,
     pub identity: IdentityOverrides,
-    /// Route53 zone rules: `--zone`, else `spec.dnsZone`, else any zone.
+    /// DNS zone rules: `--zone`, else `spec.dnsZone`, else any zone.
     pub zone_rules: Vec<ZoneRule>,
     /// The templates, compiled (built-in ones, replaced by `--templates` files).
     pub templates: Arc<tera::Tera>,
@@ -306,17 +334,38 @@ impl Settings {
             .map_or(kubeconfig.clone(), |inside| {
                 Path::new("/").join(inside).display().to_string()
             });
+        let dns_flag = flags.dns;
+        if let Some(dns) = dns_flag {
+            check_dns_for_cloud(dns, flags.cloud).map_err(usage)?;
+        }
+        let gce = GceEndpoints {
+            compute: endpoint(
+                "--gce-compute-endpoint",
+                flags.gce_compute_endpoint.as_deref(),
+                GCE_COMPUTE_ENDPOINT,
+            )
+            .map_err(usage)?,
+            dns: endpoint(
+                "--gce-dns-endpoint",
+                flags.gce_dns_endpoint.as_deref(),
+                GCE_DNS_ENDPOINT,
+            )
+            .map_err(usage)?,
+        };
         let mut settings = Self {
+            cloud: flags.cloud,
+            gce,
             cluster: None,
             master: flags.master,
             root,
             identity: IdentityOverrides {
                 instance_id: flags.instance_id,
                 availability_zone: flags.availability_zone,
-                // The SDK's own region variables count as a region given by the user.
+                // On AWS the SDK's own region variables count as a region given by the user.
                 region: flags.region.or_else(|| {
                     ["AWS_REGION", "AWS_DEFAULT_REGION"]
                         .iter()
+                        .filter(|_| flags.cloud == CloudProvider::Aws)
                         .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
                 }),
                 internal_ip: flags.internal_ip,
@@ -353,7 +402,7 @@ impl Settings {
             blank_check: flags.blank_check,
             adopt: flags.adopt,
             detach: flags.detach,
-            dns_flag: flags.dns,
+            dns_flag,
             internal_suffix_flag,
             spec,
         };
@@ -411,7 +460,7 @@ impl Settings {
         let spec = self.spec.as_ref().map(|d| &d.spec);
         let (dns, dns_note) = match self.dns_flag {
             Some(dns) => (dns, None),
-            None => default_dns(name, spec),
+            None => default_dns(name, spec, self.cloud),
         };
         let public_name = if let Some(given) = self
             .spec
@@ -444,10 +493,11 @@ impl Settings {
 /// nowhere for a cluster without DNS (`topology.dns.type: None`: nodeup writes the names
 /// itself) and for an IRSA cluster on Route53 (its control-plane role has no Route53
 /// permission; dns-controller owns the names under its own role); the hosts file for a
-/// gossip (`.k8s.local`) cluster; else Route53.
+/// gossip (`.k8s.local`) cluster; else the cloud's DNS service (Route53, Cloud DNS).
 fn default_dns(
     name: &str,
     spec: Option<&crate::spec::ClusterSpec>,
+    cloud: CloudProvider,
 ) -> (DnsProvider, Option<String>) {
     let gossip = name.ends_with(".k8s.local");
     match spec {
@@ -459,7 +509,7 @@ fn default_dns(
                     .to_owned(),
             ),
         ),
-        Some(spec) if spec.uses_irsa() && !gossip => (
+        Some(spec) if cloud == CloudProvider::Aws && spec.uses_irsa() && !gossip => (
             DnsProvider::None,
             Some(
                 "IRSA cluster (spec.iam.useServiceAccountExternalPermissions): dns-controller \
@@ -469,8 +519,51 @@ fn default_dns(
             ),
         ),
         _ if gossip => (DnsProvider::Hosts, None),
-        _ => (DnsProvider::Route53, None),
+        _ => match cloud {
+            CloudProvider::Aws => (DnsProvider::Route53, None),
+            CloudProvider::Gce => (DnsProvider::CloudDns, None),
+        },
     }
+}
+
+/// A DNS service is its own cloud's: Route53 on AWS, Cloud DNS on GCE.
+fn check_dns_for_cloud(dns: DnsProvider, cloud: CloudProvider) -> Result<()> {
+    match (dns, cloud) {
+        (DnsProvider::Route53, CloudProvider::Gce) => Err(anyhow!(
+            "--dns route53 needs --cloud aws; on GCE names go to Cloud DNS (`--dns clouddns`), \
+             the hosts file or nowhere"
+        )),
+        (DnsProvider::CloudDns, CloudProvider::Aws) => Err(anyhow!(
+            "--dns clouddns needs --cloud gce; on AWS names go to Route53 (`--dns route53`), the \
+             hosts file or nowhere"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// An API root flag's URL: `http://` or `https://` with a host, normalized to end in `/`
+/// (`None`: `default`).
+fn endpoint(flag: &str, given: Option<&str>, default: &str) -> Result<String> {
+    let url = given.unwrap_or(default).trim();
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    let host = rest.and_then(|r| r.split('/').next()).unwrap_or_default();
+    let plain = url
+        .bytes()
+        .all(|b| b.is_ascii_graphic() && !matches!(b, b'?' | b'#' | b'\\' | b'"'));
+    if host.is_empty() || !plain || host.contains('@') {
+        bail!(
+            "{flag}: `{}` is not an API root (an `https://` URL with a host, e.g. \
+             `{default}`)",
+            url.escape_debug()
+        );
+    }
+    Ok(if url.ends_with('/') {
+        url.to_owned()
+    } else {
+        format!("{url}/")
+    })
 }
 
 /// The cluster another kOps cluster's API name belongs to: kOps names a cluster's APIs
@@ -522,17 +615,21 @@ fn check_public_name(
             "`{name}` is outside the cluster's domain `{cluster}`; the hosts file of a gossip \
              cluster only carries the cluster's own names"
         )),
-        DnsProvider::Route53 if named_zones.contains(&name.as_str()) => Err(format!(
-            "`{name}` is the apex of an allowed zone; protokube never writes a zone apex"
-        )),
-        DnsProvider::Route53 if zone_by_id || named_zones.iter().any(|z| is_within(&name, z)) => {
+        DnsProvider::Route53 | DnsProvider::CloudDns if named_zones.contains(&name.as_str()) => {
+            Err(format!(
+                "`{name}` is the apex of an allowed zone; protokube never writes a zone apex"
+            ))
+        }
+        DnsProvider::Route53 | DnsProvider::CloudDns
+            if zone_by_id || named_zones.iter().any(|z| is_within(&name, z)) =>
+        {
             Ok(name)
         }
-        DnsProvider::Route53 if named_zones.is_empty() => Err(format!(
+        DnsProvider::Route53 | DnsProvider::CloudDns if named_zones.is_empty() => Err(format!(
             "`{name}` is outside the cluster's domain `{cluster}` and no zone is named (--zone or \
              the spec's dnsZone): name the zone it belongs to with --zone"
         )),
-        DnsProvider::Route53 => Err(format!(
+        DnsProvider::Route53 | DnsProvider::CloudDns => Err(format!(
             "`{name}` is neither inside the cluster's domain `{cluster}` nor inside an allowed \
              zone ({}); choose the zone with --zone",
             named_zones.join(", ")
@@ -705,7 +802,7 @@ mod tests {
             ("c.example.com", None, DnsProvider::Route53),
             ("c.k8s.local", None, DnsProvider::Hosts),
         ] {
-            let (got, note) = default_dns(name, spec);
+            let (got, note) = default_dns(name, spec, CloudProvider::Aws);
             assert_eq!(got, dns, "{name} {spec:?}");
             assert_eq!(note.is_some(), dns == DnsProvider::None, "{name} {spec:?}");
         }

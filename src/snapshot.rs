@@ -11,8 +11,8 @@ use anyhow::{anyhow, bail, Context as _, Result};
 
 use crate::cloud::AttachmentState;
 use crate::cloud::{
-    tags, Cloud, CloudClients, CloudVolume, DeviceNaming, InstanceInfo, VolumeAttachment,
-    VolumeQuery,
+    tags, Cloud, CloudClients, CloudVolume, DeviceNaming, InstanceInfo, Placement,
+    VolumeAttachment, VolumeQuery,
 };
 use crate::host::{FileKind, Host};
 use crate::identity::{self, NodeIdentity};
@@ -129,8 +129,12 @@ impl<'a> Snapshot<'a> {
     /// The cloud clients for this node's region.
     pub async fn clients(&mut self) -> Result<CloudClients> {
         if self.clients.is_none() {
-            let region = self.identity().await?.region.clone();
-            self.clients = Some(self.cloud.connect(&region).await?);
+            let identity = self.identity().await?;
+            let placement = Placement {
+                region: identity.region.clone(),
+                zone: identity.availability_zone.clone(),
+            };
+            self.clients = Some(self.cloud.connect(&placement).await?);
         }
         self.clients
             .clone()

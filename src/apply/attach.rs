@@ -34,7 +34,7 @@ pub async fn attach(
     dry_run: bool,
 ) -> Result<Attached> {
     loop {
-        let device = naming.free_name(used).ok_or_else(|| {
+        let device = naming.free_name(volume_id, used).ok_or_else(|| {
             anyhow!(
                 "no free device name for volume `{volume_id}`: {} are all in use on \
                  `{instance_id}`",

@@ -11,8 +11,8 @@ use async_trait::async_trait;
 
 use super::{
     tags, AttachOutcome, AttachmentState, Cloud, CloudClients, CloudVolume, DeviceCandidate,
-    DeviceHint, DeviceNaming, InstanceApi, InstanceInfo, InstanceMetadata, MetadataItem, VolumeApi,
-    VolumeAttachment, VolumeQuery, VolumeState,
+    DeviceHint, DeviceNaming, InstanceApi, InstanceInfo, InstanceMetadata, MetadataItem, Placement,
+    VolumeApi, VolumeAttachment, VolumeQuery, VolumeState,
 };
 
 /// The cloud's state; tests build it and read it back.
@@ -251,7 +251,7 @@ pub const DEVICE_NAMES: [&str; 6] = [
 pub struct MemoryDevices;
 
 impl DeviceNaming for MemoryDevices {
-    fn free_name(&self, in_use: &[String]) -> Option<String> {
+    fn free_name(&self, _volume_id: &str, in_use: &[String]) -> Option<String> {
         DEVICE_NAMES
             .iter()
             .find(|name| !in_use.iter().any(|used| used == *name))
@@ -292,7 +292,7 @@ impl Cloud for MemoryCloud {
         &MemoryDevices
     }
 
-    async fn connect(&self, _region: &str) -> Result<CloudClients> {
+    async fn connect(&self, _placement: &Placement) -> Result<CloudClients> {
         Ok(CloudClients {
             volumes: Arc::new(self.clone()),
             instances: Arc::new(self.clone()),

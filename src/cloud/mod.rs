@@ -4,6 +4,7 @@
 //! folder ([`aws`]), its device naming included.
 
 pub mod aws;
+pub mod gce;
 #[cfg(test)]
 pub mod memory;
 pub mod patient;
@@ -239,6 +240,21 @@ pub trait InstanceMetadata: Send + Sync {
     async fn get(&self, item: MetadataItem) -> Result<Option<String>>;
 }
 
+#[async_trait]
+impl<T: InstanceMetadata + ?Sized> InstanceMetadata for Arc<T> {
+    fn service(&self) -> &'static str {
+        (**self).service()
+    }
+
+    fn path(&self, item: MetadataItem) -> &'static str {
+        (**self).path(item)
+    }
+
+    async fn get(&self, item: MetadataItem) -> Result<Option<String>> {
+        (**self).get(item).await
+    }
+}
+
 /// A place a volume's block device can appear on the node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceCandidate {
@@ -262,9 +278,9 @@ pub struct DeviceHint {
 
 /// How a provider names the devices of attached volumes.
 pub trait DeviceNaming: Send + Sync + std::fmt::Debug {
-    /// The first device name to request for an attachment that is not in `in_use` (the
+    /// The device name to request for attaching `volume_id`, not one of `in_use` (the
     /// instance's names, as the cloud reports them); `None` when every name is used.
-    fn free_name(&self, in_use: &[String]) -> Option<String>;
+    fn free_name(&self, volume_id: &str, in_use: &[String]) -> Option<String>;
 
     /// The names [`free_name`](Self::free_name) chooses from, in words (for the error when
     /// none is free).
@@ -311,6 +327,13 @@ impl std::fmt::Display for AccessDenied {
 
 impl std::error::Error for AccessDenied {}
 
+/// Where the node runs, as its identity says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    pub region: String,
+    pub zone: String,
+}
+
 /// The cloud APIs of one region, shared by every step of a run.
 #[derive(Clone)]
 pub struct CloudClients {
@@ -329,8 +352,9 @@ pub trait Cloud: Send + Sync {
     /// How the provider names the devices of attached volumes.
     fn devices(&self) -> &dyn DeviceNaming;
 
-    /// Clients for `region`: one configuration, credentials resolved once for all of them.
-    async fn connect(&self, region: &str) -> Result<CloudClients>;
+    /// Clients for a node at `placement`: one configuration, credentials resolved once for all
+    /// of them.
+    async fn connect(&self, placement: &Placement) -> Result<CloudClients>;
 
     /// The requests sent so far, by operation, retries included (for the metrics file).
     fn calls(&self) -> BTreeMap<String, u64> {

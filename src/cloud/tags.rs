@@ -15,6 +15,9 @@ pub const MASTER_ROLE: &str = "k8s.io/role/master";
 pub const CONTROL_PLANE_ROLE: &str = "k8s.io/role/control-plane";
 /// Prefix of the membership tags: `k8s.io/etcd/<cluster key>=<me>/<m1,m2,...>`.
 pub const ETCD_PREFIX: &str = "k8s.io/etcd/";
+/// The tag protokube writes on a volume it formatted: the filesystem's UUID, the blank proof's
+/// cloud witness.
+pub const FORMATTED: &str = "k8s.io/protokube/formatted";
 /// Prefix of the tag protokube writes when it records the etcd version a volume's data of one
 /// etcd cluster runs: `k8s.io/protokube/etcd-version/<cluster key>=3.5.13`, so every member
 /// sees the others' versions in the one cloud answer.

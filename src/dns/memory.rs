@@ -274,10 +274,7 @@ mod tests {
         let zones = MemoryZones::new(Zones::with_zone("Z1", "example.com"));
         let zone = zones.zones().zones[0].clone();
         let a = record_set("a.c.example.com", "A", &["10.0.0.1"]);
-        let create = |record: &RecordSet| RecordChange {
-            action: RecordAction::Create,
-            record: record.clone(),
-        };
+        let create = |record: &RecordSet| RecordChange::create(record.clone());
         let answer = block_on(zones.change_records(&zone, &[create(&a)])).unwrap();
         assert!(matches!(answer, ChangeResult::Submitted { .. }));
         // A create over an existing set fails the whole batch: the other set is not written.
@@ -286,15 +283,9 @@ mod tests {
         assert!(matches!(answer, ChangeResult::Conflict(_)), "{answer:?}");
         assert!(zones.zones().get("Z1", "b.c.example.com", "A").is_none());
         // A delete must name the set exactly.
-        let stale = RecordChange {
-            action: RecordAction::Delete,
-            record: record_set("a.c.example.com", "A", &["10.0.0.9"]),
-        };
+        let stale = RecordChange::delete(record_set("a.c.example.com", "A", &["10.0.0.9"]));
         assert!(block_on(zones.change_records(&zone, &[stale])).is_err());
-        let delete = RecordChange {
-            action: RecordAction::Delete,
-            record: a,
-        };
+        let delete = RecordChange::delete(a);
         block_on(zones.change_records(&zone, &[delete])).unwrap();
         assert!(zones.zones().get("Z1", "a.c.example.com", "A").is_none());
     }

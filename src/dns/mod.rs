@@ -3,6 +3,7 @@
 //! hosts file ([`hosts`]), or nowhere ([`none`]) with the reason said once.
 //! The steps ask the chosen [`target::DnsTarget`]; none of them matches on the provider.
 
+pub mod clouddns;
 pub mod hosts;
 #[cfg(test)]
 pub mod memory;

@@ -5,8 +5,8 @@
 //! backups, xfs secondary superblocks, btrfs mirrors: a filesystem whose start was wiped still
 //! has them; a backup GPT header), and the bytes read (all zero). Pure: `apply::blockdev` reads the device.
 
-/// The tag protokube puts on a volume after formatting it: the new filesystem's UUID.
-pub const FORMATTED_TAG: &str = "k8s.io/protokube/formatted";
+/// The tag protokube writes on a volume it formatted (see [`crate::cloud::tags::FORMATTED`]).
+pub use crate::cloud::tags::FORMATTED as FORMATTED_TAG;
 
 /// Bytes the sampled zero check reads at most; a device no larger is read whole.
 pub const SAMPLE_BUDGET: u64 = 64 << 20;

@@ -135,10 +135,10 @@ pub async fn run(
         })
         .map(|v| v.id.clone())
         .collect();
-    if plan
+    if let Some(first) = plan
         .candidates
         .iter()
-        .any(|v| ClaimPlan::still_wanted(v, &held))
+        .find(|v| ClaimPlan::still_wanted(v, &held))
     {
         let volumes = snapshot.clients().await?.volumes;
         let mut used = volumes.instance_device_names(&instance_id).await?;
@@ -150,7 +150,11 @@ pub async fn run(
         // Names an attachment got stuck on are tried last: left out while another is free.
         let avoided = snapshot.state()?.stuck_device_names.clone();
         let with_avoided: Vec<String> = used.iter().chain(&avoided).cloned().collect();
-        if snapshot.devices().free_name(&with_avoided).is_some() {
+        if snapshot
+            .devices()
+            .free_name(&first.id, &with_avoided)
+            .is_some()
+        {
             used = with_avoided;
         }
         for volume in &plan.candidates {

@@ -160,9 +160,12 @@ pub(crate) fn own_mounted_volumes(
         .filter_map(|entry| {
             let path = std::path::Path::new(&entry.mountpoint);
             let id = path.file_name()?.to_str()?.strip_prefix("master-")?;
-            let is_volume_id = id
-                .strip_prefix("vol-")
-                .is_some_and(|hex| !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()));
+            // A volume id as clouds make them: lowercase letters, digits and `-`.
+            let is_volume_id = !id.is_empty()
+                && id.len() <= 63
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
             let ours = settings.root.volume_mountpoint(id).ok()? == path;
             (is_volume_id && ours).then(|| id.to_owned())
         })

@@ -169,9 +169,14 @@ fn with_a_spec_from_the_environment_file_it_runs_the_whole_sync() {
 }
 
 #[test]
-fn a_cloud_other_than_aws_is_a_usage_error() {
+fn a_cloud_protokube_does_not_run_on_is_a_usage_error() {
     let out = Protokube::new()
-        .args(["--cloud=gce", "--master=true", "--cluster-id", CLUSTER])
+        .args([
+            "--cloud=openstack",
+            "--master=true",
+            "--cluster-id",
+            CLUSTER,
+        ])
         .run();
     assert_eq!(out.code, 64, "{out:#?}");
     assert!(out.error_lines()[0].contains("--cloud"), "{out:#?}");

@@ -22,6 +22,7 @@ mod dry_run;
 mod ec2_failures;
 mod failed_runs;
 mod fleet;
+mod gce;
 mod generated_files;
 mod host_paths;
 mod hosts_file;

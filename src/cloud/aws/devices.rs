@@ -34,7 +34,7 @@ fn device_slot(name: &str) -> &str {
 
 impl DeviceNaming for EbsDevices {
     /// `in_use` holds names as EC2 reports them; `/dev/sdX` and `/dev/xvdX` name the same slot.
-    fn free_name(&self, in_use: &[String]) -> Option<String> {
+    fn free_name(&self, _volume_id: &str, in_use: &[String]) -> Option<String> {
         let used: Vec<&str> = in_use.iter().map(|n| device_slot(n)).collect();
         DEVICE_NAMES
             .iter()
@@ -92,7 +92,7 @@ mod tests {
 
     fn free(in_use: &[&str]) -> Option<String> {
         let in_use: Vec<String> = in_use.iter().map(|n| (*n).to_owned()).collect();
-        EbsDevices.free_name(&in_use)
+        EbsDevices.free_name("vol-1", &in_use)
     }
 
     #[test]

@@ -15,7 +15,7 @@ use anyhow::Result;
 use async_trait::async_trait;
 
 use crate::cloud::patient::Patient;
-use crate::cloud::{Cloud, CloudClients, DeviceNaming, InstanceMetadata};
+use crate::cloud::{Cloud, CloudClients, DeviceNaming, InstanceMetadata, Placement};
 use devices::EbsDevices;
 use patient::PatientEc2;
 use sdk::AwsSdk;
@@ -47,8 +47,8 @@ impl Cloud for AwsCloud {
         &EbsDevices
     }
 
-    async fn connect(&self, region: &str) -> Result<CloudClients> {
-        let config = self.sdk.config(region).await;
+    async fn connect(&self, placement: &Placement) -> Result<CloudClients> {
+        let config = self.sdk.config(&placement.region).await;
         let ec2 = Arc::new(PatientEc2 {
             ec2: ec2::Ec2::new(&config, self.sdk.counter()),
             sdk: self.sdk.clone(),

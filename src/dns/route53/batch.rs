@@ -115,10 +115,7 @@ mod tests {
         let upserts: Vec<RecordChange> = changes
             .iter()
             .filter(|c| c.record.record_type == "A")
-            .map(|c| RecordChange {
-                action: RecordAction::Upsert,
-                record: c.record.clone(),
-            })
+            .map(|c| RecordChange::upsert(c.record.clone(), c.record.clone()))
             .collect();
         assert!(batches(&upserts)
             .iter()

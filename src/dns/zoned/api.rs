@@ -37,6 +37,38 @@ pub enum RecordAction {
 pub struct RecordChange {
     pub action: RecordAction,
     pub record: RecordSet,
+    /// For an upsert, the set it replaces as read (a service that changes by exact deletions
+    /// and additions deletes it).
+    pub replaces: Option<RecordSet>,
+}
+
+impl RecordChange {
+    /// Adds `record`.
+    pub fn create(record: RecordSet) -> Self {
+        Self {
+            action: RecordAction::Create,
+            record,
+            replaces: None,
+        }
+    }
+
+    /// Puts `record` in place of `held`, the set of its name and type as read.
+    pub fn upsert(record: RecordSet, held: RecordSet) -> Self {
+        Self {
+            action: RecordAction::Upsert,
+            record,
+            replaces: Some(held),
+        }
+    }
+
+    /// Removes `record`, exactly as held.
+    pub fn delete(record: RecordSet) -> Self {
+        Self {
+            action: RecordAction::Delete,
+            record,
+            replaces: None,
+        }
+    }
 }
 
 /// The answer to a batch of changes.

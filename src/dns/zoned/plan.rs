@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::time::{Duration, SystemTime};
 
-use super::api::{RecordAction, RecordChange, RecordSet};
+use super::api::{RecordChange, RecordSet};
 use crate::plan::records::DesiredRecord;
 use crate::plan::state::MissingName;
 use crate::report::Action;
@@ -321,16 +321,10 @@ pub fn plan_zone(
                 values: want.clone(),
                 alias: false,
             };
-            let action = match have {
+            let change = match have {
                 None if want.is_empty() => None,
-                None => Some(RecordAction::Create),
-                Some(have) if want.is_empty() => {
-                    changes.push(RecordChange {
-                        action: RecordAction::Delete,
-                        record: have.clone(),
-                    });
-                    None
-                }
+                None => Some(RecordChange::create(set)),
+                Some(have) if want.is_empty() => Some(RecordChange::delete(have.clone())),
                 Some(have)
                     if same_values(&have.values, &want)
                         && have.ttl == Some(TTL)
@@ -338,14 +332,9 @@ pub fn plan_zone(
                 {
                     None
                 }
-                Some(_) => Some(RecordAction::Upsert),
+                Some(have) => Some(RecordChange::upsert(set, have.clone())),
             };
-            if let Some(action) = action {
-                changes.push(RecordChange {
-                    action,
-                    record: set,
-                });
-            }
+            changes.extend(change);
         }
         if changes.len() > before || adopted {
             outcome.action = if a.is_none() && aaaa.is_none() {
@@ -358,16 +347,13 @@ pub fn plan_zone(
             outcome.adopted = true;
         }
         if !owned {
-            changes.push(RecordChange {
-                action: RecordAction::Create,
-                record: RecordSet {
-                    name: record.name.clone(),
-                    record_type: "TXT".into(),
-                    ttl: Some(TTL),
-                    values: vec![owner.clone()],
-                    alias: false,
-                },
-            });
+            changes.push(RecordChange::create(RecordSet {
+                name: record.name.clone(),
+                record_type: "TXT".into(),
+                ttl: Some(TTL),
+                values: vec![owner.clone()],
+                alias: false,
+            }));
         }
         outcomes.push(outcome);
     }
@@ -406,10 +392,7 @@ pub fn plan_zone(
             }
         }
         for set in sets {
-            changes.push(RecordChange {
-                action: RecordAction::Delete,
-                record: set.clone(),
-            });
+            changes.push(RecordChange::delete(set.clone()));
         }
         outcomes.push(NameOutcome {
             name: name.to_owned(),
@@ -465,18 +448,15 @@ pub fn plan_release(
                 continue;
             }
             changes.push(if left.is_empty() {
-                RecordChange {
-                    action: RecordAction::Delete,
-                    record: (*set).clone(),
-                }
+                RecordChange::delete((*set).clone())
             } else {
-                RecordChange {
-                    action: RecordAction::Upsert,
-                    record: RecordSet {
+                RecordChange::upsert(
+                    RecordSet {
                         values: left,
                         ..(*set).clone()
                     },
-                }
+                    (*set).clone(),
+                )
             });
         }
         let deleted = to.is_empty() && !others;
@@ -484,10 +464,7 @@ pub fn plan_release(
             changes.extend(
                 sets.iter()
                     .filter(|r| r.record_type == "TXT")
-                    .map(|r| RecordChange {
-                        action: RecordAction::Delete,
-                        record: (*r).clone(),
-                    }),
+                    .map(|r| RecordChange::delete((*r).clone())),
             );
         }
         outcomes.push(NameOutcome {
@@ -516,6 +493,7 @@ fn same_values(a: &[String], b: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dns::zoned::api::RecordAction;
     use crate::plan::records::RecordRole;
 
     fn desired(name: &str, addresses: &[[u8; 4]]) -> DesiredRecord {

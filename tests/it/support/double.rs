@@ -39,7 +39,7 @@ impl Cloud for DoubleCloud {
         &EbsDevices
     }
 
-    async fn connect(&self, _region: &str) -> Result<CloudClients> {
+    async fn connect(&self, _placement: &protokube::cloud::Placement) -> Result<CloudClients> {
         Ok(self.clients.clone())
     }
 }

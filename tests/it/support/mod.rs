@@ -8,6 +8,7 @@ pub(crate) mod bed;
 pub(crate) mod block;
 pub(crate) mod double;
 pub(crate) mod etcd;
+pub(crate) mod gce;
 pub(crate) mod iam;
 pub(crate) mod imds;
 pub(crate) mod kube;

@@ -1,0 +1,332 @@
+//! Google's REST APIs as protokube calls them (Compute Engine here, Cloud DNS from
+//! `dns/clouddns/`): JSON over HTTPS on the HTTP stack protokube already has (hyper, rustls with
+//! the node's trusted roots), an access token from the metadata server, every request counted
+//! by its method, busy answers retried with backoff, each call bounded by the run's deadline,
+//! and Google's error bodies read into [`GoogleError`] or [`AccessDenied`].
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{anyhow, Context as _, Result};
+use http_body_util::{BodyExt as _, Full};
+use hyper::body::Bytes;
+use hyper::{Method, Request, StatusCode};
+use serde::de::DeserializeOwned;
+
+use super::http::{http_client, HttpClient};
+use super::metadata::MetadataServer;
+use crate::cloud::patient::Patience;
+use crate::cloud::AccessDenied;
+use crate::error::{NotReady, Unreachable};
+use crate::wait::Deadline;
+
+/// Attempts per call (the first included) while Google answers busy (429, 5xx).
+const MAX_ATTEMPTS: u32 = 6;
+/// The longest one attempt may take.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The largest answer read (a page of disks or instances is far smaller).
+const MAX_ANSWER_BYTES: usize = 16 << 20;
+
+/// Where the Google APIs of a run are: Compute Engine's and Cloud DNS' roots, each an
+/// `http(s)://` URL ending in `/`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GceEndpoints {
+    pub compute: String,
+    pub dns: String,
+}
+
+/// A Google API's error answer, as its JSON body says it.
+#[derive(Debug)]
+pub struct GoogleError {
+    /// The API method, e.g. `compute.disks.setLabels`.
+    pub method: String,
+    pub status: u16,
+    /// The first error's `reason` (`resourceInUseByAnotherResource`, `conditionNotMet`, …), else
+    /// the body's `status`.
+    pub reason: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for GoogleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Google Cloud answered `{}` with HTTP {} {}: {}",
+            self.method, self.status, self.reason, self.message
+        )
+    }
+}
+
+impl std::error::Error for GoogleError {}
+
+impl GoogleError {
+    /// The Google error among `err`'s causes, if any.
+    pub fn in_chain(err: &anyhow::Error) -> Option<&Self> {
+        err.chain().find_map(|cause| cause.downcast_ref::<Self>())
+    }
+}
+
+/// One call: the API method (what is counted and named), the IAM permission it needs, and the
+/// request.
+pub struct Call<'a> {
+    pub method_id: &'a str,
+    pub permission: &'a str,
+    pub http_method: Method,
+    pub url: String,
+    pub body: Option<serde_json::Value>,
+}
+
+/// Google's APIs for one run.
+pub struct GoogleApi {
+    http: HttpClient,
+    metadata: Arc<MetadataServer>,
+    patience: Patience,
+    calls: Mutex<BTreeMap<String, u64>>,
+    project: tokio::sync::OnceCell<String>,
+    pub endpoints: GceEndpoints,
+}
+
+impl GoogleApi {
+    /// The APIs at `endpoints`, with tokens from `metadata`, for a run that ends by `deadline`.
+    pub fn new(
+        endpoints: GceEndpoints,
+        metadata: Arc<MetadataServer>,
+        deadline: Deadline,
+        timeout: Duration,
+    ) -> Result<Arc<Self>> {
+        Ok(Arc::new(Self {
+            http: http_client(Duration::from_secs(5))?,
+            metadata,
+            patience: Patience::until(deadline, timeout),
+            calls: Mutex::new(BTreeMap::new()),
+            project: tokio::sync::OnceCell::new(),
+            endpoints,
+        }))
+    }
+
+    /// The metadata server the tokens come from.
+    pub fn metadata(&self) -> &Arc<MetadataServer> {
+        &self.metadata
+    }
+
+    /// How long this run waits for what is not there yet.
+    pub fn patience(&self) -> Patience {
+        self.patience
+    }
+
+    /// The project this instance runs in (from the metadata server, asked once).
+    pub async fn project(&self) -> Result<String> {
+        let metadata = &self.metadata;
+        self.project
+            .get_or_try_init(|| async {
+                self.patience
+                    .wait("the GCE metadata server (`project/project-id`)", || {
+                        metadata.project_id()
+                    })
+                    .await
+            })
+            .await
+            .cloned()
+    }
+
+    /// The requests sent so far, by API method, retries included.
+    pub fn calls(&self) -> BTreeMap<String, u64> {
+        self.calls.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// Makes `call` and reads its answer: waited for while Google or the token cannot be
+    /// reached (up to the run's deadline), retried while Google answers busy.
+    pub async fn call<T: DeserializeOwned>(&self, call: &Call<'_>) -> Result<T> {
+        let what = format!(
+            "Google Cloud (`{}`: endpoint and credentials)",
+            call.method_id
+        );
+        let bytes = self.patience.wait(&what, || self.attempts(call)).await?;
+        serde_json::from_slice(&bytes)
+            .with_context(|| format!("reading the answer of `{}`", call.method_id))
+    }
+
+    /// Up to [`MAX_ATTEMPTS`] attempts while Google answers busy.
+    async fn attempts(&self, call: &Call<'_>) -> Result<Vec<u8>> {
+        let mut backoff = Duration::from_millis(200);
+        let mut attempt = 1;
+        loop {
+            match self.attempt(call).await? {
+                Ok(bytes) => return Ok(bytes),
+                Err(status)
+                    if attempt < MAX_ATTEMPTS && backoff < self.patience.deadline.remaining() =>
+                {
+                    tracing::debug!(
+                        "`{}` answered HTTP {status}; trying again in {}",
+                        call.method_id,
+                        humantime::format_duration(backoff)
+                    );
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(10));
+                    attempt += 1;
+                }
+                Err(status) => {
+                    return Err(NotReady(format!(
+                        "Google Cloud kept answering `{}` with HTTP {status} through its retries; \
+                         retry later",
+                        call.method_id
+                    ))
+                    .into())
+                }
+            }
+        }
+    }
+
+    /// One request: its body (`Ok(Ok)`), a busy answer to retry (`Ok(Err(status))`), or the
+    /// call's failure.
+    async fn attempt(&self, call: &Call<'_>) -> Result<std::result::Result<Vec<u8>, u16>> {
+        let token = self.metadata.token().await?;
+        let body = match &call.body {
+            Some(value) => Bytes::from(serde_json::to_vec(value)?),
+            None => Bytes::new(),
+        };
+        let request = Request::builder()
+            .method(call.http_method.clone())
+            .uri(&call.url)
+            .header("authorization", format!("Bearer {token}"))
+            .header("content-type", "application/json")
+            .header(
+                "user-agent",
+                concat!("protokube/", env!("CARGO_PKG_VERSION")),
+            )
+            .body(Full::new(body))
+            .with_context(|| format!("building the request `{}`", call.url))?;
+        if let Ok(mut calls) = self.calls.lock() {
+            *calls.entry(call.method_id.to_owned()).or_default() += 1;
+        }
+        let limit = ATTEMPT_TIMEOUT.min(self.patience.deadline.remaining());
+        let (status, bytes) = match tokio::time::timeout(limit, self.send(request)).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(err)) => {
+                return Err(Unreachable(format!(
+                    "cannot reach Google Cloud for `{}`: {}",
+                    call.method_id,
+                    crate::error::one_line(&err)
+                ))
+                .into())
+            }
+            Err(_) => {
+                return Err(Unreachable(format!(
+                    "Google Cloud did not answer `{}` within {}",
+                    call.method_id,
+                    humantime::format_duration(limit)
+                ))
+                .into())
+            }
+        };
+        if status.is_success() {
+            return Ok(Ok(bytes));
+        }
+        if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+            return Ok(Err(status.as_u16()));
+        }
+        let error = read_error(call.method_id, status.as_u16(), &bytes);
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            return Err(AccessDenied {
+                cloud: "Google Cloud",
+                permission: call.permission.to_owned(),
+                detail: format!("HTTP {} {}: {}", error.status, error.reason, error.message),
+            }
+            .into());
+        }
+        Err(error.into())
+    }
+
+    async fn send(&self, request: Request<Full<Bytes>>) -> Result<(StatusCode, Vec<u8>)> {
+        let answer = self.http.request(request).await?;
+        let status = answer.status();
+        let body = http_body_util::Limited::new(answer.into_body(), MAX_ANSWER_BYTES)
+            .collect()
+            .await
+            .map_err(|err| anyhow!("reading the answer: {err}"))?
+            .to_bytes();
+        Ok((status, body.to_vec()))
+    }
+}
+
+/// Google's error body (`{"error": {"code", "message", "status", "errors": [{"reason"}]}}`),
+/// read as far as it goes.
+fn read_error(method_id: &str, status: u16, body: &[u8]) -> GoogleError {
+    let value: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let error = &value["error"];
+    let text = |v: &serde_json::Value| v.as_str().map(str::to_owned);
+    GoogleError {
+        method: method_id.to_owned(),
+        status,
+        reason: text(&error["errors"][0]["reason"])
+            .or_else(|| text(&error["status"]))
+            .unwrap_or_else(|| "unknown".to_owned()),
+        message: text(&error["message"])
+            .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned()),
+    }
+}
+
+/// `value` as one URL path segment or query value: unreserved bytes kept, the rest `%XX`.
+pub fn escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// `base` followed by `path` (already escaped) and the query `pairs` (escaped here).
+pub fn url(base: &str, path: &str, pairs: &[(&str, &str)]) -> String {
+    let mut url = format!("{base}{path}");
+    for (i, (key, value)) in pairs.iter().enumerate() {
+        url.push(if i == 0 { '?' } else { '&' });
+        url.push_str(key);
+        url.push('=');
+        url.push_str(&escape(value));
+    }
+    url
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_escape_what_they_carry() {
+        assert_eq!(
+            url(
+                "https://compute.googleapis.com/compute/v1/",
+                "projects/p/zones/z/disks",
+                &[
+                    ("filter", "labels.k8s-io-cluster-name=a-b"),
+                    ("pageToken", "x y")
+                ]
+            ),
+            "https://compute.googleapis.com/compute/v1/projects/p/zones/z/disks?\
+             filter=labels.k8s-io-cluster-name%3Da-b&pageToken=x%20y"
+        );
+        assert_eq!(escape("a/b"), "a%2Fb");
+    }
+
+    #[test]
+    fn google_error_bodies_are_read() {
+        let body = br#"{"error": {"code": 400, "message": "The disk resource is already being used by 'i-2'", "errors": [{"message": "in use", "domain": "global", "reason": "resourceInUseByAnotherResource"}]}}"#;
+        let error = read_error("compute.instances.attachDisk", 400, body);
+        assert_eq!(error.reason, "resourceInUseByAnotherResource");
+        assert!(error.message.contains("already being used"));
+        let error = read_error(
+            "dns.changes.create",
+            412,
+            br#"{"error": {"code": 412, "message": "m", "status": "FAILED_PRECONDITION"}}"#,
+        );
+        assert_eq!(error.reason, "FAILED_PRECONDITION");
+        let error = read_error("x", 502, b"<html>bad gateway</html>");
+        assert_eq!(error.reason, "unknown");
+        assert!(error.message.contains("bad gateway"));
+    }
+}

@@ -1,0 +1,687 @@
+//! Compute Engine v1 behind the volume and instance traits: the cluster's persistent disks (one
+//! paged `disks.list`, or `disks.aggregatedList` for the region, filtered by kOps' cluster
+//! label), `instances.attachDisk`/`detachDisk` and their zone operations, `disks.setLabels`
+//! with the label fingerprint (a real compare-and-set), and the cluster's masters (one
+//! `instances.aggregatedList`).
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+use async_trait::async_trait;
+use hyper::Method;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::api::{escape, url, Call, GoogleApi, GoogleError};
+use super::labels::{self, CLUSTER_LABEL, ROLE_PREFIX};
+use super::metadata::{last_part, region_of};
+use crate::cloud::{
+    tags, AttachOutcome, AttachmentState, CloudVolume, InstanceApi, InstanceInfo, InstanceVolume,
+    Placement, VolumeApi, VolumeAttachment, VolumeQuery, VolumeState,
+};
+use crate::error::NotReady;
+
+/// Largest page asked for; with the label filter one page is the normal case.
+const PAGE_SIZE: &str = "500";
+/// Attempts at a label change when another writer changed the labels in between (412).
+const LABEL_ATTEMPTS: u32 = 3;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Disk {
+    name: Option<String>,
+    zone: Option<String>,
+    status: Option<String>,
+    #[serde(default)]
+    users: Vec<String>,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    label_fingerprint: Option<String>,
+    source_snapshot: Option<String>,
+    source_image: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Page<T> {
+    #[serde(default = "Vec::new")]
+    items: Vec<T>,
+    next_page_token: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AggregatedPage<T> {
+    #[serde(default = "BTreeMap::new")]
+    items: BTreeMap<String, T>,
+    next_page_token: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct ScopedDisks {
+    #[serde(default)]
+    disks: Vec<Disk>,
+}
+
+#[derive(Deserialize, Default)]
+struct ScopedInstances {
+    #[serde(default)]
+    instances: Vec<Instance>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Instance {
+    name: Option<String>,
+    status: Option<String>,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    #[serde(default)]
+    network_interfaces: Vec<NetworkInterface>,
+    #[serde(default)]
+    disks: Vec<AttachedDisk>,
+    metadata: Option<InstanceMetadataItems>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NetworkInterface {
+    #[serde(rename = "networkIP")]
+    network_ip: Option<String>,
+    ipv6_address: Option<String>,
+    #[serde(default)]
+    access_configs: Vec<AccessConfig>,
+    #[serde(default)]
+    ipv6_access_configs: Vec<AccessConfig>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AccessConfig {
+    #[serde(rename = "natIP")]
+    nat_ip: Option<String>,
+    external_ipv6: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AttachedDisk {
+    device_name: Option<String>,
+    source: Option<String>,
+    #[serde(default)]
+    boot: bool,
+}
+
+#[derive(Deserialize)]
+struct InstanceMetadataItems {
+    #[serde(default)]
+    items: Vec<MetadataEntry>,
+}
+
+#[derive(Deserialize)]
+struct MetadataEntry {
+    key: String,
+    value: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Operation {
+    name: Option<String>,
+    status: Option<String>,
+    error: Option<OperationError>,
+}
+
+#[derive(Deserialize)]
+struct OperationError {
+    #[serde(default)]
+    errors: Vec<OperationErrorItem>,
+}
+
+#[derive(Deserialize)]
+struct OperationErrorItem {
+    code: Option<String>,
+    message: Option<String>,
+}
+
+/// A field Google must send: its absence is an error naming it and the answer.
+fn required<T>(value: Option<T>, field: &str, answer: &str) -> Result<T> {
+    value.ok_or_else(|| anyhow!("the `{answer}` answer has no `{field}`"))
+}
+
+/// Compute Engine for a node at `placement` in `project`.
+pub struct Compute {
+    api: Arc<GoogleApi>,
+    project: String,
+    placement: Placement,
+    /// The zone of each disk seen, for calls that name a disk only.
+    disk_zones: Mutex<BTreeMap<String, String>>,
+}
+
+impl Compute {
+    pub fn new(api: Arc<GoogleApi>, project: String, placement: Placement) -> Self {
+        Self {
+            api,
+            project,
+            placement,
+            disk_zones: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// `projects/<project>/zones/<zone>/` + `rest`.
+    fn zonal(&self, zone: &str, rest: &str) -> String {
+        format!(
+            "projects/{}/zones/{}/{rest}",
+            escape(&self.project),
+            escape(zone)
+        )
+    }
+
+    async fn call<T: serde::de::DeserializeOwned>(
+        &self,
+        method_id: &str,
+        permission: &str,
+        http_method: Method,
+        path: String,
+        query: &[(&str, &str)],
+        body: Option<serde_json::Value>,
+    ) -> Result<T> {
+        let call = Call {
+            method_id,
+            permission,
+            http_method,
+            url: url(&self.api.endpoints.compute, &path, query),
+            body,
+        };
+        self.api.call(&call).await
+    }
+
+    /// The zone disk `name` is in: as last seen, else this node's.
+    fn zone_of(&self, name: &str) -> String {
+        self.disk_zones
+            .lock()
+            .ok()
+            .and_then(|zones| zones.get(name).cloned())
+            .unwrap_or_else(|| self.placement.zone.clone())
+    }
+
+    /// A disk as the traits see it, under kOps' keys for `cluster`.
+    fn volume(&self, disk: Disk, cluster: Option<&str>) -> Result<CloudVolume> {
+        let answer = "compute.disks";
+        let name = required(disk.name, "name", answer)?;
+        let zone = last_part(&required(disk.zone, "zone", answer)?).to_owned();
+        let status = required(disk.status, "status", answer)?;
+        if let Ok(mut zones) = self.disk_zones.lock() {
+            zones.insert(name.clone(), zone.clone());
+        }
+        let state = match (status.as_str(), disk.users.is_empty()) {
+            ("READY", true) => VolumeState::Available,
+            ("READY", false) => VolumeState::InUse,
+            ("CREATING" | "RESTORING", _) => VolumeState::Creating,
+            ("DELETING", _) => VolumeState::Deleting,
+            ("FAILED" | "UNAVAILABLE", _) => VolumeState::Error,
+            (other, _) => bail!(
+                "disk `{name}` has status `{}`, none of Compute Engine's",
+                other.escape_debug()
+            ),
+        };
+        // A disk is attached under the device name it was given, the disk's own name as kOps
+        // and protokube give it; Compute Engine has no `attaching` on the disk itself.
+        let attachments = disk
+            .users
+            .iter()
+            .map(|user| VolumeAttachment {
+                instance_id: last_part(user).to_owned(),
+                device: name.clone(),
+                state: AttachmentState::Attached,
+                attach_time: None,
+            })
+            .collect();
+        let snapshot_id = disk
+            .source_snapshot
+            .or(disk.source_image)
+            .filter(|source| !source.is_empty());
+        Ok(CloudVolume {
+            tags: labels::to_tags(&disk.labels, cluster),
+            id: name,
+            zone,
+            state,
+            attachments,
+            snapshot_id,
+        })
+    }
+
+    async fn disk(&self, name: &str) -> Result<Option<Disk>> {
+        let path = self.zonal(&self.zone_of(name), &format!("disks/{}", escape(name)));
+        match self
+            .call(
+                "compute.disks.get",
+                "compute.disks.get",
+                Method::GET,
+                path,
+                &[],
+                None,
+            )
+            .await
+        {
+            Ok(disk) => Ok(Some(disk)),
+            Err(err) if GoogleError::in_chain(&err).is_some_and(|e| e.status == 404) => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+
+    async fn instance(&self, name: &str) -> Result<Instance> {
+        let path = self.zonal(&self.placement.zone, &format!("instances/{}", escape(name)));
+        self.call(
+            "compute.instances.get",
+            "compute.instances.get",
+            Method::GET,
+            path,
+            &[],
+            None,
+        )
+        .await
+    }
+
+    /// Waits for zone operation `operation` (of the node's zone) to be `DONE`, within the run's
+    /// deadline; its error, if any.
+    async fn finish(&self, operation: Operation) -> Result<Option<OperationErrorItem>> {
+        let mut operation = operation;
+        loop {
+            if operation.status.as_deref() == Some("DONE") {
+                return Ok(operation.error.and_then(|e| e.errors.into_iter().next()));
+            }
+            let name = required(operation.name.clone(), "name", "compute.zoneOperations")?;
+            let path = self.zonal(
+                &self.placement.zone,
+                &format!("operations/{}/wait", escape(&name)),
+            );
+            // `wait` answers when the operation is done, or after up to two minutes.
+            operation = self
+                .call(
+                    "compute.zoneOperations.wait",
+                    "compute.zoneOperations.get",
+                    Method::POST,
+                    path,
+                    &[],
+                    None,
+                )
+                .await?;
+            if operation.status.as_deref() != Some("DONE") {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
+
+    /// Every page of `path`, filtered by the cluster's label.
+    async fn pages<P: serde::de::DeserializeOwned + Paged>(
+        &self,
+        method_id: &str,
+        permission: &str,
+        path: &str,
+        cluster: &str,
+    ) -> Result<Vec<P>> {
+        let filter = format!(
+            "labels.{CLUSTER_LABEL}=\"{}\"",
+            labels::cluster_value(cluster)
+        );
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let mut query = vec![("filter", filter.as_str()), ("maxResults", PAGE_SIZE)];
+            if let Some(token) = &token {
+                query.push(("pageToken", token.as_str()));
+            }
+            let page: P = self
+                .call(
+                    method_id,
+                    permission,
+                    Method::GET,
+                    path.to_owned(),
+                    &query,
+                    None,
+                )
+                .await?;
+            token = page.next_token();
+            out.push(page);
+            if token.is_none() {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// The zones of this node's region among `scoped` (`zones/<zone>` keys).
+    fn in_region<T>(&self, scoped: BTreeMap<String, T>) -> Vec<(String, T)> {
+        scoped
+            .into_iter()
+            .filter_map(|(scope, items)| {
+                let zone = scope.strip_prefix("zones/")?.to_owned();
+                (region_of(&zone) == Some(self.placement.region.as_str())).then_some((zone, items))
+            })
+            .collect()
+    }
+}
+
+/// A page of a listing, and the token of the next one.
+trait Paged {
+    fn next_token(&self) -> Option<String>;
+}
+
+impl<T> Paged for Page<T> {
+    fn next_token(&self) -> Option<String> {
+        self.next_page_token.clone().filter(|t| !t.is_empty())
+    }
+}
+
+impl<T> Paged for AggregatedPage<T> {
+    fn next_token(&self) -> Option<String> {
+        self.next_page_token.clone().filter(|t| !t.is_empty())
+    }
+}
+
+fn instance_info(instance: Instance) -> Result<InstanceInfo> {
+    let name = required(instance.name, "name", "compute.instances")?;
+    let parse = |value: &Option<String>| value.as_deref().and_then(|v| v.parse::<IpAddr>().ok());
+    let mut private_ips = Vec::new();
+    let mut public_ips = Vec::new();
+    for interface in &instance.network_interfaces {
+        private_ips.extend(parse(&interface.network_ip));
+        private_ips.extend(parse(&interface.ipv6_address));
+        for config in interface
+            .access_configs
+            .iter()
+            .chain(&interface.ipv6_access_configs)
+        {
+            public_ips.extend(parse(&config.nat_ip));
+            public_ips.extend(parse(&config.external_ipv6));
+        }
+    }
+    private_ips.sort();
+    private_ips.dedup();
+    public_ips.sort();
+    public_ips.dedup();
+    let mut volumes: Vec<InstanceVolume> = instance
+        .disks
+        .iter()
+        .filter(|d| !d.boot)
+        .filter_map(|d| {
+            Some(InstanceVolume {
+                device: d.device_name.clone()?,
+                volume_id: last_part(d.source.as_deref()?).to_owned(),
+                status: AttachmentState::Attached,
+            })
+        })
+        .collect();
+    volumes.sort();
+    Ok(InstanceInfo {
+        id: name,
+        private_ips,
+        public_ips,
+        volumes,
+    })
+}
+
+fn is_master(instance: &Instance) -> bool {
+    ["master", "control-plane"].iter().any(|role| {
+        instance
+            .labels
+            .contains_key(&format!("{ROLE_PREFIX}{role}"))
+    })
+}
+
+#[async_trait]
+impl VolumeApi for Compute {
+    async fn find_volumes(&self, query: &VolumeQuery) -> Result<Vec<CloudVolume>> {
+        let cluster = query.cluster.as_str();
+        let disks: Vec<Disk> = if let Some(zone) = &query.zone {
+            let path = self.zonal(zone, "disks");
+            let pages: Vec<Page<Disk>> = self
+                .pages("compute.disks.list", "compute.disks.list", &path, cluster)
+                .await?;
+            pages.into_iter().flat_map(|p| p.items).collect()
+        } else {
+            {
+                let path = format!("projects/{}/aggregated/disks", escape(&self.project));
+                let pages: Vec<AggregatedPage<ScopedDisks>> = self
+                    .pages(
+                        "compute.disks.aggregatedList",
+                        "compute.disks.list",
+                        &path,
+                        cluster,
+                    )
+                    .await?;
+                pages
+                    .into_iter()
+                    .flat_map(|p| self.in_region(p.items))
+                    .flat_map(|(_, scoped)| scoped.disks)
+                    .collect()
+            }
+        };
+        disks
+            .into_iter()
+            .map(|disk| self.volume(disk, Some(cluster)))
+            .collect()
+    }
+
+    async fn volumes_by_id(&self, volume_ids: &[String]) -> Result<Vec<CloudVolume>> {
+        let mut out = Vec::new();
+        for id in volume_ids {
+            if let Some(disk) = self.disk(id).await? {
+                out.push(self.volume(disk, None)?);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn attach_volume(
+        &self,
+        volume_id: &str,
+        instance_id: &str,
+        device: &str,
+        dry_run: bool,
+    ) -> Result<AttachOutcome> {
+        let zone = self.placement.zone.clone();
+        if dry_run {
+            // Compute Engine has no dry run: a disk nobody uses would be attached.
+            return Ok(match self.disk(volume_id).await? {
+                Some(disk) if disk.users.is_empty() => AttachOutcome::WouldSucceed,
+                Some(disk) => AttachOutcome::VolumeTaken(format!(
+                    "`{volume_id}` is in use by `{}`",
+                    disk.users
+                        .iter()
+                        .map(|u| last_part(u))
+                        .collect::<Vec<_>>()
+                        .join("`, `")
+                )),
+                None => bail!("disk `{volume_id}` does not exist in zone `{zone}`"),
+            });
+        }
+        let path = self.zonal(
+            &zone,
+            &format!("instances/{}/attachDisk", escape(instance_id)),
+        );
+        let body = json!({
+            "source": format!("projects/{}/zones/{zone}/disks/{volume_id}", self.project),
+            "deviceName": device,
+            "mode": "READ_WRITE",
+            "type": "PERSISTENT",
+        });
+        let operation: Operation = match self
+            .call(
+                "compute.instances.attachDisk",
+                "compute.instances.attachDisk",
+                Method::POST,
+                path,
+                &[],
+                Some(body),
+            )
+            .await
+        {
+            Ok(operation) => operation,
+            Err(err) => {
+                return match GoogleError::in_chain(&err) {
+                    Some(e) if e.reason == "resourceInUseByAnotherResource" => {
+                        Ok(AttachOutcome::VolumeTaken(e.message.clone()))
+                    }
+                    _ => Err(err),
+                }
+            }
+        };
+        match self.finish(operation).await? {
+            None => Ok(AttachOutcome::Requested),
+            Some(error) if error.code.as_deref() == Some("RESOURCE_IN_USE_BY_ANOTHER_RESOURCE") => {
+                Ok(AttachOutcome::VolumeTaken(
+                    error.message.unwrap_or_default(),
+                ))
+            }
+            Some(error) => bail!(
+                "attaching disk `{volume_id}` to `{instance_id}` failed: {}: {}",
+                error.code.unwrap_or_default(),
+                error.message.unwrap_or_default()
+            ),
+        }
+    }
+
+    async fn instance_device_names(&self, instance_id: &str) -> Result<Vec<String>> {
+        let instance = self.instance(instance_id).await?;
+        Ok(instance
+            .disks
+            .into_iter()
+            .filter_map(|d| d.device_name)
+            .collect())
+    }
+
+    async fn tag_volume(&self, volume_id: &str, key: &str, value: &str) -> Result<()> {
+        let (label, label_value) = labels::from_tag(key, value)
+            .ok_or_else(|| anyhow!("protokube writes no label for `{key}`"))?;
+        for attempt in 1..=LABEL_ATTEMPTS {
+            let disk = self
+                .disk(volume_id)
+                .await?
+                .ok_or_else(|| anyhow!("disk `{volume_id}` does not exist"))?;
+            let fingerprint =
+                required(disk.label_fingerprint, "labelFingerprint", "compute.disks")?;
+            let mut labels = disk.labels;
+            labels.insert(label.clone(), label_value.clone());
+            let path = self.zonal(
+                &self.zone_of(volume_id),
+                &format!("disks/{}/setLabels", escape(volume_id)),
+            );
+            let body = json!({"labels": labels, "labelFingerprint": fingerprint});
+            match self
+                .call::<Operation>(
+                    "compute.disks.setLabels",
+                    "compute.disks.setLabels",
+                    Method::POST,
+                    path,
+                    &[],
+                    Some(body),
+                )
+                .await
+            {
+                Ok(operation) => {
+                    return match self.finish(operation).await? {
+                        None => Ok(()),
+                        Some(error) => bail!(
+                            "labelling disk `{volume_id}` failed: {}: {}",
+                            error.code.unwrap_or_default(),
+                            error.message.unwrap_or_default()
+                        ),
+                    }
+                }
+                // Someone changed the labels since they were read: read them again.
+                Err(err)
+                    if attempt < LABEL_ATTEMPTS
+                        && GoogleError::in_chain(&err).is_some_and(|e| e.status == 412) =>
+                {
+                    tracing::info!("the labels of disk `{volume_id}` changed under protokube; reading them again");
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        Err(NotReady(format!(
+            "the labels of disk `{volume_id}` keep changing under protokube; retry later"
+        ))
+        .into())
+    }
+
+    async fn detach_volume(&self, volume_id: &str, instance_id: &str, dry_run: bool) -> Result<()> {
+        if dry_run {
+            return Ok(());
+        }
+        let instance = self.instance(instance_id).await?;
+        let Some(device) = instance
+            .disks
+            .iter()
+            .find(|d| d.source.as_deref().map(last_part) == Some(volume_id))
+            .and_then(|d| d.device_name.clone())
+        else {
+            // Not attached there (any more): nothing to detach.
+            return Ok(());
+        };
+        let path = self.zonal(
+            &self.placement.zone,
+            &format!("instances/{}/detachDisk", escape(instance_id)),
+        );
+        let operation: Operation = self
+            .call(
+                "compute.instances.detachDisk",
+                "compute.instances.detachDisk",
+                Method::POST,
+                path,
+                &[("deviceName", device.as_str())],
+                None,
+            )
+            .await?;
+        match self.finish(operation).await? {
+            None => Ok(()),
+            Some(error) => bail!(
+                "detaching disk `{volume_id}` from `{instance_id}` failed: {}: {}",
+                error.code.unwrap_or_default(),
+                error.message.unwrap_or_default()
+            ),
+        }
+    }
+}
+
+#[async_trait]
+impl InstanceApi for Compute {
+    /// kOps' labels under kOps' keys; the cluster's name from the instance's `cluster-name`
+    /// metadata (its label carries the name with `.` as `-`).
+    async fn instance_tags(&self, instance_id: &str) -> Result<BTreeMap<String, String>> {
+        let instance = self.instance(instance_id).await?;
+        let cluster = instance
+            .metadata
+            .iter()
+            .flat_map(|m| &m.items)
+            .find(|entry| entry.key == "cluster-name")
+            .and_then(|entry| entry.value.clone());
+        let mut tags = labels::to_tags(&instance.labels, cluster.as_deref());
+        if let Some(cluster) = cluster {
+            tags.insert(tags::CLUSTER.to_owned(), cluster);
+        }
+        Ok(tags)
+    }
+
+    async fn running_masters(&self, cluster: &str) -> Result<Vec<InstanceInfo>> {
+        let path = format!("projects/{}/aggregated/instances", escape(&self.project));
+        let pages: Vec<AggregatedPage<ScopedInstances>> = self
+            .pages(
+                "compute.instances.aggregatedList",
+                "compute.instances.list",
+                &path,
+                cluster,
+            )
+            .await?;
+        pages
+            .into_iter()
+            .flat_map(|p| self.in_region(p.items))
+            .flat_map(|(_, scoped)| scoped.instances)
+            .filter(|i| i.status.as_deref() == Some("RUNNING") && is_master(i))
+            .map(instance_info)
+            .collect()
+    }
+}

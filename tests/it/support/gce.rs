@@ -1,0 +1,360 @@
+//! The GCE side of the tests: a world of instances, persistent disks and Cloud DNS zones served
+//! by the stand-in `scripts/gce_standin.py` (Compute Engine v1 and Cloud DNS v1 over HTTPS with
+//! their own CA and bearer tokens, every request checked against Google's discovery documents),
+//! and, per node, its own metadata server and `--root`; a runner of the real binary with
+//! `--cloud gce` pointed at them.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{json, Value};
+
+use super::block::TestRoot;
+use super::kube::Certs;
+use super::moto::python;
+use super::Protokube;
+
+/// The project every world is in.
+pub(crate) const PROJECT: &str = "test-project";
+
+/// Where Google's discovery documents are (`scripts/test` fetches them).
+fn discovery_dir() -> PathBuf {
+    std::env::var_os("PROTOKUBE_GCE_DISCOVERY").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/google-discovery"),
+        PathBuf::from,
+    )
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gce_standin.py")
+}
+
+/// Starts the stand-in with `args`; it and the port it reports.
+fn start(args: &[&std::ffi::OsStr]) -> (Child, u16) {
+    let mut child = Command::new(python())
+        .arg(script())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("starting the GCE stand-in");
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .trim()
+        .strip_prefix("PORT ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("the GCE stand-in did not report its port: {line:?}"));
+    (child, port)
+}
+
+/// A GCE world: its state and the Compute Engine and Cloud DNS stand-in; stopped when dropped.
+pub(crate) struct GceWorld {
+    dir: tempfile::TempDir,
+    certs: Certs,
+    api: Child,
+    pub api_port: u16,
+}
+
+impl GceWorld {
+    /// A project with the public managed zone `example.com.` (id `1`, as kOps' GCE test
+    /// cluster's `dnsZone`) and nothing else.
+    pub(crate) fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let state = json!({
+            "project": PROJECT,
+            "instances": {},
+            "disks": {},
+            "managed_zones": {
+                "1": {"name": "example-com", "dnsName": "example.com.", "visibility": "public", "rrsets": {}}
+            },
+        });
+        std::fs::write(dir.path().join("state.json"), state.to_string()).unwrap();
+        let certs = Certs::new();
+        let (api, api_port) = start(&[
+            "api".as_ref(),
+            certs.dir.path().as_os_str(),
+            dir.path().join("state.json").as_os_str(),
+            dir.path().join("requests.log").as_os_str(),
+            discovery_dir().as_os_str(),
+        ]);
+        Self {
+            dir,
+            certs,
+            api,
+            api_port,
+        }
+    }
+
+    fn state_path(&self) -> PathBuf {
+        self.dir.path().join("state.json")
+    }
+
+    /// The world as it is now.
+    pub(crate) fn state(&self) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(self.state_path()).unwrap()).unwrap()
+    }
+
+    /// Changes the world (between runs).
+    pub(crate) fn change(&self, f: impl FnOnce(&mut Value)) {
+        let mut state = self.state();
+        f(&mut state);
+        let tmp = self.dir.path().join("state.json.test");
+        std::fs::write(&tmp, state.to_string()).unwrap();
+        std::fs::rename(tmp, self.state_path()).unwrap();
+    }
+
+    /// An instance `name` in `zone` at private address `ip`, of `cluster` in `role` (`master`:
+    /// kOps' control-plane labels, `node`, or none for an instance of no cluster).
+    pub(crate) fn add_instance(&self, name: &str, zone: &str, ip: &str, cluster: &str, role: &str) {
+        let mut labels = json!({
+            "k8s-io-cluster-name": cluster.replace('.', "-"),
+            "k8s-io-instance-group": format!("{role}-{zone}"),
+        });
+        match role {
+            "master" => {
+                labels["k8s-io-role-master"] = json!("");
+                labels["k8s-io-role-control-plane"] = json!("");
+            }
+            "node" => labels["k8s-io-role-node"] = json!(""),
+            _ => labels = json!({}),
+        }
+        self.change(|s| {
+            s["instances"][name] = json!({
+                "zone": zone,
+                "ip": ip,
+                "labels": labels,
+                "metadata": {"cluster-name": cluster},
+            });
+        });
+    }
+
+    /// A disk of `cluster` in `zone` holding member `me` of etcd cluster `key` of `members`,
+    /// labelled as kOps' `addGCEVolume` labels it; its name.
+    pub(crate) fn add_etcd_disk(
+        &self,
+        cluster: &str,
+        zone: &str,
+        key: &str,
+        me: &str,
+        members: &[&str],
+    ) -> String {
+        let name = format!("{me}-etcd-{key}-{}", cluster.replace('.', "-"));
+        let encoded = encode(&format!("{me}/{}", members.join(",")));
+        self.change(|s| {
+            s["disks"][&name] = json!({
+                "zone": zone,
+                "status": "READY",
+                "labels": {
+                    "k8s-io-cluster-name": cluster.replace('.', "-"),
+                    "k8s-io-role-master": "master",
+                    format!("k8s-io-etcd-{key}"): encoded,
+                },
+            });
+        });
+        name
+    }
+
+    /// The disk `name` as the world holds it.
+    pub(crate) fn disk(&self, name: &str) -> Value {
+        self.state()["disks"][name].clone()
+    }
+
+    /// The record sets of managed zone `1` at `name` (with its trailing dot): type → rrdatas.
+    pub(crate) fn records(&self, name: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+        let state = self.state();
+        let sets = state["managed_zones"]["1"]["rrsets"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        sets.values()
+            .filter(|s| s["name"] == name)
+            .map(|s| {
+                (
+                    s["type"].as_str().unwrap().to_owned(),
+                    serde_json::from_value(s["rrdatas"].clone()).unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    /// Puts a record set into managed zone `1` (another writer's).
+    pub(crate) fn put_record(&self, name: &str, record_type: &str, rrdatas: &[&str]) {
+        self.change(|s| {
+            s["managed_zones"]["1"]["rrsets"][format!("{name}|{record_type}")] = json!({
+                "kind": "dns#resourceRecordSet", "name": name, "type": record_type, "ttl": 300,
+                "rrdatas": rrdatas,
+            });
+        });
+    }
+
+    /// Every request the API stand-in served, in order.
+    pub(crate) fn requests(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.dir.path().join("requests.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .filter(|r: &Value| r["server"] == "api")
+            .collect()
+    }
+
+    /// The API methods called by `instance`'s runs from request number `since` on.
+    pub(crate) fn calls_since(&self, since: usize, instance: &str) -> Vec<String> {
+        self.requests()[since..]
+            .iter()
+            .filter(|r| r["caller"] == instance)
+            .map(|r| r["id"].as_str().unwrap_or("?").to_owned())
+            .collect()
+    }
+
+    /// Fails the test when any request was not a method of Google's discovery documents (or
+    /// carried what the method does not take), or an answer of the stand-in's was not in the
+    /// method's response schema.
+    pub(crate) fn assert_faithful(&self) {
+        let violations = std::fs::read_to_string(self.dir.path().join("requests.log.violations"))
+            .unwrap_or_default();
+        assert!(
+            violations.is_empty(),
+            "requests unlike Google's APIs:\n{violations}"
+        );
+    }
+
+    /// The requests that were not Google's, as the stand-in logged them.
+    pub(crate) fn violations(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.dir.path().join("requests.log.violations"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// The HTTP status of a GET of `path` on the API stand-in, as instance `caller`.
+    pub(crate) fn raw_get(&self, path: &str, caller: &str) -> u16 {
+        let script = "import ssl, sys, urllib.request, urllib.error\n\
+            ctx = ssl.create_default_context(cafile=sys.argv[1])\n\
+            req = urllib.request.Request(sys.argv[2], headers={'Authorization': 'Bearer ya29.standin.' + sys.argv[3]})\n\
+            try:\n    print(urllib.request.urlopen(req, context=ctx).status)\n\
+            except urllib.error.HTTPError as e:\n    print(e.code)\n";
+        let out = Command::new(python())
+            .arg("-c")
+            .arg(script)
+            .arg(self.certs.dir.path().join("ca.crt"))
+            .arg(format!("https://127.0.0.1:{}{path}", self.api_port))
+            .arg(caller)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)))
+    }
+
+    /// A node of the world: instance `instance` (added before), its metadata server (answering
+    /// 503 for its first `ready_after` seconds) and its `--root`.
+    pub(crate) fn node(&self, instance: &str) -> GceNode<'_> {
+        self.node_ready_after(instance, 0.0)
+    }
+
+    pub(crate) fn node_ready_after(&self, instance: &str, ready_after: f64) -> GceNode<'_> {
+        let (metadata, port) = start(&[
+            "metadata".as_ref(),
+            instance.as_ref(),
+            self.state_path().as_os_str(),
+            self.dir.path().join("metadata.log").as_os_str(),
+            ready_after.to_string().as_ref(),
+        ]);
+        GceNode {
+            world: self,
+            instance: instance.to_owned(),
+            metadata,
+            port,
+            root: TestRoot::new(),
+        }
+    }
+
+    /// Where the stand-in's API roots are, and its CA.
+    fn environment(&self) -> [(&'static str, String); 3] {
+        [
+            (
+                "PROTOKUBE_GCE_COMPUTE_ENDPOINT",
+                format!("https://127.0.0.1:{}/compute/v1/", self.api_port),
+            ),
+            (
+                "PROTOKUBE_GCE_DNS_ENDPOINT",
+                format!("https://127.0.0.1:{}/dns/v1/", self.api_port),
+            ),
+            (
+                "SSL_CERT_FILE",
+                self.certs.dir.path().join("ca.crt").display().to_string(),
+            ),
+        ]
+    }
+}
+
+impl Drop for GceWorld {
+    fn drop(&mut self) {
+        let _ = self.api.kill();
+        let _ = self.api.wait();
+    }
+}
+
+/// One GCE node: its instance, metadata server and `--root`.
+pub(crate) struct GceNode<'a> {
+    world: &'a GceWorld,
+    pub instance: String,
+    metadata: Child,
+    port: u16,
+    pub root: TestRoot,
+}
+
+impl GceNode<'_> {
+    /// `protokube --cloud gce --root <root>` of this node, pointed at the world.
+    pub(crate) fn protokube(&self) -> Protokube {
+        let mut run = Protokube::new()
+            .env("PROTOKUBE_CLOUD", "gce")
+            .env("GCE_METADATA_HOST", format!("127.0.0.1:{}", self.port))
+            .env("PROTOKUBE_ROOT", self.root.path());
+        for (key, value) in self.world.environment() {
+            run = run.env(key, value);
+        }
+        run
+    }
+
+    /// Disk `disk`'s device under the root as udev links it on GCE:
+    /// `/dev/disk/by-id/google-<disk>` → a device node with `device`'s numbers.
+    pub(crate) fn link_disk(&self, disk: &str, device: &Path) {
+        let name = (b'b'..=b'z')
+            .map(|c| format!("sd{}", char::from(c)))
+            .find(|n| !self.root.join(&format!("/dev/{n}")).exists())
+            .expect("a free sd name under the test root");
+        self.root.device_node(&format!("/dev/{name}"), device);
+        let link = self.root.join(&format!("/dev/disk/by-id/google-{disk}"));
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(format!("../../{name}"), link).unwrap();
+    }
+}
+
+impl Drop for GceNode<'_> {
+    fn drop(&mut self) {
+        let _ = self.metadata.kill();
+        let _ = self.metadata.wait();
+    }
+}
+
+/// kOps' `EncodeGCELabel`, written apart from protokube's.
+pub(crate) fn encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_digit() || b.is_ascii_lowercase() {
+                char::from(b).to_string()
+            } else {
+                format!("-{b:02x}")
+            }
+        })
+        .collect()
+}
