@@ -135,6 +135,29 @@ impl GoogleApi {
         self.calls.lock().map(|c| c.clone()).unwrap_or_default()
     }
 
+    /// Calls `method_id` (needing `permission`) at `path` under API root `root`, with `query`
+    /// and `body`; its answer.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn request<T: DeserializeOwned>(
+        &self,
+        root: &str,
+        method_id: &str,
+        permission: &str,
+        http_method: Method,
+        path: &str,
+        query: &[(&str, &str)],
+        body: Option<serde_json::Value>,
+    ) -> Result<T> {
+        let call = Call {
+            method_id,
+            permission,
+            http_method,
+            url: url(root, path, query),
+            body,
+        };
+        self.call(&call).await
+    }
+
     /// Makes `call` and reads its answer: waited for while Google or the token cannot be
     /// reached (up to the run's deadline), retried while Google answers busy.
     pub async fn call<T: DeserializeOwned>(&self, call: &Call<'_>) -> Result<T> {

@@ -15,7 +15,7 @@ use hyper::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::api::{escape, url, Call, GoogleApi, GoogleError};
+use super::api::{escape, GoogleApi, GoogleError};
 use super::labels::{self, CLUSTER_LABEL, ROLE_PREFIX};
 use super::metadata::{last_part, region_of};
 use crate::cloud::{
@@ -189,14 +189,17 @@ impl Compute {
         query: &[(&str, &str)],
         body: Option<serde_json::Value>,
     ) -> Result<T> {
-        let call = Call {
-            method_id,
-            permission,
-            http_method,
-            url: url(&self.api.endpoints.compute, &path, query),
-            body,
-        };
-        self.api.call(&call).await
+        self.api
+            .request(
+                &self.api.endpoints.compute,
+                method_id,
+                permission,
+                http_method,
+                &path,
+                query,
+                body,
+            )
+            .await
     }
 
     /// The zone disk `name` is in: as last seen, else this node's.
@@ -353,15 +356,29 @@ impl Compute {
         }
     }
 
-    /// The zones of this node's region among `scoped` (`zones/<zone>` keys).
-    fn in_region<T>(&self, scoped: BTreeMap<String, T>) -> Vec<(String, T)> {
-        scoped
+    /// The cluster's `resource`s (`disks`, `instances`) in every zone of this node's region:
+    /// one `aggregatedList`, paged, its `zones/<zone>` scopes outside the region left out.
+    async fn aggregated<S: serde::de::DeserializeOwned>(
+        &self,
+        resource: &str,
+        permission: &str,
+        cluster: &str,
+    ) -> Result<Vec<S>> {
+        let path = format!("projects/{}/aggregated/{resource}", escape(&self.project));
+        let method_id = format!("compute.{resource}.aggregatedList");
+        let pages: Vec<AggregatedPage<S>> =
+            self.pages(&method_id, permission, &path, cluster).await?;
+        Ok(pages
             .into_iter()
-            .filter_map(|(scope, items)| {
-                let zone = scope.strip_prefix("zones/")?.to_owned();
-                (region_of(&zone) == Some(self.placement.region.as_str())).then_some((zone, items))
+            .flat_map(|page| page.items)
+            .filter(|(scope, _)| {
+                scope
+                    .strip_prefix("zones/")
+                    .and_then(region_of)
+                    .is_some_and(|region| region == self.placement.region)
             })
-            .collect()
+            .map(|(_, scoped)| scoped)
+            .collect())
     }
 }
 
@@ -443,22 +460,11 @@ impl VolumeApi for Compute {
                 .await?;
             pages.into_iter().flat_map(|p| p.items).collect()
         } else {
-            {
-                let path = format!("projects/{}/aggregated/disks", escape(&self.project));
-                let pages: Vec<AggregatedPage<ScopedDisks>> = self
-                    .pages(
-                        "compute.disks.aggregatedList",
-                        "compute.disks.list",
-                        &path,
-                        cluster,
-                    )
-                    .await?;
-                pages
-                    .into_iter()
-                    .flat_map(|p| self.in_region(p.items))
-                    .flat_map(|(_, scoped)| scoped.disks)
-                    .collect()
-            }
+            self.aggregated::<ScopedDisks>("disks", "compute.disks.list", cluster)
+                .await?
+                .into_iter()
+                .flat_map(|scoped| scoped.disks)
+                .collect()
         };
         disks
             .into_iter()
@@ -667,19 +673,10 @@ impl InstanceApi for Compute {
     }
 
     async fn running_masters(&self, cluster: &str) -> Result<Vec<InstanceInfo>> {
-        let path = format!("projects/{}/aggregated/instances", escape(&self.project));
-        let pages: Vec<AggregatedPage<ScopedInstances>> = self
-            .pages(
-                "compute.instances.aggregatedList",
-                "compute.instances.list",
-                &path,
-                cluster,
-            )
-            .await?;
-        pages
+        self.aggregated::<ScopedInstances>("instances", "compute.instances.list", cluster)
+            .await?
             .into_iter()
-            .flat_map(|p| self.in_region(p.items))
-            .flat_map(|(_, scoped)| scoped.instances)
+            .flat_map(|scoped| scoped.instances)
             .filter(|i| i.status.as_deref() == Some("RUNNING") && is_master(i))
             .map(instance_info)
             .collect()

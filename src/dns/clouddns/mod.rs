@@ -13,7 +13,7 @@ use hyper::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::cloud::gce::api::{escape, url, Call, GoogleApi, GoogleError};
+use crate::cloud::gce::api::{escape, GoogleApi, GoogleError};
 use crate::dns::zoned::api::{
     ChangeResult, RecordAction, RecordChange, RecordSet, ZoneApi, ZoneGone, ZoneService,
 };
@@ -129,14 +129,17 @@ impl CloudDns {
         query: &[(&str, &str)],
         body: Option<serde_json::Value>,
     ) -> Result<T> {
-        let call = Call {
-            method_id,
-            permission: method_id,
-            http_method,
-            url: url(&self.api.endpoints.dns, &path, query),
-            body,
-        };
-        self.api.call(&call).await
+        self.api
+            .request(
+                &self.api.endpoints.dns,
+                method_id,
+                method_id,
+                http_method,
+                &path,
+                query,
+                body,
+            )
+            .await
     }
 
     fn zone_path(&self, zone: &Zone, rest: &str) -> String {

@@ -4,7 +4,6 @@
 //! and, per node, its own metadata server and `--root`; a runner of the real binary with
 //! `--cloud gce` pointed at them.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -32,24 +31,9 @@ fn script() -> PathBuf {
 
 /// Starts the stand-in with `args`; it and the port it reports.
 fn start(args: &[&std::ffi::OsStr]) -> (Child, u16) {
-    let mut child = Command::new(python())
-        .arg(script())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("starting the GCE stand-in");
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port = line
-        .trim()
-        .strip_prefix("PORT ")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("the GCE stand-in did not report its port: {line:?}"));
-    (child, port)
+    let mut command = Command::new(python());
+    command.arg(script()).args(args).stderr(Stdio::inherit());
+    super::spawn_listening(&mut command, "the GCE stand-in")
 }
 
 /// A GCE world: its state and the Compute Engine and Cloud DNS stand-in; stopped when dropped.

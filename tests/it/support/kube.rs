@@ -4,7 +4,6 @@
 //! kOps' shape: the local server, the CA and a `kops` client certificate of `system:masters`,
 //! inline), and a recording stand-in for kOps' `channels` tool at `/opt/kops/bin/channels`.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -161,26 +160,15 @@ impl KubeApi {
         );
         std::fs::write(&nodes, "{}").unwrap();
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/kube_api_standin.py");
-        let mut child = Command::new(python())
+        let mut command = Command::new(python());
+        command
             .arg(script)
             .arg(certs.dir.path())
             .arg(&nodes)
             .arg(&log)
             .arg(seconds.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting the API stand-in");
-        let mut line = String::new();
-        BufReader::new(child.stdout.as_mut().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line
-            .trim()
-            .strip_prefix("PORT ")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("the API stand-in did not report its port: {line:?}"));
+            .stderr(Stdio::null());
+        let (child, port) = super::spawn_listening(&mut command, "the API stand-in");
         Self {
             child,
             port,

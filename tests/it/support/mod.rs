@@ -35,6 +35,27 @@ pub(crate) fn run(program: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// Starts `command` (stdout piped) and reads the `PORT <n>` line a stand-in prints when it
+/// listens: the child and the port.
+pub(crate) fn spawn_listening(command: &mut Command, what: &str) -> (std::process::Child, u16) {
+    use std::io::BufRead as _;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {what}: {e}"));
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .trim()
+        .strip_prefix("PORT ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{what} did not report its port: {line:?}"));
+    (child, port)
+}
+
 pub(crate) use imds::ImdsServer;
 pub(crate) use moto::Moto;
 
