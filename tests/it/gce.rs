@@ -392,3 +392,36 @@ fn the_stand_in_refuses_what_google_does_not_serve() {
     }
     assert!(world.violations().len() >= 2);
 }
+
+#[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
+fn reset_detach_unmounts_and_detaches_the_disk_for_another_master() {
+    let (world, device, disk) = one_member(MASTER);
+    let node = world.node(MASTER);
+    node.link_disk(&disk, &device.path);
+    assert_eq!(mount(&node).code, 0);
+    assert_eq!(world.disk(&disk)["users"], json!([MASTER]));
+    let out = run(
+        &node,
+        &[
+            "reset",
+            "--detach",
+            "--master",
+            "--cluster-id",
+            CLUSTER,
+            "--dns",
+            "none",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert!(device.mounted_at().is_empty());
+    assert_eq!(world.disk(&disk)["users"], json!([]));
+    assert!(world
+        .requests()
+        .iter()
+        .any(|r| r["id"] == "compute.instances.detachDisk"
+            && r["query"]["deviceName"] == json!(disk)));
+    // The data stays: another master mounts it without a format.
+    assert_eq!(device.fs_type().as_deref(), Some("ext4"));
+    world.assert_faithful();
+}
