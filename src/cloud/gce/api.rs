@@ -290,6 +290,11 @@ fn read_error(method_id: &str, status: u16, body: &[u8]) -> GoogleError {
     }
 }
 
+/// A field Google must send: its absence is an error naming it and the answer.
+pub fn required<T>(value: Option<T>, field: &str, answer: &str) -> Result<T> {
+    value.ok_or_else(|| anyhow!("the `{answer}` answer has no `{field}`"))
+}
+
 /// `value` as one URL path segment or query value: unreserved bytes kept, the rest `%XX`.
 pub fn escape(value: &str) -> String {
     let mut out = String::with_capacity(value.len());

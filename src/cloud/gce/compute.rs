@@ -15,7 +15,7 @@ use hyper::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::api::{escape, GoogleApi, GoogleError};
+use super::api::{escape, required, GoogleApi, GoogleError};
 use super::labels::{self, CLUSTER_LABEL, ROLE_PREFIX};
 use super::metadata::{last_part, region_of};
 use crate::cloud::{
@@ -145,11 +145,6 @@ struct OperationError {
 struct OperationErrorItem {
     code: Option<String>,
     message: Option<String>,
-}
-
-/// A field Google must send: its absence is an error naming it and the answer.
-fn required<T>(value: Option<T>, field: &str, answer: &str) -> Result<T> {
-    value.ok_or_else(|| anyhow!("the `{answer}` answer has no `{field}`"))
 }
 
 /// Compute Engine for a node at `placement` in `project`.

@@ -7,13 +7,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use async_trait::async_trait;
 use hyper::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::cloud::gce::api::{escape, GoogleApi, GoogleError};
+use crate::cloud::gce::api::{escape, required, GoogleApi, GoogleError};
 use crate::dns::zoned::api::{
     ChangeResult, RecordAction, RecordChange, RecordSet, ZoneApi, ZoneGone, ZoneService,
 };
@@ -91,10 +91,6 @@ struct Change {
 pub struct CloudDns {
     api: Arc<GoogleApi>,
     project: String,
-}
-
-fn required<T>(value: Option<T>, field: &str, answer: &str) -> Result<T> {
-    value.ok_or_else(|| anyhow!("the `{answer}` answer has no `{field}`"))
 }
 
 fn zone(managed: ManagedZone) -> Result<Zone> {
