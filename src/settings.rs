@@ -610,31 +610,27 @@ fn check_public_name(
         })
         .collect();
     let zone_by_id = rules.iter().any(|r| matches!(r, ZoneRule::Id(_)));
-    match dns {
-        DnsProvider::Hosts => Err(format!(
+    match dns.place() {
+        DnsPlace::HostsFile => Err(format!(
             "`{name}` is outside the cluster's domain `{cluster}`; the hosts file of a gossip \
              cluster only carries the cluster's own names"
         )),
-        DnsProvider::Route53 | DnsProvider::CloudDns if named_zones.contains(&name.as_str()) => {
-            Err(format!(
-                "`{name}` is the apex of an allowed zone; protokube never writes a zone apex"
-            ))
-        }
-        DnsProvider::Route53 | DnsProvider::CloudDns
-            if zone_by_id || named_zones.iter().any(|z| is_within(&name, z)) =>
-        {
+        DnsPlace::Zones(_) if named_zones.contains(&name.as_str()) => Err(format!(
+            "`{name}` is the apex of an allowed zone; protokube never writes a zone apex"
+        )),
+        DnsPlace::Zones(_) if zone_by_id || named_zones.iter().any(|z| is_within(&name, z)) => {
             Ok(name)
         }
-        DnsProvider::Route53 | DnsProvider::CloudDns if named_zones.is_empty() => Err(format!(
+        DnsPlace::Zones(_) if named_zones.is_empty() => Err(format!(
             "`{name}` is outside the cluster's domain `{cluster}` and no zone is named (--zone or \
              the spec's dnsZone): name the zone it belongs to with --zone"
         )),
-        DnsProvider::Route53 | DnsProvider::CloudDns => Err(format!(
+        DnsPlace::Zones(_) => Err(format!(
             "`{name}` is neither inside the cluster's domain `{cluster}` nor inside an allowed \
              zone ({}); choose the zone with --zone",
             named_zones.join(", ")
         )),
-        DnsProvider::None => Ok(name),
+        DnsPlace::Nowhere => Ok(name),
     }
 }
 

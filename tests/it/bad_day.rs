@@ -33,14 +33,7 @@ fn zone(bed: &Bed) -> BTreeMap<(String, String), Vec<String>> {
 }
 
 fn manifest_names(root: &TestRoot) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(root.join(MANIFESTS))
-        .map(|d| {
-            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
+    support::dir_names(&root.join(MANIFESTS))
 }
 
 /// Writes an executable script at host path `path` under `root`.
@@ -169,23 +162,6 @@ fn clear_manifests(root: &TestRoot) {
     std::fs::create_dir_all(&dir).unwrap();
 }
 
-/// A kOps master where etcd-manager attached and mounted the etcd volumes (here: protokube's
-/// `mount`, its record then removed), each holding etcd-manager's data.
-fn etcd_manager_master() -> Bed {
-    let bed = Bed::new(NodeKind::HaMaster);
-    let first = bed.run("mount", &[]);
-    assert_eq!(first.code, 0, "{first:#?}");
-    for volume in &bed.volumes {
-        std::fs::write(
-            bed.root.mountpoint(volume).join("etcd-manager-data"),
-            volume,
-        )
-        .unwrap();
-    }
-    std::fs::remove_file(bed.root.join("/var/lib/protokube/state.json")).unwrap();
-    bed
-}
-
 /// Nothing of etcd was touched: no mutating EC2 call, no etcd pod, no etcd name, the volumes
 /// mounted as before with etcd-manager's data.
 fn assert_etcd_left(bed: &Bed, shape: &str, mounts_before: &[Vec<String>]) {
@@ -224,7 +200,7 @@ fn assert_etcd_left(bed: &Bed, shape: &str, mounts_before: &[Vec<String>]) {
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn etcd_manager_in_every_shape_kubelet_runs_keeps_its_volumes_pods_and_names() {
-    let bed = etcd_manager_master();
+    let bed = Bed::etcd_manager_master();
     let mounts_before: Vec<Vec<String>> = bed.disks.iter().map(LoopDevice::mounted_at).collect();
     for (shape, write) in shapes_kubelet_runs() {
         clear_manifests(&bed.root);
@@ -277,7 +253,7 @@ fn etcd_manager_in_every_shape_kubelet_runs_keeps_its_volumes_pods_and_names() {
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn what_kubelet_would_not_run_leaves_etcd_to_protokube() {
-    let bed = etcd_manager_master();
+    let bed = Bed::etcd_manager_master();
     let pod = kops_pod();
     let list = format!(
         "apiVersion: v1\nkind: List\nitems:\n- {}",

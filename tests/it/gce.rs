@@ -371,10 +371,10 @@ fn kops_gce_unit_line_runs_its_loop_and_stops_on_sigterm() {
         daemon.try_wait().unwrap().is_none(),
         "the loop ended by itself"
     );
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(daemon.id() as i32, libc::SIGTERM) };
-    let status = daemon.wait().unwrap();
-    assert!(status.success(), "{status:?}");
+    assert_eq!(
+        support::stop_with_sigterm(&mut daemon, Duration::from_secs(10)),
+        Some(0)
+    );
     world.assert_faithful();
 }
 

@@ -42,15 +42,7 @@ fn seed_records(bed: &Bed, sets: &[(String, &str, Vec<String>)]) {
 
 /// The manifest directory's file names.
 fn manifests(bed: &Bed) -> Vec<String> {
-    let dir = bed.root.join("/etc/kubernetes/manifests");
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|d| {
-            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
+    support::dir_names(&bed.root.join("/etc/kubernetes/manifests"))
 }
 
 /// A kOps master where etcd-manager runs: its volumes attached and mounted here holding data,
@@ -59,19 +51,8 @@ fn manifests(bed: &Bed) -> Vec<String> {
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn etcd_manager_s_volumes_pods_and_names_are_left_to_it() {
-    let bed = Bed::new(NodeKind::HaMaster);
-    // etcd-manager attached and mounted the volumes (here: done by protokube's mount, then the
-    // traces of protokube removed, as on a node protokube never ran on).
-    let first = bed.run("mount", &[]);
-    assert_eq!(first.code, 0, "{first:#?}");
-    for volume in &bed.volumes {
-        std::fs::write(
-            bed.root.mountpoint(volume).join("etcd-manager-data"),
-            volume,
-        )
-        .unwrap();
-    }
-    std::fs::remove_file(bed.root.join("/var/lib/protokube/state.json")).unwrap();
+    // etcd-manager attached and mounted the volumes.
+    let bed = Bed::etcd_manager_master();
     support::kube::etcd_manager_pods(&bed.root, "master-us-east-1b");
     let mounts_before = bed
         .disks

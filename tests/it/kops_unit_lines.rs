@@ -152,22 +152,7 @@ impl World {
         }
         // The report is printed right after the last log line.
         std::thread::sleep(Duration::from_millis(200));
-        let signal = std::process::Command::new("kill")
-            .args(["-TERM", &daemon.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(signal.success());
-        let stopped = Instant::now();
-        let exit = loop {
-            if let Some(status) = daemon.try_wait().unwrap() {
-                break status.code();
-            }
-            assert!(
-                stopped.elapsed() < Duration::from_secs(20),
-                "SIGTERM did not stop it"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let exit = support::stop_with_sigterm(&mut daemon, Duration::from_secs(20));
         let stdout = std::fs::read_to_string(&out).unwrap();
         let report = serde_json::Deserializer::from_str(&stdout)
             .into_iter::<serde_json::Value>()

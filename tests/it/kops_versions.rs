@@ -227,33 +227,7 @@ fn wait_for(what: &str, stderr: &Path, ready: impl Fn() -> bool) {
 
 /// SIGTERM, then the exit code (within 10 s).
 fn stop(mut daemon: std::process::Child) -> Option<i32> {
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &daemon.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let stopped = Instant::now();
-    loop {
-        if let Some(exit) = daemon.try_wait().unwrap() {
-            return exit.code();
-        }
-        assert!(
-            stopped.elapsed() < Duration::from_secs(10),
-            "SIGTERM did not stop it"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// The ExecStart flags of a unit in nodeup's tasks file for kOps `version`.
-fn unit_flags(version: &str) -> Vec<String> {
-    let text = std::fs::read_to_string(fixture(&format!("nodeup-protokube-v{version}.tasks.yaml")))
-        .unwrap();
-    let line = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("ExecStart=/opt/kops/bin/protokube "))
-        .expect("an ExecStart line");
-    line.split_whitespace().map(str::to_owned).collect()
+    support::stop_with_sigterm(&mut daemon, Duration::from_secs(10))
 }
 
 /// kOps ≤ 1.35's unit on a control-plane node where etcd-manager runs: within the first loop
@@ -276,7 +250,7 @@ fn kops_1_35_unit_applies_channels_and_labels_the_node_beside_etcd_manager() {
     let log = install_channels_tool(&node.root);
     node.moto().reset_operations();
     let channel = "s3://placeholder-read-bucket/clusters.example.com/minimal.example.com/addons/bootstrap-channel.yaml";
-    let mut flags: Vec<String> = unit_flags("1.35.0")
+    let mut flags: Vec<String> = support::nodeup_unit_flags("1.35.0")
         .into_iter()
         .map(|f| f.replace("Z1AFAKE1ZON3YO", &zone))
         .collect();
@@ -335,7 +309,7 @@ fn kops_1_36_gossip_unit_takes_the_role_and_cluster_from_the_instance_tags() {
         if kind == NodeKind::GossipMaster {
             etcd_manager_pods(&bed.root, "master-us-test-1a");
         }
-        let mut flags = unit_flags("1.36.0");
+        let mut flags = support::nodeup_unit_flags("1.36.0");
         flags.extend([
             "--gossip-listen=0.0.0.0:3999".to_owned(),
             "--gossip-protocol=mesh".to_owned(),

@@ -96,23 +96,8 @@ fn nodeups_exec_start_runs_sync_until_sigterm() {
     // Still running between runs; SIGTERM ends it at once, cleanly.
     std::thread::sleep(Duration::from_millis(500));
     assert!(daemon.try_wait().unwrap().is_none(), "the daemon exited");
-    let stopped = Instant::now();
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &daemon.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let exit = loop {
-        if let Some(exit) = daemon.try_wait().unwrap() {
-            break exit;
-        }
-        assert!(
-            stopped.elapsed() < Duration::from_secs(10),
-            "SIGTERM did not stop it"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(exit.code(), Some(0), "{exit:?}");
+    let exit = support::stop_with_sigterm(&mut daemon, Duration::from_secs(10));
+    assert_eq!(exit, Some(0));
     let stderr = std::fs::read_to_string(&err).unwrap();
     // Every flag of kOps 1.30's unit means something here (`--containerized=false`: the host's
     // own root): none is named as ignored; `--v=4` is debug logging.

@@ -50,16 +50,7 @@ fn put(node: &Bed, sets: &[(&str, &str, &[&str])]) {
 }
 
 fn manifest_names(node: &Bed) -> Vec<String> {
-    let dir = node.root.join("/etc/kubernetes/manifests");
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
+    support::dir_names(&node.root.join("/etc/kubernetes/manifests"))
 }
 
 #[test]

@@ -121,14 +121,7 @@ impl Packages {
     }
 
     fn units(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(self.root(UNITS))
-            .map(|d| {
-                d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        names.sort();
-        names
+        crate::support::dir_names(&self.root(UNITS))
     }
 
     fn enabled(&self, wants: &str) -> Vec<String> {

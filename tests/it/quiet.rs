@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use support::bed::{Bed, NodeKind};
 use support::kube::{etcd_manager_pods, install_channels_tool, Certs, KubeApi};
-use support::{fixture, seed, Protokube};
+use support::{seed, Protokube};
 
 /// Asserts a run's stderr has no warning or error line, naming the node kind.
 fn assert_quiet(kind: &str, stderr: &str) {
@@ -63,32 +63,8 @@ fn unit_run(bed: &Bed, args: &[String], env: &[(&str, String)]) -> (String, Stri
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(200));
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &daemon.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let stopped = Instant::now();
-    let code = loop {
-        if let Some(status) = daemon.try_wait().unwrap() {
-            break status.code();
-        }
-        assert!(stopped.elapsed() < Duration::from_secs(20));
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let code = support::stop_with_sigterm(&mut daemon, Duration::from_secs(20));
     (read(&err), read(&out), code)
-}
-
-/// The ExecStart flags of a unit in nodeup's tasks file for kOps `version`.
-fn unit_flags(version: &str) -> Vec<String> {
-    let text = std::fs::read_to_string(fixture(&format!("nodeup-protokube-v{version}.tasks.yaml")))
-        .unwrap();
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("ExecStart=/opt/kops/bin/protokube "))
-        .expect("an ExecStart line")
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect()
 }
 
 #[test]
@@ -106,7 +82,7 @@ fn a_healthy_kops_1_35_master_beside_etcd_manager_is_quiet() {
     );
     certs.write_kubeconfig(&node.root, api.port, true);
     install_channels_tool(&node.root);
-    let mut flags: Vec<String> = unit_flags("1.35.0")
+    let mut flags: Vec<String> = support::nodeup_unit_flags("1.35.0")
         .into_iter()
         .map(|f| f.replace("Z1AFAKE1ZON3YO", &zone))
         .collect();
@@ -137,7 +113,7 @@ fn kops_1_36_gossip_units_are_quiet_on_a_control_plane_node_and_a_worker() {
         if kind == NodeKind::GossipMaster {
             etcd_manager_pods(&bed.root, "master-us-test-1a");
         }
-        let mut flags = unit_flags("1.36.0");
+        let mut flags = support::nodeup_unit_flags("1.36.0");
         flags.extend([
             "--gossip-listen=0.0.0.0:3999".to_owned(),
             "--gossip-protocol=mesh".to_owned(),

@@ -67,14 +67,24 @@ impl GoogleError {
     }
 }
 
-/// One call: the API method (what is counted and named), the IAM permission it needs, and the
+/// One call: the API method (what is counted, named, and tells the IAM permission) and the
 /// request.
 pub struct Call<'a> {
     pub method_id: &'a str,
-    pub permission: &'a str,
     pub http_method: Method,
     pub url: String,
     pub body: Option<serde_json::Value>,
+}
+
+/// The IAM permission API method `method_id` needs: its own id, but for the methods Google
+/// checks under another one's.
+pub fn permission(method_id: &str) -> &str {
+    match method_id {
+        "compute.disks.aggregatedList" => "compute.disks.list",
+        "compute.instances.aggregatedList" => "compute.instances.list",
+        "compute.zoneOperations.wait" => "compute.zoneOperations.get",
+        other => other,
+    }
 }
 
 /// Google's APIs for one run.
@@ -133,29 +143,6 @@ impl GoogleApi {
     /// The requests sent so far, by API method, retries included.
     pub fn calls(&self) -> BTreeMap<String, u64> {
         self.calls.lock().map(|c| c.clone()).unwrap_or_default()
-    }
-
-    /// Calls `method_id` (needing `permission`) at `path` under API root `root`, with `query`
-    /// and `body`; its answer.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn request<T: DeserializeOwned>(
-        &self,
-        root: &str,
-        method_id: &str,
-        permission: &str,
-        http_method: Method,
-        path: &str,
-        query: &[(&str, &str)],
-        body: Option<serde_json::Value>,
-    ) -> Result<T> {
-        let call = Call {
-            method_id,
-            permission,
-            http_method,
-            url: url(root, path, query),
-            body,
-        };
-        self.call(&call).await
     }
 
     /// Makes `call` and reads its answer: waited for while Google or the token cannot be
@@ -253,7 +240,7 @@ impl GoogleApi {
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
             return Err(AccessDenied {
                 cloud: "Google Cloud",
-                permission: call.permission.to_owned(),
+                permission: permission(call.method_id).to_owned(),
                 detail: format!("HTTP {} {}: {}", error.status, error.reason, error.message),
             }
             .into());
@@ -339,6 +326,23 @@ mod tests {
              filter=labels.k8s-io-cluster-name%3Da-b&pageToken=x%20y"
         );
         assert_eq!(escape("a/b"), "a%2Fb");
+    }
+
+    #[test]
+    fn a_method_needs_its_own_permission_but_where_google_checks_another() {
+        assert_eq!(
+            permission("compute.disks.setLabels"),
+            "compute.disks.setLabels"
+        );
+        assert_eq!(
+            permission("compute.instances.aggregatedList"),
+            "compute.instances.list"
+        );
+        assert_eq!(
+            permission("compute.zoneOperations.wait"),
+            "compute.zoneOperations.get"
+        );
+        assert_eq!(permission("dns.changes.create"), "dns.changes.create");
     }
 
     #[test]

@@ -15,7 +15,7 @@ use hyper::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::api::{escape, required, GoogleApi, GoogleError};
+use super::api::{escape, required, url, Call, GoogleApi, GoogleError};
 use super::labels::{self, CLUSTER_LABEL, ROLE_PREFIX};
 use super::metadata::{last_part, region_of};
 use crate::cloud::{
@@ -178,23 +178,18 @@ impl Compute {
     async fn call<T: serde::de::DeserializeOwned>(
         &self,
         method_id: &str,
-        permission: &str,
         http_method: Method,
         path: String,
         query: &[(&str, &str)],
         body: Option<serde_json::Value>,
     ) -> Result<T> {
-        self.api
-            .request(
-                &self.api.endpoints.compute,
-                method_id,
-                permission,
-                http_method,
-                &path,
-                query,
-                body,
-            )
-            .await
+        let call = Call {
+            method_id,
+            http_method,
+            url: url(&self.api.endpoints.compute, &path, query),
+            body,
+        };
+        self.api.call(&call).await
     }
 
     /// The zone disk `name` is in: as last seen, else this node's.
@@ -255,14 +250,7 @@ impl Compute {
     async fn disk(&self, name: &str) -> Result<Option<Disk>> {
         let path = self.zonal(&self.zone_of(name), &format!("disks/{}", escape(name)));
         match self
-            .call(
-                "compute.disks.get",
-                "compute.disks.get",
-                Method::GET,
-                path,
-                &[],
-                None,
-            )
+            .call("compute.disks.get", Method::GET, path, &[], None)
             .await
         {
             Ok(disk) => Ok(Some(disk)),
@@ -273,15 +261,8 @@ impl Compute {
 
     async fn instance(&self, name: &str) -> Result<Instance> {
         let path = self.zonal(&self.placement.zone, &format!("instances/{}", escape(name)));
-        self.call(
-            "compute.instances.get",
-            "compute.instances.get",
-            Method::GET,
-            path,
-            &[],
-            None,
-        )
-        .await
+        self.call("compute.instances.get", Method::GET, path, &[], None)
+            .await
     }
 
     /// Waits for zone operation `operation` (of the node's zone) to be `DONE`, within the run's
@@ -299,14 +280,7 @@ impl Compute {
             );
             // `wait` answers when the operation is done, or after up to two minutes.
             operation = self
-                .call(
-                    "compute.zoneOperations.wait",
-                    "compute.zoneOperations.get",
-                    Method::POST,
-                    path,
-                    &[],
-                    None,
-                )
+                .call("compute.zoneOperations.wait", Method::POST, path, &[], None)
                 .await?;
             if operation.status.as_deref() != Some("DONE") {
                 tokio::time::sleep(Duration::from_millis(500)).await;
@@ -318,7 +292,6 @@ impl Compute {
     async fn pages<P: serde::de::DeserializeOwned + Paged>(
         &self,
         method_id: &str,
-        permission: &str,
         path: &str,
         cluster: &str,
     ) -> Result<Vec<P>> {
@@ -334,14 +307,7 @@ impl Compute {
                 query.push(("pageToken", token.as_str()));
             }
             let page: P = self
-                .call(
-                    method_id,
-                    permission,
-                    Method::GET,
-                    path.to_owned(),
-                    &query,
-                    None,
-                )
+                .call(method_id, Method::GET, path.to_owned(), &query, None)
                 .await?;
             token = page.next_token();
             out.push(page);
@@ -356,13 +322,11 @@ impl Compute {
     async fn aggregated<S: serde::de::DeserializeOwned>(
         &self,
         resource: &str,
-        permission: &str,
         cluster: &str,
     ) -> Result<Vec<S>> {
         let path = format!("projects/{}/aggregated/{resource}", escape(&self.project));
         let method_id = format!("compute.{resource}.aggregatedList");
-        let pages: Vec<AggregatedPage<S>> =
-            self.pages(&method_id, permission, &path, cluster).await?;
+        let pages: Vec<AggregatedPage<S>> = self.pages(&method_id, &path, cluster).await?;
         Ok(pages
             .into_iter()
             .flat_map(|page| page.items)
@@ -450,12 +414,10 @@ impl VolumeApi for Compute {
         let cluster = query.cluster.as_str();
         let disks: Vec<Disk> = if let Some(zone) = &query.zone {
             let path = self.zonal(zone, "disks");
-            let pages: Vec<Page<Disk>> = self
-                .pages("compute.disks.list", "compute.disks.list", &path, cluster)
-                .await?;
+            let pages: Vec<Page<Disk>> = self.pages("compute.disks.list", &path, cluster).await?;
             pages.into_iter().flat_map(|p| p.items).collect()
         } else {
-            self.aggregated::<ScopedDisks>("disks", "compute.disks.list", cluster)
+            self.aggregated::<ScopedDisks>("disks", cluster)
                 .await?
                 .into_iter()
                 .flat_map(|scoped| scoped.disks)
@@ -512,7 +474,6 @@ impl VolumeApi for Compute {
         });
         let operation: Operation = match self
             .call(
-                "compute.instances.attachDisk",
                 "compute.instances.attachDisk",
                 Method::POST,
                 path,
@@ -575,7 +536,6 @@ impl VolumeApi for Compute {
             match self
                 .call::<Operation>(
                     "compute.disks.setLabels",
-                    "compute.disks.setLabels",
                     Method::POST,
                     path,
                     &[],
@@ -630,7 +590,6 @@ impl VolumeApi for Compute {
         let operation: Operation = self
             .call(
                 "compute.instances.detachDisk",
-                "compute.instances.detachDisk",
                 Method::POST,
                 path,
                 &[("deviceName", device.as_str())],
@@ -668,7 +627,7 @@ impl InstanceApi for Compute {
     }
 
     async fn running_masters(&self, cluster: &str) -> Result<Vec<InstanceInfo>> {
-        self.aggregated::<ScopedInstances>("instances", "compute.instances.list", cluster)
+        self.aggregated::<ScopedInstances>("instances", cluster)
             .await?
             .into_iter()
             .flat_map(|scoped| scoped.instances)

@@ -13,7 +13,7 @@ use hyper::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::cloud::gce::api::{escape, required, GoogleApi, GoogleError};
+use crate::cloud::gce::api::{escape, required, url, Call, GoogleApi, GoogleError};
 use crate::dns::zoned::api::{
     ChangeResult, RecordAction, RecordChange, RecordSet, ZoneApi, ZoneGone, ZoneService,
 };
@@ -125,17 +125,13 @@ impl CloudDns {
         query: &[(&str, &str)],
         body: Option<serde_json::Value>,
     ) -> Result<T> {
-        self.api
-            .request(
-                &self.api.endpoints.dns,
-                method_id,
-                method_id,
-                http_method,
-                &path,
-                query,
-                body,
-            )
-            .await
+        let call = Call {
+            method_id,
+            http_method,
+            url: url(&self.api.endpoints.dns, &path, query),
+            body,
+        };
+        self.api.call(&call).await
     }
 
     fn zone_path(&self, zone: &Zone, rest: &str) -> String {

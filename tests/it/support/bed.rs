@@ -46,6 +46,24 @@ pub(crate) struct Bed {
 }
 
 impl Bed {
+    /// A kOps HA master where etcd-manager attached and mounted the etcd volumes (here:
+    /// protokube's `mount`, its state file then removed, as on a node protokube never ran on),
+    /// each holding etcd-manager's data.
+    pub(crate) fn etcd_manager_master() -> Self {
+        let bed = Self::new(NodeKind::HaMaster);
+        let first = bed.run("mount", &[]);
+        assert_eq!(first.code, 0, "{first:#?}");
+        for volume in &bed.volumes {
+            std::fs::write(
+                bed.root.mountpoint(volume).join("etcd-manager-data"),
+                volume,
+            )
+            .unwrap();
+        }
+        std::fs::remove_file(bed.root.join("/var/lib/protokube/state.json")).unwrap();
+        bed
+    }
+
     pub(crate) fn new(kind: NodeKind) -> Self {
         if kind == NodeKind::Route53Worker {
             return Self {

@@ -86,6 +86,48 @@ pub(crate) fn fixture(path: &str) -> PathBuf {
         .join(path)
 }
 
+/// The ExecStart flags of nodeup's protokube unit in its tasks file for kOps `version`.
+pub(crate) fn nodeup_unit_flags(version: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(fixture(&format!("nodeup-protokube-v{version}.tasks.yaml")))
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("ExecStart=/opt/kops/bin/protokube "))
+        .expect("an ExecStart line")
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// SIGTERM to `daemon`, then its exit code, which must come within `within`.
+pub(crate) fn stop_with_sigterm(daemon: &mut std::process::Child, within: Duration) -> Option<i32> {
+    let status = Command::new("kill")
+        .args(["-TERM", &daemon.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let stopped = Instant::now();
+    loop {
+        if let Some(exit) = daemon.try_wait().unwrap() {
+            return exit.code();
+        }
+        assert!(stopped.elapsed() < within, "SIGTERM did not stop it");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The names in directory `dir`, sorted; none when it does not exist.
+pub(crate) fn dir_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
 /// A copy of the reference spec `base` (e.g. `ha.yaml`) with one field set: `path` is a list of
 /// keys; the file is written in `dir`.
 pub(crate) fn spec_with(
