@@ -425,3 +425,54 @@ fn reset_detach_unmounts_and_detaches_the_disk_for_another_master() {
     assert_eq!(device.fs_type().as_deref(), Some("ext4"));
     world.assert_faithful();
 }
+
+#[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
+fn a_dry_run_on_gce_is_the_run_s_own_plan() {
+    // As tests/it/dry_run.rs on AWS: for `sync` and each single command on a cold HA master,
+    // what `--dry-run` reports is what the run then does, and nothing is left to plan after.
+    let spec_dir = tempfile::tempdir().unwrap();
+    let spec = ha_spec(spec_dir.path());
+    for command in [
+        "sync",
+        "discover-volumes",
+        "mount",
+        "render-manifests",
+        "publish-dns",
+    ] {
+        let world = ha_world();
+        let node = world.node(MASTER);
+        let devices = [LoopDevice::blank(64), LoopDevice::blank(64)];
+        for (key, device) in ["main", "events"].iter().zip(&devices) {
+            node.link_disk(
+                &format!("a-etcd-{key}-{}", CLUSTER.replace('.', "-")),
+                &device.path,
+            );
+        }
+        let run_it = |extra: &[&str]| {
+            let mut args = vec![
+                command,
+                "--master",
+                "-o",
+                "json",
+                "--cluster-spec",
+                spec.to_str().unwrap(),
+            ];
+            args.extend(extra);
+            run(&node, &args)
+        };
+        let dry = run_it(&["--dry-run"]);
+        assert_eq!(dry.code, 0, "{command} --dry-run: {dry:#?}");
+        assert!(devices.iter().all(|d| d.fs_type().is_none()), "{command}");
+        let real = run_it(&[]);
+        assert_eq!(real.code, 0, "{command}: {real:#?}");
+        assert_eq!(
+            dry.report().change_set(),
+            real.report().change_set(),
+            "{command}: the dry run (left) is not what the run did (right)"
+        );
+        let again = run_it(&["--dry-run"]);
+        assert!(!again.report().changed, "{command}: {again:#?}");
+        world.assert_faithful();
+    }
+}
