@@ -12,24 +12,39 @@ the real services, checked against Google's own discovery documents (`compute.v1
 
   api CERT_DIR STATE LOG DISCOVERY_DIR
       HTTPS on 127.0.0.1 with CERT_DIR/server.{crt,key}; `Authorization: Bearer
-      ya29.standin.<instance>` of an instance of the state, else 401. Serves, under
+      ya29.standin.<instance>[.<generation>]` of an instance of the state, else 401 (also for a
+      generation the state lists as revoked). Serves, under
       /compute/v1/ and /dns/v1/: disks.list, disks.aggregatedList, disks.get, disks.setLabels
       (412 conditionNotMet for a stale labelFingerprint), instances.get, instances.aggregatedList,
-      instances.attachDisk (400 resourceInUseByAnotherResource for a disk in use elsewhere; the
-      attachment itself made when its zone operation is first read, which then fails with
+      instances.attachDisk (400 resourceInUseByAnotherResource for a disk in use elsewhere, read-
+      write; the attachment itself made when its zone operation is done, which then fails with
       RESOURCE_IN_USE_BY_ANOTHER_RESOURCE if someone attached it first), instances.detachDisk,
-      zoneOperations.get/wait, managedZones.list/get, resourceRecordSets.list (by name and
-      type), changes.create (all or nothing: 409 alreadyExists for an addition that exists, 412
-      conditionNotMet for a deletion that is not exactly what is held), changes.get. List
-      filters: `labels.<key>="<value>"` (or unquoted), the form protokube sends.
-  metadata INSTANCE STATE LOG [READY_AFTER]
-      HTTP on 127.0.0.1: /computeMetadata/v1/... of instance INSTANCE (403 without
-      `Metadata-Flavor: Google`; answers carry it); 503 until READY_AFTER seconds have passed.
+      zoneOperations.get/wait (`wait` holds until the operation is done, up to two minutes, as
+      Google documents), managedZones.list/get, resourceRecordSets.list (by name and type),
+      changes.create (all or nothing: 409 alreadyExists for an addition that exists, 404
+      notFound for a deletion of a set that does not exist, 412 conditionNotMet for one that is
+      not exactly what is held), changes.get. The mutating Compute methods honour `requestId`
+      (a request repeated with the same id answers the first one's operation and does nothing
+      again). List filters: `labels.<key>="<value>"` (or unquoted), the form protokube sends.
+      Instances hold their disks as Compute Engine shows them: the boot disk (`boot: true`,
+      device `persistent-disk-0` unless the state names another), each attachment's own
+      `deviceName` and `mode`; network tags in `tags.items`; regional disks under
+      `regions/<region>` scopes.
+  metadata INSTANCE STATE LOG [READY_AFTER] [ADDRESS PORT]
+      HTTP on ADDRESS:PORT (default 127.0.0.1, any port): /computeMetadata/v1/... of instance
+      INSTANCE (403 without `Metadata-Flavor: Google`; answers carry it), its network tags at
+      `instance/tags` as a JSON list, and a new access token generation at each token request;
+      503 until READY_AFTER seconds have passed.
 
 The state is one JSON file (project, instances, disks, operations, managed zones and their
 record sets, changes, and injections a test sets: `attach_race` {disk: {by, when: at_once |
-in_operation}}, `label_race` [disk], `dns_race` [{zone, rrset}], `pending_polls`, `denied`
-[IAM permission]), read and written under a lock on every request, so tests seed and read it
+in_operation}}, `label_race` [disk], `dns_race` [{zone, rrset} | {zone, remove: "name|type"}],
+`pending_polls`, `denied` [IAM permission], `revoked_tokens` {instance: [generation]},
+`rate_limited` {method id: n} (403 rateLimitExceeded n times, Compute Engine's rate quota
+answer), `not_ready` {disk: n} (attachDisk answered 400 resourceNotReady n times: a disk still
+detaching), `operation_seconds` (how long an operation stays RUNNING), `lost_answers` {method
+id: n} (the request is carried out, then answered 503, n times)), read and written under a lock
+on every request, so tests seed and read it
 while servers run and several protokube runs share one world. Every request is appended to LOG
 as a JSON line (server, caller, method, path, query, status, API method id). Prints
 `PORT <n>` when it listens.
@@ -190,6 +205,14 @@ class Answer(Exception):
         self.body = body
 
 
+class Hold(Exception):
+    """A `zoneOperations.wait` to answer once operation `name` is done, or at `until`."""
+
+    def __init__(self, name, until):
+        self.name = name
+        self.until = until
+
+
 def error(status, reason, message, state_status=None):
     body = {"error": {"code": status, "message": message,
                       "errors": [{"message": message, "domain": "global", "reason": reason}]}}
@@ -218,18 +241,33 @@ class Api:
     def base(self, data):
         return "https://compute.googleapis.com/compute/v1/projects/%s" % data["project"]
 
-    def disk_json(self, data, name):
-        disk = data["disks"][name]
+    def disk_url(self, data, key):
+        disk = data["disks"][key]
+        name = disk.get("name", key)
+        if "region" in disk:
+            return "%s/regions/%s/disks/%s" % (self.base(data), disk["region"], name)
+        return "%s/zones/%s/disks/%s" % (self.base(data), disk["zone"], name)
+
+    def disk_json(self, data, key):
+        disk = data["disks"][key]
+        name = disk.get("name", key)
         out = {"kind": "compute#disk", "name": name, "id": disk.get("id", "1%08d" % (abs(hash(name)) % 10**8)),
-               "zone": "%s/zones/%s" % (self.base(data), disk["zone"]),
-               "selfLink": "%s/zones/%s/disks/%s" % (self.base(data), disk["zone"], name),
+               "selfLink": self.disk_url(data, name),
                "status": disk.get("status", "READY"), "sizeGb": str(disk.get("sizeGb", 1)),
-               "labels": disk.get("labels", {}), "labelFingerprint": fingerprint(disk.get("labels", {})),
-               "type": "%s/zones/%s/diskTypes/pd-balanced" % (self.base(data), disk["zone"])}
-        users = ["%s/zones/%s/instances/%s" % (self.base(data), disk["zone"], u) for u in disk.get("users", [])]
+               "labels": disk.get("labels", {}), "labelFingerprint": fingerprint(disk.get("labels", {}))}
+        if "region" in disk:
+            out["region"] = "%s/regions/%s" % (self.base(data), disk["region"])
+            out["replicaZones"] = ["%s/zones/%s" % (self.base(data), z) for z in disk.get("replicaZones", [])]
+            out["type"] = "%s/regions/%s/diskTypes/pd-balanced" % (self.base(data), disk["region"])
+        else:
+            out["zone"] = "%s/zones/%s" % (self.base(data), disk["zone"])
+            out["type"] = "%s/zones/%s/diskTypes/pd-balanced" % (self.base(data), disk["zone"])
+        users = ["%s/zones/%s/instances/%s" % (self.base(data), data["instances"].get(u, {}).get("zone", disk.get("zone")), u)
+                 for u in disk.get("users", [])]
         if users:
             out["users"] = users
-        for key in ("sourceSnapshot", "sourceImage"):
+        for key in ("sourceSnapshot", "sourceImage", "sourceDisk", "sourceInstantSnapshot", "sourceMachineImage",
+                    "asyncPrimaryDisk"):
             if disk.get(key):
                 out[key] = disk[key]
         return out
@@ -242,22 +280,29 @@ class Api:
         if inst.get("external_ip"):
             interface["accessConfigs"] = [{"kind": "compute#accessConfig", "type": "ONE_TO_ONE_NAT",
                                            "name": "External NAT", "natIP": inst["external_ip"]}]
-        disks = [{"kind": "compute#attachedDisk", "boot": True, "deviceName": "persistent-disk-0",
-                  "source": "%s/zones/%s/disks/%s-boot" % (self.base(data), zone, name),
-                  "mode": "READ_WRITE", "type": "PERSISTENT"}]
-        for disk_name, disk in sorted(data["disks"].items()):
-            if name in disk.get("users", []):
-                disks.append({"kind": "compute#attachedDisk", "boot": False,
-                              "deviceName": disk.get("devices", {}).get(name, disk_name),
-                              "source": "%s/zones/%s/disks/%s" % (self.base(data), disk["zone"], disk_name),
-                              "mode": "READ_WRITE", "type": "PERSISTENT"})
-        return {"kind": "compute#instance", "name": name, "id": "2%08d" % (abs(hash(name)) % 10**8),
-                "zone": "%s/zones/%s" % (self.base(data), zone),
-                "selfLink": "%s/zones/%s/instances/%s" % (self.base(data), zone, name),
-                "status": inst.get("status", "RUNNING"), "labels": inst.get("labels", {}),
-                "networkInterfaces": [interface], "disks": disks,
-                "metadata": {"kind": "compute#metadata",
-                             "items": [{"key": k, "value": v} for k, v in sorted(inst.get("metadata", {}).items())]}}
+        # The boot disk first (index 0), then the others in the order they were attached.
+        held = [(not disk.get("boot", False), disk.get("attached_at", {}).get(name, 0), disk_name)
+                for disk_name, disk in data["disks"].items() if name in disk.get("users", [])]
+        disks = []
+        for index, (_, _, disk_name) in enumerate(sorted(held)):
+            disk = data["disks"][disk_name]
+            disks.append({"kind": "compute#attachedDisk", "index": index, "boot": disk.get("boot", False),
+                          "autoDelete": disk.get("boot", False),
+                          "deviceName": disk.get("devices", {}).get(name, disk.get("name", disk_name)),
+                          "source": self.disk_url(data, disk_name),
+                          "mode": disk.get("modes", {}).get(name, "READ_WRITE"), "type": "PERSISTENT",
+                          "interface": "SCSI"})
+        out = {"kind": "compute#instance", "name": name, "id": "2%08d" % (abs(hash(name)) % 10**8),
+               "zone": "%s/zones/%s" % (self.base(data), zone),
+               "selfLink": "%s/zones/%s/instances/%s" % (self.base(data), zone, name),
+               "status": inst.get("status", "RUNNING"), "labels": inst.get("labels", {}),
+               "labelFingerprint": fingerprint(inst.get("labels", {})),
+               "networkInterfaces": [interface], "disks": disks,
+               "metadata": {"kind": "compute#metadata",
+                            "items": [{"key": k, "value": v} for k, v in sorted(inst.get("metadata", {}).items())]}}
+        if inst.get("tags"):
+            out["tags"] = {"items": inst["tags"], "fingerprint": fingerprint(inst["tags"])}
+        return out
 
     def operation(self, data, zone, kind, target, action):
         data["next_op"] = data.get("next_op", 0) + 1
@@ -266,14 +311,16 @@ class Api:
               "zone": "%s/zones/%s" % (self.base(data), zone), "operationType": kind,
               "targetLink": target, "status": "RUNNING", "progress": 0,
               "selfLink": "%s/zones/%s/operations/%s" % (self.base(data), zone, name)}
-        data.setdefault("operations", {})[name] = {"json": op, "action": action}
+        done_at = time.time() + float(data.get("operation_seconds", 0))
+        data.setdefault("operations", {})[name] = {"json": op, "action": action, "done_at": done_at}
         return op
 
     def settle(self, data, name):
-        """Applies a pending operation's change, once; its JSON."""
+        """Applies a pending operation's change once its time has come (`operation_seconds`
+        after it began); its JSON, RUNNING until then."""
         entry = data["operations"][name]
         op = entry["json"]
-        if op["status"] == "DONE":
+        if op["status"] == "DONE" or time.time() < entry.get("done_at", 0):
             return op
         action = entry["action"]
         op["status"], op["progress"] = "DONE", 100
@@ -291,23 +338,27 @@ class Api:
             elif action["instance"] not in disk.get("users", []):
                 disk.setdefault("users", []).append(action["instance"])
                 disk.setdefault("devices", {})[action["instance"]] = action["device"]
+                disk.setdefault("modes", {})[action["instance"]] = action.get("mode", "READ_WRITE")
+                disk.setdefault("attached_at", {})[action["instance"]] = data["next_op"]
         elif action["do"] == "detach":
             disk = data["disks"][action["disk"]]
             disk["users"] = [u for u in disk.get("users", []) if u != action["instance"]]
-            disk.get("devices", {}).pop(action["instance"], None)
+            for held in ("devices", "modes", "attached_at"):
+                disk.get(held, {}).pop(action["instance"], None)
         elif action["do"] == "labels":
             data["disks"][action["disk"]]["labels"] = action["labels"]
         return op
 
     def aggregated(self, data, kind, items_key, names):
+        """`names`: (scope, JSON) pairs, a scope being `zones/<zone>` or `regions/<region>`."""
         items = {}
-        for zone in sorted(set(z for z in data.get("zones_known", [])) | set(n[0] for n in names)):
-            members = [n[1] for n in names if n[0] == zone]
+        for scope in sorted(set("zones/" + z for z in data.get("zones_known", [])) | set(n[0] for n in names)):
+            members = [n[1] for n in names if n[0] == scope]
             if members:
-                items["zones/" + zone] = {items_key: members}
+                items[scope] = {items_key: members}
             else:
-                items["zones/" + zone] = {"warning": {"code": "NO_RESULTS_ON_PAGE",
-                                                      "message": "There are no results for scope 'zones/%s' on this page." % zone}}
+                items[scope] = {"warning": {"code": "NO_RESULTS_ON_PAGE",
+                                            "message": "There are no results for scope '%s' on this page." % scope}}
         return {"kind": kind, "id": "projects/%s/aggregated/%s" % (data["project"], items_key),
                 "items": items, "selfLink": self.base(data) + "/aggregated/" + items_key}
 
@@ -317,30 +368,60 @@ class Api:
             if mid in data.get("denied", []) or method_permission(mid) in data.get("denied", []):
                 raise error(403, "forbidden", "Required '%s' permission for 'projects/%s'"
                             % (method_permission(mid), data["project"]), "PERMISSION_DENIED")
+            if data.get("rate_limited", {}).get(mid, 0) > 0:
+                # Compute Engine's rate quota answer (cloud.google.com/compute/api-quota): 403,
+                # reason rateLimitExceeded, domain usageLimits; "wait a minute, then retry".
+                data["rate_limited"][mid] -= 1
+                raise Answer(403, {"error": {"code": 403, "message": "Rate Limit Exceeded", "errors": [
+                    {"message": "Rate Limit Exceeded", "domain": "usageLimits", "reason": "rateLimitExceeded"}]}})
             if p.get("project") not in (None, data["project"]):
                 raise error(404, "notFound", "The resource 'projects/%s' was not found" % p.get("project"))
-            return self.dispatch(data, mid, p, query, body, caller)
+            request_id = query.get("requestId")
+            done = data.get("request_ids", {}).get(request_id) if request_id else None
+            if done is not None:
+                # The same request again (its answer was lost): Google answers the first one's
+                # operation and does not do it twice.
+                result = self.settle(data, done) if done in data.get("operations", {}) else done
+            else:
+                result = self.dispatch(data, mid, p, query, body, caller)
+                if request_id and isinstance(result, dict) and result.get("kind") == "compute#operation":
+                    data.setdefault("request_ids", {})[request_id] = result["name"]
+            if data.get("lost_answers", {}).get(mid, 0) > 0:
+                data["lost_answers"][mid] -= 1
+                raise error(503, "backendError", "The service is currently unavailable.", "UNAVAILABLE")
+            return result
+
+    def hold(self, held):
+        """Answers a held `zoneOperations.wait`: the operation once done, or as it stands at
+        the end of the hold; the state is locked only to look."""
+        while True:
+            with State(self.state_path) as data:
+                op = self.settle(data, held.name)
+            if op["status"] == "DONE" or time.time() >= held.until:
+                return op
+            time.sleep(0.2)
 
     def dispatch(self, data, mid, p, query, body, caller):
         disks, instances = data["disks"], data["instances"]
         if mid == "compute.disks.list":
-            names = [n for n, d in sorted(disks.items()) if d["zone"] == p["zone"]
+            names = [n for n, d in sorted(disks.items()) if d.get("zone") == p["zone"]
                      and labels_match(query.get("filter"), d.get("labels", {}))]
             return {"kind": "compute#diskList", "items": [self.disk_json(data, n) for n in names],
                     "selfLink": "%s/zones/%s/disks" % (self.base(data), p["zone"])}
         if mid == "compute.disks.aggregatedList":
-            names = [(d["zone"], self.disk_json(data, n)) for n, d in sorted(disks.items())
-                     if labels_match(query.get("filter"), d.get("labels", {}))]
+            names = [("regions/" + d["region"] if "region" in d else "zones/" + d["zone"], self.disk_json(data, n))
+                     for n, d in sorted(disks.items()) if labels_match(query.get("filter"), d.get("labels", {}))]
             return self.aggregated(data, "compute#diskAggregatedList", "disks", names)
         if mid == "compute.disks.get":
-            if p["disk"] not in disks or disks[p["disk"]]["zone"] != p["zone"]:
+            found = find_disk(data, p["disk"], p["zone"])
+            if found is None:
                 raise error(404, "notFound", "The resource 'projects/%s/zones/%s/disks/%s' was not found"
                             % (data["project"], p["zone"], p["disk"]))
-            return self.disk_json(data, p["disk"])
+            return self.disk_json(data, found)
         if mid == "compute.disks.setLabels":
-            name = p["resource"]
-            if name not in disks:
-                raise error(404, "notFound", "The resource 'disks/%s' was not found" % name)
+            name = find_disk(data, p["resource"], p["zone"])
+            if name is None:
+                raise error(404, "notFound", "The resource 'disks/%s' was not found" % p["resource"])
             disk = disks[name]
             if name in data.get("label_race", []):
                 data["label_race"].remove(name)
@@ -357,22 +438,32 @@ class Api:
                             % (data["project"], p["zone"], p["instance"]))
             return self.instance_json(data, p["instance"])
         if mid == "compute.instances.aggregatedList":
-            names = [(i["zone"], self.instance_json(data, n)) for n, i in sorted(instances.items())
+            names = [("zones/" + i["zone"], self.instance_json(data, n)) for n, i in sorted(instances.items())
                      if labels_match(query.get("filter"), i.get("labels", {}))]
             return self.aggregated(data, "compute#instanceAggregatedList", "instances", names)
         if mid == "compute.instances.attachDisk":
-            name = urllib.parse.urlparse(body.get("source", "")).path.rsplit("/", 1)[-1]
-            if name not in disks or disks[name]["zone"] != p["zone"]:
+            name = find_disk(data, urllib.parse.urlparse(body.get("source", "")).path.rsplit("/", 1)[-1], p["zone"])
+            if name is None:
                 raise error(404, "notFound", "The resource '%s' was not found" % body.get("source"))
             if p["instance"] not in instances:
                 raise error(404, "notFound", "The resource 'instances/%s' was not found" % p["instance"])
             disk = disks[name]
+            if data.get("not_ready", {}).get(name, 0) > 0:
+                # A disk still being detached from a deleted or replaced instance.
+                data["not_ready"][name] -= 1
+                raise error(400, "resourceNotReady", "The resource 'projects/%s/zones/%s/disks/%s' is not ready"
+                            % (data["project"], p["zone"], name))
             race = data.get("attach_race", {}).get(name)
             if race and race["when"] == "at_once":
                 del data["attach_race"][name]
                 disk.setdefault("users", []).append(race["by"])
             others = [u for u in disk.get("users", []) if u != p["instance"]]
-            if others and body.get("mode", "READ_WRITE") == "READ_WRITE":
+            if p["instance"] in disk.get("users", []):
+                raise error(400, "invalid", "The disk resource 'projects/%s/zones/%s/disks/%s' is already being used by "
+                            "'projects/%s/zones/%s/instances/%s'" % (data["project"], p["zone"], name,
+                                                                    data["project"], p["zone"], p["instance"]))
+            if others and (body.get("mode", "READ_WRITE") == "READ_WRITE"
+                           or any(m == "READ_WRITE" for u, m in disk.get("modes", {}).items() if u in others)):
                 raise error(400, "resourceInUseByAnotherResource",
                             "The disk resource 'projects/%s/zones/%s/disks/%s' is already being used by "
                             "'projects/%s/zones/%s/instances/%s'" % (data["project"], p["zone"], name,
@@ -380,11 +471,14 @@ class Api:
             return self.operation(data, p["zone"], "attachDisk",
                                   self.instance_json(data, p["instance"])["selfLink"],
                                   {"do": "attach", "disk": name, "instance": p["instance"],
-                                   "device": body.get("deviceName", name)})
+                                   "device": body.get("deviceName") or "persistent-disk-%d" % len(
+                                       [d for d in disks.values() if p["instance"] in d.get("users", [])]),
+                                   "mode": body.get("mode", "READ_WRITE")})
         if mid == "compute.instances.detachDisk":
             device = query.get("deviceName")
             for name, disk in disks.items():
-                if p["instance"] in disk.get("users", []) and disk.get("devices", {}).get(p["instance"], name) == device:
+                if p["instance"] in disk.get("users", []) and \
+                        disk.get("devices", {}).get(p["instance"], disk.get("name", name)) == device:
                     return self.operation(data, p["zone"], "detachDisk",
                                           self.instance_json(data, p["instance"])["selfLink"],
                                           {"do": "detach", "disk": name, "instance": p["instance"]})
@@ -392,6 +486,10 @@ class Api:
         if mid in ("compute.zoneOperations.get", "compute.zoneOperations.wait"):
             if p["operation"] not in data.get("operations", {}):
                 raise error(404, "notFound", "The resource 'operations/%s' was not found" % p["operation"])
+            if mid == "compute.zoneOperations.wait":
+                # Held (the state unlocked meanwhile) until the operation is done, two minutes
+                # at most, as Google documents `wait`.
+                raise Hold(p["operation"], time.time() + 120)
             return self.settle(data, p["operation"])
         if mid == "dns.managedZones.list":
             return {"kind": "dns#managedZonesListResponse",
@@ -411,12 +509,20 @@ class Api:
             zone = data["managed_zones"][zid]
             for race in [r for r in data.get("dns_race", []) if r["zone"] == zid]:
                 data["dns_race"].remove(race)
-                zone["rrsets"][key(race["rrset"])] = dict(race["rrset"], kind="dns#resourceRecordSet")
-            for deletion in body.get("deletions", []):
+                if "remove" in race:
+                    zone["rrsets"].pop(race["remove"], None)
+                else:
+                    zone["rrsets"][key(race["rrset"])] = dict(race["rrset"], kind="dns#resourceRecordSet")
+            for i, deletion in enumerate(body.get("deletions", [])):
                 held = zone["rrsets"].get(key(deletion))
-                if held is None or strip(held) != strip(deletion):
-                    raise error(412, "conditionNotMet", "Precondition not met for 'entity.change.deletions[%s]'"
-                                % deletion.get("name"), "FAILED_PRECONDITION")
+                if held is None:
+                    # Cloud DNS' answer to a deletion of a set that is gone
+                    # (kubernetes-sigs/external-dns#2817).
+                    raise error(404, "notFound", "The 'entity.change.deletions[%d]' resource named '%s (%s)' does "
+                                "not exist." % (i, deletion.get("name"), deletion.get("type")))
+                if strip(held) != strip(deletion):
+                    raise error(412, "conditionNotMet", "Precondition not met for 'entity.change.deletions[%d]'"
+                                % i, "FAILED_PRECONDITION")
             deleted = set(key(d) for d in body.get("deletions", []))
             for addition in body.get("additions", []):
                 if key(addition) in zone["rrsets"] and key(addition) not in deleted:
@@ -442,6 +548,15 @@ class Api:
                 data["changes"][k] = left - 1
             return {"kind": "dns#change", "id": p["changeId"], "status": "pending" if left > 0 else "done"}
         raise error(400, "invalid", "the stand-in does not serve %s" % mid)
+
+
+def find_disk(data, name, zone):
+    """The state's key of zonal disk `name` in `zone` (a disk's name is unique in its zone only:
+    an entry may carry its `name` under another key)."""
+    for key, disk in data["disks"].items():
+        if disk.get("name", key) == name and disk.get("zone") == zone:
+            return key
+    return None
 
 
 def method_permission(mid):
@@ -496,7 +611,9 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
-        caller = token.removeprefix("ya29.standin.") if token.startswith("ya29.standin.") else None
+        caller, generation = None, None
+        if token.startswith("ya29.standin."):
+            caller, _, generation = token.removeprefix("ya29.standin.").partition(".")
         record = {"server": "api", "method": http_method, "path": url.path, "query": query,
                   "caller": caller, "time": time.time()}
         discovery, api = self.server.discovery, self.server.api
@@ -518,10 +635,18 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                 raise error(400, "invalid", "; ".join(problems))
             with State(self.server.state_path) as data:
                 known = caller in data["instances"]
+                revoked = generation and int(generation) in data.get("revoked_tokens", {}).get(caller, [])
             if not known:
                 raise error(401, "required", "Request is missing required authentication credential.",
                             "UNAUTHENTICATED")
-            result = api.handle(method, params, query, body, caller)
+            if revoked:
+                raise error(401, "authError", "Request had invalid authentication credentials. Expected OAuth 2 "
+                            "access token, login cookie or other valid authentication credential.",
+                            "UNAUTHENTICATED")
+            try:
+                result = api.handle(method, params, query, body, caller)
+            except Hold as held:
+                result = api.hold(held)
             if method["response"]:
                 problems = discovery.check_value(method["api"], {"$ref": method["response"]}, result, "answer")
                 if problems:
@@ -595,11 +720,16 @@ class MetadataHandler(http.server.BaseHTTPRequestHandler):
             values["instance/network-interfaces/0/ipv6s"] = inst["ipv6"] + "\n"
         if inst.get("external_ip"):
             values["instance/network-interfaces/0/access-configs/0/external-ip"] = inst["external_ip"]
+        values["instance/tags"] = json.dumps(inst.get("tags", []))
         for k, v in inst.get("metadata", {}).items():
             values["instance/attributes/" + k] = v
         if item == "instance/service-accounts/default/token":
-            token = {"access_token": "ya29.standin." + server.instance, "expires_in": 3599,
-                     "token_type": "Bearer"}
+            with State(server.state_path) as data:
+                generations = data.setdefault("token_generation", {})
+                generations[server.instance] = generations.get(server.instance, 0) + 1
+                generation = generations[server.instance]
+            token = {"access_token": "ya29.standin.%s.%d" % (server.instance, generation),
+                     "expires_in": 3599, "token_type": "Bearer"}
             return self.answer(200, json.dumps(token), "application/json")
         if item in values:
             return self.answer(200, values[item])
@@ -620,7 +750,9 @@ def main():
     elif MODE == "metadata":
         instance, state_path, log = sys.argv[2:5]
         ready_after = float(sys.argv[5]) if len(sys.argv) > 5 else 0.0
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), MetadataHandler)
+        address = sys.argv[6] if len(sys.argv) > 6 else "127.0.0.1"
+        port = int(sys.argv[7]) if len(sys.argv) > 7 else 0
+        server = http.server.ThreadingHTTPServer((address, port), MetadataHandler)
         server.instance, server.state_path, server.log = instance, state_path, log
         server.ready_at = time.monotonic() + ready_after
     else:

@@ -5,6 +5,7 @@ client without a certificate the CA signed is refused in the TLS handshake), Kub
 shapes and `Status` errors, and
 
   GET   /version                                    the server's version
+  GET   /api/v1/namespaces/<ns>                     the Namespace (`kube-system` once it exists)
   GET   /api/v1/nodes/<name>                        the Node, or a 404 Status
   GET   /api/v1/nodes?labelSelector=<key>=<value>   a NodeList of the nodes with that label
   PATCH /api/v1/nodes/<name>                        application/strategic-merge-patch+json:
@@ -17,9 +18,17 @@ shapes and `Status` errors, and
 Nodes live in a JSON file (name -> labels) and the other objects in another (kind -> name ->
 object), read on every request so a test can change them while the server runs; each request
 is appended to a JSON-lines log (method, path, content type, body, the client certificate's
-subject). Until READY_AFTER seconds have passed since start, every request is answered 503 (an
-API server still coming up). Prints `PORT <n>` when it listens on 127.0.0.1.
-Usage: kube_api_standin.py CERT_DIR NODES_FILE LOG_FILE [READY_AFTER]
+subject).
+
+An API server wakes in stages, as kube-apiserver does on a new control-plane node: its port
+refuses connections for the first REFUSED_FOR seconds (bound, not listening: Prints `PORT <n>`
+at once), every request is answered 503 until READY_AFTER seconds have passed since start (still
+coming up), and the `kube-system` namespace does not exist until KUBE_SYSTEM_AFTER seconds (a
+404 for it and for anything in it: the bootstrap controllers have not made it yet). A file
+NODES_FILE.faults.json, read on every write, can ask for the next N writes (POST, PATCH) to be
+answered 503 (`{"failing_writes": N}`): an API server whose storage is not ready yet.
+Usage: kube_api_standin.py CERT_DIR NODES_FILE LOG_FILE [READY_AFTER [KUBE_SYSTEM_AFTER
+[REFUSED_FOR]]]
 """
 
 import http.server
@@ -31,8 +40,12 @@ import time
 import urllib.parse
 
 CERT_DIR, NODES, LOG = sys.argv[1], sys.argv[2], sys.argv[3]
-READY_AT = time.monotonic() + (float(sys.argv[4]) if len(sys.argv) > 4 else 0.0)
+STARTED = time.monotonic()
+READY_AT = STARTED + (float(sys.argv[4]) if len(sys.argv) > 4 else 0.0)
+KUBE_SYSTEM_AT = STARTED + (float(sys.argv[5]) if len(sys.argv) > 5 else 0.0)
+REFUSED_FOR = float(sys.argv[6]) if len(sys.argv) > 6 else 0.0
 OBJECTS = NODES + ".objects.json"
+FAULTS = NODES + ".faults.json"
 NODES_PATH = "/api/v1/nodes"
 SERVICE_ACCOUNTS = "serviceaccounts"
 BINDINGS_PATH = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
@@ -103,6 +116,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return True
         return False
 
+    def write_fails(self):
+        """Answers 503 to a write while the test asks for failing writes."""
+        faults = load(FAULTS, {})
+        if faults.get("failing_writes", 0) > 0:
+            faults["failing_writes"] -= 1
+            save(FAULTS, faults)
+            self.reply(503, status(503, "ServiceUnavailable",
+                                   "the server is currently unable to handle the request"))
+            return True
+        return False
+
+    def no_kube_system(self):
+        """Answers 404 for `kube-system` and what lives in it until it exists."""
+        path = urllib.parse.urlsplit(self.path).path
+        if time.monotonic() < KUBE_SYSTEM_AT and path.startswith("/api/v1/namespaces/kube-system"):
+            self.not_found("namespaces", "kube-system")
+            return True
+        return False
+
     def route(self):
         """(kind, namespace, name) of an object path, or None."""
         path = urllib.parse.urlsplit(self.path).path
@@ -116,12 +148,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         self.record(None)
-        if self.starting():
+        if self.starting() or self.no_kube_system():
             return
         url = urllib.parse.urlsplit(self.path)
         if url.path == "/version":
             return self.reply(200, {"major": "1", "minor": "30", "gitVersion": "v1.30.0",
                                     "platform": "linux/amd64"})
+        if url.path.startswith("/api/v1/namespaces/") and url.path.count("/") == 4:
+            name = url.path.rsplit("/", 1)[1]
+            if name not in ("kube-system", "default", "kube-public"):
+                return self.not_found("namespaces", name)
+            return self.reply(200, {"apiVersion": "v1", "kind": "Namespace",
+                                    "metadata": {"name": name, "resourceVersion": "1"},
+                                    "status": {"phase": "Active"}})
         if url.path == NODES_PATH:
             selector = urllib.parse.parse_qs(url.query).get("labelSelector", [""])[0]
             key, _, value = selector.partition("=")
@@ -148,7 +187,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.body()
         self.record(body)
-        if self.starting():
+        if self.starting() or self.no_kube_system() or self.write_fails():
             return
         route = self.route()
         if not route or route[2] or not isinstance(body, dict):
@@ -169,7 +208,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_PATCH(self):
         body = self.body()
         self.record(body)
-        if self.starting():
+        if self.starting() or self.write_fails():
             return
         name = self.path.split("?")[0][len(NODES_PATH) + 1:]
         if self.headers.get("Content-Type") != "application/strategic-merge-patch+json":
@@ -190,7 +229,12 @@ context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 context.load_cert_chain(f"{CERT_DIR}/server.crt", f"{CERT_DIR}/server.key")
 context.load_verify_locations(f"{CERT_DIR}/ca.crt")
 context.verify_mode = ssl.CERT_REQUIRED
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-server.socket = context.wrap_socket(server.socket, server_side=True)
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler, bind_and_activate=False)
+server.server_bind()
 print(f"PORT {server.server_address[1]}", flush=True)
+# Bound and not listening: a connection is refused, as by a node whose API server has not
+# started.
+time.sleep(REFUSED_FOR)
+server.server_activate()
+server.socket = context.wrap_socket(server.socket, server_side=True)
 server.serve_forever()

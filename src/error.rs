@@ -40,6 +40,11 @@ impl ExitCode {
     }
 }
 
+/// Whether `err` has a cause of type `T` (a typed error anywhere in its chain of contexts).
+pub fn caused_by<T: std::error::Error + Send + Sync + 'static>(err: &anyhow::Error) -> bool {
+    err.chain().any(<dyn std::error::Error>::is::<T>)
+}
+
 /// Something this run waited for did not happen in time; a later run may succeed (exit 75).
 #[derive(Debug)]
 pub struct NotReady(pub String);

@@ -24,6 +24,7 @@ use crate::plan::manifests::etcd::{
     check_api_server_etcd_ports, etcd_image, etcd_ports, EtcdOptions,
 };
 use crate::plan::manifests::templates::{compile_templates, BUILTIN_TEMPLATES};
+use crate::plan::records::own_name_taken;
 use crate::plan::zones::ZoneRule;
 use crate::report::OutputFormat;
 use crate::spec::{ClusterDocument, MAX_SPEC_BYTES};
@@ -467,8 +468,15 @@ impl Settings {
             .as_ref()
             .and_then(|s| s.spec.master_public_name.as_deref())
         {
-            check_public_name(given, name, dns, &self.zone_rules)
-                .map_err(|why| anyhow!("spec.masterPublicName: {why}"))?
+            let public = check_public_name(given, name, dns, &self.zone_rules)
+                .map_err(|why| anyhow!("spec.masterPublicName: {why}"))?;
+            if let Some(why) = own_name_taken(name, &internal_suffix, &public) {
+                bail!(
+                    "spec.masterPublicName: {why}; the public API name must be a name of its own \
+                     (e.g. `api.{name}`)"
+                );
+            }
+            public
         } else {
             let default = format!("api.{name}");
             if let Some(owner) = another_clusters_api_name(&default, name) {

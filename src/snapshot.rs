@@ -11,7 +11,7 @@ use anyhow::{anyhow, bail, Context as _, Result};
 
 use crate::cloud::AttachmentState;
 use crate::cloud::{
-    tags, Cloud, CloudClients, CloudVolume, DeviceNaming, InstanceInfo, Placement,
+    tags, Cloud, CloudClients, CloudVolume, DeviceNaming, InstanceInfo, MetadataWords, Placement,
     VolumeAttachment, VolumeQuery,
 };
 use crate::host::{FileKind, Host};
@@ -21,7 +21,7 @@ use crate::plan::etcd_owner::{is_own_etcd_link, EtcdOwner, ManifestFile};
 use crate::plan::files::FileFact;
 use crate::plan::mounts::{mounted_at, MountEntry};
 use crate::plan::static_pods::MAX_STATIC_POD_BYTES;
-use crate::plan::volumes::{classify, Discovery, EtcdVolume};
+use crate::plan::volumes::{classify, Discovery, EtcdVolume, ProviderFacts};
 use crate::settings::{Cluster, Settings};
 use crate::state::{MountedVolume, State, Verified};
 
@@ -110,6 +110,19 @@ impl<'a> Snapshot<'a> {
         self.cloud.devices()
     }
 
+    /// How the cloud's operators see kOps' metadata keys.
+    pub fn words(&self) -> &'a dyn MetadataWords {
+        self.cloud.words()
+    }
+
+    /// What the volume rules need of the cloud.
+    pub fn provider_facts(&self) -> ProviderFacts<'a> {
+        ProviderFacts {
+            devices: self.cloud.devices(),
+            words: self.cloud.words(),
+        }
+    }
+
     /// This node's identity: flags first, the metadata service for the rest.
     pub async fn identity(&mut self) -> Result<&NodeIdentity> {
         if self.identity.is_none() {
@@ -154,11 +167,11 @@ impl<'a> Snapshot<'a> {
             .instance_tags(&instance_id)
             .await
             .context("finding the cluster name")?;
-        let name = tags::cluster_of(&instance_id, &found)?;
+        let name = tags::cluster_of(&instance_id, &found, self.words())?;
         let cluster = self.settings.cluster_named(&name).with_context(|| {
             format!(
-                "cluster `{name}` (from the instance's `{}` tag)",
-                tags::CLUSTER
+                "cluster `{name}` (from the instance's {})",
+                self.words().name(tags::CLUSTER)
             )
         })?;
         self.cluster = Some(cluster.clone());
@@ -250,7 +263,7 @@ impl<'a> Snapshot<'a> {
             &query.cluster,
             query.zone.as_deref(),
             found.clone(),
-            self.cloud.devices(),
+            self.provider_facts(),
         ));
         self.volume_answer = Some(found);
     }
@@ -302,6 +315,8 @@ impl<'a> Snapshot<'a> {
                 device: device.to_owned(),
                 state: AttachmentState::Attached,
                 attach_time: None,
+                root: false,
+                read_only: false,
             });
         }
         if planned {

@@ -129,6 +129,8 @@ impl VolumeApi for MemoryCloud {
             device: device.to_owned(),
             state: AttachmentState::Attached,
             attach_time: Some(std::time::SystemTime::now()),
+            root: false,
+            read_only: false,
         }];
         Ok(AttachOutcome::Requested)
     }
@@ -286,6 +288,10 @@ impl DeviceNaming for MemoryDevices {
 impl Cloud for MemoryCloud {
     fn metadata(&self) -> &dyn InstanceMetadata {
         self
+    }
+
+    fn words(&self) -> &dyn super::MetadataWords {
+        &tags::KopsTags
     }
 
     fn devices(&self) -> &dyn DeviceNaming {

@@ -111,8 +111,10 @@ pub struct CloudVolume {
     /// Its metadata under kOps' keys ([`tags`]): a provider whose labels are spelled otherwise
     /// maps them onto these.
     pub tags: BTreeMap<String, String>,
-    /// The snapshot it was created from, if any (its data is not blank).
-    pub snapshot_id: Option<String>,
+    /// What it was made from, if anything, in the provider's words (``snapshot `snap-1` ``):
+    /// its data is not blank.
+    #[serde(alias = "snapshot_id")]
+    pub made_from: Option<String>,
 }
 
 /// One attachment of a volume to an instance.
@@ -125,6 +127,28 @@ pub struct VolumeAttachment {
     /// When the attachment began, if the cloud says.
     #[serde(default)]
     pub attach_time: Option<std::time::SystemTime>,
+    /// The cloud says it is the instance's root (boot) device: never touched, whatever its
+    /// tags and device name.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub root: bool,
+    /// The cloud says it is attached read-only: its filesystem cannot be checked or mounted
+    /// for etcd.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
+}
+
+impl VolumeAttachment {
+    /// A read-write attachment of a data volume to `instance_id` as `device`, in `state`.
+    pub fn new(instance_id: &str, device: &str, state: AttachmentState) -> Self {
+        Self {
+            instance_id: instance_id.to_owned(),
+            device: device.to_owned(),
+            state,
+            attach_time: None,
+            root: false,
+            read_only: false,
+        }
+    }
 }
 
 /// Which volumes to ask for: a cluster's control-plane volumes in one zone, or in every zone of
@@ -296,6 +320,43 @@ pub trait DeviceNaming: Send + Sync + std::fmt::Debug {
     fn hint(&self, volume_id: &str, requested: &str) -> DeviceHint;
 }
 
+/// How a provider's operators see kOps' metadata keys (the keys of [`tags`]) on its volumes and
+/// instances, for the messages that tell them what to fix: the provider's noun and spelling.
+pub trait MetadataWords: Send + Sync + std::fmt::Debug {
+    /// What the provider calls them: `tag`, `label`.
+    fn noun(&self) -> &'static str;
+
+    /// The provider's key for kOps' key `key` (a prefix such as `k8s.io/etcd/` maps to the
+    /// provider's prefix).
+    fn key(&self, key: &str) -> String;
+
+    /// The provider's value of `key` for kOps' value `value`, as it stands on the resource.
+    fn value(&self, _key: &str, value: &str) -> String {
+        value.to_owned()
+    }
+
+    /// The key in words: `` `k8s.io/etcd/main` tag ``.
+    fn name(&self, key: &str) -> String {
+        format!("`{}` {}", self.key(key), self.noun())
+    }
+
+    /// The key and value in words, the value also as kOps means it when the provider spells
+    /// it otherwise: ``label `k8s-io-etcd-main` = `a-2fb` (`a/b`)``.
+    fn pair(&self, key: &str, value: &str) -> String {
+        let stored = self.value(key, value);
+        let named = format!("{} `{}`", self.noun(), self.key(key));
+        if stored == value {
+            format!("{named} = `{}`", value.escape_debug())
+        } else {
+            format!(
+                "{named} = `{}` (`{}`)",
+                stored.escape_debug(),
+                value.escape_debug()
+            )
+        }
+    }
+}
+
 /// The cloud refused an operation for lack of a permission (exit 1). The message names the
 /// permission, whatever the cloud said.
 #[derive(Debug)]
@@ -351,6 +412,9 @@ pub trait Cloud: Send + Sync {
 
     /// How the provider names the devices of attached volumes.
     fn devices(&self) -> &dyn DeviceNaming;
+
+    /// How the provider's operators see kOps' metadata keys.
+    fn words(&self) -> &dyn MetadataWords;
 
     /// Clients for a node at `placement`: one configuration, credentials resolved once for all
     /// of them.

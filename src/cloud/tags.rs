@@ -23,16 +23,41 @@ pub const FORMATTED: &str = "k8s.io/protokube/formatted";
 /// sees the others' versions in the one cloud answer.
 pub const ETCD_VERSION_PREFIX: &str = "k8s.io/protokube/etcd-version/";
 
+/// kOps' keys as they are, tags: the words of a provider that stores them under these very keys
+/// (and of the tests' doubles).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KopsTags;
+
+impl super::MetadataWords for KopsTags {
+    fn noun(&self) -> &'static str {
+        "tag"
+    }
+
+    fn key(&self, key: &str) -> String {
+        key.to_owned()
+    }
+}
+
 /// The cluster instance `instance_id` belongs to, from its `KubernetesCluster` tag among
-/// `tags`, checked as a cluster name (a tag value is untrusted).
-pub fn cluster_of(instance_id: &str, tags: &BTreeMap<String, String>) -> Result<String> {
+/// `tags` (named to the operator in the provider's `words`), checked as a cluster name (a tag
+/// value is untrusted).
+pub fn cluster_of(
+    instance_id: &str,
+    tags: &BTreeMap<String, String>,
+    words: &dyn super::MetadataWords,
+) -> Result<String> {
     let name = tags.get(CLUSTER).ok_or_else(|| {
         anyhow!(
             "no cluster name: pass --cluster-id or --cluster-spec (instance `{instance_id}` has \
-             no `{CLUSTER}` tag)"
+             no {})",
+            words.name(CLUSTER)
         )
     })?;
-    check_cluster_name(name)
-        .map_err(|msg| anyhow!("tag `{CLUSTER}` of instance `{instance_id}`: {msg}"))?;
+    check_cluster_name(name).map_err(|msg| {
+        anyhow!(
+            "the {} of instance `{instance_id}`: {msg}",
+            words.name(CLUSTER)
+        )
+    })?;
     Ok(name.clone())
 }

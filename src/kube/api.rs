@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use async_trait::async_trait;
@@ -18,12 +19,12 @@ use kube::config::{AuthInfo, ExecConfig, KubeConfigOptions, Kubeconfig};
 use serde::Deserialize;
 
 use super::KubernetesApi;
-use crate::error::NotReady;
+use crate::error::{caused_by, NotReady};
 use crate::host::{ChildCommand, ChildEnd, FileKind, Host};
 use crate::kube::certificate::check_client_credential;
 use crate::paths::HostRoot;
 use crate::plan::kops::BootstrapObject;
-use crate::wait::Deadline;
+use crate::wait::{Backoff, Deadline};
 
 /// The largest kubeconfig read (kOps' is well under 16 KiB).
 const MAX_KUBECONFIG_BYTES: u64 = 1 << 20;
@@ -121,15 +122,34 @@ impl KubeClient {
         })
     }
 
-    /// Runs one request until the run's deadline: the connection, every read and the whole
-    /// answer (a server that sends one byte a second does not hold the run).
-    async fn request<T>(
-        &self,
-        request: impl std::future::Future<Output = Result<T, kube::Error>>,
-    ) -> Result<T> {
-        match self.deadline.run(request).await {
-            Ok(answer) => answer.map_err(|err| api_error(err, &self.server)),
-            Err(()) => Err(self.no_answer()),
+    /// Makes one request — a read or a write alike — until it is answered or the run's
+    /// deadline comes: the connection, every read and the whole answer end by the deadline (a
+    /// server that sends one byte a second does not hold the run), and an API server that does
+    /// not answer yet (refused, 5xx, 429: one still coming up) is asked again with backoff,
+    /// never judged on a first attempt. Writes are safe to repeat: a label patch is the same
+    /// patch, a create that went through the first time answers "already exists".
+    async fn request<T, F, Fut>(&self, mut send: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, kube::Error>>,
+    {
+        let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(5));
+        loop {
+            let err = match self.deadline.run(send()).await {
+                Ok(Ok(answer)) => return Ok(answer),
+                Ok(Err(err)) => api_error(err, &self.server),
+                Err(()) => return Err(self.no_answer()),
+            };
+            let delay = backoff.next_delay();
+            if !caused_by::<NotReady>(&err) || delay >= self.deadline.remaining() {
+                return Err(err);
+            }
+            tracing::debug!(
+                "{}; asking again in {}",
+                crate::error::one_line(&err),
+                humantime::format_duration(delay)
+            );
+            tokio::time::sleep(delay).await;
         }
     }
 
@@ -364,7 +384,7 @@ fn plugin_path(
 #[async_trait]
 impl KubernetesApi for KubeClient {
     async fn ready(&self) -> Result<()> {
-        self.request(self.client.apiserver_version())
+        self.request(|| self.client.apiserver_version())
             .await
             .map(drop)
             .context("asking the Kubernetes API for its version")
@@ -373,7 +393,7 @@ impl KubernetesApi for KubeClient {
     async fn node_labels(&self, name: &str) -> Result<Option<BTreeMap<String, String>>> {
         let nodes: Api<Node> = Api::all(self.client.clone());
         let node = self
-            .request(nodes.get_opt(name))
+            .request(|| nodes.get_opt(name))
             .await
             .with_context(|| format!("reading node `{name}`"))?;
         Ok(node.map(|n| n.metadata.labels.unwrap_or_default()))
@@ -383,7 +403,10 @@ impl KubernetesApi for KubeClient {
         let nodes: Api<Node> = Api::all(self.client.clone());
         let selector = format!("kubernetes.io/hostname={hostname}");
         let list = self
-            .request(nodes.list(&ListParams::default().labels(&selector)))
+            .request(|| {
+                let (nodes, params) = (&nodes, ListParams::default().labels(&selector));
+                async move { nodes.list(&params).await }
+            })
             .await
             .with_context(|| format!("listing the nodes labelled `{selector}`"))?;
         list.items
@@ -399,7 +422,9 @@ impl KubernetesApi for KubeClient {
     async fn patch_labels(&self, name: &str, labels: &BTreeMap<String, String>) -> Result<()> {
         let nodes: Api<Node> = Api::all(self.client.clone());
         let patch = serde_json::json!({ "metadata": { "labels": labels } });
-        self.request(nodes.patch(name, &PatchParams::default(), &Patch::Strategic(&patch)))
+        let params = PatchParams::default();
+        let patch = Patch::Strategic(&patch);
+        self.request(|| nodes.patch(name, &params, &patch))
             .await
             .with_context(|| format!("labelling node `{name}`"))?;
         Ok(())
@@ -409,11 +434,15 @@ impl KubernetesApi for KubeClient {
         let found = match *object {
             BootstrapObject::ServiceAccount { namespace, name } => {
                 let api: Api<ServiceAccount> = Api::namespaced(self.client.clone(), namespace);
-                self.request(api.get_opt(name)).await.map(|o| o.is_some())
+                self.request(|| api.get_opt(name))
+                    .await
+                    .map(|o| o.is_some())
             }
             BootstrapObject::ClusterRoleBinding { name, .. } => {
                 let api: Api<ClusterRoleBinding> = Api::all(self.client.clone());
-                self.request(api.get_opt(name)).await.map(|o| o.is_some())
+                self.request(|| api.get_opt(name))
+                    .await
+                    .map(|o| o.is_some())
             }
         };
         found.with_context(|| format!("reading {}", object.describe()))
@@ -421,6 +450,13 @@ impl KubernetesApi for KubeClient {
 
     async fn create(&self, object: &BootstrapObject) -> Result<bool> {
         let params = PostParams::default();
+        // Someone made it meanwhile (or a repeated create found the first one made): it
+        // exists, and is left as it is.
+        let made = |created: Result<(), kube::Error>| match created {
+            Ok(()) => Ok(true),
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+            Err(err) => Err(err),
+        };
         let created = match *object {
             BootstrapObject::ServiceAccount { namespace, name } => {
                 let api: Api<ServiceAccount> = Api::namespaced(self.client.clone(), namespace);
@@ -432,10 +468,8 @@ impl KubernetesApi for KubeClient {
                     },
                     ..ServiceAccount::default()
                 };
-                self.deadline
-                    .run(api.create(&params, &account))
+                self.request(|| async { made(api.create(&params, &account).await.map(drop)) })
                     .await
-                    .map(|r| r.map(drop))
             }
             BootstrapObject::ClusterRoleBinding {
                 name,
@@ -460,20 +494,11 @@ impl KubernetesApi for KubeClient {
                         ..Subject::default()
                     }]),
                 };
-                self.deadline
-                    .run(api.create(&params, &binding))
+                self.request(|| async { made(api.create(&params, &binding).await.map(drop)) })
                     .await
-                    .map(|r| r.map(drop))
             }
         };
-        let what = format!("creating {}", object.describe());
-        match created {
-            Ok(Ok(())) => Ok(true),
-            // Someone made it meanwhile: it exists, and is left as it is.
-            Ok(Err(kube::Error::Api(status))) if status.code == 409 => Ok(false),
-            Ok(Err(err)) => Err(api_error(err, &self.server).context(what)),
-            Err(()) => Err(self.no_answer().context(what)),
-        }
+        created.with_context(|| format!("creating {}", object.describe()))
     }
 }
 

@@ -1,6 +1,6 @@
 //! The proof that a device is blank before anything formats it, and the decision what to do
 //! with a device that is not mounted. Every witness must agree before `mkfs` runs (DESIGN §3):
-//! the cloud (no `k8s.io/protokube/formatted` tag, not created from a snapshot), `blkid -p`
+//! the cloud (no `k8s.io/protokube/formatted` tag, not made from a snapshot or anything else), `blkid -p`
 //! (no signature), the backup superblocks a filesystem keeps elsewhere on the device (ext2/3/4
 //! backups, xfs secondary superblocks, btrfs mirrors: a filesystem whose start was wiped still
 //! has them; a backup GPT header), and the bytes read (all zero). Pure: `apply::blockdev` reads the device.
@@ -285,11 +285,27 @@ pub fn format_uuid(bytes: &[u8]) -> String {
     )
 }
 
-/// The cloud's witness: the volume's `k8s.io/protokube/formatted` tag and its snapshot.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The cloud's witness: the volume's `k8s.io/protokube/formatted` tag and what it was made from.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CloudWitness {
     pub formatted_tag: Option<String>,
-    pub snapshot_id: Option<String>,
+    /// The formatted tag's key as the provider spells it (a label key where tags are labels)
+    /// and what the provider calls it (`tag`, `label`).
+    pub formatted_key: String,
+    pub noun: &'static str,
+    /// What the volume was made from, in the provider's words (``snapshot `snap-1` ``).
+    pub made_from: Option<String>,
+}
+
+impl Default for CloudWitness {
+    fn default() -> Self {
+        Self {
+            formatted_tag: None,
+            formatted_key: FORMATTED_TAG.to_owned(),
+            noun: "tag",
+            made_from: None,
+        }
+    }
 }
 
 /// Everything known about an unmounted device.
@@ -377,9 +393,9 @@ pub fn decide_device(facts: &DeviceFacts) -> DeviceDecision {
     match &facts.signature {
         Signature::Ext4 { uuid } => match tag {
             Some(tag) if tag != uuid => DeviceDecision::Refuse(format!(
-                "the volume carries `{FORMATTED_TAG}={tag}` but the device holds an ext4 \
-                 filesystem with UUID {uuid}; if that filesystem is the right one, set the tag to \
-                 its UUID"
+                "the volume carries {} `{}={tag}` but the device holds an ext4 filesystem with \
+                 UUID {uuid}; if that filesystem is the right one, set the {} to its UUID",
+                facts.cloud.noun, facts.cloud.formatted_key, facts.cloud.noun
             )),
             Some(_) => DeviceDecision::CheckAndMount {
                 uuid: Some(uuid.clone()),
@@ -398,22 +414,24 @@ pub fn decide_device(facts: &DeviceFacts) -> DeviceDecision {
             if let Some(uuid) = recorded_format {
                 return DeviceDecision::Refuse(format!(
                     "protokube formatted this volume (UUID {uuid}, recorded on this node since \
-                     the cloud refused its `{FORMATTED_TAG}` tag) but the device has no \
+                     the cloud refused its `{}` {}) but the device has no \
                      filesystem; it is never formatted again: restore the volume from a \
                      snapshot, or remove the record under `/var/lib/protokube/formatting/` if \
-                     its data is truly gone"
+                     its data is truly gone",
+                    facts.cloud.formatted_key, facts.cloud.noun
                 ));
             }
             if let Some(tag) = tag {
                 return DeviceDecision::Refuse(format!(
-                    "the volume carries `{FORMATTED_TAG}={tag}` (protokube formatted it) but the \
-                     device has no filesystem; it is never formatted again: restore the volume \
-                     from a snapshot, or remove the tag if its data is truly gone"
+                    "the volume carries {} `{}={tag}` (protokube formatted it) but the device \
+                     has no filesystem; it is never formatted again: restore the volume from a \
+                     snapshot, or remove the {} if its data is truly gone",
+                    facts.cloud.noun, facts.cloud.formatted_key, facts.cloud.noun
                 ));
             }
-            if let Some(snapshot) = &facts.cloud.snapshot_id {
+            if let Some(source) = &facts.cloud.made_from {
                 return DeviceDecision::Refuse(format!(
-                    "the volume was created from snapshot `{snapshot}` but the device has no \
+                    "the volume was made from {source} but the device has no \
                      filesystem blkid knows; {REFUSE_TAIL}"
                 ));
             }
@@ -441,7 +459,7 @@ pub fn decide_device(facts: &DeviceFacts) -> DeviceDecision {
 
 /// The decision for a volume a dry run has not attached: only the cloud's witness is known.
 pub fn predict_device(cloud: &CloudWitness) -> DeviceDecision {
-    match (&cloud.formatted_tag, &cloud.snapshot_id) {
+    match (&cloud.formatted_tag, &cloud.made_from) {
         (Some(tag), _) => DeviceDecision::CheckAndMount {
             uuid: Some(tag.clone()),
             unfinished: false,
@@ -516,7 +534,7 @@ mod tests {
             matches!(decide_device(&tagged), DeviceDecision::Refuse(m) if m.contains("never formatted again"))
         );
         let mut restored = facts(Signature::None);
-        restored.cloud.snapshot_id = Some("snap-1".into());
+        restored.cloud.made_from = Some("snapshot `snap-1`".into());
         assert!(
             matches!(decide_device(&restored), DeviceDecision::Refuse(m) if m.contains("snap-1"))
         );
@@ -635,7 +653,7 @@ mod tests {
         );
         let tagged = CloudWitness {
             formatted_tag: Some("u".into()),
-            snapshot_id: None,
+            ..CloudWitness::default()
         };
         assert!(matches!(
             predict_device(&tagged),

@@ -27,6 +27,18 @@ pub enum RecordRole {
     KopsController,
 }
 
+impl RecordRole {
+    /// What a name of this role is, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::EtcdMember => "an etcd member's name",
+            Self::ApiInternal => "the internal API name",
+            Self::ApiPublic => "the public API name (spec.masterPublicName)",
+            Self::KopsController => "kops-controller's name",
+        }
+    }
+}
+
 /// A name and the addresses it should have. Empty addresses mean "unknown right now": the
 /// current record is kept (a member whose volume is attached nowhere keeps its record, so DNS
 /// does not flap during a failover).
@@ -99,6 +111,35 @@ pub fn desired_records(
     }
     records.push(kops_controller_record(cluster, masters));
     records
+}
+
+/// Why `name` (the spec's public API name) is a name the cluster already publishes for another
+/// purpose: `api.internal.<cluster>`, `kops-controller.internal.<cluster>`, or a name under the
+/// internal suffix (the etcd members') or under kOps' `internal.<cluster>`. Two records of one
+/// name would each overwrite the other.
+pub fn own_name_taken(cluster: &str, internal_suffix: &str, name: &str) -> Option<String> {
+    let fixed = [
+        (
+            format!("api.internal.{cluster}"),
+            "the cluster's internal API name",
+        ),
+        (
+            format!("kops-controller.internal.{cluster}"),
+            "kops-controller's name, where every node fetches its configuration",
+        ),
+    ];
+    if let Some((_, what)) = fixed.iter().find(|(own, _)| own == name) {
+        return Some(format!("`{name}` is {what}"));
+    }
+    let suffix = internal_suffix.trim_start_matches('.');
+    let kops_internal = format!("internal.{cluster}");
+    let apex = [suffix, kops_internal.as_str()]
+        .into_iter()
+        .find(|apex| crate::names::is_within(name, apex))?;
+    Some(format!(
+        "`{name}` is under `{apex}`, where the cluster's internal names live (its etcd members' \
+         among them)"
+    ))
 }
 
 /// `kops-controller.internal.<cluster>` → the masters' private addresses.
@@ -243,6 +284,8 @@ mod tests {
                 device: "/dev/xvdu".into(),
                 state: AttachmentState::Attached,
                 attach_time: None,
+                root: false,
+                read_only: false,
             }),
             cloud: Default::default(),
             etcd: vec![EtcdMembership {
@@ -263,6 +306,35 @@ mod tests {
                 .collect(),
             volumes: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_public_name_may_not_be_a_name_the_cluster_publishes_otherwise() {
+        let taken = |name: &str| own_name_taken("c.example.com", ".internal.c.example.com", name);
+        for name in [
+            "api.internal.c.example.com",
+            "kops-controller.internal.c.example.com",
+            "etcd-a.internal.c.example.com",
+            "etcd-events-b.internal.c.example.com",
+            "internal.c.example.com",
+            "anything.else.internal.c.example.com",
+        ] {
+            assert!(taken(name).is_some(), "{name}");
+        }
+        for name in [
+            "api.c.example.com",
+            "c.example.com",
+            "internal-api.c.example.com",
+        ] {
+            assert_eq!(taken(name), None, "{name}");
+        }
+        // A suffix of the operator's own (`--dns-internal-suffix`) is the etcd names' home too.
+        assert!(own_name_taken(
+            "c.example.com",
+            ".etcd.example.com",
+            "etcd-a.etcd.example.com"
+        )
+        .is_some());
     }
 
     #[test]

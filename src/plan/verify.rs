@@ -6,10 +6,10 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};
 
-use crate::cloud::{AttachmentState, DeviceNaming, InstanceInfo};
+use crate::cloud::{AttachmentState, InstanceInfo};
 use crate::plan::hosts::HostRecords;
 use crate::plan::state::{Verified, WorkerVerified};
-use crate::plan::volumes::{classify, plan_claims, ClaimPlan};
+use crate::plan::volumes::{classify, plan_claims, ClaimPlan, ProviderFacts};
 
 /// What this run does with the cloud.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,8 +92,8 @@ pub struct Local<'a> {
     /// The volumes mounted at protokube's own mount points here (from the mount table, whatever
     /// the record says).
     pub mounted: &'a BTreeSet<String>,
-    /// The provider's device naming (its root devices).
-    pub devices: &'a dyn DeviceNaming,
+    /// What the volume rules need of the provider (its root devices, its words).
+    pub provider: ProviderFacts<'a>,
 }
 
 /// Decides, once the masters have been asked for, whether the recorded check (not yet due, see
@@ -110,7 +110,12 @@ pub fn decide(recorded: &Verified, masters: &[InstanceInfo], local: &Local<'_>) 
             local.instance_id
         ));
     }
-    let discovery = classify(local.cluster, None, recorded.volumes.clone(), local.devices);
+    let discovery = classify(
+        local.cluster,
+        None,
+        recorded.volumes.clone(),
+        local.provider,
+    );
     let here: Vec<_> = discovery
         .volumes
         .into_iter()
@@ -246,11 +251,13 @@ mod tests {
                     device: "/dev/xvdu".into(),
                     state: AttachmentState::Attached,
                     attach_time: None,
+                    root: false,
+                    read_only: false,
                 })
                 .into_iter()
                 .collect(),
             tags,
-            snapshot_id: None,
+            made_from: None,
         }
     }
 
@@ -284,7 +291,10 @@ mod tests {
             instance_id: "i-a",
             zone: "za",
             mounted: &mounted,
-            devices: &crate::cloud::aws::devices::EbsDevices,
+            provider: ProviderFacts {
+                devices: &crate::cloud::aws::devices::EbsDevices,
+                words: &crate::cloud::tags::KopsTags,
+            },
         };
         decide(recorded, masters, &local)
     }

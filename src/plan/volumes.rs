@@ -9,7 +9,7 @@ use crate::cloud::tags::{
     CLUSTER as CLUSTER_TAG, ETCD_PREFIX as ETCD_TAG_PREFIX, MASTER_ROLE as MASTER_ROLE_TAG,
 };
 use crate::cloud::{AttachmentState, VolumeState};
-use crate::cloud::{CloudVolume, DeviceNaming, VolumeAttachment};
+use crate::cloud::{CloudVolume, DeviceNaming, MetadataWords, VolumeAttachment};
 use crate::etcd::{parse_etcd_tag, EtcdKey, EtcdMembership};
 use crate::plan::blank::{CloudWitness, FORMATTED_TAG};
 
@@ -32,12 +32,19 @@ pub struct EtcdVolume {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SkippedVolume {
     pub id: String,
+    pub zone: String,
     pub reason: String,
 }
 
 impl fmt::Display for SkippedVolume {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "skipped volume `{}`: {}", self.id, self.reason)
+        write!(
+            f,
+            "skipped volume `{}` in zone `{}`: {}",
+            self.id,
+            self.zone.escape_debug(),
+            self.reason
+        )
     }
 }
 
@@ -48,8 +55,16 @@ pub struct Discovery {
     pub skipped: Vec<SkippedVolume>,
 }
 
+/// What the volume rules need of the provider: its root device names (for clouds whose
+/// attachments do not say which is the root device) and its words for kOps' keys.
+#[derive(Clone, Copy, Debug)]
+pub struct ProviderFacts<'a> {
+    pub devices: &'a dyn DeviceNaming,
+    pub words: &'a dyn MetadataWords,
+}
+
 /// Sorts the volumes the cloud returned for `cluster` (in `zone`, or in any zone for `None`) into
-/// etcd volumes and skipped ones; `devices` knows the provider's root device names.
+/// etcd volumes and skipped ones; `provider` knows its root device names and its words.
 ///
 /// The cloud query already filters by cluster tag, role tag and zone; they are checked again here
 /// so that a lenient or misbehaving API can never hand us another cluster's volume.
@@ -57,15 +72,17 @@ pub fn classify(
     cluster: &str,
     zone: Option<&str>,
     cloud_volumes: Vec<CloudVolume>,
-    devices: &dyn DeviceNaming,
+    provider: ProviderFacts<'_>,
 ) -> Discovery {
     let mut discovery = Discovery::default();
     for volume in cloud_volumes {
-        match classify_one(cluster, zone, &volume, devices) {
+        match classify_one(cluster, zone, &volume, provider) {
             Ok(etcd) => discovery.volumes.push(EtcdVolume {
                 cloud: CloudWitness {
                     formatted_tag: volume.tags.get(FORMATTED_TAG).cloned(),
-                    snapshot_id: volume.snapshot_id.clone(),
+                    formatted_key: provider.words.key(FORMATTED_TAG),
+                    noun: provider.words.noun(),
+                    made_from: volume.made_from.clone(),
                 },
                 attachment: volume.attachments.into_iter().next(),
                 id: volume.id,
@@ -75,11 +92,12 @@ pub fn classify(
             }),
             Err(reason) => discovery.skipped.push(SkippedVolume {
                 id: volume.id,
+                zone: volume.zone,
                 reason,
             }),
         }
     }
-    refuse_duplicate_members(&mut discovery);
+    refuse_duplicate_members(&mut discovery, provider.words);
     discovery.volumes.sort_by(|a, b| a.id.cmp(&b.id));
     discovery.skipped.sort_by(|a, b| a.id.cmp(&b.id));
     discovery
@@ -88,8 +106,10 @@ pub fn classify(
 /// One member, one volume: when several volumes carry the same etcd member (a restored snapshot
 /// copy, a tag copied by hand), the one attached somewhere is the member's and the others are
 /// skipped; when none or several are attached, none can be told to be the member's and all are
-/// skipped. Each skip names the other volumes, so the operator can remove or retag the copy.
-fn refuse_duplicate_members(discovery: &mut Discovery) {
+/// skipped. Each skip names the other volumes with their zones (a provider whose volume ids are
+/// unique only within a zone can hold two of one name), so the operator can remove or retag
+/// the copy.
+fn refuse_duplicate_members(discovery: &mut Discovery, words: &dyn MetadataWords) {
     let mut holders: std::collections::BTreeMap<(&str, &str), Vec<usize>> = Default::default();
     for (index, volume) in discovery.volumes.iter().enumerate() {
         for membership in &volume.etcd {
@@ -117,22 +137,36 @@ fn refuse_duplicate_members(discovery: &mut Discovery) {
             if Some(index) == keep || refused.contains_key(&index) {
                 continue;
             }
-            let others: Vec<&str> = indexes
+            let others: Vec<String> = indexes
                 .iter()
                 .filter(|&&i| i != index)
-                .map(|&i| discovery.volumes[i].id.as_str())
+                .map(|&i| {
+                    let other = &discovery.volumes[i];
+                    let whose = other
+                        .attachment
+                        .as_ref()
+                        .map(|a| format!(", attached to `{}`", a.instance_id))
+                        .unwrap_or_default();
+                    format!(
+                        "`{}` in zone `{}`{whose}",
+                        other.id,
+                        other.zone.escape_debug()
+                    )
+                })
                 .collect();
             let why = if keep.is_some() {
                 "the attached one is taken as the member's"
             } else {
                 "none can be told to be the member's"
             };
+            let etcd_key = format!("{ETCD_TAG_PREFIX}{cluster}");
             refused.insert(
                 index,
                 format!(
-                    "it holds etcd `{cluster}` member `{member}` as `{}` does ({why}); one member \
-                     has one volume: delete the copy or remove its `{ETCD_TAG_PREFIX}{cluster}` tag",
-                    others.join("`, `")
+                    "it holds etcd `{cluster}` member `{member}` as {} does ({why}); one member \
+                     has one volume: delete the copy or remove its {}",
+                    others.join(", "),
+                    words.name(&etcd_key)
                 ),
             );
         }
@@ -141,6 +175,7 @@ fn refuse_duplicate_members(discovery: &mut Discovery) {
         let volume = discovery.volumes.remove(index);
         discovery.skipped.push(SkippedVolume {
             id: volume.id,
+            zone: volume.zone,
             reason,
         });
     }
@@ -150,28 +185,37 @@ fn classify_one(
     cluster: &str,
     zone: Option<&str>,
     volume: &CloudVolume,
-    devices: &dyn DeviceNaming,
+    provider: ProviderFacts<'_>,
 ) -> Result<Vec<EtcdMembership>, String> {
+    let words = provider.words;
+    // A root device is never touched, whatever its tags say: checked before them.
+    if let Some(root) = volume
+        .attachments
+        .iter()
+        .find(|a| a.root || provider.devices.is_root_device(&a.device))
+    {
+        return Err(format!(
+            "it is attached as root device `{}` of `{}`; protokube never touches a root device, \
+             whatever its {}s say (if it is not meant to hold etcd, remove its {})",
+            root.device,
+            root.instance_id,
+            words.noun(),
+            words.name(&format!("{ETCD_TAG_PREFIX}<cluster>"))
+        ));
+    }
     if volume.tags.get(CLUSTER_TAG).map(String::as_str) != Some(cluster) {
-        return Err(format!("its `{CLUSTER_TAG}` tag is not `{cluster}`"));
+        return Err(format!(
+            "its {} is not `{cluster}`",
+            words.name(CLUSTER_TAG)
+        ));
     }
     if !volume.tags.contains_key(MASTER_ROLE_TAG) {
-        return Err(format!("it has no `{MASTER_ROLE_TAG}` tag"));
+        return Err(format!("it has no {}", words.name(MASTER_ROLE_TAG)));
     }
     if let Some(zone) = zone.filter(|z| *z != volume.zone) {
         return Err(format!(
             "it is in zone `{}`, not `{zone}`",
             volume.zone.escape_debug()
-        ));
-    }
-    if let Some(root) = volume
-        .attachments
-        .iter()
-        .find(|a| devices.is_root_device(&a.device))
-    {
-        return Err(format!(
-            "it is attached as root device `{}` of `{}`",
-            root.device, root.instance_id
         ));
     }
     if volume.attachments.len() > 1 {
@@ -185,17 +229,15 @@ fn classify_one(
         let Some(cluster_key) = key.strip_prefix(ETCD_TAG_PREFIX) else {
             continue;
         };
-        let membership = parse_etcd_tag(cluster_key, value).map_err(|err| {
-            format!(
-                "malformed tag `{}` = `{}`: {err}",
-                key.escape_debug(),
-                value.escape_debug()
-            )
-        })?;
+        let membership = parse_etcd_tag(cluster_key, value)
+            .map_err(|err| format!("malformed {}: {err}", words.pair(key, value)))?;
         etcd.push(membership);
     }
     if etcd.is_empty() {
-        return Err(format!("it has no `{ETCD_TAG_PREFIX}<cluster>` tag"));
+        return Err(format!(
+            "it has no {}",
+            words.name(&format!("{ETCD_TAG_PREFIX}<cluster>"))
+        ));
     }
     for membership in &etcd {
         // The member's DNS name and pod name join the key and the member: each must still be
@@ -206,9 +248,8 @@ fn classify_one(
         ] {
             if joined.len() > 63 {
                 return Err(format!(
-                    "tag `{ETCD_TAG_PREFIX}{}` makes the name `{joined}` of {} characters; a DNS \
-                     label has 63 at most",
-                    membership.cluster,
+                    "{} makes the name `{joined}` of {} characters; a DNS label has 63 at most",
+                    words.name(&format!("{ETCD_TAG_PREFIX}{}", membership.cluster)),
                     joined.len()
                 ));
             }
@@ -353,9 +394,13 @@ mod tests {
     use super::*;
     use crate::cloud::aws::devices::EbsDevices;
 
-    /// Classified with EBS' root device names.
+    /// Classified with EBS' root device names and kOps' tags.
     fn classify(cluster: &str, zone: Option<&str>, volumes: Vec<CloudVolume>) -> Discovery {
-        super::classify(cluster, zone, volumes, &EbsDevices)
+        let provider = ProviderFacts {
+            devices: &EbsDevices,
+            words: &crate::cloud::tags::KopsTags,
+        };
+        super::classify(cluster, zone, volumes, provider)
     }
 
     fn membership(cluster: &str, member: &str, members: &[&str]) -> EtcdMembership {
@@ -368,7 +413,7 @@ mod tests {
             zone: "us-test-1a".into(),
             state: VolumeState::Available,
             attachments: vec![],
-            snapshot_id: None,
+            made_from: None,
             tags: tags
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -392,6 +437,8 @@ mod tests {
             device: "/dev/xvda".into(),
             state: AttachmentState::Attached,
             attach_time: None,
+            root: false,
+            read_only: false,
         });
         let mut elsewhere = cloud_volume("vol-zone", &base_tags(&[("k8s.io/etcd/main", "b/a,b")]));
         elsewhere.zone = "us-test-1b".into();
@@ -467,6 +514,8 @@ mod tests {
                 device: "/dev/xvdu".into(),
                 state: AttachmentState::Attached,
                 attach_time: None,
+                root: false,
+                read_only: false,
             });
             volume
         };
@@ -577,6 +626,8 @@ mod tests {
                 device: "/dev/xvdu".into(),
                 state: AttachmentState::Attached,
                 attach_time: None,
+                root: false,
+                read_only: false,
             });
             v
         };
@@ -628,6 +679,8 @@ mod tests {
             device: "/dev/xvdu".into(),
             state,
             attach_time: since.map(|d| SystemTime::UNIX_EPOCH + Duration::from_secs(10_000) - d),
+            root: false,
+            read_only: false,
         });
         v
     }

@@ -411,6 +411,8 @@ mod tests {
                     device: (*name).to_owned(),
                     state: crate::cloud::AttachmentState::Attached,
                     attach_time: None,
+                    root: false,
+                    read_only: false,
                 }];
                 world.volumes.push(other);
             }

@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail, Context as _, Result};
 
 use crate::apply::attach::wait_device;
 use crate::apply::intent;
-use crate::cloud::AccessDenied;
+use crate::cloud::{AccessDenied, MetadataWords};
 use crate::host::{FoundDevice, FsckResult, Host};
 use crate::paths::{volume_mountpoint, STATE_FILE};
 use crate::plan::blank::{
@@ -65,7 +65,7 @@ pub async fn run(
             Err(err) => errors.push(err.context(format!("volume `{}`", volume.id))),
         }
     }
-    warn_untagged(settings, &untagged, report);
+    warn_untagged(settings, snapshot.words(), &untagged, report);
     // A volume mounted here before that this run does not see (skipped for a bad tag, a retag
     // in flight) stays recorded while it is mounted: etcd may be running on it, and `reset`
     // must still find it.
@@ -104,6 +104,14 @@ async fn mount_volume(
     untagged: &mut Vec<Untagged>,
     report: &mut Report,
 ) -> Result<(MountedVolume, bool)> {
+    if let Some(attachment) = volume.attachment.as_ref().filter(|a| a.read_only) {
+        bail!(
+            "it is attached here read-only (as `{}`), the cloud says: etcd's data must be written, \
+             and a read-only filesystem cannot be checked or mounted for it; detach it and run \
+             protokube again, which attaches it read-write",
+            attachment.device
+        );
+    }
     let device_name = volume
         .attachment
         .as_ref()
@@ -436,16 +444,22 @@ struct Untagged {
 }
 
 /// One warning for the volumes formatted in this run whose formatted tag the cloud refused.
-fn warn_untagged(settings: &Settings, untagged: &[Untagged], report: &mut Report) {
+fn warn_untagged(
+    settings: &Settings,
+    words: &dyn MetadataWords,
+    untagged: &[Untagged],
+    report: &mut Report,
+) {
     let Some(first) = untagged.first() else {
         return;
     };
     let volumes: Vec<&str> = untagged.iter().map(|u| u.volume.as_str()).collect();
     report.warn(format!(
-        "the cloud refused the `{FORMATTED_TAG}` tag ({permission}) of {} after protokube \
+        "the cloud refused the {} ({permission}) of {} after protokube \
          formatted them: each format is recorded on this node (`{}`) instead, so the volumes \
          mount and are never formatted again, but the cloud's witness is missing; grant \
          `{permission}` on the cluster's volumes (the README's IAM section, `iam/`) to have it",
+        words.name(FORMATTED_TAG),
         volumes.join(", "),
         settings.root.path(crate::paths::FORMATTING_DIR).display(),
         permission = first.permission,

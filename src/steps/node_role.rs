@@ -31,7 +31,7 @@ pub async fn learn(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<L
         .instances
         .instance_tags(&instance_id)
         .await?;
-    let cluster = tags::cluster_of(&instance_id, &found)?;
+    let cluster = tags::cluster_of(&instance_id, &found, snapshot.words())?;
     let node = LearnedNode {
         instance_id,
         cluster,

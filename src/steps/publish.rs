@@ -1,7 +1,7 @@
 //! The publish step: the records etcd peers, nodes and users need, computed from the cloud's
 //! facts (plan), to where the run's DNS target puts them (`dns/`).
 
-use anyhow::{anyhow, Context as _, Result};
+use anyhow::{anyhow, bail, Context as _, Result};
 
 use crate::dns::target::{Desired, DnsTarget, Known, PublishOutcome};
 use crate::names::check_dns_name;
@@ -52,9 +52,20 @@ pub async fn run(
         // role has `DescribeInstances` alone).
         worker_records(&cluster.name, &masters)
     };
-    // Names from tags and the spec are untrusted: each must be a DNS name before it is written.
+    // Names from tags and the spec are untrusted: each must be a DNS name before it is written,
+    // and one name has one purpose (two records of one name would overwrite each other).
+    let mut seen = std::collections::BTreeMap::new();
     for record in &desired {
         check_dns_name(&record.name).map_err(|why| anyhow!("refusing to publish: {why}"))?;
+        if let Some(first) = seen.insert(record.name.as_str(), record.role) {
+            bail!(
+                "refusing to publish: `{}` would be both {} and {}; check \
+                 spec.masterPublicName and the volumes' etcd tags",
+                record.name,
+                first.describe(),
+                record.role.describe()
+            );
+        }
     }
     let desired = Desired {
         records: desired,

@@ -98,10 +98,12 @@ impl Vol {
                     device: device.clone(),
                     state: AttachmentState::Attached,
                     attach_time: None,
+                    root: false,
+                    read_only: false,
                 })
                 .collect(),
             tags,
-            snapshot_id: None,
+            made_from: None,
         }
     }
 }

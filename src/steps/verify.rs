@@ -102,7 +102,7 @@ pub async fn begin_master(
                 instance_id: &identity.instance_id,
                 zone: &identity.availability_zone,
                 mounted: &mounted,
-                devices: snapshot.devices(),
+                provider: snapshot.provider_facts(),
             };
             let check = decide(recorded, &masters, &local);
             match check {

@@ -11,14 +11,13 @@
 use crate::support;
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use support::bed::{Bed, NodeKind};
 use support::block::TestRoot;
+use support::kops::{all_unit_lines, flag, recording_systemctl, unit_line, World};
 use support::kube::{etcd_manager_pods, install_channels_tool, Certs, KubeApi};
-use support::{fixture, seed, Protokube};
+use support::Protokube;
 
 const MASTER: &str = "node-role.kubernetes.io/master";
 const CONTROL_PLANE: &str = "node-role.kubernetes.io/control-plane";
@@ -26,151 +25,6 @@ const ROLE: &str = "kubernetes.io/role";
 const PKI: &str = "kops.k8s.io/kops-controller-pki";
 const EXCLUDE_LB: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
 const HOSTNAME: &str = "kubernetes.io/hostname";
-
-/// The unit line of `name` (`1.18-docker`): its arguments, and where they came from.
-fn unit_line(name: &str) -> (Vec<String>, String) {
-    let text = std::fs::read_to_string(fixture(&format!("protokube-units/{name}.args"))).unwrap();
-    let mut lines = text.lines();
-    let origin = lines.next().unwrap().to_owned();
-    let args = lines
-        .next()
-        .unwrap()
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect();
-    (args, origin)
-}
-
-/// Every unit line kept in the fixtures.
-fn all_unit_lines() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(fixture("protokube-units"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter_map(|n| n.strip_suffix(".args").map(str::to_owned))
-        .collect();
-    names.sort();
-    names
-}
-
-fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    args.iter()
-        .find_map(|a| a.strip_prefix(name).and_then(|rest| rest.strip_prefix('=')))
-}
-
-/// A recording `systemctl` in a directory of its own, to put first on PATH: every call's
-/// arguments go to `<dir>/calls`; `is-active` says inactive (3), anything else succeeds.
-fn recording_systemctl() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let calls = dir.path().join("calls");
-    let script = dir.path().join("systemctl");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\necho \"$*\" >> {}\ncase \"$1\" in is-active) exit 3;; esac\nexit 0\n",
-            calls.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    dir
-}
-
-/// What a unit line's first loop run did.
-struct FirstRun {
-    stderr: String,
-    /// The first run's report (`PROTOKUBE_OUTPUT=json`).
-    report: serde_json::Value,
-    systemctl: Vec<String>,
-    exit_on_sigterm: Option<i32>,
-}
-
-/// The world a unit line runs in: the emulator and metadata of a control-plane instance of
-/// `cluster`, a hosted zone, the Kubernetes API stand-in.
-struct World {
-    bed: Bed,
-    zone: String,
-}
-
-impl World {
-    fn new(cluster: &str) -> Self {
-        let bed = Bed::new(NodeKind::Bare);
-        bed.tag_as_master(cluster);
-        let zone = support::runtime().block_on(async {
-            seed::hosted_zone(&bed.moto().route53().await, "example.com").await
-        });
-        Self { bed, zone }
-    }
-
-    /// Runs `args` as nodeup's unit does on a fresh root, until the first run is done, then
-    /// stops it with SIGTERM. `prepare` readies the root; `env` adds to nodeup's environment.
-    fn run(
-        &self,
-        args: &[String],
-        root: &TestRoot,
-        env: &[(&str, String)],
-        systemctl: &tempfile::TempDir,
-    ) -> FirstRun {
-        let args: Vec<String> = args
-            .iter()
-            .map(|a| a.replace("Z1AFAKE1ZON3YO", &self.zone))
-            .collect();
-        let logs = tempfile::tempdir().unwrap();
-        let (out, err) = (logs.path().join("stdout"), logs.path().join("stderr"));
-        let path = format!(
-            "{}:{}",
-            systemctl.path().display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let mut command = Protokube::new()
-            .moto(self.bed.moto())
-            .imds(self.bed.imds())
-            .env("PATH", path)
-            .env("PROTOKUBE_OUTPUT", "json")
-            .env("PROTOKUBE_ROOT", root.path());
-        for (key, value) in env {
-            command = command.env(key, value);
-        }
-        let mut daemon = command.args(&args).spawn_to(
-            std::fs::File::create(&out).unwrap(),
-            std::fs::File::create(&err).unwrap(),
-        );
-        let deadline = Instant::now() + Duration::from_mins(1);
-        let done = |text: &str| text.contains("run finished") || text.contains("protokube: error:");
-        loop {
-            let stderr = std::fs::read_to_string(&err).unwrap_or_default();
-            if done(&stderr) {
-                break;
-            }
-            if let Some(status) = daemon.try_wait().unwrap() {
-                panic!("{args:?} exited before its first run was done ({status}): {stderr}");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{args:?}: no first run:\n{stderr}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        // The report is printed right after the last log line.
-        std::thread::sleep(Duration::from_millis(200));
-        let exit = support::stop_with_sigterm(&mut daemon, Duration::from_secs(20));
-        let stdout = std::fs::read_to_string(&out).unwrap();
-        let report = serde_json::Deserializer::from_str(&stdout)
-            .into_iter::<serde_json::Value>()
-            .next()
-            .and_then(Result::ok)
-            .unwrap_or_else(|| panic!("{args:?}: no report on stdout: {stdout}"));
-        FirstRun {
-            stderr: std::fs::read_to_string(&err).unwrap(),
-            report,
-            systemctl: std::fs::read_to_string(systemctl.path().join("calls"))
-                .unwrap_or_default()
-                .lines()
-                .map(str::to_owned)
-                .collect(),
-            exit_on_sigterm: exit,
-        }
-    }
-}
 
 /// The labels kOps' protokube of the line's version gave.
 fn labels_of_version(name: &str, args: &[String]) -> Vec<&'static str> {

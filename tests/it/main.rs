@@ -11,6 +11,7 @@ mod support;
 
 mod architecture;
 mod bad_day;
+mod bad_day_5;
 mod blank_proof;
 mod boot;
 mod cli;

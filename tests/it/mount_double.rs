@@ -62,7 +62,7 @@ impl StrictVolumes {
                     state: VolumeState::Available,
                     attachments: vec![],
                     tags,
-                    snapshot_id: None,
+                    made_from: None,
                 };
                 (id.to_string(), volume)
             })
@@ -115,6 +115,8 @@ impl VolumeApi for StrictVolumes {
                 device: "/dev/xvdu".into(),
                 state: AttachmentState::Attached,
                 attach_time: None,
+                root: false,
+                read_only: false,
             }];
             return Ok(AttachOutcome::VolumeTaken(format!(
                 "VolumeInUse: {volume_id} is already attached to an instance"
@@ -138,6 +140,8 @@ impl VolumeApi for StrictVolumes {
                 AttachmentState::Attached
             },
             attach_time: None,
+            root: false,
+            read_only: false,
         }];
         Ok(AttachOutcome::Requested)
     }

@@ -150,6 +150,8 @@ fn volume_from_sdk(volume: &aws_sdk_ec2::types::Volume) -> Result<CloudVolume> {
                 attach_time: a
                     .attach_time()
                     .and_then(|t| std::time::SystemTime::try_from(*t).ok()),
+                root: false,
+                read_only: false,
             })
         })
         .collect::<Result<Vec<_>>>()?;
@@ -162,10 +164,10 @@ fn volume_from_sdk(volume: &aws_sdk_ec2::types::Volume) -> Result<CloudVolume> {
                 .ok_or_else(|| anyhow!("{answer} gave the volume state `{word}`, none of EC2's"))?
         },
         attachments,
-        snapshot_id: volume
+        made_from: volume
             .snapshot_id()
             .filter(|s| !s.is_empty())
-            .map(str::to_owned),
+            .map(|snapshot| format!("snapshot `{snapshot}`")),
         tags: volume
             .tags()
             .iter()

@@ -15,7 +15,8 @@ use anyhow::Result;
 use async_trait::async_trait;
 
 use crate::cloud::patient::Patient;
-use crate::cloud::{Cloud, CloudClients, DeviceNaming, InstanceMetadata, Placement};
+use crate::cloud::tags::KopsTags;
+use crate::cloud::{Cloud, CloudClients, DeviceNaming, InstanceMetadata, MetadataWords, Placement};
 use devices::EbsDevices;
 use patient::PatientEc2;
 use sdk::AwsSdk;
@@ -45,6 +46,11 @@ impl Cloud for AwsCloud {
 
     fn devices(&self) -> &dyn DeviceNaming {
         &EbsDevices
+    }
+
+    /// kOps tags EC2 resources with its keys as they are.
+    fn words(&self) -> &dyn MetadataWords {
+        &KopsTags
     }
 
     async fn connect(&self, placement: &Placement) -> Result<CloudClients> {

@@ -46,6 +46,8 @@ pub struct GoogleError {
     /// the body's `status`.
     pub reason: String,
     pub message: String,
+    /// Every reason the body gives (`errors[].reason`, `details[].reason`, `status`).
+    pub reasons: Vec<String>,
 }
 
 impl std::fmt::Display for GoogleError {
@@ -157,18 +159,41 @@ impl GoogleApi {
             .with_context(|| format!("reading the answer of `{}`", call.method_id))
     }
 
-    /// Up to [`MAX_ATTEMPTS`] attempts while Google answers busy.
+    /// Up to [`MAX_ATTEMPTS`] attempts while Google answers busy; a token Google rejects (401:
+    /// revoked, or the node's clock off) fetched again once.
     async fn attempts(&self, call: &Call<'_>) -> Result<Vec<u8>> {
         let mut backoff = Duration::from_millis(200);
         let mut attempt = 1;
+        let mut token_refetched = false;
         loop {
             match self.attempt(call).await? {
-                Ok(bytes) => return Ok(bytes),
-                Err(status)
+                Answer::Body(bytes) => return Ok(bytes),
+                Answer::TokenRejected(error) if !token_refetched => {
+                    tracing::info!(
+                        "Google Cloud rejected the access token ({}: {}); fetching a new one",
+                        error.reason,
+                        error.message
+                    );
+                    self.metadata.forget_token().await;
+                    token_refetched = true;
+                }
+                Answer::TokenRejected(error) => {
+                    // Waited for like credentials not there yet: the next attempt fetches
+                    // another token.
+                    self.metadata.forget_token().await;
+                    return Err(Unreachable(format!(
+                        "Google Cloud rejects the access tokens of the metadata server's default \
+                         service account (`{}`: HTTP 401 {}: {}); check the instance's service \
+                         account and the node's clock",
+                        call.method_id, error.reason, error.message
+                    ))
+                    .into());
+                }
+                Answer::Busy(said)
                     if attempt < MAX_ATTEMPTS && backoff < self.patience.deadline.remaining() =>
                 {
                     tracing::debug!(
-                        "`{}` answered HTTP {status}; trying again in {}",
+                        "`{}` answered {said}; trying again in {}",
                         call.method_id,
                         humantime::format_duration(backoff)
                     );
@@ -176,10 +201,10 @@ impl GoogleApi {
                     backoff = (backoff * 2).min(Duration::from_secs(10));
                     attempt += 1;
                 }
-                Err(status) => {
+                Answer::Busy(said) => {
                     return Err(NotReady(format!(
-                        "Google Cloud kept answering `{}` with HTTP {status} through its retries; \
-                         retry later",
+                        "Google Cloud kept answering `{}` with {said} through its retries; retry \
+                         later",
                         call.method_id
                     ))
                     .into())
@@ -188,9 +213,8 @@ impl GoogleApi {
         }
     }
 
-    /// One request: its body (`Ok(Ok)`), a busy answer to retry (`Ok(Err(status))`), or the
-    /// call's failure.
-    async fn attempt(&self, call: &Call<'_>) -> Result<std::result::Result<Vec<u8>, u16>> {
+    /// One request: its answer, or the call's failure.
+    async fn attempt(&self, call: &Call<'_>) -> Result<Answer> {
         let token = self.metadata.token().await?;
         let body = match &call.body {
             Some(value) => Bytes::from(serde_json::to_vec(value)?),
@@ -231,21 +255,26 @@ impl GoogleApi {
             }
         };
         if status.is_success() {
-            return Ok(Ok(bytes));
+            return Ok(Answer::Body(bytes));
         }
         if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
-            return Ok(Err(status.as_u16()));
+            return Ok(Answer::Busy(format!("HTTP {status}")));
         }
         let error = read_error(call.method_id, status.as_u16(), &bytes);
-        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-            return Err(AccessDenied {
+        match classify(&error) {
+            Kind::Busy => Ok(Answer::Busy(format!(
+                "HTTP {} {}",
+                error.status, error.reason
+            ))),
+            Kind::TokenRejected => Ok(Answer::TokenRejected(error)),
+            Kind::Denied => Err(AccessDenied {
                 cloud: "Google Cloud",
                 permission: permission(call.method_id).to_owned(),
                 detail: format!("HTTP {} {}: {}", error.status, error.reason, error.message),
             }
-            .into());
+            .into()),
+            Kind::Other => Err(error.into()),
         }
-        Err(error.into())
     }
 
     async fn send(&self, request: Request<Full<Bytes>>) -> Result<(StatusCode, Vec<u8>)> {
@@ -260,18 +289,79 @@ impl GoogleApi {
     }
 }
 
+/// What one answer of Google's was.
+enum Answer {
+    /// Success: the body.
+    Body(Vec<u8>),
+    /// Busy (429, 5xx, a rate limit), as said: try again after a while.
+    Busy(String),
+    /// The access token was not accepted (401).
+    TokenRejected(GoogleError),
+}
+
+/// How an error answer of Google's is taken.
+#[derive(Debug, PartialEq, Eq)]
+enum Kind {
+    /// A rate limit or quota per time (403 `rateLimitExceeded`, `userRateLimitExceeded`,
+    /// `RESOURCE_OPERATION_RATE_EXCEEDED`; Compute Engine's "wait a minute, then try again"),
+    /// or a resource not ready for the request yet (400 `resourceNotReady`: a disk still
+    /// detaching from a replaced master): tried again with backoff, then "not ready".
+    Busy,
+    /// 401: the token was not accepted (expired early, revoked, the clock off).
+    TokenRejected,
+    /// 403 for any other reason: a permission the credentials lack.
+    Denied,
+    /// Anything else: the caller decides (404, 409, 412, 400 …).
+    Other,
+}
+
+/// The reasons Google gives for a rate limit (`error.errors[].reason`, or `error.status` /
+/// `error.details[].reason` in the newer shape).
+const RATE_LIMIT_REASONS: [&str; 4] = [
+    "rateLimitExceeded",
+    "userRateLimitExceeded",
+    "RESOURCE_OPERATION_RATE_EXCEEDED",
+    "RATE_LIMIT_EXCEEDED",
+];
+
+fn classify(error: &GoogleError) -> Kind {
+    let said = |reasons: &[&str]| error.reasons.iter().any(|r| reasons.contains(&r.as_str()));
+    match error.status {
+        401 => Kind::TokenRejected,
+        403 if said(&RATE_LIMIT_REASONS) => Kind::Busy,
+        403 => Kind::Denied,
+        400 if said(&["resourceNotReady"]) => Kind::Busy,
+        _ => Kind::Other,
+    }
+}
+
 /// Google's error body (`{"error": {"code", "message", "status", "errors": [{"reason"}]}}`),
 /// read as far as it goes.
 fn read_error(method_id: &str, status: u16, body: &[u8]) -> GoogleError {
     let value: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
     let error = &value["error"];
     let text = |v: &serde_json::Value| v.as_str().map(str::to_owned);
+    let listed = |field: &str| -> Vec<String> {
+        error[field]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|item| text(&item["reason"]))
+            .collect()
+    };
+    let reasons: Vec<String> = listed("errors")
+        .into_iter()
+        .chain(listed("details"))
+        .chain(text(&error["status"]))
+        .collect();
     GoogleError {
         method: method_id.to_owned(),
         status,
-        reason: text(&error["errors"][0]["reason"])
-            .or_else(|| text(&error["status"]))
+        reason: reasons
+            .first()
+            .cloned()
             .unwrap_or_else(|| "unknown".to_owned()),
+        reasons,
         message: text(&error["message"])
             .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned()),
     }
@@ -360,5 +450,53 @@ mod tests {
         let error = read_error("x", 502, b"<html>bad gateway</html>");
         assert_eq!(error.reason, "unknown");
         assert!(error.message.contains("bad gateway"));
+    }
+
+    #[test]
+    fn google_answers_are_taken_as_google_documents_them() {
+        let kind = |status: u16, body: &str| classify(&read_error("m", status, body.as_bytes()));
+        // Compute Engine's rate quotas (the answer a fleet booting together gets).
+        assert_eq!(
+            kind(
+                403,
+                r#"{"error": {"code": 403, "message": "Rate Limit Exceeded", "errors": [{"domain": "usageLimits", "reason": "rateLimitExceeded"}]}}"#
+            ),
+            Kind::Busy
+        );
+        assert_eq!(
+            kind(
+                403,
+                r#"{"error": {"code": 403, "message": "m", "status": "PERMISSION_DENIED", "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "RESOURCE_OPERATION_RATE_EXCEEDED"}]}}"#
+            ),
+            Kind::Busy
+        );
+        assert_eq!(
+            kind(
+                403,
+                r#"{"error": {"code": 403, "message": "Required 'compute.disks.list' permission", "errors": [{"reason": "forbidden"}]}}"#
+            ),
+            Kind::Denied
+        );
+        assert_eq!(
+            kind(
+                400,
+                r#"{"error": {"code": 400, "message": "The resource is not ready", "errors": [{"reason": "resourceNotReady"}]}}"#
+            ),
+            Kind::Busy
+        );
+        assert_eq!(
+            kind(
+                401,
+                r#"{"error": {"code": 401, "message": "Request had invalid authentication credentials.", "status": "UNAUTHENTICATED"}}"#
+            ),
+            Kind::TokenRejected
+        );
+        assert_eq!(
+            kind(
+                400,
+                r#"{"error": {"errors": [{"reason": "resourceInUseByAnotherResource"}]}}"#
+            ),
+            Kind::Other
+        );
     }
 }

@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context as _, Result};
 use async_trait::async_trait;
 use hyper::Method;
 use serde::Deserialize;
@@ -22,7 +22,7 @@ use crate::cloud::{
     tags, AttachOutcome, AttachmentState, CloudVolume, InstanceApi, InstanceInfo, InstanceVolume,
     Placement, VolumeApi, VolumeAttachment, VolumeQuery, VolumeState,
 };
-use crate::error::NotReady;
+use crate::error::{caused_by, NotReady};
 
 /// Largest page asked for; with the label filter one page is the normal case.
 const PAGE_SIZE: &str = "500";
@@ -66,13 +66,13 @@ struct ScopedDisks {
     disks: Vec<Disk>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Clone, Deserialize, Default)]
 struct ScopedInstances {
     #[serde(default)]
     instances: Vec<Instance>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Instance {
     name: Option<String>,
@@ -86,7 +86,7 @@ struct Instance {
     metadata: Option<InstanceMetadataItems>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct NetworkInterface {
     #[serde(rename = "networkIP")]
@@ -98,7 +98,7 @@ struct NetworkInterface {
     ipv6_access_configs: Vec<AccessConfig>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct AccessConfig {
     #[serde(rename = "natIP")]
@@ -106,22 +106,24 @@ struct AccessConfig {
     external_ipv6: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct AttachedDisk {
     device_name: Option<String>,
     source: Option<String>,
     #[serde(default)]
     boot: bool,
+    /// `READ_WRITE` (the default) or `READ_ONLY`.
+    mode: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 struct InstanceMetadataItems {
     #[serde(default)]
     items: Vec<MetadataEntry>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 struct MetadataEntry {
     key: String,
     value: Option<String>,
@@ -154,7 +156,13 @@ pub struct Compute {
     placement: Placement,
     /// The zone of each disk seen, for calls that name a disk only.
     disk_zones: Mutex<BTreeMap<String, String>>,
+    /// The cluster's instances in the region, listed once per run: the masters and the
+    /// attachments of the cluster's disks (a full check's two questions share the one call).
+    cluster_instances: tokio::sync::OnceCell<Vec<Instance>>,
 }
+
+/// How each instance that uses a disk holds its disks: instance name → its attached disks.
+type Attachments = BTreeMap<String, Vec<AttachedDisk>>;
 
 impl Compute {
     pub fn new(api: Arc<GoogleApi>, project: String, placement: Placement) -> Self {
@@ -163,6 +171,7 @@ impl Compute {
             project,
             placement,
             disk_zones: Mutex::new(BTreeMap::new()),
+            cluster_instances: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -201,8 +210,14 @@ impl Compute {
             .unwrap_or_else(|| self.placement.zone.clone())
     }
 
-    /// A disk as the traits see it, under kOps' keys for `cluster`.
-    fn volume(&self, disk: Disk, cluster: Option<&str>) -> Result<CloudVolume> {
+    /// A disk as the traits see it, under kOps' keys for `cluster`; `attachments` says how its
+    /// users hold it (device name, boot disk, mode).
+    fn volume(
+        &self,
+        disk: Disk,
+        cluster: Option<&str>,
+        attachments: &Attachments,
+    ) -> Result<CloudVolume> {
         let answer = "compute.disks";
         let name = required(disk.name, "name", answer)?;
         let zone = last_part(&required(disk.zone, "zone", answer)?).to_owned();
@@ -221,30 +236,104 @@ impl Compute {
                 other.escape_debug()
             ),
         };
-        // A disk is attached under the device name it was given, the disk's own name as kOps
-        // and protokube give it; Compute Engine has no `attaching` on the disk itself.
+        // A disk is attached under the device name it was given (the disk's own name as kOps
+        // and protokube give it, `persistent-disk-<n>` when attached without one), as the
+        // user's boot disk or not, read-write or read-only: the instance says. Compute Engine
+        // has no `attaching` on the disk itself.
         let attachments = disk
             .users
             .iter()
-            .map(|user| VolumeAttachment {
-                instance_id: last_part(user).to_owned(),
-                device: name.clone(),
-                state: AttachmentState::Attached,
-                attach_time: None,
+            .map(|user| {
+                let instance = last_part(user);
+                let held = attachments.get(instance).into_iter().flatten().find(|d| {
+                    d.source
+                        .as_deref()
+                        .is_some_and(|s| same_disk(s, user, &name))
+                });
+                VolumeAttachment {
+                    instance_id: instance.to_owned(),
+                    device: held
+                        .and_then(|d| d.device_name.clone())
+                        .unwrap_or_else(|| name.clone()),
+                    state: AttachmentState::Attached,
+                    attach_time: None,
+                    root: held.is_some_and(|d| d.boot),
+                    read_only: held.is_some_and(|d| d.mode.as_deref() == Some("READ_ONLY")),
+                }
             })
             .collect();
-        let snapshot_id = disk
-            .source_snapshot
-            .or(disk.source_image)
-            .filter(|source| !source.is_empty());
+        let made_from = [
+            ("sourceSnapshot", disk.source_snapshot),
+            ("sourceImage", disk.source_image),
+        ]
+        .into_iter()
+        .find_map(|(field, source)| {
+            source
+                .filter(|s| !s.is_empty())
+                .map(|s| format!("`{s}` (its `{field}`)"))
+        });
         Ok(CloudVolume {
             tags: labels::to_tags(&disk.labels, cluster),
             id: name,
             zone,
             state,
             attachments,
-            snapshot_id,
+            made_from,
         })
+    }
+
+    /// How the instances using `disks` hold them: from the cluster's instance listing where
+    /// `listed` (the region's full check lists them anyway), else read one by one (a zone's
+    /// disks are used by this node, or by a master of its zone).
+    async fn attachments(
+        &self,
+        disks: &[Disk],
+        listed: Option<&[Instance]>,
+    ) -> Result<Attachments> {
+        let mut out = Attachments::new();
+        for instance in listed.unwrap_or_default() {
+            if let Some(name) = &instance.name {
+                out.insert(name.clone(), instance.disks.clone());
+            }
+        }
+        let users: std::collections::BTreeSet<&str> = disks
+            .iter()
+            .flat_map(|d| &d.users)
+            .map(String::as_str)
+            .collect();
+        for user in users {
+            let name = last_part(user);
+            if out.contains_key(name) {
+                continue;
+            }
+            let zone = user_zone(user).unwrap_or(&self.placement.zone).to_owned();
+            match self.instance_in(&zone, name).await {
+                Ok(instance) => {
+                    out.insert(name.to_owned(), instance.disks);
+                }
+                // Gone since the disk was read: nothing holds the disk there any more.
+                Err(err) if GoogleError::in_chain(&err).is_some_and(|e| e.status == 404) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The cluster's instances in every zone of the region (one `instances.aggregatedList`
+    /// per run).
+    async fn cluster_instances(&self, cluster: &str) -> Result<&[Instance]> {
+        self.cluster_instances
+            .get_or_try_init(|| async {
+                Ok::<_, anyhow::Error>(
+                    self.aggregated::<ScopedInstances>("instances", cluster)
+                        .await?
+                        .into_iter()
+                        .flat_map(|scoped| scoped.instances)
+                        .collect(),
+                )
+            })
+            .await
+            .map(Vec::as_slice)
     }
 
     async fn disk(&self, name: &str) -> Result<Option<Disk>> {
@@ -260,30 +349,57 @@ impl Compute {
     }
 
     async fn instance(&self, name: &str) -> Result<Instance> {
-        let path = self.zonal(&self.placement.zone, &format!("instances/{}", escape(name)));
+        self.instance_in(&self.placement.zone.clone(), name).await
+    }
+
+    async fn instance_in(&self, zone: &str, name: &str) -> Result<Instance> {
+        let path = self.zonal(zone, &format!("instances/{}", escape(name)));
         self.call("compute.instances.get", Method::GET, path, &[], None)
             .await
     }
 
-    /// Waits for zone operation `operation` (of the node's zone) to be `DONE`, within the run's
-    /// deadline; its error, if any.
-    async fn finish(&self, operation: Operation) -> Result<Option<OperationErrorItem>> {
+    /// Waits for zone operation `operation` (of the node's zone; `what` it does, in words) to
+    /// be `DONE`, within the run's deadline; its error, if any. An operation still running at
+    /// the deadline is "not ready", saying so: Compute Engine finishes it on its own.
+    async fn finish(&self, what: &str, operation: Operation) -> Result<Option<OperationErrorItem>> {
+        let deadline = self.api.patience().deadline;
         let mut operation = operation;
         loop {
             if operation.status.as_deref() == Some("DONE") {
                 return Ok(operation.error.and_then(|e| e.errors.into_iter().next()));
             }
             let name = required(operation.name.clone(), "name", "compute.zoneOperations")?;
+            let still_running = || -> anyhow::Error {
+                NotReady(format!(
+                    "the zone operation `{name}` ({what}) was still `{}` at the run's deadline \
+                     (--timeout {}); Compute Engine finishes it on its own, the next run sees \
+                     its outcome; retry later",
+                    operation.status.as_deref().unwrap_or("PENDING"),
+                    humantime::format_duration(self.api.patience().timeout)
+                ))
+                .into()
+            };
+            if deadline.remaining().is_zero() {
+                return Err(still_running());
+            }
             let path = self.zonal(
                 &self.placement.zone,
                 &format!("operations/{}/wait", escape(&name)),
             );
             // `wait` answers when the operation is done, or after up to two minutes.
-            operation = self
+            let waited = self
                 .call("compute.zoneOperations.wait", Method::POST, path, &[], None)
-                .await?;
+                .await;
+            operation = match waited {
+                Ok(next) => next,
+                // The deadline came while Compute Engine still held the wait.
+                Err(err) if deadline.remaining().is_zero() && caused_by::<NotReady>(&err) => {
+                    return Err(still_running())
+                }
+                Err(err) => return Err(err),
+            };
             if operation.status.as_deref() != Some("DONE") {
-                tokio::time::sleep(Duration::from_millis(500)).await;
+                tokio::time::sleep(Duration::from_millis(500).min(deadline.remaining())).await;
             }
         }
     }
@@ -400,6 +516,32 @@ fn instance_info(instance: Instance) -> Result<InstanceInfo> {
     })
 }
 
+/// The zone of an instance's resource URL (`…/zones/<zone>/instances/<name>`).
+fn user_zone(user: &str) -> Option<&str> {
+    let mut parts = user.rsplit('/');
+    let _name = parts.next()?;
+    (parts.next()? == "instances").then_some(())?;
+    parts.next()
+}
+
+/// Whether the attached disk `source` (a disk URL) is disk `name` of the zone of `user` (a disk
+/// is zonal: one name can be another zone's disk).
+fn same_disk(source: &str, user: &str, name: &str) -> bool {
+    last_part(source) == name
+        && match (disk_zone(source), user_zone(user)) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        }
+}
+
+/// The zone of a disk's resource URL (`…/zones/<zone>/disks/<name>`).
+fn disk_zone(source: &str) -> Option<&str> {
+    let mut parts = source.rsplit('/');
+    let _name = parts.next()?;
+    (parts.next()? == "disks").then_some(())?;
+    parts.next()
+}
+
 fn is_master(instance: &Instance) -> bool {
     ["master", "control-plane"].iter().any(|role| {
         instance
@@ -423,20 +565,27 @@ impl VolumeApi for Compute {
                 .flat_map(|scoped| scoped.disks)
                 .collect()
         };
+        let listed = match query.zone {
+            Some(_) => None,
+            None => Some(self.cluster_instances(cluster).await?),
+        };
+        let attachments = self.attachments(&disks, listed).await?;
         disks
             .into_iter()
-            .map(|disk| self.volume(disk, Some(cluster)))
+            .map(|disk| self.volume(disk, Some(cluster), &attachments))
             .collect()
     }
 
     async fn volumes_by_id(&self, volume_ids: &[String]) -> Result<Vec<CloudVolume>> {
-        let mut out = Vec::new();
+        let mut disks = Vec::new();
         for id in volume_ids {
-            if let Some(disk) = self.disk(id).await? {
-                out.push(self.volume(disk, None)?);
-            }
+            disks.extend(self.disk(id).await?);
         }
-        Ok(out)
+        let attachments = self.attachments(&disks, None).await?;
+        disks
+            .into_iter()
+            .map(|disk| self.volume(disk, None, &attachments))
+            .collect()
     }
 
     async fn attach_volume(
@@ -492,7 +641,8 @@ impl VolumeApi for Compute {
                 }
             }
         };
-        match self.finish(operation).await? {
+        let what = format!("attaching disk `{volume_id}` to `{instance_id}`");
+        match self.finish(&what, operation).await? {
             None => Ok(AttachOutcome::Requested),
             Some(error) if error.code.as_deref() == Some("RESOURCE_IN_USE_BY_ANOTHER_RESOURCE") => {
                 Ok(AttachOutcome::VolumeTaken(
@@ -544,14 +694,15 @@ impl VolumeApi for Compute {
                 .await
             {
                 Ok(operation) => {
-                    return match self.finish(operation).await? {
+                    let what = format!("setting the label `{label}` of disk `{volume_id}`");
+                    return match self.finish(&what, operation).await? {
                         None => Ok(()),
                         Some(error) => bail!(
                             "labelling disk `{volume_id}` failed: {}: {}",
                             error.code.unwrap_or_default(),
                             error.message.unwrap_or_default()
                         ),
-                    }
+                    };
                 }
                 // Someone changed the labels since they were read: read them again.
                 Err(err)
@@ -596,7 +747,8 @@ impl VolumeApi for Compute {
                 None,
             )
             .await?;
-        match self.finish(operation).await? {
+        let what = format!("detaching disk `{volume_id}` from `{instance_id}`");
+        match self.finish(&what, operation).await? {
             None => Ok(()),
             Some(error) => bail!(
                 "detaching disk `{volume_id}` from `{instance_id}` failed: {}: {}",
@@ -609,9 +761,46 @@ impl VolumeApi for Compute {
 
 #[async_trait]
 impl InstanceApi for Compute {
-    /// kOps' labels under kOps' keys; the cluster's name from the instance's `cluster-name`
-    /// metadata (its label carries the name with `.` as `-`).
+    /// This instance's: its cluster from the metadata server's `instance/attributes/cluster-name`
+    /// and its role from its network tags (`instance/tags`: kOps tags every version's
+    /// control-plane instances `<cluster>-k8s-io-role-master`), both free of any IAM permission
+    /// (kOps 1.36 gives its GCE workers no role at all). Another instance's, or one whose
+    /// metadata names no cluster: its labels under kOps' keys (`compute.instances.get`).
     async fn instance_tags(&self, instance_id: &str) -> Result<BTreeMap<String, String>> {
+        let metadata = self.api.metadata();
+        let patience = self.api.patience();
+        let read = |path: &'static str| async move {
+            let what = format!("the GCE metadata server (`{path}`)");
+            patience.wait(&what, || metadata.get(path)).await
+        };
+        let own = read("instance/name").await?.map(|n| n.trim().to_owned());
+        if own.as_deref() == Some(instance_id) {
+            let cluster = read("instance/attributes/cluster-name")
+                .await?
+                .map(|c| c.trim().to_owned())
+                .filter(|c| !c.is_empty());
+            if let Some(cluster) = cluster {
+                let network_tags: Vec<String> = match read("instance/tags").await? {
+                    Some(text) => serde_json::from_str(&text).with_context(|| {
+                        "reading the metadata server's `instance/tags` (a JSON list)"
+                    })?,
+                    None => Vec::new(),
+                };
+                let mut tags = BTreeMap::from([(tags::CLUSTER.to_owned(), cluster.clone())]);
+                for (role, key) in [
+                    ("master", tags::MASTER_ROLE),
+                    ("control-plane", tags::CONTROL_PLANE_ROLE),
+                ] {
+                    if labels::role_tags(&cluster, role)
+                        .iter()
+                        .any(|tag| network_tags.contains(tag))
+                    {
+                        tags.insert(key.to_owned(), String::new());
+                    }
+                }
+                return Ok(tags);
+            }
+        }
         let instance = self.instance(instance_id).await?;
         let cluster = instance
             .metadata
@@ -627,11 +816,11 @@ impl InstanceApi for Compute {
     }
 
     async fn running_masters(&self, cluster: &str) -> Result<Vec<InstanceInfo>> {
-        self.aggregated::<ScopedInstances>("instances", cluster)
+        self.cluster_instances(cluster)
             .await?
-            .into_iter()
-            .flat_map(|scoped| scoped.instances)
+            .iter()
             .filter(|i| i.status.as_deref() == Some("RUNNING") && is_master(i))
+            .cloned()
             .map(instance_info)
             .collect()
     }

@@ -1,6 +1,8 @@
 //! Persistent disk device naming: a disk is attached under its own name as device name (as kOps
-//! and its older protokube did), and appears at `/dev/disk/by-id/google-<device name>` (udev's
-//! link, on SCSI and NVMe alike).
+//! and its older protokube did), and appears at `/dev/disk/by-id/google-<device name>` (the
+//! link of Google's guest udev rules, on SCSI and NVMe alike) or
+//! `/dev/disk/by-id/scsi-0Google_PersistentDisk_<device name>` (systemd's stock rules, on images
+//! without Google's guest environment).
 
 use std::path::PathBuf;
 
@@ -23,20 +25,29 @@ impl DeviceNaming for PersistentDiskDevices {
         1
     }
 
-    /// A boot disk is never labelled as an etcd volume; nothing is told by its device name.
+    /// Nothing is told by a device name (a boot disk is `persistent-disk-0` from kOps, the
+    /// instance's name from gcloud): the instance says which disk it boots from, and the
+    /// attachment carries it.
     fn is_root_device(&self, _device: &str) -> bool {
         false
     }
 
-    /// The by-id link udev makes from the device name; an NVMe disk's serial does not name
-    /// the disk, so the link is what identifies it.
+    /// The by-id links udev makes from the attachment's device name (`requested`: the real
+    /// one, a disk attached by hand keeps its own); an NVMe disk's serial does not name the
+    /// disk, so the link is what identifies it.
     fn hint(&self, volume_id: &str, requested: &str) -> DeviceHint {
         DeviceHint {
             volume_id: volume_id.to_owned(),
-            candidates: vec![DeviceCandidate {
-                path: PathBuf::from(format!("/dev/disk/by-id/google-{requested}")),
+            candidates: [
+                format!("/dev/disk/by-id/google-{requested}"),
+                format!("/dev/disk/by-id/scsi-0Google_PersistentDisk_{requested}"),
+            ]
+            .into_iter()
+            .map(|path| DeviceCandidate {
+                path: PathBuf::from(path),
                 nvme_link: false,
-            }],
+            })
+            .collect(),
             nvme_serial: None,
         }
     }
@@ -61,6 +72,10 @@ mod tests {
         assert_eq!(
             hint.candidates[0].path,
             PathBuf::from("/dev/disk/by-id/google-a-etcd-main-ha")
+        );
+        assert_eq!(
+            hint.candidates[1].path,
+            PathBuf::from("/dev/disk/by-id/scsi-0Google_PersistentDisk_a-etcd-main-ha")
         );
         assert_eq!(hint.nvme_serial, None);
     }

@@ -51,6 +51,40 @@ pub fn decode(label: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// The network tags kOps gives the instances of `role` (`master`, `control-plane`) in
+/// `cluster`: `<cluster, '.' → '-'>-k8s-io-role-<role>`, as kOps ≤ 1.22 writes it
+/// (`GCETagForRole`), and as kOps ≥ 1.23 writes it (`TagForRole`: `ClusterPrefixedName`, the
+/// cluster part cut to fit 63 characters with a hash of it).
+pub fn role_tags(cluster: &str, role: &str) -> [String; 2] {
+    let suffix = format!("-{ROLE_PREFIX}{role}");
+    let safe = cluster_value(cluster);
+    let plain = format!("{safe}{suffix}");
+    let room = 63_usize.saturating_sub(suffix.len());
+    let prefixed = if safe.len() <= room {
+        plain.clone()
+    } else {
+        let hash = kops_hash(&safe);
+        let keep = room.saturating_sub(hash.len() + 1).min(safe.len());
+        format!("{}-{hash}{suffix}", &safe[..keep])
+    };
+    [plain, prefixed]
+}
+
+/// kOps' `truncate.HashString(s, 6)`: FNV-1a (32 bits), base32 "hex" lowercased, its first six
+/// characters.
+fn kops_hash(value: &str) -> String {
+    const ALPHABET: &[u8; 32] = b"0123456789abcdefghijklmnopqrstuv";
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in value.bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    // Six characters of five bits each: the hash's first 30 bits.
+    (0..6)
+        .map(|i| char::from(ALPHABET[((hash >> (27 - 5 * i)) & 31) as usize]))
+        .collect()
+}
+
 /// The cluster label's value for `cluster`: kOps' `SafeClusterName`.
 pub fn cluster_value(cluster: &str) -> String {
     cluster.replace('.', "-")
@@ -76,7 +110,10 @@ pub fn to_tags(
             out.insert(tags::CLUSTER.to_owned(), name);
         } else if key == FORMATTED_LABEL {
             out.insert(FORMATTED_TAG.to_owned(), value.clone());
-        } else if let Some(cluster_key) = key.strip_prefix(ETCD_VERSION_PREFIX) {
+        } else if let Some(encoded_key) = key.strip_prefix(ETCD_VERSION_PREFIX) {
+            // protokube encodes the cluster key of its own label (`my-etcd` → `my-2detcd`):
+            // read back exactly as written.
+            let cluster_key = decode(encoded_key).unwrap_or_else(|| encoded_key.to_owned());
             out.insert(
                 format!("{}{cluster_key}", tags::ETCD_VERSION_PREFIX),
                 decoded(),
@@ -90,6 +127,45 @@ pub fn to_tags(
         }
     }
     out
+}
+
+/// kOps' keys as GCE labels, for messages: the key an operator finds on the disk or instance,
+/// and the value as stored (encoded where kOps encodes it).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GceLabels;
+
+impl crate::cloud::MetadataWords for GceLabels {
+    fn noun(&self) -> &'static str {
+        "label"
+    }
+
+    fn key(&self, key: &str) -> String {
+        if key == tags::CLUSTER {
+            CLUSTER_LABEL.to_owned()
+        } else if key == FORMATTED_TAG {
+            FORMATTED_LABEL.to_owned()
+        } else if key == tags::MASTER_ROLE {
+            format!("{ROLE_PREFIX}master")
+        } else if key == tags::CONTROL_PLANE_ROLE {
+            format!("{ROLE_PREFIX}control-plane")
+        } else if let Some(cluster_key) = key.strip_prefix(tags::ETCD_VERSION_PREFIX) {
+            format!("{ETCD_VERSION_PREFIX}{}", encode(cluster_key))
+        } else if let Some(cluster_key) = key.strip_prefix(tags::ETCD_PREFIX) {
+            format!("{ETCD_PREFIX}{cluster_key}")
+        } else {
+            key.to_owned()
+        }
+    }
+
+    fn value(&self, key: &str, value: &str) -> String {
+        if key == tags::CLUSTER {
+            cluster_value(value)
+        } else if key.starts_with(tags::ETCD_PREFIX) || key.starts_with(tags::ETCD_VERSION_PREFIX) {
+            encode(value)
+        } else {
+            value.to_owned()
+        }
+    }
 }
 
 /// The GCE label for a key and value protokube writes (`tag_volume`): the formatted tag as it
@@ -151,6 +227,38 @@ mod tests {
         assert_eq!(
             to_tags(&labels, Some("other.example.com"))[tags::CLUSTER],
             "ha-example-com"
+        );
+    }
+
+    #[test]
+    fn role_tags_are_kops_network_tags_long_names_cut_with_kops_hash() {
+        assert_eq!(
+            role_tags("ha.example.com", "master"),
+            [
+                "ha-example-com-k8s-io-role-master".to_owned(),
+                "ha-example-com-k8s-io-role-master".to_owned()
+            ]
+        );
+        // kOps' integration test `minimal_gce_longclustername` (release-1.30
+        // tests/integration/update_cluster/minimal_gce_longclustername/kubernetes.tf).
+        let [plain, prefixed] = role_tags(
+            "minimal-gce-with-a-very-very-very-very-very-long-name.example.com",
+            "master",
+        );
+        assert_eq!(
+            plain,
+            "minimal-gce-with-a-very-very-very-very-very-long-name-example-com-k8s-io-role-master"
+        );
+        assert_eq!(
+            prefixed,
+            "minimal-gce-with-a-very-very-very-ver-96dqvi-k8s-io-role-master"
+        );
+        assert_eq!(
+            role_tags(
+                "minimal-gce-with-a-very-very-very-very-very-long-name.example.com",
+                "control-plane"
+            )[1],
+            "minimal-gce-with-a-very-very-v-96dqvi-k8s-io-role-control-plane"
         );
     }
 

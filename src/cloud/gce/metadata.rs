@@ -119,6 +119,11 @@ impl MetadataServer {
         self.required("project/project-id").await
     }
 
+    /// Forgets the access token (Google rejected it): the next call fetches a new one.
+    pub async fn forget_token(&self) {
+        *self.token.lock().await = None;
+    }
+
     /// The default service account's access token, fetched again shortly before it expires.
     pub async fn token(&self) -> Result<String> {
         let mut cached = self.token.lock().await;

@@ -17,7 +17,7 @@ use anyhow::Result;
 use async_trait::async_trait;
 
 use crate::cloud::patient::Patient;
-use crate::cloud::{Cloud, CloudClients, DeviceNaming, InstanceMetadata, Placement};
+use crate::cloud::{Cloud, CloudClients, DeviceNaming, InstanceMetadata, MetadataWords, Placement};
 use api::GoogleApi;
 use compute::Compute;
 use devices::PersistentDiskDevices;
@@ -48,6 +48,10 @@ impl Cloud for GceCloud {
 
     fn devices(&self) -> &dyn DeviceNaming {
         &PersistentDiskDevices
+    }
+
+    fn words(&self) -> &dyn MetadataWords {
+        &labels::GceLabels
     }
 
     async fn connect(&self, placement: &Placement) -> Result<CloudClients> {

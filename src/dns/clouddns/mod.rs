@@ -330,10 +330,20 @@ impl ZoneApi for CloudDns {
                 Some(e) if e.status == 409 || e.status == 412 => {
                     Ok(ChangeResult::Conflict(e.message.clone()))
                 }
-                Some(e) if e.status == 404 => Err(ZoneGone {
-                    zone_id: zone.id.clone(),
+                // Cloud DNS answers 404 `notFound` both for a zone that is gone and for a
+                // deletion of a set that is gone (someone removed the name since it was read,
+                // or a retried change was applied the first time): the zone tells which.
+                Some(e) if e.status == 404 => {
+                    let message = e.message.clone();
+                    if self.zone_by_id(&zone.id).await?.is_some() {
+                        Ok(ChangeResult::Conflict(message))
+                    } else {
+                        Err(ZoneGone {
+                            zone_id: zone.id.clone(),
+                        }
+                        .into())
+                    }
                 }
-                .into()),
                 _ => Err(err),
             },
         }

@@ -182,7 +182,7 @@ impl ZoneRun<'_> {
         for (id, (zone, records)) in &by_zone {
             let plan = |existing: &[RecordSet]| plan(records, existing);
             let first = existing.remove(id).unwrap_or_default();
-            let outcomes = publish_zone(self, zone, records, first, plan).await?;
+            let outcomes = publish_zone(self, zone, records, first, plan, report).await?;
             for mut outcome in outcomes {
                 if let Some(reason) = &outcome.warning {
                     left_alone.push(LeftAlone {
@@ -287,21 +287,45 @@ fn names_by_zone<'a>(zones: &[Zone], desired: &'a [DesiredRecord]) -> Result<Zon
 }
 
 /// Applies `plan` to the names of one zone, starting from `existing` (read by the caller; read
-/// again after a conflict); returns what happened to each name.
+/// again after a conflict); returns what happened to each name. When it fails after the service
+/// accepted a batch (a later batch refused, the wait for the change cut by the deadline), the
+/// names that batch carried are reported before the failure: they are changed in the zone.
 async fn publish_zone(
+    run: &ZoneRun<'_>,
+    zone: &Zone,
+    records: &[&DesiredRecord],
+    existing: Vec<RecordSet>,
+    plan: impl Fn(&[RecordSet]) -> (Vec<RecordChange>, Vec<NameOutcome>),
+    report: &mut Report,
+) -> Result<Vec<NameOutcome>> {
+    // Each name is reported from the plan whose batch carried it.
+    let mut sent: BTreeMap<String, NameOutcome> = BTreeMap::new();
+    match send_zone_changes(run, zone, records, existing, plan, &mut sent).await {
+        Ok(last) => Ok(merge(last, sent)),
+        Err(err) => {
+            for outcome in sent.into_values() {
+                report_outcome(report, outcome, &zone.name);
+            }
+            Err(err)
+        }
+    }
+}
+
+/// [`publish_zone`]'s sending: plans, sends batches (recording in `sent` the names each
+/// accepted batch carried) and re-plans after a conflict; the last plan's outcomes.
+async fn send_zone_changes(
     run: &ZoneRun<'_>,
     zone: &Zone,
     records: &[&DesiredRecord],
     mut existing: Vec<RecordSet>,
     plan: impl Fn(&[RecordSet]) -> (Vec<RecordChange>, Vec<NameOutcome>),
+    sent: &mut BTreeMap<String, NameOutcome>,
 ) -> Result<Vec<NameOutcome>> {
     let (dns, options) = (run.dns, run.options);
-    // Each name is reported from the plan whose batch carried it.
-    let mut sent: BTreeMap<String, NameOutcome> = BTreeMap::new();
     for attempt in 1..=3 {
         let (changes, outcomes) = plan(&existing);
         if changes.is_empty() || options.dry_run {
-            return Ok(merge(outcomes, sent));
+            return Ok(outcomes);
         }
         let mut conflict = None;
         for batch in dns.batches(&changes) {
@@ -329,7 +353,7 @@ async fn publish_zone(
             }
         }
         match conflict {
-            None => return Ok(merge(outcomes, sent)),
+            None => return Ok(outcomes),
             Some(message) if attempt < 3 => {
                 tracing::info!(
                     "another writer changed zone `{}` first ({message}); reading it again",
@@ -392,6 +416,9 @@ fn report_outcome(report: &mut Report, outcome: NameOutcome, zone: &str) {
     });
 }
 
+/// Waits for the change to be in effect. A look at it that cannot be made (the service busy or
+/// unreachable, the deadline cutting it short) is one more look without an answer: the wait
+/// ends saying the change was still pending, not that the service is gone.
 async fn wait_in_sync(
     dns: &dyn ZoneApi,
     zone: &Zone,
@@ -404,7 +431,16 @@ async fn wait_in_sync(
         timeout,
         options.progress,
         options.wait_backoff.clone(),
-        || async { Ok(dns.change_in_sync(zone, change_id).await?.then_some(())) },
+        || async {
+            match dns.change_in_sync(zone, change_id).await {
+                Ok(done) => Ok(done.then_some(())),
+                Err(err) if crate::error::caused_by::<crate::error::NotReady>(&err) => {
+                    tracing::debug!("{}", crate::error::one_line(&err));
+                    Ok(None)
+                }
+                Err(err) => Err(err),
+            }
+        },
     )
     .await
 }

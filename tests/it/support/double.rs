@@ -39,6 +39,10 @@ impl Cloud for DoubleCloud {
         &EbsDevices
     }
 
+    fn words(&self) -> &dyn protokube::cloud::MetadataWords {
+        &protokube::cloud::tags::KopsTags
+    }
+
     async fn connect(&self, _placement: &protokube::cloud::Placement) -> Result<CloudClients> {
         Ok(self.clients.clone())
     }

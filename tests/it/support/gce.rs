@@ -93,32 +93,88 @@ impl GceWorld {
     }
 
     /// An instance `name` in `zone` at private address `ip`, of `cluster` in `role` (`master`:
-    /// kOps' control-plane labels, `node`, or none for an instance of no cluster).
+    /// kOps' control-plane labels, `node`, or none for an instance of no cluster), as kOps
+    /// 1.26–1.35 makes it.
     pub(crate) fn add_instance(&self, name: &str, zone: &str, ip: &str, cluster: &str, role: &str) {
-        let mut labels = json!({
-            "k8s-io-cluster-name": cluster.replace('.', "-"),
-            "k8s-io-instance-group": format!("{role}-{zone}"),
-        });
-        match role {
-            "master" => {
-                labels["k8s-io-role-master"] = json!("");
-                labels["k8s-io-role-control-plane"] = json!("");
+        self.add_instance_of(Kops::V1_26, name, zone, ip, cluster, role);
+    }
+
+    /// An instance as kOps `version` makes it (`pkg/model/gcemodel/autoscalinggroup.go` and
+    /// `pkg/model/context.go` `CloudTagsForInstanceGroup` of that branch): the metadata item
+    /// `cluster-name`, the role's network tags, its labels (none before 1.23), and its boot disk
+    /// (named after the instance, attached as `persistent-disk-0`, as a managed instance
+    /// group's template makes it).
+    pub(crate) fn add_instance_of(
+        &self,
+        version: Kops,
+        name: &str,
+        zone: &str,
+        ip: &str,
+        cluster: &str,
+        role: &str,
+    ) {
+        let safe = cluster.replace('.', "-");
+        let (labels, tags) = match (role, version) {
+            ("master" | "node", Kops::V1_22) => {
+                (json!({}), vec![format!("{safe}-k8s-io-role-{role}")])
             }
-            "node" => labels["k8s-io-role-node"] = json!(""),
-            _ => labels = json!({}),
-        }
+            ("master", Kops::V1_26) => (
+                json!({
+                    "k8s-io-cluster-name": safe,
+                    "k8s-io-instance-group": format!("master-{zone}"),
+                    "k8s-io-role-master": "",
+                    "k8s-io-role-control-plane": "",
+                }),
+                vec![
+                    format!("{safe}-k8s-io-role-control-plane"),
+                    format!("{safe}-k8s-io-role-master"),
+                ],
+            ),
+            ("master", Kops::V1_36) => (
+                json!({
+                    "k8s-io-cluster-name": safe,
+                    "k8s-io-instance-group": format!("control-plane-{zone}"),
+                    "k8s-io-role-master": "master",
+                    "k8s-io-role-control-plane": "control-plane",
+                }),
+                vec![
+                    format!("{safe}-k8s-io-role-control-plane"),
+                    format!("{safe}-k8s-io-role-master"),
+                ],
+            ),
+            ("node", Kops::V1_26 | Kops::V1_36) => (
+                json!({
+                    "k8s-io-cluster-name": safe,
+                    "k8s-io-instance-group": format!("nodes-{zone}"),
+                    "k8s-io-role-node": if version == Kops::V1_36 { "node" } else { "" },
+                }),
+                vec![format!("{safe}-k8s-io-role-node")],
+            ),
+            _ => (json!({}), vec![]),
+        };
         self.change(|s| {
             s["instances"][name] = json!({
                 "zone": zone,
                 "ip": ip,
                 "labels": labels,
+                "tags": tags,
                 "metadata": {"cluster-name": cluster},
+            });
+            s["disks"][name] = json!({
+                "zone": zone,
+                "status": "READY",
+                "boot": true,
+                "users": [name],
+                "devices": {name: "persistent-disk-0"},
+                "sourceImage": "https://www.googleapis.com/compute/v1/projects/debian-cloud/global/images/debian-12-bookworm-v20251111",
+                "labels": {},
             });
         });
     }
 
     /// A disk of `cluster` in `zone` holding member `me` of etcd cluster `key` of `members`,
-    /// labelled as kOps' `addGCEVolume` labels it; its name.
+    /// labelled as kOps ≤ 1.35's `addGCEVolume` labels it (every member after the slash); its
+    /// name.
     pub(crate) fn add_etcd_disk(
         &self,
         cluster: &str,
@@ -127,8 +183,37 @@ impl GceWorld {
         me: &str,
         members: &[&str],
     ) -> String {
+        self.add_etcd_disk_labelled(
+            cluster,
+            zone,
+            key,
+            me,
+            &format!("{me}/{}", members.join(",")),
+        )
+    }
+
+    /// A disk of member `me` of etcd cluster `key` as kOps ≥ 1.36's `addGCEVolume` labels it:
+    /// `<me>/<me>`, itself only (kops@release-1.36 `pkg/model/master_volumes.go`, #17630).
+    pub(crate) fn add_etcd_disk_1_36(
+        &self,
+        cluster: &str,
+        zone: &str,
+        key: &str,
+        me: &str,
+    ) -> String {
+        self.add_etcd_disk_labelled(cluster, zone, key, me, &format!("{me}/{me}"))
+    }
+
+    fn add_etcd_disk_labelled(
+        &self,
+        cluster: &str,
+        zone: &str,
+        key: &str,
+        me: &str,
+        membership: &str,
+    ) -> String {
         let name = format!("{me}-etcd-{key}-{}", cluster.replace('.', "-"));
-        let encoded = encode(&format!("{me}/{}", members.join(",")));
+        let encoded = encode(membership);
         self.change(|s| {
             s["disks"][&name] = json!({
                 "zone": zone,
@@ -308,15 +393,23 @@ impl GceNode<'_> {
         run
     }
 
-    /// Disk `disk`'s device under the root as udev links it on GCE:
-    /// `/dev/disk/by-id/google-<disk>` → a device node with `device`'s numbers.
+    /// Disk `disk`'s device under the root as Google's guest udev rules link it:
+    /// `/dev/disk/by-id/google-<device name>` → a device node with `device`'s numbers (the
+    /// device name protokube gives an attachment is the disk's own).
     pub(crate) fn link_disk(&self, disk: &str, device: &Path) {
+        self.link_device(&format!("google-{disk}"), device);
+    }
+
+    /// `/dev/disk/by-id/<link>` → a new device node with `device`'s numbers: `google-<device
+    /// name>` (Google's guest rules) or `scsi-0Google_PersistentDisk_<device name>` (systemd's
+    /// stock rules, on images without Google's guest environment).
+    pub(crate) fn link_device(&self, link: &str, device: &Path) {
         let name = (b'b'..=b'z')
             .map(|c| format!("sd{}", char::from(c)))
             .find(|n| !self.root.join(&format!("/dev/{n}")).exists())
             .expect("a free sd name under the test root");
         self.root.device_node(&format!("/dev/{name}"), device);
-        let link = self.root.join(&format!("/dev/disk/by-id/google-{disk}"));
+        let link = self.root.join(&format!("/dev/disk/by-id/{link}"));
         std::fs::create_dir_all(link.parent().unwrap()).unwrap();
         std::os::unix::fs::symlink(format!("../../{name}"), link).unwrap();
     }
@@ -327,6 +420,17 @@ impl Drop for GceNode<'_> {
         let _ = self.metadata.kill();
         let _ = self.metadata.wait();
     }
+}
+
+/// The kOps versions whose GCE resources differ for protokube: 1.22 labels no instance (its
+/// masters carry only the metadata item `cluster-name` and a network tag), 1.26–1.35 label
+/// instances with `""` role values and each etcd disk with every member, 1.36 labels roles with
+/// their names and each etcd disk with itself only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kops {
+    V1_22,
+    V1_26,
+    V1_36,
 }
 
 /// kOps' `EncodeGCELabel`, written apart from protokube's.

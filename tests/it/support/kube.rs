@@ -137,6 +137,16 @@ impl Certs {
 }
 
 /// The stand-in API server; killed when dropped.
+/// How an API server wakes, in seconds from its start: its port refuses connections for
+/// `refused`, it answers 503 until `unavailable`, and `kube-system` does not exist until
+/// `no_kube_system`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Waking {
+    pub refused: f64,
+    pub unavailable: f64,
+    pub no_kube_system: f64,
+}
+
 pub(crate) struct KubeApi {
     child: Child,
     pub port: u16,
@@ -153,6 +163,17 @@ impl KubeApi {
 
     /// Starts the server; it answers 503 (coming up) for its first `seconds`.
     pub(crate) fn start_after(certs: &Certs, seconds: f64) -> Self {
+        Self::start_waking(
+            certs,
+            Waking {
+                unavailable: seconds,
+                ..Waking::default()
+            },
+        )
+    }
+
+    /// Starts the server waking in stages, as kube-apiserver does on a new control-plane node.
+    pub(crate) fn start_waking(certs: &Certs, waking: Waking) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let (nodes, log) = (
             dir.path().join("nodes.json"),
@@ -166,7 +187,9 @@ impl KubeApi {
             .arg(certs.dir.path())
             .arg(&nodes)
             .arg(&log)
-            .arg(seconds.to_string())
+            .arg(waking.unavailable.to_string())
+            .arg(waking.no_kube_system.to_string())
+            .arg(waking.refused.to_string())
             .stderr(Stdio::null());
         let (child, port) = super::spawn_listening(&mut command, "the API stand-in");
         Self {
@@ -176,6 +199,17 @@ impl KubeApi {
             log,
             _dir: dir,
         }
+    }
+
+    /// The next `count` writes (POST, PATCH) are answered 503: an API server whose storage is
+    /// not ready yet.
+    pub(crate) fn fail_writes(&self, count: u32) {
+        let faults = format!("{}.faults.json", self.nodes.display());
+        std::fs::write(
+            faults,
+            serde_json::json!({ "failing_writes": count }).to_string(),
+        )
+        .unwrap();
     }
 
     /// Registers node `name` with `labels`.

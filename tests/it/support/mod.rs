@@ -11,6 +11,7 @@ pub(crate) mod etcd;
 pub(crate) mod gce;
 pub(crate) mod iam;
 pub(crate) mod imds;
+pub(crate) mod kops;
 pub(crate) mod kube;
 pub(crate) mod moto;
 pub(crate) mod netns;
@@ -192,6 +193,13 @@ impl RunOutput {
     }
 }
 
+/// The binary the tests run: this build's, or the one `PROTOKUBE_TEST_BINARY` names (to show
+/// that a new test fails against an earlier build).
+pub(crate) fn binary() -> std::path::PathBuf {
+    std::env::var_os("PROTOKUBE_TEST_BINARY")
+        .map_or_else(|| env!("CARGO_BIN_EXE_protokube").into(), Into::into)
+}
+
 /// A `protokube` invocation with a clean environment: no `PROTOKUBE_*` or `AWS_*` from the
 /// developer's shell, test credentials, and the emulator and metadata endpoints when given.
 pub(crate) struct Protokube {
@@ -206,13 +214,14 @@ impl Protokube {
     /// `protokube` started by `wrapper` (e.g. `["strace", "-o", "/dev/null", …]`), with the same
     /// clean environment.
     pub(crate) fn under(wrapper: &[&str]) -> Self {
+        let binary = binary();
         let mut command = match wrapper.split_first() {
             Some((program, args)) => {
                 let mut command = Command::new(program);
-                command.args(args).arg(env!("CARGO_BIN_EXE_protokube"));
+                command.args(args).arg(&binary);
                 command
             }
-            None => Command::new(env!("CARGO_BIN_EXE_protokube")),
+            None => Command::new(&binary),
         };
         command.env_clear();
         for keep in ["PATH", "TMPDIR"] {
