@@ -50,7 +50,7 @@ _protokube() {
 
     case "${cmd}" in
         protokube)
-            opts="-o -v -q -h -V --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --v --gossip --containerized --initialize-rbac --manage-etcd --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help --version discover-volumes mount render-manifests publish-dns sync reset apply-channels label-node version"
+            opts="-o -v -q -h -V --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help --version discover-volumes mount render-manifests publish-dns sync reset apply-channels label-node version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -97,7 +97,7 @@ _protokube() {
                     return 0
                     ;;
                 --dns)
-                    COMPREPLY=($(compgen -W "route53 clouddns hosts none" -- "${cur}"))
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --zone)
@@ -220,6 +220,10 @@ _protokube() {
                     COMPREPLY=($(compgen -W "true false" -- "${cur}"))
                     return 0
                     ;;
+                --remove-dns-names)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --gossip-protocol)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -245,10 +249,6 @@ _protokube() {
                     return 0
                     ;;
                 --dns-update-interval)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --remove-dns-names)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -276,7 +276,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__apply__subcmd__channels)
-            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -323,7 +323,7 @@ _protokube() {
                     return 0
                     ;;
                 --dns)
-                    COMPREPLY=($(compgen -W "route53 clouddns hosts none" -- "${cur}"))
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --zone)
@@ -406,6 +406,10 @@ _protokube() {
                     COMPREPLY=($(compgen -W "true false" -- "${cur}"))
                     return 0
                     ;;
+                --remove-dns-names)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --gossip-protocol)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -431,10 +435,6 @@ _protokube() {
                     return 0
                     ;;
                 --dns-update-interval)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --remove-dns-names)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -462,7 +462,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__discover__subcmd__volumes)
-            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -509,7 +509,7 @@ _protokube() {
                     return 0
                     ;;
                 --dns)
-                    COMPREPLY=($(compgen -W "route53 clouddns hosts none" -- "${cur}"))
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --zone)
@@ -592,6 +592,10 @@ _protokube() {
                     COMPREPLY=($(compgen -W "true false" -- "${cur}"))
                     return 0
                     ;;
+                --remove-dns-names)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --gossip-protocol)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -617,10 +621,6 @@ _protokube() {
                     return 0
                     ;;
                 --dns-update-interval)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --remove-dns-names)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -648,7 +648,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__label__subcmd__node)
-            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -695,7 +695,7 @@ _protokube() {
                     return 0
                     ;;
                 --dns)
-                    COMPREPLY=($(compgen -W "route53 clouddns hosts none" -- "${cur}"))
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --zone)
@@ -778,6 +778,10 @@ _protokube() {
                     COMPREPLY=($(compgen -W "true false" -- "${cur}"))
                     return 0
                     ;;
+                --remove-dns-names)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --gossip-protocol)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -803,10 +807,6 @@ _protokube() {
                     return 0
                     ;;
                 --dns-update-interval)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --remove-dns-names)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -834,7 +834,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__mount)
-            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -881,7 +881,7 @@ _protokube() {
                     return 0
                     ;;
                 --dns)
-                    COMPREPLY=($(compgen -W "route53 clouddns hosts none" -- "${cur}"))
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --zone)
@@ -964,6 +964,10 @@ _protokube() {
                     COMPREPLY=($(compgen -W "true false" -- "${cur}"))
                     return 0
                     ;;
+                --remove-dns-names)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --gossip-protocol)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -989,10 +993,6 @@ _protokube() {
                     return 0
                     ;;
                 --dns-update-interval)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --remove-dns-names)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1020,7 +1020,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__publish__subcmd__dns)
-            opts="-o -v -q -h --wait --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --wait --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1067,7 +1067,7 @@ _protokube() {
                     return 0
                     ;;
                 --dns)
-                    COMPREPLY=($(compgen -W "route53 clouddns hosts none" -- "${cur}"))
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --zone)
@@ -1150,6 +1150,10 @@ _protokube() {
                     COMPREPLY=($(compgen -W "true false" -- "${cur}"))
                     return 0
                     ;;
+                --remove-dns-names)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --gossip-protocol)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1175,10 +1179,6 @@ _protokube() {
                     return 0
                     ;;
                 --dns-update-interval)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --remove-dns-names)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1206,7 +1206,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__render__subcmd__manifests)
-            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1293,7 +1293,7 @@ _protokube() {
                     return 0
                     ;;
                 --dns)
-                    COMPREPLY=($(compgen -W "route53 clouddns hosts none" -- "${cur}"))
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --zone)
@@ -1376,6 +1376,10 @@ _protokube() {
                     COMPREPLY=($(compgen -W "true false" -- "${cur}"))
                     return 0
                     ;;
+                --remove-dns-names)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --gossip-protocol)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1401,10 +1405,6 @@ _protokube() {
                     return 0
                     ;;
                 --dns-update-interval)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --remove-dns-names)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1432,7 +1432,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__reset)
-            opts="-o -v -q -h --detach --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --detach --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1479,7 +1479,7 @@ _protokube() {
                     return 0
                     ;;
                 --dns)
-                    COMPREPLY=($(compgen -W "route53 clouddns hosts none" -- "${cur}"))
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --zone)
@@ -1562,6 +1562,10 @@ _protokube() {
                     COMPREPLY=($(compgen -W "true false" -- "${cur}"))
                     return 0
                     ;;
+                --remove-dns-names)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --gossip-protocol)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1590,10 +1594,6 @@ _protokube() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --remove-dns-names)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --dns-server)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1618,7 +1618,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__sync)
-            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --wait --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --wait --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1705,7 +1705,7 @@ _protokube() {
                     return 0
                     ;;
                 --dns)
-                    COMPREPLY=($(compgen -W "route53 clouddns hosts none" -- "${cur}"))
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --zone)
@@ -1788,6 +1788,10 @@ _protokube() {
                     COMPREPLY=($(compgen -W "true false" -- "${cur}"))
                     return 0
                     ;;
+                --remove-dns-names)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --gossip-protocol)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1816,10 +1820,6 @@ _protokube() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --remove-dns-names)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --dns-server)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1844,7 +1844,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__version)
-            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --remove-dns-names --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1891,7 +1891,7 @@ _protokube() {
                     return 0
                     ;;
                 --dns)
-                    COMPREPLY=($(compgen -W "route53 clouddns hosts none" -- "${cur}"))
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --zone)
@@ -1974,6 +1974,10 @@ _protokube() {
                     COMPREPLY=($(compgen -W "true false" -- "${cur}"))
                     return 0
                     ;;
+                --remove-dns-names)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --gossip-protocol)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1999,10 +2003,6 @@ _protokube() {
                     return 0
                     ;;
                 --dns-update-interval)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --remove-dns-names)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_protokube_global_optspecs
-    string join \n cluster-spec= cluster-id= cloud= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= gce-compute-endpoint= gce-dns-endpoint= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= verify-interval= log-format= metrics-file= v/verbose q/quiet blank-check= no-progress channels= bootstrap-master-node-labels= node-name= adopt etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth= v= gossip= containerized= initialize-rbac= manage-etcd= gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= dns-update-interval= remove-dns-names= dns-server= apply-taints= etcd-backup-image= etcd-backup-store= h/help V/version
+    string join \n cluster-spec= cluster-id= cloud= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= gce-compute-endpoint= gce-dns-endpoint= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= verify-interval= log-format= metrics-file= v/verbose q/quiet blank-check= no-progress channels= bootstrap-master-node-labels= node-name= adopt etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth= v= gossip= containerized= initialize-rbac= manage-etcd= remove-dns-names= gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= dns-update-interval= dns-server= apply-taints= etcd-backup-image= etcd-backup-store= h/help V/version
 end
 
 function __fish_protokube_needs_command
@@ -36,13 +36,10 @@ complete -c protokube -n "__fish_protokube_needs_command" -l availability-zone -
 complete -c protokube -n "__fish_protokube_needs_command" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_needs_command" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and clouddns on GCE]' -r -f -a "route53\t'Amazon Route53 hosted zones'
-clouddns\t'Google Cloud DNS managed zones'
-hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
-none\t'Publish nothing'"
+complete -c protokube -n "__fish_protokube_needs_command" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_needs_command" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`)' -r
-complete -c protokube -n "__fish_protokube_needs_command" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`)' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: https://compute.googleapis.com/compute/v1/]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: https://dns.googleapis.com/dns/v1/]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_needs_command" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -79,6 +76,7 @@ complete -c protokube -n "__fish_protokube_needs_command" -l initialize-rbac -d 
 false\t''"
 complete -c protokube -n "__fish_protokube_needs_command" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
 false\t''"
+complete -c protokube -n "__fish_protokube_needs_command" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_needs_command" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_needs_command" -l gossip-secret -r
@@ -86,7 +84,6 @@ complete -c protokube -n "__fish_protokube_needs_command" -l gossip-protocol-sec
 complete -c protokube -n "__fish_protokube_needs_command" -l gossip-listen-secondary -r
 complete -c protokube -n "__fish_protokube_needs_command" -l gossip-secret-secondary -r
 complete -c protokube -n "__fish_protokube_needs_command" -l dns-update-interval -r
-complete -c protokube -n "__fish_protokube_needs_command" -l remove-dns-names -r
 complete -c protokube -n "__fish_protokube_needs_command" -l dns-server -r
 complete -c protokube -n "__fish_protokube_needs_command" -l apply-taints -r -f -a "true\t''
 false\t''"
@@ -121,13 +118,10 @@ complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and clouddns on GCE]' -r -f -a "route53\t'Amazon Route53 hosted zones'
-clouddns\t'Google Cloud DNS managed zones'
-hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
-none\t'Publish nothing'"
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`)' -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: https://compute.googleapis.com/compute/v1/]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: https://dns.googleapis.com/dns/v1/]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -153,6 +147,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
 false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-secret -r
@@ -160,7 +155,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-listen-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-secret-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dns-update-interval -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l remove-dns-names -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dns-server -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l apply-taints -r -f -a "true\t''
 false\t''"
@@ -185,13 +179,10 @@ complete -c protokube -n "__fish_protokube_using_subcommand mount" -l availabili
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and clouddns on GCE]' -r -f -a "route53\t'Amazon Route53 hosted zones'
-clouddns\t'Google Cloud DNS managed zones'
-hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
-none\t'Publish nothing'"
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`)' -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: https://compute.googleapis.com/compute/v1/]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: https://dns.googleapis.com/dns/v1/]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -217,6 +208,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand mount" -l initialize
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
 false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-secret -r
@@ -224,7 +216,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-pro
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-listen-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-secret-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dns-update-interval -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l remove-dns-names -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dns-server -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l apply-taints -r -f -a "true\t''
 false\t''"
@@ -260,13 +251,10 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and clouddns on GCE]' -r -f -a "route53\t'Amazon Route53 hosted zones'
-clouddns\t'Google Cloud DNS managed zones'
-hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
-none\t'Publish nothing'"
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`)' -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: https://compute.googleapis.com/compute/v1/]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: https://dns.googleapis.com/dns/v1/]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -292,6 +280,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
 false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-secret -r
@@ -299,7 +288,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-listen-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-secret-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dns-update-interval -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l remove-dns-names -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dns-server -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l apply-taints -r -f -a "true\t''
 false\t''"
@@ -324,13 +312,10 @@ complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l avai
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and clouddns on GCE]' -r -f -a "route53\t'Amazon Route53 hosted zones'
-clouddns\t'Google Cloud DNS managed zones'
-hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
-none\t'Publish nothing'"
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`)' -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: https://compute.googleapis.com/compute/v1/]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: https://dns.googleapis.com/dns/v1/]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -356,6 +341,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l init
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
 false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-secret -r
@@ -363,7 +349,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l goss
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-listen-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-secret-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dns-update-interval -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l remove-dns-names -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dns-server -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l apply-taints -r -f -a "true\t''
 false\t''"
@@ -400,13 +385,10 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -l availabilit
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and clouddns on GCE]' -r -f -a "route53\t'Amazon Route53 hosted zones'
-clouddns\t'Google Cloud DNS managed zones'
-hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
-none\t'Publish nothing'"
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`)' -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: https://compute.googleapis.com/compute/v1/]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: https://dns.googleapis.com/dns/v1/]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -432,6 +414,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -l initialize-
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
 false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-secret -r
@@ -439,7 +422,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-prot
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-listen-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-secret-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dns-update-interval -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l remove-dns-names -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dns-server -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l apply-taints -r -f -a "true\t''
 false\t''"
@@ -465,13 +447,10 @@ complete -c protokube -n "__fish_protokube_using_subcommand reset" -l availabili
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and clouddns on GCE]' -r -f -a "route53\t'Amazon Route53 hosted zones'
-clouddns\t'Google Cloud DNS managed zones'
-hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
-none\t'Publish nothing'"
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`)' -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: https://compute.googleapis.com/compute/v1/]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: https://dns.googleapis.com/dns/v1/]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -497,6 +476,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand reset" -l initialize
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
 false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-secret -r
@@ -504,7 +484,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-pro
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-listen-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-secret-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l dns-update-interval -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l remove-dns-names -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l dns-server -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l apply-taints -r -f -a "true\t''
 false\t''"
@@ -530,13 +509,10 @@ complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l a
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and clouddns on GCE]' -r -f -a "route53\t'Amazon Route53 hosted zones'
-clouddns\t'Google Cloud DNS managed zones'
-hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
-none\t'Publish nothing'"
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`)' -r
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: https://compute.googleapis.com/compute/v1/]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: https://dns.googleapis.com/dns/v1/]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -562,6 +538,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l i
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
 false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-secret -r
@@ -569,7 +546,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l g
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-listen-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-secret-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l dns-update-interval -r
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l remove-dns-names -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l dns-server -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l apply-taints -r -f -a "true\t''
 false\t''"
@@ -594,13 +570,10 @@ complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l avail
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and clouddns on GCE]' -r -f -a "route53\t'Amazon Route53 hosted zones'
-clouddns\t'Google Cloud DNS managed zones'
-hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
-none\t'Publish nothing'"
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`)' -r
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: https://compute.googleapis.com/compute/v1/]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: https://dns.googleapis.com/dns/v1/]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -626,6 +599,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l initi
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
 false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-secret -r
@@ -633,7 +607,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossi
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-listen-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-secret-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l dns-update-interval -r
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l remove-dns-names -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l dns-server -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l apply-taints -r -f -a "true\t''
 false\t''"
@@ -658,13 +631,10 @@ complete -c protokube -n "__fish_protokube_using_subcommand version" -l availabi
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6 [default: from the instance metadata service]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l dns -d 'Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and clouddns on GCE]' -r -f -a "route53\t'Amazon Route53 hosted zones'
-clouddns\t'Google Cloud DNS managed zones'
-hosts\t'The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters)'
-none\t'Publish nothing'"
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`)' -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: https://compute.googleapis.com/compute/v1/]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: https://dns.googleapis.com/dns/v1/]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand version" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -690,6 +660,7 @@ complete -c protokube -n "__fish_protokube_using_subcommand version" -l initiali
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
 false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-protocol -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-listen -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-secret -r
@@ -697,7 +668,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-p
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-listen-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-secret-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l dns-update-interval -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l remove-dns-names -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l dns-server -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l apply-taints -r -f -a "true\t''
 false\t''"

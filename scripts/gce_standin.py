@@ -42,7 +42,7 @@ in_operation}}, `label_race` [disk], `dns_race` [{zone, rrset} | {zone, remove: 
 `pending_polls`, `denied` [IAM permission], `revoked_tokens` {instance: [generation]},
 `rate_limited` {method id: n} (403 rateLimitExceeded n times, Compute Engine's rate quota
 answer), `not_ready` {disk: n} (attachDisk answered 400 resourceNotReady n times: a disk still
-detaching), `operation_seconds` (how long an operation stays RUNNING), `lost_answers` {method
+detaching), `operation_seconds` (how long an operation stays RUNNING: seconds, or {operation type: seconds}), `lost_answers` {method
 id: n} (the request is carried out, then answered 503, n times)), read and written under a lock
 on every request, so tests seed and read it
 while servers run and several protokube runs share one world. Every request is appended to LOG
@@ -226,6 +226,8 @@ def fingerprint(labels):
 
 
 def labels_match(filter_text, labels):
+    if filter_text is None:
+        return True
     m = re.fullmatch(r'labels\.([a-z0-9_-]+)\s*=\s*"?([a-z0-9_-]*)"?', filter_text or "")
     if not m:
         raise error(400, "invalid", "the stand-in understands `labels.<key>=\"<value>\"` "
@@ -311,7 +313,10 @@ class Api:
               "zone": "%s/zones/%s" % (self.base(data), zone), "operationType": kind,
               "targetLink": target, "status": "RUNNING", "progress": 0,
               "selfLink": "%s/zones/%s/operations/%s" % (self.base(data), zone, name)}
-        done_at = time.time() + float(data.get("operation_seconds", 0))
+        seconds = data.get("operation_seconds", 0)
+        if isinstance(seconds, dict):
+            seconds = seconds.get(kind, 0)
+        done_at = time.time() + float(seconds)
         data.setdefault("operations", {})[name] = {"json": op, "action": action, "done_at": done_at}
         return op
 
@@ -365,9 +370,10 @@ class Api:
     def handle(self, method, p, query, body, caller):
         mid = method["id"]
         with State(self.state_path) as data:
-            if mid in data.get("denied", []) or method_permission(mid) in data.get("denied", []):
-                raise error(403, "forbidden", "Required '%s' permission for 'projects/%s'"
-                            % (method_permission(mid), data["project"]), "PERMISSION_DENIED")
+            for needed in [method_permission(mid)] + extra_permissions(mid):
+                if mid in data.get("denied", []) or needed in data.get("denied", []):
+                    raise error(403, "forbidden", "Required '%s' permission for 'projects/%s'"
+                                % (needed, data["project"]), "PERMISSION_DENIED")
             if data.get("rate_limited", {}).get(mid, 0) > 0:
                 # Compute Engine's rate quota answer (cloud.google.com/compute/api-quota): 403,
                 # reason rateLimitExceeded, domain usageLimits; "wait a minute, then retry".
@@ -557,6 +563,12 @@ def find_disk(data, name, zone):
         if disk.get("name", key) == name and disk.get("zone") == zone:
             return key
     return None
+
+
+def extra_permissions(mid):
+    """Permissions a method needs on another resource besides its own: attaching a disk needs
+    `compute.disks.use` on the disk (cloud.google.com/compute/docs/access/iam-permissions)."""
+    return {"compute.instances.attachDisk": ["compute.disks.use"]}.get(mid, [])
 
 
 def method_permission(mid):

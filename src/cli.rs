@@ -16,9 +16,7 @@ use crate::plan::blank::BlankCheck;
 use crate::plan::kops::KopsUnit;
 use crate::plan::manifests::etcd::EtcdOptions;
 use crate::report::OutputFormat;
-use crate::settings::{
-    CloudProvider, DnsProvider, Flags, DEFAULT_KUBECONFIG, GCE_COMPUTE_ENDPOINT, GCE_DNS_ENDPOINT,
-};
+use crate::settings::{DnsChoice, DnsKind, Flags, DEFAULT_KUBECONFIG};
 
 /// The values of the flags that take one of a few words, as clap parses and documents them;
 /// each maps onto the domain's own type (clap stays in this file).
@@ -91,40 +89,33 @@ pub enum CloudArg {
     Gce,
 }
 
-impl From<CloudArg> for CloudProvider {
-    fn from(arg: CloudArg) -> Self {
-        match arg {
-            CloudArg::Aws => Self::Aws,
-            CloudArg::Gce => Self::Gce,
-        }
+/// `--dns`: `zones` (the cloud's own DNS service), `hosts` (kOps' `gossip`), `none`, or a name
+/// of a cloud's zone service (ours, `route53`, and kOps', `aws-route53`), which the cloud's
+/// provider must answer to.
+fn parse_dns(value: &str) -> Result<DnsChoice, String> {
+    match value {
+        "zones" => Ok(DnsChoice::of(DnsKind::Zones)),
+        "hosts" | "gossip" => Ok(DnsChoice::of(DnsKind::Hosts)),
+        "none" => Ok(DnsChoice::of(DnsKind::None)),
+        called if zone_service_names().contains(&called) => Ok(DnsChoice {
+            kind: DnsKind::Zones,
+            called: Some(called.to_owned()),
+        }),
+        other => Err(format!(
+            "`{}` is not where names go: `zones` (the cloud's DNS service: {}), `hosts` or `none`",
+            other.escape_debug(),
+            zone_service_names().join(", ")
+        )),
     }
 }
 
-/// `--dns`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum DnsArg {
-    /// Amazon Route53 hosted zones.
-    #[value(alias = "aws-route53")]
-    Route53,
-    /// Google Cloud DNS managed zones.
-    #[value(alias = "google-clouddns")]
-    Clouddns,
-    /// The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters).
-    #[value(alias = "gossip")]
-    Hosts,
-    /// Publish nothing.
-    None,
-}
-
-impl From<DnsArg> for DnsProvider {
-    fn from(arg: DnsArg) -> Self {
-        match arg {
-            DnsArg::Route53 => Self::Route53,
-            DnsArg::Clouddns => Self::CloudDns,
-            DnsArg::Hosts => Self::Hosts,
-            DnsArg::None => Self::None,
-        }
-    }
+/// The names of every registered provider's zone service.
+fn zone_service_names() -> Vec<&'static str> {
+    <CloudArg as clap::ValueEnum>::value_variants()
+        .iter()
+        .flat_map(|cloud| crate::registry(*cloud).provider.zone_service_names)
+        .copied()
+        .collect()
 }
 
 /// Bring a Kubernetes control plane up on cloud machines before the Kubernetes API exists.
@@ -154,6 +145,25 @@ pub struct Cli {
 
     #[command(flatten)]
     pub legacy: LegacyArgs,
+
+    /// The flags that tell nodeup's unit version, as the command line itself gives them (an
+    /// operator's `PROTOKUBE_*` variable never does): filled by [`Cli::parse_from`].
+    #[arg(skip)]
+    pub unit: UnitFlags,
+}
+
+/// What the command line itself says of the flags that tell which kOps version's nodeup wrote
+/// the unit: nodeup writes them on the command line, and the settings file an operator adds
+/// (`PROTOKUBE_CLUSTER_ID`, …) must not make a 1.21–1.23 unit look like 1.24, nor a container
+/// unit like a host one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UnitFlags {
+    /// `--containerized=…` on the command line.
+    pub containerized: Option<bool>,
+    /// `--cluster-id` on the command line.
+    pub cluster_id: bool,
+    /// `--manage-etcd` on the command line (nodeup writes it up to kOps 1.22, always).
+    pub manage_etcd: bool,
 }
 
 /// The flags kOps' nodeup and older kOps versions give protokube in its unit
@@ -202,6 +212,18 @@ pub struct LegacyArgs {
           require_equals = true, default_missing_value = "true",
           value_parser = BoolishValueParser::new(), env = "PROTOKUBE_MANAGE_ETCD")]
     pub manage_etcd: Option<bool>,
+
+    /// kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for
+    /// etcd (comma-separated), each removed while it still holds kOps' placeholder address.
+    #[arg(
+        long,
+        value_name = "NAMES",
+        global = true,
+        hide = true,
+        value_delimiter = ',',
+        env = "PROTOKUBE_REMOVE_DNS_NAMES"
+    )]
+    pub remove_dns_names: Vec<String>,
 
     #[command(flatten)]
     pub ignored: IgnoredLegacyArgs,
@@ -268,14 +290,6 @@ pub struct IgnoredLegacyArgs {
     pub dns_update_interval: Option<String>,
     #[arg(
         long,
-        value_name = "NAMES",
-        global = true,
-        hide = true,
-        env = "PROTOKUBE_REMOVE_DNS_NAMES"
-    )]
-    pub remove_dns_names: Option<String>,
-    #[arg(
-        long,
         value_name = "SERVER",
         global = true,
         hide = true,
@@ -323,7 +337,6 @@ impl IgnoredLegacyArgs {
             ),
             ("--gossip-secret", &self.gossip_secret),
             ("--gossip-secret-secondary", &self.gossip_secret_secondary),
-            ("--remove-dns-names", &self.remove_dns_names),
         ]
         .into_iter()
         .filter(|(_, value)| value.is_some())
@@ -611,10 +624,12 @@ pub struct GlobalArgs {
     #[arg(long, global = true, value_name = "IP", env = "PROTOKUBE_EXTERNAL_IP")]
     pub external_ip: Option<IpAddr>,
 
-    /// Where DNS records go [default: hosts for `.k8s.local` clusters, else route53 on AWS and
-    /// clouddns on GCE].
-    #[arg(long, global = true, value_enum, env = "PROTOKUBE_DNS")]
-    pub dns: Option<DnsArg>,
+    /// Where DNS records go: `zones` (the cloud's DNS service: Route53 on AWS, Cloud DNS on GCE;
+    /// also called by its name, `route53`, `clouddns`, or kOps', `aws-route53`,
+    /// `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps' `gossip`) or `none`
+    /// [default: hosts for `.k8s.local` clusters, else zones].
+    #[arg(long, global = true, value_name = "WHERE", value_parser = parse_dns, env = "PROTOKUBE_DNS")]
+    pub dns: Option<DnsChoice>,
 
     /// DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default:
     /// spec.dnsZone, else the longest-suffix zone].
@@ -627,25 +642,25 @@ pub struct GlobalArgs {
     )]
     pub zones: Vec<String>,
 
-    /// Compute Engine's API root, for tests and private endpoints (with `--cloud gce`).
+    /// Compute Engine's API root, for tests and private endpoints (with `--cloud gce`)
+    /// [default: https://compute.googleapis.com/compute/v1/].
     #[arg(
         long,
         global = true,
         value_name = "URL",
-        default_value = GCE_COMPUTE_ENDPOINT,
         env = "PROTOKUBE_GCE_COMPUTE_ENDPOINT"
     )]
-    pub gce_compute_endpoint: String,
+    pub gce_compute_endpoint: Option<String>,
 
-    /// Cloud DNS' API root, for tests and private endpoints (with `--cloud gce`).
+    /// Cloud DNS' API root, for tests and private endpoints (with `--cloud gce`)
+    /// [default: https://dns.googleapis.com/dns/v1/].
     #[arg(
         long,
         global = true,
         value_name = "URL",
-        default_value = GCE_DNS_ENDPOINT,
         env = "PROTOKUBE_GCE_DNS_ENDPOINT"
     )]
-    pub gce_dns_endpoint: String,
+    pub gce_dns_endpoint: Option<String>,
 
     /// Suffix of internal names such as etcd peers [default: `.internal.<cluster>`].
     #[arg(
@@ -800,7 +815,34 @@ impl Cli {
 
     /// Parses the process's arguments (clap's errors and help are the caller's to handle).
     pub fn parse_args() -> Result<Self, clap::Error> {
-        Self::try_parse()
+        Self::parse_from(std::env::args_os())
+    }
+
+    /// Parses `args` (the program's name first), noting which of the unit's version flags the
+    /// command line itself gave ([`UnitFlags`]).
+    pub fn parse_from<I, T>(args: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::parser::ValueSource;
+        use clap::FromArgMatches as _;
+        let matches = Self::command().try_get_matches_from(args)?;
+        let mut cli = Self::from_arg_matches(&matches)?;
+        let on_command_line = |id: &str| {
+            std::iter::once(&matches)
+                .chain(matches.subcommand().map(|(_, sub)| sub))
+                .any(|m| m.value_source(id) == Some(ValueSource::CommandLine))
+        };
+        cli.unit = UnitFlags {
+            containerized: cli
+                .legacy
+                .containerized
+                .filter(|_| on_command_line("containerized")),
+            cluster_id: on_command_line("cluster_id"),
+            manage_etcd: on_command_line("manage_etcd"),
+        };
+        Ok(cli)
     }
 
     /// The verbosity: `-v`s, or the old daemon's `--v=N` (klog's 4 is debug, 6 trace).
@@ -845,16 +887,21 @@ impl Cli {
             .root
             .clone()
             .unwrap_or_else(|| PathBuf::from(if containerized { CONTAINER_ROOT } else { "/" }));
-        let dns = g.dns.map(DnsProvider::from).or(match self.legacy.gossip {
-            Some(true) => Some(DnsProvider::Hosts),
+        let dns = g.dns.clone().or(match self.legacy.gossip {
+            Some(true) => Some(DnsChoice::of(DnsKind::Hosts)),
             _ => None,
         });
         Ok(Flags {
             cluster_spec: g.cluster_spec.clone(),
             cluster_id: g.cluster_id.clone(),
-            cloud: g.cloud.into(),
-            gce_compute_endpoint: Some(g.gce_compute_endpoint.clone()),
-            gce_dns_endpoint: Some(g.gce_dns_endpoint.clone()),
+            cloud: Some(crate::registry(g.cloud).provider),
+            endpoints: [
+                ("--gce-compute-endpoint", &g.gce_compute_endpoint),
+                ("--gce-dns-endpoint", &g.gce_dns_endpoint),
+            ]
+            .into_iter()
+            .filter_map(|(flag, value)| Some((flag.to_owned(), value.clone()?)))
+            .collect(),
             master: g.master,
             root,
             instance_id: g.instance_id.clone(),
@@ -896,12 +943,22 @@ impl Cli {
             ),
             kops: KopsUnit::from_flags(
                 self.is_legacy(),
-                self.legacy.containerized,
-                g.cluster_id.is_some(),
+                self.unit.containerized,
+                self.unit.cluster_id,
             ),
             containerized,
             initialize_rbac: self.legacy.initialize_rbac == Some(true),
             manage_etcd: self.legacy.manage_etcd,
+            remove_dns_names: self
+                .legacy
+                .remove_dns_names
+                .iter()
+                .map(|n| n.trim().to_owned())
+                .filter(|n| !n.is_empty())
+                .collect(),
+            kops_123_unit: self.is_legacy()
+                && self.unit.containerized == Some(false)
+                && !self.unit.manage_etcd,
         })
     }
 }

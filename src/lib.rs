@@ -33,23 +33,17 @@ pub mod wait;
 
 use anyhow::{Context as _, Result};
 
-use crate::cli::{Cli, Command};
-use crate::cloud::aws::sdk::AwsSdk;
-use crate::cloud::aws::AwsCloud;
-use crate::cloud::gce::api::GoogleApi;
-use crate::cloud::gce::metadata::MetadataServer;
-use crate::cloud::gce::GceCloud;
+use crate::cli::{Cli, CloudArg, Command};
+use crate::cloud::provider::Provider;
 use crate::cloud::{AccessDenied, Cloud};
-use crate::dns::clouddns::CloudDnsService;
-use crate::dns::route53::Route53Service;
-use crate::dns::zoned::api::ZoneService;
+use crate::dns::zoned::api::{Connected, ZoneService};
 use crate::error::ExitCode;
 use crate::host::linux::LinuxHost;
 use crate::host::{Files as _, Host};
 use crate::report::{Report, ReportError};
-use crate::settings::{CloudProvider, Settings};
+use crate::settings::Settings;
 
-/// Runs the parsed command line against AWS; what it did goes into `report`, also when it fails.
+/// Runs the parsed command line against its cloud; what it did goes into `report`, also when it fails.
 pub async fn run(cli: &Cli, report: &mut Report) -> Result<()> {
     note_ignored_flags(cli, report);
     execute(cli, report).await
@@ -105,35 +99,34 @@ fn note_ignored_flags(cli: &Cli, report: &mut Report) {
 /// short: every wait ends at the deadline by itself; this is the backstop.
 const PAST_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// The run's cloud and DNS service, as `--cloud` picks them: on AWS, EC2 and Route53 on one
-/// SDK configuration; on GCE, Compute Engine and Cloud DNS on one Google API layer (tokens from
-/// the metadata server).
-fn providers(settings: &Settings) -> Result<(Box<dyn Cloud>, Box<dyn ZoneService>)> {
-    let (deadline, timeout) = (settings.waits.deadline, settings.waits.timeout);
-    Ok(match settings.cloud {
-        CloudProvider::Aws => {
-            let sdk = AwsSdk::new(deadline, timeout);
-            (
-                Box::new(AwsCloud::new(sdk.clone())),
-                Box::new(Route53Service::new(sdk)),
-            )
-        }
-        CloudProvider::Gce => {
-            let metadata = std::sync::Arc::new(MetadataServer::from_env()?);
-            let api = GoogleApi::new(settings.gce.clone(), metadata, deadline, timeout)?;
-            (
-                Box::new(GceCloud::new(api.clone())),
-                Box::new(CloudDnsService::new(api)),
-            )
-        }
-    })
+/// A provider as the registry holds it: what is true of it (`cloud/<provider>/`), and how its
+/// cloud and zone service are made for a run (`dns/<provider>/`).
+#[derive(Clone, Copy)]
+pub struct Registered {
+    pub provider: &'static Provider,
+    pub connect: fn(&Settings) -> Result<Connected>,
+}
+
+/// The registry: every cloud protokube runs on, and the one place that matches on the
+/// provider (as afterburn's `fetch_metadata`). Adding a cloud adds its two folders and one arm.
+pub fn registry(cloud: CloudArg) -> Registered {
+    match cloud {
+        CloudArg::Aws => Registered {
+            provider: &cloud::aws::PROVIDER,
+            connect: dns::route53::connect,
+        },
+        CloudArg::Gce => Registered {
+            provider: &cloud::gce::PROVIDER,
+            connect: dns::clouddns::connect,
+        },
+    }
 }
 
 /// One run of the command line: settings, then the command against the cloud `--cloud` names,
 /// ended by the run's deadline (`--timeout`) whatever it waits on.
 async fn execute(cli: &Cli, report: &mut Report) -> Result<()> {
     let settings = Settings::resolve(cli.flags()?, &LinuxHost)?;
-    let (cloud, zones) = providers(&settings)?;
+    let Connected { cloud, zones } = (registry(cli.global.cloud).connect)(&settings)?;
     let cut_off = settings.waits.deadline.instant() + PAST_DEADLINE;
     let command = cli.to_run();
     let run = run_with(&command, &settings, &*cloud, &*zones, &LinuxHost, report);
@@ -147,10 +140,7 @@ async fn execute(cli: &Cli, report: &mut Report) -> Result<()> {
         .into()),
     };
     report.cloud_calls = report::CloudCalls {
-        cloud: match settings.cloud {
-            CloudProvider::Aws => "aws",
-            CloudProvider::Gce => "gce",
-        },
+        cloud: settings.provider.name,
         by_operation: cloud.calls(),
     };
     result.map_err(|err| explain_denied(err, &settings))
@@ -241,17 +231,7 @@ fn explain_denied(err: anyhow::Error, settings: &Settings) -> anyhow::Error {
         .cluster
         .as_ref()
         .map_or("<cluster>", |c| c.name.as_str());
-    let (role, section) = match (settings.cloud, settings.master) {
-        (CloudProvider::Aws, true) => (
-            format!("the control-plane role (kOps: `masters.{cluster}`)"),
-            "IAM",
-        ),
-        (CloudProvider::Aws, false) => (format!("the node role (kOps: `nodes.{cluster}`)"), "IAM"),
-        (CloudProvider::Gce, _) => (
-            "the instance's service account and its access scopes".to_owned(),
-            "GCE",
-        ),
-    };
+    let (role, section) = (settings.provider.denied_to)(settings.master, cluster);
     let hint = format!(
         "this instance's credentials lack `{}`: grant it to {role}; the README's {section} \
          section lists every permission protokube uses",

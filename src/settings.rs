@@ -3,6 +3,7 @@
 //! anything else runs. A bad flag is a usage error (exit 64), a bad file or spec value exit 1;
 //! either way nothing has been locked, asked of the cloud or written yet.
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _, Result};
 
-use crate::cloud::gce::api::GceEndpoints;
+use crate::cloud::provider::Provider;
 use crate::error::UsageError;
 use crate::host::Files;
 use crate::identity::{check_identity_value, IdentityOverrides};
@@ -19,7 +20,8 @@ use crate::names::{
 };
 use crate::paths::HostRoot;
 use crate::plan::blank::BlankCheck;
-use crate::plan::kops::KopsUnit;
+use crate::plan::etcd_owner::Declined;
+use crate::plan::kops::{KopsUnit, DISTROLESS_CHANNELS_TOOL, DISTROLESS_PROTOKUBE};
 use crate::plan::manifests::etcd::{
     check_api_server_etcd_ports, etcd_image, etcd_ports, EtcdOptions,
 };
@@ -34,63 +36,39 @@ use crate::wait::{Progress, Waits};
 /// v1.30's default etcd).
 pub const DEFAULT_ETCD_IMAGE: &str = "registry.k8s.io/etcd:3.5.13-0";
 
-/// The cloud a node runs on.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum CloudProvider {
-    /// Amazon Web Services: EC2, EBS, Route53, IMDSv2.
-    #[default]
-    Aws,
-    /// Google Compute Engine: persistent disks, Cloud DNS, the metadata server.
-    Gce,
-}
-
-/// Compute Engine's API root.
-pub const GCE_COMPUTE_ENDPOINT: &str = "https://compute.googleapis.com/compute/v1/";
-/// Cloud DNS' API root.
-pub const GCE_DNS_ENDPOINT: &str = "https://dns.googleapis.com/dns/v1/";
-
-/// Where DNS records go.
+/// The kind of place names go (`--dns zones|hosts|none`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DnsProvider {
-    /// Amazon Route53 hosted zones.
-    Route53,
-    /// Google Cloud DNS managed zones.
-    CloudDns,
+pub enum DnsKind {
+    /// The zones of the cloud's own DNS service (its provider says which).
+    Zones,
     /// The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters).
     Hosts,
     /// Publish nothing.
     None,
 }
 
-/// Where a DNS provider's names go, in the words the DNS steps need.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DnsPlace {
-    /// The zones of the DNS service of this name.
-    Zones(&'static str),
-    /// The managed block of the hosts file.
-    HostsFile,
-    Nowhere,
+/// `--dns` as given: the kind of place, and for the zones the name the service was called by
+/// (ours or kOps'), which the cloud's provider must answer to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DnsChoice {
+    pub kind: DnsKind,
+    pub called: Option<String>,
 }
 
-impl DnsProvider {
-    pub fn place(self) -> DnsPlace {
-        match self {
-            Self::Route53 => DnsPlace::Zones("Route53"),
-            Self::CloudDns => DnsPlace::Zones("Cloud DNS"),
-            Self::Hosts => DnsPlace::HostsFile,
-            Self::None => DnsPlace::Nowhere,
-        }
+impl DnsChoice {
+    /// `--dns` of this kind, named by its kind.
+    pub fn of(kind: DnsKind) -> Self {
+        Self { kind, called: None }
     }
 }
 
 /// The flags as given (command line or `PROTOKUBE_*` variables), before validation.
 #[derive(Clone, Debug, Default)]
 pub struct Flags {
-    pub cloud: CloudProvider,
-    /// `--gce-compute-endpoint` (`None`: Google's).
-    pub gce_compute_endpoint: Option<String>,
-    /// `--gce-dns-endpoint` (`None`: Google's).
-    pub gce_dns_endpoint: Option<String>,
+    /// `--cloud`: the provider the registry found for it.
+    pub cloud: Option<&'static Provider>,
+    /// The API root flags given (a provider's endpoint flags): flag → value.
+    pub endpoints: BTreeMap<String, String>,
     pub cluster_spec: Option<PathBuf>,
     pub cluster_id: Option<String>,
     pub master: bool,
@@ -100,7 +78,7 @@ pub struct Flags {
     pub region: Option<String>,
     pub internal_ip: Option<IpAddr>,
     pub external_ip: Option<IpAddr>,
-    pub dns: Option<DnsProvider>,
+    pub dns: Option<DnsChoice>,
     pub zones: Vec<String>,
     pub dns_internal_suffix: Option<String>,
     pub templates: Option<PathBuf>,
@@ -112,7 +90,7 @@ pub struct Flags {
     pub quiet: bool,
     pub no_progress: bool,
     pub etcd: EtcdOptions,
-    /// `publish-dns --wait`: wait for Route53 to be `INSYNC`.
+    /// `publish-dns --wait`: wait for the DNS service to have the changes in effect.
     pub wait: bool,
     pub blank_check: BlankCheck,
     /// `--adopt`: take over this cluster's names that have no ownership record.
@@ -143,6 +121,11 @@ pub struct Flags {
     pub initialize_rbac: bool,
     /// `--manage-etcd`, when given.
     pub manage_etcd: Option<bool>,
+    /// A unit line of kOps 1.23 or later: the old daemon's invocation with
+    /// `--containerized=false` and no `--manage-etcd` on its command line.
+    pub kops_123_unit: bool,
+    /// `--remove-dns-names` (kOps ≤ 1.22 beside etcd-manager), as given.
+    pub remove_dns_names: Vec<String>,
 }
 
 /// The kubeconfig nodeup writes for protokube on control-plane nodes (`KUBECONFIG` in
@@ -158,7 +141,7 @@ pub struct Cluster {
     /// `spec.masterPublicName`, else `api.<cluster>`; lowercase, no trailing dot.
     pub public_name: String,
     /// Where records go.
-    pub dns: DnsProvider,
+    pub dns: DnsKind,
     /// Why `dns` is not what the cluster name alone suggests (said once by the publish step).
     pub dns_note: Option<String>,
 }
@@ -173,10 +156,10 @@ impl Cluster {
 /// Validated settings of one run.
 #[derive(Clone, Debug)]
 pub struct Settings {
-    /// `--cloud`.
-    pub cloud: CloudProvider,
-    /// Where the Google APIs are (used with `--cloud gce`).
-    pub gce: GceEndpoints,
+    /// `--cloud`: what is true of the cloud this node runs on.
+    pub provider: &'static Provider,
+    /// The provider's API roots: its endpoint flags as given, else their defaults.
+    pub endpoints: BTreeMap<&'static str, String>,
     pub spec: Option<ClusterDocument>,
     /// The cluster's names when known without asking the cloud (`--cluster-id` or the spec's
     /// `metadata.name`); otherwise the snapshot reads the instance's `KubernetesCluster` tag and
@@ -226,9 +209,14 @@ pub struct Settings {
     pub containerized: bool,
     /// `--initialize-rbac=true` on a control-plane node: kOps' bootstrap RBAC objects exist.
     pub initialize_rbac: bool,
-    /// `--manage-etcd=false`: etcd is not protokube's on this node.
-    pub etcd_declined: bool,
-    dns_flag: Option<DnsProvider>,
+    /// Why nodeup's unit says etcd is not protokube's on this node, if it does.
+    pub etcd_declined: Option<Declined>,
+    /// The members the spec names for each etcd cluster (`etcdMembers`), checked names.
+    pub etcd_members: std::collections::BTreeMap<String, Vec<String>>,
+    /// `--remove-dns-names`: the etcd names kOps precreated, removed while they hold its
+    /// placeholder address (checked DNS names).
+    pub remove_dns_names: Vec<String>,
+    dns_flag: Option<DnsKind>,
     internal_suffix_flag: Option<String>,
 }
 
@@ -270,6 +258,12 @@ impl Settings {
             check_cluster_name(name)
                 .map_err(|msg| anyhow!("cluster spec `{spec_origin}`: metadata.name: {msg}"))?;
         }
+        let etcd_members = spec
+            .as_ref()
+            .map(|doc| doc.spec.etcd_members())
+            .transpose()
+            .with_context(|| format!("cluster spec `{spec_origin}`"))?
+            .unwrap_or_default();
         if let (true, true, Some(doc)) = (flags.master, flags.renders, &spec) {
             let clusters = &doc.spec.etcd_clusters;
             etcd_ports(clusters, [])
@@ -335,38 +329,30 @@ impl Settings {
             .map_or(kubeconfig.clone(), |inside| {
                 Path::new("/").join(inside).display().to_string()
             });
-        let dns_flag = flags.dns;
-        if let Some(dns) = dns_flag {
-            check_dns_for_cloud(dns, flags.cloud).map_err(usage)?;
-        }
-        let gce = GceEndpoints {
-            compute: endpoint(
-                "--gce-compute-endpoint",
-                flags.gce_compute_endpoint.as_deref(),
-                GCE_COMPUTE_ENDPOINT,
-            )
-            .map_err(usage)?,
-            dns: endpoint(
-                "--gce-dns-endpoint",
-                flags.gce_dns_endpoint.as_deref(),
-                GCE_DNS_ENDPOINT,
-            )
-            .map_err(usage)?,
-        };
+        let provider = flags
+            .cloud
+            .ok_or_else(|| UsageError("--cloud: no cloud given".to_owned()))?;
+        let dns_flag = flags
+            .dns
+            .as_ref()
+            .map(|dns| check_dns_for_cloud(dns, provider))
+            .transpose()
+            .map_err(usage)?;
+        let endpoints = provider.endpoints(&flags.endpoints).map_err(usage)?;
         let mut settings = Self {
-            cloud: flags.cloud,
-            gce,
+            provider,
+            endpoints,
             cluster: None,
             master: flags.master,
             root,
             identity: IdentityOverrides {
                 instance_id: flags.instance_id,
                 availability_zone: flags.availability_zone,
-                // On AWS the SDK's own region variables count as a region given by the user.
+                // The provider's own tools' region variables count as a region given by the user.
                 region: flags.region.or_else(|| {
-                    ["AWS_REGION", "AWS_DEFAULT_REGION"]
+                    provider
+                        .region_variables
                         .iter()
-                        .filter(|_| flags.cloud == CloudProvider::Aws)
                         .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
                 }),
                 internal_ip: flags.internal_ip,
@@ -388,10 +374,27 @@ impl Settings {
             bootstrap_master_node_labels: flags.bootstrap_master_node_labels,
             node_name: flags.node_name.clone(),
             kubeconfig,
-            kops: flags.kops,
+            kops: flags.kops.in_image(distroless_image(files, flags.kops)?),
             containerized: flags.containerized,
             initialize_rbac: flags.initialize_rbac,
-            etcd_declined: flags.manage_etcd == Some(false),
+            etcd_members,
+            remove_dns_names: flags
+                .remove_dns_names
+                .iter()
+                .map(|name| {
+                    let name = normalize_dns_name(name);
+                    check_dns_name(&name)
+                        .map(|()| name)
+                        .map_err(|why| UsageError(format!("--remove-dns-names: {why}")))
+                })
+                .collect::<Result<_, _>>()?,
+            etcd_declined: if flags.manage_etcd == Some(false) {
+                Some(Declined::ManageEtcdFalse)
+            } else if flags.kops_123_unit {
+                Some(Declined::Kops123Unit)
+            } else {
+                None
+            },
             etcd: match (&flags.etcd.etcd_image, flags.legacy && spec.is_none()) {
                 (None, true) => EtcdOptions {
                     etcd_image: Some(DEFAULT_ETCD_IMAGE.to_owned()),
@@ -461,7 +464,7 @@ impl Settings {
         let spec = self.spec.as_ref().map(|d| &d.spec);
         let (dns, dns_note) = match self.dns_flag {
             Some(dns) => (dns, None),
-            None => default_dns(name, spec, self.cloud),
+            None => default_dns(name, spec, self.provider),
         };
         let public_name = if let Some(given) = self
             .spec
@@ -497,81 +500,67 @@ impl Settings {
     }
 }
 
+/// Whether a container unit runs in kOps 1.19–1.20's distroless image: its protokube at
+/// `/protokube` and its channels tool at `/channels`, at the container's own root (outside the
+/// host's, at `/rootfs`). Nothing is looked at outside a container unit.
+fn distroless_image(files: &dyn Files, kops: KopsUnit) -> Result<bool> {
+    if !kops.in_container() {
+        return Ok(false);
+    }
+    for path in [DISTROLESS_CHANNELS_TOOL, DISTROLESS_PROTOKUBE] {
+        if files.kind(Path::new(path))? == crate::host::FileKind::File {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// Where a cluster's records go when `--dns` is not given, and why when the spec decides it:
 /// nowhere for a cluster without DNS (`topology.dns.type: None`: nodeup writes the names
-/// itself) and for an IRSA cluster on Route53 (its control-plane role has no Route53
-/// permission; dns-controller owns the names under its own role); the hosts file for a
-/// gossip (`.k8s.local`) cluster; else the cloud's DNS service (Route53, Cloud DNS).
+/// itself) and where the provider says the spec leaves them to another component; the hosts
+/// file for a gossip (`.k8s.local`) cluster; else the cloud's DNS service's zones.
 fn default_dns(
     name: &str,
     spec: Option<&crate::spec::ClusterSpec>,
-    cloud: CloudProvider,
-) -> (DnsProvider, Option<String>) {
+    provider: &Provider,
+) -> (DnsKind, Option<String>) {
     let gossip = name.ends_with(".k8s.local");
     match spec {
         Some(spec) if spec.uses_none_dns() => (
-            DnsProvider::None,
+            DnsKind::None,
             Some(
                 "the cluster has no DNS (topology.dns.type: None): nodeup writes its names; \
                  protokube publishes none (--dns none)"
                     .to_owned(),
             ),
         ),
-        Some(spec) if cloud == CloudProvider::Aws && spec.uses_irsa() && !gossip => (
-            DnsProvider::None,
-            Some(
-                "IRSA cluster (spec.iam.useServiceAccountExternalPermissions): dns-controller \
-                 owns the DNS names under its own role and the control-plane role has no \
-                 Route53 permission; protokube publishes none (--dns none)"
-                    .to_owned(),
-            ),
-        ),
-        _ if gossip => (DnsProvider::Hosts, None),
-        _ => match cloud {
-            CloudProvider::Aws => (DnsProvider::Route53, None),
-            CloudProvider::Gce => (DnsProvider::CloudDns, None),
+        Some(spec) if !gossip => match (provider.names_left_by_spec)(spec) {
+            Some(why) => (DnsKind::None, Some(why.to_owned())),
+            None => (DnsKind::Zones, None),
         },
+        _ if gossip => (DnsKind::Hosts, None),
+        _ => (DnsKind::Zones, None),
     }
 }
 
-/// A DNS service is its own cloud's: Route53 on AWS, Cloud DNS on GCE.
-fn check_dns_for_cloud(dns: DnsProvider, cloud: CloudProvider) -> Result<()> {
-    match (dns, cloud) {
-        (DnsProvider::Route53, CloudProvider::Gce) => Err(anyhow!(
-            "--dns route53 needs --cloud aws; on GCE names go to Cloud DNS (`--dns clouddns`), \
-             the hosts file or nowhere"
+/// `--dns` on the cloud `provider`: a name of a zone service must be its own (another cloud's
+/// names would go to this cloud's service); the kind of place it chose.
+fn check_dns_for_cloud(dns: &DnsChoice, provider: &Provider) -> Result<DnsKind> {
+    match &dns.called {
+        Some(called) if !provider.answers_to(called) => Err(anyhow!(
+            "--dns {called}: not the zone service of --cloud {}; its names go to {} (`--dns \
+             zones`, or {}), the hosts file or nowhere",
+            provider.name,
+            provider.zone_service,
+            provider
+                .zone_service_names
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
-        (DnsProvider::CloudDns, CloudProvider::Aws) => Err(anyhow!(
-            "--dns clouddns needs --cloud gce; on AWS names go to Route53 (`--dns route53`), the \
-             hosts file or nowhere"
-        )),
-        _ => Ok(()),
+        _ => Ok(dns.kind),
     }
-}
-
-/// An API root flag's URL: `http://` or `https://` with a host, normalized to end in `/`
-/// (`None`: `default`).
-fn endpoint(flag: &str, given: Option<&str>, default: &str) -> Result<String> {
-    let url = given.unwrap_or(default).trim();
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"));
-    let host = rest.and_then(|r| r.split('/').next()).unwrap_or_default();
-    let plain = url
-        .bytes()
-        .all(|b| b.is_ascii_graphic() && !matches!(b, b'?' | b'#' | b'\\' | b'"'));
-    if host.is_empty() || !plain || host.contains('@') {
-        bail!(
-            "{flag}: `{}` is not an API root (an `https://` URL with a host, e.g. \
-             `{default}`)",
-            url.escape_debug()
-        );
-    }
-    Ok(if url.ends_with('/') {
-        url.to_owned()
-    } else {
-        format!("{url}/")
-    })
 }
 
 /// The cluster another kOps cluster's API name belongs to: kOps names a cluster's APIs
@@ -588,14 +577,14 @@ fn another_clusters_api_name(name: &str, cluster: &str) -> Option<String> {
 }
 
 /// `spec.masterPublicName`, untrusted like a tag: a DNS name (no wildcard), never the API name
-/// kOps gives another cluster, inside the cluster's domain — or, for Route53, inside a zone the
+/// kOps gives another cluster, inside the cluster's domain — or, for a DNS service, inside a zone the
 /// `--zone` rules or the spec's `dnsZone` name, and not that zone's apex. Without a named zone
 /// (no rule, `*`) it must be inside the cluster's domain. (Zones given by id are known only at
 /// publish time, where the name is checked to lie in one, and the apex again.)
 fn check_public_name(
     given: &str,
     cluster: &str,
-    dns: DnsProvider,
+    dns: DnsKind,
     rules: &[ZoneRule],
 ) -> Result<String, String> {
     let name = normalize_dns_name(given);
@@ -618,27 +607,25 @@ fn check_public_name(
         })
         .collect();
     let zone_by_id = rules.iter().any(|r| matches!(r, ZoneRule::Id(_)));
-    match dns.place() {
-        DnsPlace::HostsFile => Err(format!(
+    match dns {
+        DnsKind::Hosts => Err(format!(
             "`{name}` is outside the cluster's domain `{cluster}`; the hosts file of a gossip \
              cluster only carries the cluster's own names"
         )),
-        DnsPlace::Zones(_) if named_zones.contains(&name.as_str()) => Err(format!(
+        DnsKind::Zones if named_zones.contains(&name.as_str()) => Err(format!(
             "`{name}` is the apex of an allowed zone; protokube never writes a zone apex"
         )),
-        DnsPlace::Zones(_) if zone_by_id || named_zones.iter().any(|z| is_within(&name, z)) => {
-            Ok(name)
-        }
-        DnsPlace::Zones(_) if named_zones.is_empty() => Err(format!(
+        DnsKind::Zones if zone_by_id || named_zones.iter().any(|z| is_within(&name, z)) => Ok(name),
+        DnsKind::Zones if named_zones.is_empty() => Err(format!(
             "`{name}` is outside the cluster's domain `{cluster}` and no zone is named (--zone or \
              the spec's dnsZone): name the zone it belongs to with --zone"
         )),
-        DnsPlace::Zones(_) => Err(format!(
+        DnsKind::Zones => Err(format!(
             "`{name}` is neither inside the cluster's domain `{cluster}` nor inside an allowed \
              zone ({}); choose the zone with --zone",
             named_zones.join(", ")
         )),
-        DnsPlace::Nowhere => Ok(name),
+        DnsKind::None => Ok(name),
     }
 }
 
@@ -749,6 +736,7 @@ mod tests {
 
     fn flags() -> Flags {
         Flags {
+            cloud: Some(&crate::cloud::aws::PROVIDER),
             root: "/".into(),
             timeout: Duration::from_mins(1),
             ..Default::default()
@@ -772,7 +760,7 @@ mod tests {
         let cluster = settings.cluster.unwrap();
         assert_eq!(cluster.internal_suffix, ".internal.c.example.com");
         assert_eq!(cluster.public_name, "api.c.example.com");
-        assert_eq!(cluster.dns, DnsProvider::Route53);
+        assert_eq!(cluster.dns, DnsKind::Zones);
         assert_eq!(cluster.internal_api_name(), "api.internal.c.example.com");
         let gossip = Settings::resolve(
             Flags {
@@ -785,7 +773,7 @@ mod tests {
         .unwrap()
         .cluster
         .unwrap();
-        assert_eq!(gossip.dns, DnsProvider::Hosts);
+        assert_eq!(gossip.dns, DnsKind::Hosts);
         assert_eq!(gossip.internal_suffix, ".internal.x.example.com");
     }
 
@@ -797,18 +785,18 @@ mod tests {
         let irsa = spec("iam: {useServiceAccountExternalPermissions: true}\n");
         let public = spec("topology: {dns: {type: Public}}\n");
         for (name, spec, dns) in [
-            ("c.example.com", Some(&none_new), DnsProvider::None),
-            ("c.example.com", Some(&none_old), DnsProvider::None),
-            ("c.k8s.local", Some(&none_old), DnsProvider::None),
-            ("c.example.com", Some(&irsa), DnsProvider::None),
-            ("c.k8s.local", Some(&irsa), DnsProvider::Hosts),
-            ("c.example.com", Some(&public), DnsProvider::Route53),
-            ("c.example.com", None, DnsProvider::Route53),
-            ("c.k8s.local", None, DnsProvider::Hosts),
+            ("c.example.com", Some(&none_new), DnsKind::None),
+            ("c.example.com", Some(&none_old), DnsKind::None),
+            ("c.k8s.local", Some(&none_old), DnsKind::None),
+            ("c.example.com", Some(&irsa), DnsKind::None),
+            ("c.k8s.local", Some(&irsa), DnsKind::Hosts),
+            ("c.example.com", Some(&public), DnsKind::Zones),
+            ("c.example.com", None, DnsKind::Zones),
+            ("c.k8s.local", None, DnsKind::Hosts),
         ] {
-            let (got, note) = default_dns(name, spec, CloudProvider::Aws);
+            let (got, note) = default_dns(name, spec, &crate::cloud::aws::PROVIDER);
             assert_eq!(got, dns, "{name} {spec:?}");
-            assert_eq!(note.is_some(), dns == DnsProvider::None, "{name} {spec:?}");
+            assert_eq!(note.is_some(), dns == DnsKind::None, "{name} {spec:?}");
         }
     }
 
@@ -850,10 +838,10 @@ mod tests {
         let check =
             |given, dns, rules: &[ZoneRule]| check_public_name(given, "c.example.com", dns, rules);
         assert_eq!(
-            check("API.c.example.com.", DnsProvider::Route53, &name_rules).unwrap(),
+            check("API.c.example.com.", DnsKind::Zones, &name_rules).unwrap(),
             "api.c.example.com"
         );
-        assert!(check("k8s.example.com", DnsProvider::Route53, &name_rules).is_ok());
+        assert!(check("k8s.example.com", DnsKind::Zones, &name_rules).is_ok());
         // Another cluster's API names: a copied spec's, a child cluster's, the internal one of
         // the cluster this one's name extends.
         for (other, owner) in [
@@ -862,53 +850,41 @@ mod tests {
             ("api.example.com", "example.com"),
             ("api.internal.c.example.com", "c.example.com"),
         ] {
-            let err = check(other, DnsProvider::Route53, &name_rules).unwrap_err();
+            let err = check(other, DnsKind::Zones, &name_rules).unwrap_err();
             assert!(
                 err.contains(&format!("cluster `{owner}`")),
                 "{other}: {err}"
             );
         }
         // Without a named zone, only the cluster's own domain.
-        assert!(
-            check("k8s.example.com", DnsProvider::Route53, &[ZoneRule::Any])
-                .unwrap_err()
-                .contains("no zone is named")
-        );
-        assert!(check(
-            "public.c.example.com",
-            DnsProvider::Route53,
-            &[ZoneRule::Any]
-        )
-        .is_ok());
+        assert!(check("k8s.example.com", DnsKind::Zones, &[ZoneRule::Any])
+            .unwrap_err()
+            .contains("no zone is named"));
+        assert!(check("public.c.example.com", DnsKind::Zones, &[ZoneRule::Any]).is_ok());
         for (bad, dns, rules, needle) in [
-            (
-                "*.example.com",
-                DnsProvider::Route53,
-                &name_rules[..],
-                "wildcard",
-            ),
-            ("example.com", DnsProvider::Route53, &name_rules[..], "apex"),
+            ("*.example.com", DnsKind::Zones, &name_rules[..], "wildcard"),
+            ("example.com", DnsKind::Zones, &name_rules[..], "apex"),
             (
                 "k8s.other.com",
-                DnsProvider::Route53,
+                DnsKind::Zones,
                 &name_rules[..],
                 "allowed zone",
             ),
             (
                 "registry.k8s.io",
-                DnsProvider::Hosts,
+                DnsKind::Hosts,
                 &[ZoneRule::Any][..],
                 "cluster's domain",
             ),
             (
                 "6.6.6.6\tregistry.k8s.io",
-                DnsProvider::Hosts,
+                DnsKind::Hosts,
                 &[ZoneRule::Any][..],
                 "valid DNS name",
             ),
             (
                 "a\nb.c.example.com",
-                DnsProvider::Route53,
+                DnsKind::Zones,
                 &[ZoneRule::Any][..],
                 "valid DNS name",
             ),
@@ -919,7 +895,7 @@ mod tests {
         // Zones by id are only known at publish time.
         assert!(check(
             "k8s.other.com",
-            DnsProvider::Route53,
+            DnsKind::Zones,
             &[ZoneRule::Id("Z1".into())]
         )
         .is_ok());

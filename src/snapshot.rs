@@ -17,7 +17,7 @@ use crate::cloud::{
 use crate::host::{FileKind, Host};
 use crate::identity::{self, NodeIdentity};
 use crate::paths::{volume_mountpoint, HostRoot, MANIFEST_DIR, STATE_FILE};
-use crate::plan::etcd_owner::{is_own_etcd_link, EtcdOwner, ManifestFile};
+use crate::plan::etcd_owner::{is_own_etcd_link, Declined, EtcdOwner, ManifestFile};
 use crate::plan::files::FileFact;
 use crate::plan::mounts::{mounted_at, MountEntry};
 use crate::plan::static_pods::MAX_STATIC_POD_BYTES;
@@ -237,6 +237,11 @@ impl<'a> Snapshot<'a> {
         self.volume_answer.as_deref()
     }
 
+    /// The cluster's etcd volumes, when this run has listed them.
+    pub fn discovery_known(&self) -> Option<&Discovery> {
+        self.discovery.as_ref()
+    }
+
     /// The cluster's running masters, when they have been asked for.
     pub fn masters_known(&self) -> Option<&[InstanceInfo]> {
         self.masters.as_deref()
@@ -437,17 +442,20 @@ impl<'a> Snapshot<'a> {
     /// says `--manage-etcd=false`, else from the static-pod manifests: kOps' etcd-manager where
     /// its pods are there (by content, whatever the file names), else protokube.
     pub fn etcd_owner(&mut self) -> Result<&EtcdOwner> {
-        if self.etcd_owner.is_none() && self.settings.etcd_declined {
-            self.etcd_owner = Some(EtcdOwner::Declined);
+        let declined = self.settings.etcd_declined;
+        if self.etcd_owner.is_none() && declined == Some(Declined::ManageEtcdFalse) {
+            self.etcd_owner = Some(EtcdOwner::Declined(Declined::ManageEtcdFalse));
         }
         if self.etcd_owner.is_none() {
             let (dir, names) = self.manifest_dir()?;
-            self.etcd_owner = Some(read_etcd_owner(
-                self.host,
-                &self.settings.root,
-                &dir,
-                &names,
-            ));
+            let owner = read_etcd_owner(self.host, &self.settings.root, &dir, &names);
+            // A kOps ≥ 1.23 unit: etcd-manager's where its pods are (said so), and never
+            // protokube's where they are not (yet), or cannot be read.
+            self.etcd_owner = Some(match (owner, declined) {
+                (owner @ EtcdOwner::EtcdManager { .. }, _) => owner,
+                (_, Some(why)) => EtcdOwner::Declined(why),
+                (owner, None) => owner,
+            });
         }
         self.etcd_owner
             .as_ref()

@@ -192,6 +192,34 @@ pub struct EtcdClusterSpec {
     pub client_port: Option<u16>,
 }
 
+impl ClusterSpec {
+    /// The members the spec names for each etcd cluster (`etcdClusters[].etcdMembers[].name`),
+    /// by cluster name; each name checked as a DNS-1123 label (it becomes part of DNS names and
+    /// pod names). A cluster naming no member is left out.
+    pub fn etcd_members(&self) -> anyhow::Result<std::collections::BTreeMap<String, Vec<String>>> {
+        let mut out = std::collections::BTreeMap::new();
+        for (i, cluster) in self.etcd_clusters.iter().enumerate() {
+            let mut names = Vec::new();
+            for (j, member) in cluster.etcd_members.iter().enumerate() {
+                if !crate::names::is_dns1123_label(&member.name) {
+                    anyhow::bail!(
+                        "spec.etcdClusters[{i}].etcdMembers[{j}].name: `{}` is not a DNS-1123 \
+                         label (lowercase letters, digits and `-`, at most 63)",
+                        member.name.escape_debug()
+                    );
+                }
+                if !names.contains(&member.name) {
+                    names.push(member.name.clone());
+                }
+            }
+            if !names.is_empty() {
+                out.insert(cluster.name.clone(), names);
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// One entry of `etcdMembers`.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]

@@ -67,6 +67,13 @@ impl Deadline {
         self.at
     }
 
+    /// The earlier of this deadline and `other`.
+    pub fn earliest(self, other: Self) -> Self {
+        Self {
+            at: self.at.min(other.at),
+        }
+    }
+
     /// Runs `future` until the deadline; `Err(())` when the deadline came first (the future is
     /// dropped there).
     pub async fn run<T>(&self, future: impl Future<Output = T>) -> Result<T, ()> {

@@ -1,13 +1,14 @@
 //! The cloud as protokube sees it: one [`Cloud`] trait and narrow traits under it returning our
 //! own, provider-neutral types (volumes, attachments, instances, device hints), so steps run
 //! against any provider or against a stricter test double. Each provider lives in its own
-//! folder ([`aws`]), its device naming included.
+//! folder, its device naming and its [`provider::Provider`] value included.
 
 pub mod aws;
 pub mod gce;
 #[cfg(test)]
 pub mod memory;
 pub mod patient;
+pub mod provider;
 pub mod tags;
 
 use std::collections::BTreeMap;
@@ -115,6 +116,10 @@ pub struct CloudVolume {
     /// its data is not blank.
     #[serde(alias = "snapshot_id")]
     pub made_from: Option<String>,
+    /// A volume of a region, replicated across its zones (`zone` then names the region); kOps
+    /// makes none for etcd.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub regional: bool,
 }
 
 /// One attachment of a volume to an instance.

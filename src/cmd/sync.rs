@@ -20,6 +20,20 @@ pub async fn run(
     host: &dyn Host,
     report: &mut Report,
 ) -> Result<()> {
+    // kOps 1.12–1.18 left kubelet to its protokube, which started it first, whatever its cloud
+    // and DNS steps then did.
+    let kubelet = steps::kubelet::first(settings, host, report).await;
+    let rest = after_kubelet(settings, cloud, zones, host, report).await;
+    steps::first_error([rest, kubelet])
+}
+
+async fn after_kubelet(
+    settings: &Settings,
+    cloud: &dyn Cloud,
+    zones: &dyn ZoneService,
+    host: &dyn Host,
+    report: &mut Report,
+) -> Result<()> {
     // One region-wide listing serves mount (this zone) and DNS (every member).
     let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Region);
     // Not given the cluster (kOps 1.36's unit gives neither it nor the role): the instance's
@@ -38,38 +52,21 @@ pub async fn run(
     let cluster = snapshot.cluster().await?;
     let dns = dns::choose(settings, &cluster, zones);
     let _lock = steps::lock(settings, host)?;
-    // Who owns etcd here is decided once: where etcd-manager does, its volumes are left alone
-    // and not even listed.
+    // Who owns etcd here is decided once: where etcd-manager does, its volumes are left alone.
     let owns_etcd = steps::announce_etcd_owner(settings, &mut snapshot, report)?;
-    // A master asks the cloud once while its last full check holds, a gossip worker not at all
-    // (DESIGN §8).
+    // A master asks the cloud once while its last full check holds, a gossip worker not at all.
     let verify = steps::verify::begin(settings, &mut snapshot, &*dns).await?;
-    let (claimed, mounted) = if owns_etcd {
-        let claimed = steps::claim::run(settings, &mut snapshot, report).await?;
-        let mounted = steps::mount::run(settings, &mut snapshot, report).await?;
-        (claimed, mounted)
-    } else {
-        Default::default()
-    };
+    let (claimed, mounted) =
+        steps::claim::claim_and_mount(settings, &mut snapshot, owns_etcd, report).await?;
     let rendered = steps::render::run(settings, &mut snapshot, report).await?;
-    let nothing_known = dns::target::Known::default();
-    let known = verify
-        .as_ref()
-        .and_then(steps::verify::Verify::known)
-        .unwrap_or(&nothing_known);
+    let known = steps::verify::known(verify.as_ref());
     let published = steps::publish::run(settings, &mut snapshot, &*dns, known, report).await?;
     // A worker's run asks the cloud nothing more to see whether it should have been a master.
     steps::check_master_flag(settings, &mut snapshot, false, report).await?;
     if let Some(verify) = verify {
         // What the steps changed, as they say it (typed outcomes, not the report).
-        let volumes_changed = claimed.volumes_changed || mounted.formatted || rendered.tagged;
-        steps::verify::finish(
-            settings,
-            &mut snapshot,
-            &verify,
-            volumes_changed,
-            &published,
-        )?;
+        let changed = claimed.volumes_changed || mounted.formatted || rendered.tagged;
+        steps::verify::finish(settings, &mut snapshot, &verify, changed, &published)?;
     }
     if settings.master {
         steps::kubernetes::run(settings, host, report).await?;

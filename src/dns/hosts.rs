@@ -135,13 +135,16 @@ impl DnsTarget for HostsFile<'_> {
 mod tests {
     use super::*;
     use crate::report::Action;
-    use crate::settings::DnsProvider;
     use crate::snapshot::VolumeScope;
     use crate::steps::testing::{master, Bench};
 
     /// A master of a cluster whose names go to the hosts file.
     fn bench() -> Bench {
-        Bench::with_flags(&[], |flags| flags.dns = Some(DnsProvider::Hosts))
+        Bench::with_flags(&[], |flags| {
+            flags.dns = Some(crate::settings::DnsChoice::of(
+                crate::settings::DnsKind::Hosts,
+            ));
+        })
     }
 
     fn hosts(bench: &Bench) -> String {

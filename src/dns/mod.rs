@@ -12,7 +12,7 @@ pub mod route53;
 pub mod target;
 pub mod zoned;
 
-use crate::settings::{Cluster, DnsPlace, Settings};
+use crate::settings::{Cluster, DnsKind, Settings};
 use hosts::HostsFile;
 use none::Nowhere;
 use target::DnsTarget;
@@ -27,22 +27,25 @@ pub fn choose<'a>(
     cluster: &Cluster,
     zones: &'a dyn ZoneService,
 ) -> Box<dyn DnsTarget + 'a> {
-    match cluster.dns.place() {
-        DnsPlace::Nowhere => Box::new(Nowhere {
+    match cluster.dns {
+        DnsKind::None => Box::new(Nowhere {
             why: cluster
                 .dns_note
                 .clone()
                 .unwrap_or_else(|| "--dns none: nothing to publish".into()),
         }),
-        DnsPlace::Zones(service) if !settings.master => Box::new(Nowhere {
-            why: format!("only control-plane nodes publish to {service} (--master is not set)"),
+        DnsKind::Zones if !settings.master => Box::new(Nowhere {
+            why: format!(
+                "only control-plane nodes publish to {} (--master is not set)",
+                settings.provider.zone_service
+            ),
         }),
-        DnsPlace::Zones(_) => Box::new(ZonedNames {
+        DnsKind::Zones => Box::new(ZonedNames {
             settings,
             cluster: cluster.clone(),
             service: zones,
         }),
-        DnsPlace::HostsFile => Box::new(HostsFile {
+        DnsKind::Hosts => Box::new(HostsFile {
             settings,
             cluster: cluster.clone(),
         }),
@@ -51,14 +54,14 @@ pub fn choose<'a>(
 
 #[cfg(test)]
 mod tests {
-    use crate::settings::DnsProvider;
+    use crate::settings::{DnsChoice, DnsKind};
     use crate::steps::testing::Bench;
 
     /// The idle reason and whether names are shared with dns-controller, for a node.
-    fn chosen(master: bool, dns: DnsProvider) -> (Option<String>, bool) {
+    fn chosen(master: bool, dns: DnsKind) -> (Option<String>, bool) {
         let bench = Bench::with_flags(&[], |flags| {
             flags.master = master;
-            flags.dns = Some(dns);
+            flags.dns = Some(DnsChoice::of(dns));
         });
         let target = bench.dns();
         (
@@ -69,13 +72,13 @@ mod tests {
 
     #[test]
     fn each_node_gets_the_target_its_provider_and_role_say() {
-        assert_eq!(chosen(true, DnsProvider::Route53), (None, true));
-        let (why, _) = chosen(false, DnsProvider::Route53);
+        assert_eq!(chosen(true, DnsKind::Zones), (None, true));
+        let (why, _) = chosen(false, DnsKind::Zones);
         assert!(why
             .unwrap()
             .contains("only control-plane nodes publish to Route53"));
-        assert_eq!(chosen(false, DnsProvider::Hosts), (None, false));
-        let (why, _) = chosen(true, DnsProvider::None);
+        assert_eq!(chosen(false, DnsKind::Hosts), (None, false));
+        let (why, _) = chosen(true, DnsKind::None);
         assert!(why.unwrap().contains("--dns none"));
     }
 }

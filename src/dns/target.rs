@@ -54,6 +54,17 @@ pub trait DnsTarget {
 
     /// Takes this node out of the names it published.
     async fn release(&self, snapshot: &mut Snapshot<'_>, report: &mut Report) -> Result<()>;
+
+    /// Removes each of `names` that still holds kOps' placeholder address (kOps ≤ 1.22's
+    /// `--remove-dns-names` beside etcd-manager); nothing where names are not in a DNS service.
+    async fn remove_placeholders(
+        &self,
+        _snapshot: &mut Snapshot<'_>,
+        _names: &[String],
+        _report: &mut Report,
+    ) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// The names a node wants, as the publish step computed them.

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::{Node, ServiceAccount};
+use k8s_openapi::api::core::v1::{Namespace, Node, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
@@ -384,10 +384,20 @@ fn plugin_path(
 #[async_trait]
 impl KubernetesApi for KubeClient {
     async fn ready(&self) -> Result<()> {
-        self.request(|| self.client.apiserver_version())
+        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        let found = self
+            .request(|| namespaces.get_opt("kube-system"))
             .await
-            .map(drop)
-            .context("asking the Kubernetes API for its version")
+            .context("asking the Kubernetes API for the `kube-system` namespace")?;
+        match found {
+            Some(_) => Ok(()),
+            None => Err(NotReady(format!(
+                "the Kubernetes API at `{}` answers, but its `kube-system` namespace does not \
+                 exist yet (the API server is still starting its controllers)",
+                self.server
+            ))
+            .into()),
+        }
     }
 
     async fn node_labels(&self, name: &str) -> Result<Option<BTreeMap<String, String>>> {

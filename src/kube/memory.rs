@@ -68,7 +68,8 @@ impl MemoryKube {
 #[async_trait]
 impl KubernetesApi for MemoryKube {
     async fn ready(&self) -> Result<()> {
-        self.request("GET /version".to_owned()).map(drop)
+        self.request("GET namespace/kube-system".to_owned())
+            .map(drop)
     }
 
     async fn node_labels(&self, name: &str) -> Result<Option<BTreeMap<String, String>>> {

@@ -20,7 +20,9 @@ use crate::plan::kops::BootstrapObject;
 /// [`crate::error::NotReady`].
 #[async_trait]
 pub trait KubernetesApi: Send + Sync {
-    /// The API server answers (`GET /version`).
+    /// The API server answers and its `kube-system` namespace exists (`GET
+    /// /api/v1/namespaces/kube-system`, as kOps' protokube asked from 1.20): before that, an
+    /// RBAC object or an addon of that namespace cannot be made yet ("not ready").
     async fn ready(&self) -> Result<()>;
 
     /// The node's labels; `None` when the node is not registered (yet).

@@ -24,9 +24,18 @@ pub enum EtcdOwner {
         dir: PathBuf,
         unreadable: Vec<(String, String)>,
     },
-    /// The unit says etcd is not protokube's here (`--manage-etcd=false`: kOps' nodeup up to
-    /// 1.22 beside etcd-manager), whatever the manifests say.
-    Declined,
+    /// The unit says etcd is not protokube's here, whatever the manifests say.
+    Declined(Declined),
+}
+
+/// Why nodeup's unit says etcd is not protokube's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Declined {
+    /// `--manage-etcd=false`: kOps' nodeup up to 1.22 beside etcd-manager.
+    ManageEtcdFalse,
+    /// A unit of kOps 1.23 or later (`--containerized=false`, no `--manage-etcd`): kOps'
+    /// protokube had no etcd code from 1.23 (etcd-manager runs etcd there).
+    Kops123Unit,
 }
 
 /// One entry of the manifest directory, as the node gave it.
@@ -86,10 +95,17 @@ impl EtcdOwner {
     pub fn notice(&self) -> Option<String> {
         match self {
             Self::Protokube | Self::Unknown { .. } => None,
-            Self::Declined => Some(
+            Self::Declined(Declined::ManageEtcdFalse) => Some(
                 "--manage-etcd=false: etcd is not protokube's on this node (kOps: etcd-manager \
                  runs it); protokube attaches, mounts, renders and publishes nothing for etcd \
                  here"
+                    .to_owned(),
+            ),
+            Self::Declined(Declined::Kops123Unit) => Some(
+                "kOps 1.23 or later's unit (--containerized=false, no --manage-etcd): etcd is \
+                 not protokube's on this node (kOps' protokube had no etcd code from 1.23; \
+                 etcd-manager runs it); protokube attaches, mounts, renders and publishes \
+                 nothing for etcd here"
                     .to_owned(),
             ),
             Self::EtcdManager { dir, files } => Some(format!(

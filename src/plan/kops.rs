@@ -7,18 +7,27 @@
 
 use std::collections::BTreeMap;
 
-/// The kOps version range a unit's flags place a run in.
+/// The kOps version range a unit's flags (and, in a container, its image) place a run in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum KopsUnit {
-    /// kOps 1.12–1.20: protokube in a container (`--containerized=true`) with the host at
-    /// `/rootfs` — the unit lines of 1.16 to 1.20 cannot be told apart.
-    Container,
+    /// kOps 1.12–1.18: protokube in its Debian image (`/usr/bin/protokube`, `channels` on its
+    /// `PATH`), `--containerized=true`, the host at `/rootfs`.
+    DebianImage,
+    /// kOps 1.19–1.20: protokube in its distroless image (`/protokube`, the tool at
+    /// `/channels`), same unit line as 1.16–1.18: told apart by the image.
+    DistrolessImage,
     /// kOps 1.21–1.23: the host binary (`--containerized=false`), no `--cluster-id`.
     Host,
     /// kOps 1.24 and later (`--cluster-id`), or not nodeup's unit at all (a subcommand).
     #[default]
     Current,
 }
+
+/// Where the distroless image of kOps 1.19–1.20 keeps its channels tool (outside the host's
+/// root: `release-1.19:protokube/pkg/protokube/channels.go:39`).
+pub const DISTROLESS_CHANNELS_TOOL: &str = "/channels";
+/// Where the distroless image keeps protokube itself.
+pub const DISTROLESS_PROTOKUBE: &str = "/protokube";
 
 const MASTER: (&str, &str) = ("node-role.kubernetes.io/master", "");
 const CONTROL_PLANE: (&str, &str) = ("node-role.kubernetes.io/control-plane", "");
@@ -30,16 +39,32 @@ const EXCLUDE_LB: (&str, &str) = (
 );
 
 impl KopsUnit {
-    /// From the flags of the old daemon's invocation (`legacy`: no subcommand): a container
-    /// unit says `--containerized=true`; kOps 1.24 and later pass `--cluster-id` (on every
-    /// cloud); 1.21–1.23 neither.
+    /// From the flags of the old daemon's invocation (`legacy`: no subcommand) as the command
+    /// line gives them: a container unit says `--containerized=true` (1.12–1.20; the Debian
+    /// image's until [`KopsUnit::in_image`] sees the distroless one); kOps 1.24 and later pass
+    /// `--cluster-id` (on every cloud); 1.21–1.23 neither.
     pub fn from_flags(legacy: bool, containerized: Option<bool>, cluster_id_given: bool) -> Self {
         match (legacy, containerized, cluster_id_given) {
             (false, _, _) => Self::Current,
-            (true, Some(true), _) => Self::Container,
+            (true, Some(true), _) => Self::DebianImage,
             (true, _, false) => Self::Host,
             (true, _, true) => Self::Current,
         }
+    }
+
+    /// A container unit told by its image: kOps 1.19–1.20's distroless image has protokube at
+    /// `/protokube` and its channels tool at `/channels` (`distroless`); 1.12–1.18's Debian
+    /// image has them under `/usr/bin`.
+    pub fn in_image(self, distroless: bool) -> Self {
+        match self {
+            Self::DebianImage if distroless => Self::DistrolessImage,
+            other => other,
+        }
+    }
+
+    /// Whether the run is in kOps' container (1.12–1.20), the host at `/rootfs`.
+    pub fn in_container(self) -> bool {
+        matches!(self, Self::DebianImage | Self::DistrolessImage)
     }
 
     /// The labels kOps' labeller of this version gave a control-plane node
@@ -49,7 +74,7 @@ impl KopsUnit {
     /// from 1.24 the control-plane role, the PKI label and the load-balancer exclusion.
     pub fn control_plane_labels(self) -> &'static [(&'static str, &'static str)] {
         match self {
-            Self::Container => &[MASTER, CONTROLLER_PKI],
+            Self::DebianImage | Self::DistrolessImage => &[MASTER, CONTROLLER_PKI],
             Self::Host => &[
                 MASTER,
                 CONTROL_PLANE,
@@ -64,19 +89,21 @@ impl KopsUnit {
     /// Whether a node not found by its name is looked for by its `kubernetes.io/hostname`
     /// label, as kOps 1.19–1.20's labeller found it (`Nodes().List`, exactly one).
     pub fn finds_node_by_hostname(self) -> bool {
-        self == Self::Container
+        self == Self::DistrolessImage
     }
 
     /// Whether kubelet is started on a control-plane node where it is not running: nodeup of
-    /// kOps 1.12–1.18 left it stopped there for protokube to start (`startKubeletService`).
+    /// kOps 1.12–1.18 left it stopped there for protokube to start (`startKubeletService`);
+    /// from 1.19 nodeup starts it and kOps' protokube no longer did.
     pub fn starts_kubelet(self) -> bool {
-        self == Self::Container
+        self == Self::DebianImage
     }
 
     /// The version range, for messages.
     pub fn describe(self) -> &'static str {
         match self {
-            Self::Container => "kOps 1.12–1.20 (protokube in a container)",
+            Self::DebianImage => "kOps 1.12–1.18 (protokube in its Debian image)",
+            Self::DistrolessImage => "kOps 1.19–1.20 (protokube in its distroless image)",
             Self::Host => "kOps 1.21–1.23",
             Self::Current => "kOps 1.24 and later",
         }
@@ -158,8 +185,8 @@ mod tests {
     fn the_version_is_told_from_the_unit_s_flags() {
         // (legacy, --containerized, --cluster-id given)
         for (flags, unit) in [
-            ((true, Some(true), false), KopsUnit::Container),
-            ((true, Some(true), true), KopsUnit::Container),
+            ((true, Some(true), false), KopsUnit::DebianImage),
+            ((true, Some(true), true), KopsUnit::DebianImage),
             ((true, Some(false), false), KopsUnit::Host),
             ((true, None, false), KopsUnit::Host),
             ((true, Some(false), true), KopsUnit::Current),
@@ -172,6 +199,13 @@ mod tests {
                 "{flags:?}"
             );
         }
+        // The container's image tells 1.19–1.20 from 1.12–1.18.
+        assert_eq!(
+            KopsUnit::DebianImage.in_image(true),
+            KopsUnit::DistrolessImage
+        );
+        assert_eq!(KopsUnit::DebianImage.in_image(false), KopsUnit::DebianImage);
+        assert_eq!(KopsUnit::Host.in_image(true), KopsUnit::Host);
     }
 
     #[test]
@@ -183,7 +217,7 @@ mod tests {
                 .collect()
         };
         assert_eq!(
-            keys(KopsUnit::Container),
+            keys(KopsUnit::DistrolessImage),
             [
                 "node-role.kubernetes.io/master",
                 "kops.k8s.io/kops-controller-pki"
@@ -201,8 +235,15 @@ mod tests {
                 "node.kubernetes.io/exclude-from-external-load-balancers"
             ]
         );
+        assert_eq!(keys(KopsUnit::DebianImage), keys(KopsUnit::DistrolessImage));
+        // kubelet: 1.12–1.18 only; the hostname lookup: 1.19–1.20 only.
         assert!(
-            KopsUnit::Container.starts_kubelet() && KopsUnit::Container.finds_node_by_hostname()
+            KopsUnit::DebianImage.starts_kubelet()
+                && !KopsUnit::DebianImage.finds_node_by_hostname()
+        );
+        assert!(
+            !KopsUnit::DistrolessImage.starts_kubelet()
+                && KopsUnit::DistrolessImage.finds_node_by_hostname()
         );
         assert!(!KopsUnit::Host.starts_kubelet() && !KopsUnit::Current.starts_kubelet());
     }

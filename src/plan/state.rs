@@ -47,6 +47,10 @@ pub struct State {
     /// name first (as clouds' CSI drivers do).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stuck_device_names: Vec<String>,
+    /// The `--remove-dns-names` list whose placeholders were removed (kOps removed them once
+    /// per start): not looked at again while the unit lists the same names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placeholders_removed: Vec<String>,
 }
 
 /// An owned name first found missing from the cluster's names at `since`, holding `values`
@@ -164,12 +168,7 @@ impl State {
         Self {
             version: STATE_VERSION,
             volumes,
-            verified: None,
-            worker: None,
-            zones: None,
-            node: None,
-            missing_names: BTreeMap::new(),
-            stuck_device_names: Vec::new(),
+            ..Self::default()
         }
     }
 

@@ -258,6 +258,7 @@ mod tests {
                 .collect(),
             tags,
             made_from: None,
+            regional: false,
         }
     }
 

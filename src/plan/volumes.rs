@@ -209,6 +209,13 @@ fn classify_one(
             words.name(CLUSTER_TAG)
         ));
     }
+    if volume.regional {
+        return Err(format!(
+            "it is a volume of region `{}`, replicated across its zones: kOps makes each etcd \
+             volume in one zone, and protokube claims none that is not",
+            volume.zone.escape_debug()
+        ));
+    }
     if !volume.tags.contains_key(MASTER_ROLE_TAG) {
         return Err(format!("it has no {}", words.name(MASTER_ROLE_TAG)));
     }
@@ -257,6 +264,54 @@ fn classify_one(
     }
     etcd.sort_by(|a, b| a.cluster.cmp(&b.cluster));
     Ok(etcd)
+}
+
+/// The members of each etcd cluster: kOps ≥ 1.36 labels each etcd volume of one cloud with
+/// itself only (`a/a`, kops#17630) and rewrites the labels of existing ones, so no one label
+/// says an etcd cluster's members. They are the spec's `etcdMembers` for a key the spec names
+/// members of (the spec is kOps' truth), else every member some volume of the key names — its
+/// own and those its label lists — among `volumes` (every zone's, where the run asked for the
+/// region). Pure.
+pub fn cluster_members(
+    spec: &std::collections::BTreeMap<String, Vec<String>>,
+    volumes: &[EtcdVolume],
+) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut found: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+    for membership in volumes.iter().flat_map(|v| &v.etcd) {
+        let members = found.entry(membership.cluster.clone()).or_default();
+        members.insert(membership.member.clone());
+        members.extend(membership.members.iter().cloned());
+    }
+    let mut out: std::collections::BTreeMap<String, Vec<String>> = found
+        .into_iter()
+        .map(|(key, members)| (key, members.into_iter().collect()))
+        .collect();
+    for (key, named) in spec.iter().filter(|(_, named)| !named.is_empty()) {
+        out.insert(key.clone(), named.clone());
+    }
+    out
+}
+
+/// Completes the member lists of `memberships` with the cluster's `members`
+/// ([`cluster_members`]) where a list says fewer or others; a list holding the same members
+/// keeps its order, and one whose own member the cluster's list lacks (a spec that names the
+/// members otherwise than the labels do) is kept as the label says it. Pure.
+pub fn complete_members(
+    memberships: &mut [EtcdMembership],
+    members: &std::collections::BTreeMap<String, Vec<String>>,
+) {
+    for membership in memberships {
+        let Some(complete) = members
+            .get(&membership.cluster)
+            .filter(|list| list.contains(&membership.member))
+        else {
+            continue;
+        };
+        let set = |list: &[String]| list.iter().cloned().collect::<BTreeSet<_>>();
+        if set(&membership.members) != set(complete) {
+            membership.members = complete.clone();
+        }
+    }
 }
 
 /// Claim rank of a set of memberships: `main` first, then `events`, then the others.
@@ -414,6 +469,7 @@ mod tests {
             state: VolumeState::Available,
             attachments: vec![],
             made_from: None,
+            regional: false,
             tags: tags
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -427,6 +483,51 @@ mod tests {
         let mut tags = vec![(CLUSTER_TAG, CLUSTER), (MASTER_ROLE_TAG, "1")];
         tags.extend_from_slice(extra);
         tags
+    }
+
+    #[test]
+    fn members_come_from_the_spec_else_from_every_volume_of_the_key() {
+        let etcd = |key: &str, value: &str| (format!("{ETCD_TAG_PREFIX}{key}"), value.to_owned());
+        let with = |id: &str, tag: (String, String)| {
+            let mut volume = cloud_volume(id, &base_tags(&[]));
+            volume.tags.insert(tag.0, tag.1);
+            volume
+        };
+        // kOps 1.36's labels: each volume names itself only.
+        let volumes: Vec<CloudVolume> = ["a", "b", "c"]
+            .iter()
+            .map(|m| with(&format!("vol-{m}"), etcd("main", &format!("{m}/{m}"))))
+            .collect();
+        let discovery = classify(CLUSTER, None, volumes);
+        let members = cluster_members(&Default::default(), &discovery.volumes);
+        assert_eq!(members["main"], ["a", "b", "c"]);
+        let mut own = discovery.volumes[0].etcd.clone();
+        complete_members(&mut own, &members);
+        assert_eq!(own[0].members, ["a", "b", "c"]);
+        // The spec's etcdMembers win (a member whose volume is gone is still a member).
+        let spec = [(
+            "main".to_owned(),
+            vec![
+                "a".to_owned(),
+                "b".to_owned(),
+                "c".to_owned(),
+                "d".to_owned(),
+            ],
+        )]
+        .into_iter()
+        .collect();
+        assert_eq!(
+            cluster_members(&spec, &discovery.volumes)["main"],
+            ["a", "b", "c", "d"]
+        );
+        // A full list in another order is kept as it is.
+        let discovery = classify(CLUSTER, None, vec![with("vol-a", etcd("main", "a/c,b,a"))]);
+        let mut own = discovery.volumes[0].etcd.clone();
+        complete_members(
+            &mut own,
+            &cluster_members(&Default::default(), &discovery.volumes),
+        );
+        assert_eq!(own[0].members, ["c", "b", "a"]);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use anyhow::{anyhow, Result};
 use crate::error::NotReady;
 use crate::host::{FileKind, Host};
 use crate::kube::channels::{apply_channel, channel_args, CHANNELS_TOOL};
-use crate::plan::kops::channel_unchanged;
+use crate::plan::kops::{channel_unchanged, DISTROLESS_CHANNELS_TOOL};
 use crate::report::{Action, Change, ChangeKind, Report};
 use crate::settings::Settings;
 
@@ -83,13 +83,20 @@ pub async fn run(settings: &Settings, host: &dyn Host, report: &mut Report) -> R
     })
 }
 
-/// Where kOps' channels tool is: `<root>/opt/kops/bin/channels`, where nodeup installs it; in
-/// kOps' container (`--containerized=true`, 1.12–1.20), where it is absent, the tool of the
-/// container's `PATH` (the image shipped `/usr/bin/channels`).
+/// Where kOps' channels tool is: `<root>/opt/kops/bin/channels`, where nodeup installs it
+/// (kOps 1.21 and later); in kOps' container (`--containerized=true`, 1.12–1.20), where the host
+/// has none, where that era's image keeps it: `/channels` at the container's own root (1.19–1.20's
+/// distroless image), else the container's `PATH` (1.12–1.18's Debian image: `/usr/bin/channels`).
 fn channels_tool(settings: &Settings, host: &dyn Host) -> Result<PathBuf> {
     let installed = settings.root.resolve(CHANNELS_TOOL)?;
-    if !settings.containerized || host.kind(&installed)? == FileKind::File {
+    if !(settings.containerized || settings.kops.in_container())
+        || host.kind(&installed)? == FileKind::File
+    {
         return Ok(installed);
+    }
+    let image = Path::new(DISTROLESS_CHANNELS_TOOL);
+    if host.kind(image)? == FileKind::File {
+        return Ok(image.to_owned());
     }
     let search = std::env::var("PATH").unwrap_or_default();
     for dir in search.split(':').filter(|d| d.starts_with('/')) {

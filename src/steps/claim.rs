@@ -52,6 +52,21 @@ impl Claimed {
     }
 }
 
+/// The claim and mount steps where protokube owns etcd (nothing where etcd-manager does).
+pub async fn claim_and_mount(
+    settings: &Settings,
+    snapshot: &mut Snapshot<'_>,
+    owns_etcd: bool,
+    report: &mut Report,
+) -> Result<(Claimed, super::mount::Mounted)> {
+    if !owns_etcd {
+        return Ok(Default::default());
+    }
+    let claimed = run(settings, snapshot, report).await?;
+    let mounted = super::mount::run(settings, snapshot, report).await?;
+    Ok((claimed, mounted))
+}
+
 pub async fn run(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,

@@ -12,6 +12,16 @@ use crate::settings::Settings;
 /// The host's kubelet unit.
 pub const KUBELET: &str = "kubelet";
 
+/// Starts kubelet where kOps left it to protokube (a control-plane node of kOps 1.12–1.18):
+/// `sync` does this first, whatever its cloud and DNS steps then do.
+pub async fn first(settings: &Settings, host: &dyn Processes, report: &mut Report) -> Result<()> {
+    if settings.master && settings.kops.starts_kubelet() {
+        run(settings, host, report).await
+    } else {
+        Ok(())
+    }
+}
+
 pub async fn run(settings: &Settings, host: &dyn Processes, report: &mut Report) -> Result<()> {
     let deadline = settings.waits.deadline;
     let running = host

@@ -1,22 +1,39 @@
-//! The steps of a control-plane node that talk to its services and to the Kubernetes API, as
-//! kOps' protokube of the node's version took them every minute: kubelet started where nodeup
-//! left it to protokube (kOps 1.12–1.18), then — the API answering — the control-plane labels,
-//! kOps' bootstrap RBAC objects (`--initialize-rbac=true`, ≤ 1.22) and the addon channels. An
-//! API that does not answer yet is "not ready" (exit 75), never a failed channel; in the old
-//! daemon's loop it is a warning and the next minute tries again.
+//! The steps of a control-plane node that talk to the Kubernetes API, as kOps' protokube of the
+//! node's version took them: once the API answers — asked every 5 s until its `kube-system`
+//! namespace exists, as kOps' protokube polled from 1.20 — kOps' bootstrap RBAC objects
+//! (`--initialize-rbac=true`, ≤ 1.22), the addon channels, then the control-plane labels (kOps
+//! 1.22's order: a node not registered yet never holds the addons back). An API that does not
+//! answer yet is "not ready" (exit 75), never a failed channel; in the old daemon's loop it is a
+//! warning and the next minute tries again. kubelet (kOps 1.12–1.18) is started first in the
+//! run, by `sync` ([`crate::steps::kubelet`]).
 
 use std::time::Duration;
 
 use anyhow::Result;
 
+use crate::daemon::INTERVAL;
 use crate::error::NotReady;
 use crate::host::Host;
 use crate::kube::api::KubeClient;
 use crate::kube::KubernetesApi;
 use crate::report::Report;
 use crate::settings::Settings;
-use crate::steps::{channels, kubelet, labels, rbac};
-use crate::wait::{poll_until, Backoff};
+use crate::steps::{channels, labels, rbac};
+use crate::wait::{poll_until, Backoff, Deadline};
+
+/// How often an API not there yet is asked again (kOps' protokube: every 5 s).
+pub const API_POLL: Duration = Duration::from_secs(5);
+
+/// The deadline of the run's Kubernetes API steps: the run's, and in the old daemon's loop no
+/// later than a minute from now (the loop comes back then).
+pub fn api_deadline(settings: &Settings) -> Deadline {
+    let deadline = settings.waits.deadline;
+    if settings.legacy {
+        deadline.earliest(Deadline::after(INTERVAL))
+    } else {
+        deadline
+    }
+}
 
 /// The Kubernetes API as `KUBECONFIG` reaches it, its files and credential plugin on `host`.
 pub async fn connect(settings: &Settings, host: &dyn Host) -> Result<KubeClient> {
@@ -24,7 +41,7 @@ pub async fn connect(settings: &Settings, host: &dyn Host) -> Result<KubeClient>
         host,
         &settings.root,
         &settings.kubeconfig,
-        settings.waits.deadline,
+        api_deadline(settings),
     )
     .await
 }
@@ -32,24 +49,23 @@ pub async fn connect(settings: &Settings, host: &dyn Host) -> Result<KubeClient>
 /// The steps a control-plane node's `sync` runs after the etcd and DNS steps, when their flags
 /// ask for them.
 pub async fn run(settings: &Settings, host: &dyn Host, report: &mut Report) -> Result<()> {
-    let mut outcome = Ok(());
-    if settings.kops.starts_kubelet() {
-        outcome = outcome.and(kubelet::run(settings, host, report).await);
-    }
-    let node = settings.node_to_label();
-    let after_api = settings.initialize_rbac || !settings.channels.is_empty();
-    if node.is_none() && !after_api {
-        return outcome;
+    if settings.node_to_label().is_none() && !after_api(settings) {
+        return Ok(());
     }
     let api = match connect(settings, host).await {
         Ok(api) => api,
-        Err(err) => return outcome.and(warned_in_legacy(settings, Err(err), report)),
+        Err(err) => return warned_in_legacy(settings, Err(err), report),
     };
-    outcome.and(with_api(settings, host, &api, report).await)
+    with_api(settings, host, &api, report).await
 }
 
-/// The steps that talk to the API: the labels, then — once it answers — the RBAC objects and
-/// the addon channels.
+/// Whether a step waits for the API before it acts (the RBAC objects, the channels).
+fn after_api(settings: &Settings) -> bool {
+    settings.initialize_rbac || !settings.channels.is_empty()
+}
+
+/// The steps that talk to the API: once it answers, the RBAC objects and the addon channels,
+/// then the labels.
 async fn with_api(
     settings: &Settings,
     host: &dyn Host,
@@ -57,13 +73,13 @@ async fn with_api(
     report: &mut Report,
 ) -> Result<()> {
     let mut outcome = Ok(());
+    if after_api(settings) {
+        let applied = after_api_answers(settings, host, api, report).await;
+        outcome = outcome.and(warned_in_legacy(settings, applied, report));
+    }
     if let Some(node) = settings.node_to_label() {
         let labelled = labels::run(settings, api, node, report).await;
         outcome = outcome.and(warned_in_legacy(settings, labelled, report));
-    }
-    if settings.initialize_rbac || !settings.channels.is_empty() {
-        let applied = after_api_answers(settings, host, api, report).await;
-        outcome = outcome.and(warned_in_legacy(settings, applied, report));
     }
     outcome
 }
@@ -85,20 +101,16 @@ async fn after_api_answers(
     Ok(())
 }
 
-/// Waits, within the run's deadline (one look in the old daemon's loop), for the API server to
-/// answer: kOps' protokube of 1.20 and later applied nothing before it did.
+/// Waits, within the API steps' deadline ([`api_deadline`]), for the API server to answer with
+/// its `kube-system` namespace, asking every 5 s: kOps' protokube of 1.20 and later applied
+/// nothing before, and applied at once after.
 pub async fn wait_for_api(settings: &Settings, api: &dyn KubernetesApi) -> Result<()> {
-    let timeout = if settings.legacy {
-        Duration::ZERO
-    } else {
-        settings.waits.remaining()
-    };
     let last = std::sync::Mutex::new(String::new());
     let waited = poll_until(
         "the Kubernetes API to answer",
-        timeout,
+        api_deadline(settings).remaining(),
         settings.waits.progress,
-        Backoff::new(Duration::from_millis(500), Duration::from_secs(5)),
+        Backoff::new(API_POLL, API_POLL),
         || async {
             match api.ready().await {
                 Ok(()) => Ok(Some(())),
@@ -194,7 +206,7 @@ mod tests {
     fn each_version_gets_its_own_labels_and_a_converged_node_no_write() {
         for (kops, expected) in [
             (
-                KopsUnit::Container,
+                KopsUnit::DebianImage,
                 vec![
                     "kops.k8s.io/kops-controller-pki",
                     "node-role.kubernetes.io/master",
@@ -248,7 +260,7 @@ mod tests {
     #[test]
     fn kops_1_19_s_labeller_finds_the_node_by_its_hostname_label() {
         let api = MemoryKube::new(registered("ip-10-0-0-1.ec2.internal", NODE));
-        let (report, result) = run(&node(KopsUnit::Container, true, |_| {}), &api);
+        let (report, result) = run(&node(KopsUnit::DistrolessImage, true, |_| {}), &api);
         result.unwrap();
         assert_eq!(report.changes[0].target, "ip-10-0-0-1.ec2.internal");
         assert_eq!(
@@ -266,7 +278,7 @@ mod tests {
 
     #[test]
     fn rbac_objects_are_created_when_missing_and_an_existing_one_is_left() {
-        let bench = node(KopsUnit::Container, true, |flags| {
+        let bench = node(KopsUnit::DebianImage, true, |flags| {
             flags.initialize_rbac = true;
             flags.bootstrap_master_node_labels = false;
         });
@@ -329,7 +341,7 @@ mod tests {
             if legacy {
                 result.unwrap();
                 assert_eq!(report.warnings.len(), 2, "{:?}", report.warnings);
-                assert!(report.warnings[1].contains("addon channels are applied once"));
+                assert!(report.warnings[0].contains("addon channels are applied once"));
             } else {
                 let err = result.unwrap_err();
                 assert!(err.chain().any(<dyn std::error::Error>::is::<NotReady>));
@@ -363,7 +375,7 @@ mod tests {
         let api = MemoryKube::new(registered(NODE, NODE));
         let (report, result) = run(&bench, &api);
         result.unwrap();
-        assert_eq!(api.cluster().requests, ["GET /version"]);
+        assert_eq!(api.cluster().requests, ["GET namespace/kube-system"]);
         assert_eq!(report.changes[0].kind, ChangeKind::Channel);
         assert_eq!(report.changes[0].action, Action::Unchanged);
         assert_eq!(
@@ -375,9 +387,10 @@ mod tests {
     #[test]
     fn kubelet_is_started_where_kops_left_it_to_protokube() {
         for (kops, active, dry_run, expected) in [
-            (KopsUnit::Container, false, false, Some(Action::Start)),
-            (KopsUnit::Container, true, false, Some(Action::Unchanged)),
-            (KopsUnit::Container, false, true, Some(Action::Start)),
+            (KopsUnit::DebianImage, false, false, Some(Action::Start)),
+            (KopsUnit::DebianImage, true, false, Some(Action::Unchanged)),
+            (KopsUnit::DebianImage, false, true, Some(Action::Start)),
+            (KopsUnit::DistrolessImage, false, false, None),
             (KopsUnit::Host, false, false, None),
             (KopsUnit::Current, false, false, None),
         ] {
@@ -391,7 +404,12 @@ mod tests {
                 node.services.insert("kubelet".to_owned(), active);
             });
             let mut report = bench.report();
-            Bench::block_on(super::run(&bench.settings, &bench.host, &mut report)).unwrap();
+            Bench::block_on(crate::steps::kubelet::first(
+                &bench.settings,
+                &bench.host,
+                &mut report,
+            ))
+            .unwrap();
             let said: Vec<Action> = report
                 .changes
                 .iter()

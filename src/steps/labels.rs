@@ -2,8 +2,8 @@
 //! (`protokube/pkg/protokube/labeler.go`), patched through the Kubernetes API only when one is
 //! missing or different. The node is found by its name, else — as kOps 1.19–1.20 did — by its
 //! `kubernetes.io/hostname` label. A node not registered yet, or an API server that does not
-//! answer, is waited for within `--timeout` (one look in the old daemon's loop, which comes back
-//! a minute later).
+//! answer, is waited for within `--timeout` (in the old daemon's loop, up to the minute after
+//! which the loop comes back).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -24,17 +24,13 @@ pub async fn run(
     node: &str,
     report: &mut Report,
 ) -> Result<()> {
-    let timeout = if settings.legacy {
-        Duration::ZERO
-    } else {
-        settings.waits.remaining()
-    };
+    let timeout = super::kubernetes::api_deadline(settings).remaining();
     let last_reason = Mutex::new(format!("node `{node}` to be registered"));
     let (name, current) = poll_until(
         &format!("node `{node}` in the Kubernetes API"),
         timeout,
         settings.waits.progress,
-        Backoff::new(Duration::from_millis(500), Duration::from_secs(5)),
+        Backoff::new(Duration::from_millis(500), super::kubernetes::API_POLL),
         || async {
             match find_node(settings, api, node).await {
                 Ok(Some(found)) => Ok(Some(found)),
@@ -173,7 +169,7 @@ mod tests {
             nodes: [hostname("ip-10-0-0-1"), hostname("ip-10-0-0-2")].into(),
             ..Cluster::default()
         });
-        let (_, result) = label(&bench(KopsUnit::Container), &api);
+        let (_, result) = label(&bench(KopsUnit::DistrolessImage), &api);
         let message = format!("{:#}", result.unwrap_err());
         assert!(message.contains("2 nodes carry"), "{message}");
         assert!(message.contains("--node-name"), "{message}");

@@ -172,9 +172,9 @@ pub(crate) fn own_mounted_volumes(
         .collect()
 }
 
-/// The first of several errors (the run's error line); the others are logged.
-fn first_error(errors: Vec<anyhow::Error>) -> Result<()> {
-    let mut errors = errors.into_iter();
+/// The first error of several outcomes (the run's error line); the other errors are logged.
+pub fn first_error(outcomes: impl IntoIterator<Item = Result<()>>) -> Result<()> {
+    let mut errors = outcomes.into_iter().filter_map(Result::err);
     match errors.next() {
         Some(first) => {
             for other in errors {

@@ -87,7 +87,7 @@ pub async fn run(
     }
     let volumes = record_state(settings, snapshot, mounted, report)?;
     snapshot.record_mounted(volumes);
-    super::first_error(errors)?;
+    super::first_error(errors.into_iter().map(Err))?;
     Ok(Mounted {
         formatted: report.changes[first_change..]
             .iter()

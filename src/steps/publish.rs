@@ -29,6 +29,22 @@ pub async fn run(
     // owns the names there.
     if dns.shared_with_dns_controller() && settings.legacy && !snapshot.etcd_owner()?.is_protokube()
     {
+        // kOps ≤ 1.22's nodeup lists the etcd names kOps precreated: removed while they still
+        // hold its placeholder, as its protokube removed them.
+        let names = &settings.remove_dns_names;
+        if settings.master && !names.is_empty() && snapshot.state()?.placeholders_removed != *names
+        {
+            dns.remove_placeholders(snapshot, names, report).await?;
+            if !settings.dry_run {
+                let state = State {
+                    placeholders_removed: names.clone(),
+                    ..snapshot.state()?.clone()
+                };
+                super::save_state(settings, snapshot.host(), &state)
+                    .context("recording the placeholder names removed")?;
+                snapshot.record_state(state);
+            }
+        }
         tracing::info!(
             "etcd-manager runs here and dns-controller publishes the cluster's names: \
              nothing for protokube to publish"
@@ -99,7 +115,7 @@ mod tests {
     use crate::dns::zoned::api::RecordSet;
     use crate::dns::zoned::plan::ownership_value;
     use crate::report::Action;
-    use crate::settings::{DnsProvider, Flags};
+    use crate::settings::Flags;
     use crate::snapshot::VolumeScope;
     use crate::steps::testing::{Bench, Vol, CLUSTER, INSTANCE};
 
@@ -111,7 +127,9 @@ mod tests {
         Bench::with_flags(
             &[Vol::new("vol-1", "main", "a").attached_to(INSTANCE, "/dev/vdb")],
             |flags| {
-                flags.dns = Some(DnsProvider::Route53);
+                flags.dns = Some(crate::settings::DnsChoice::of(
+                    crate::settings::DnsKind::Zones,
+                ));
                 adjust(flags);
             },
         )

@@ -14,6 +14,7 @@ use crate::plan::manifests::{
     plan_version_records, plan_writes, render_all, version_record_paths, Layout, Manifest,
     MemberVersions, Placement, RenderInputs, ReportedVersions, VersionTag,
 };
+use crate::plan::volumes::{cluster_members, complete_members};
 use crate::report::Report;
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
@@ -44,11 +45,20 @@ pub async fn run(
     let host = snapshot.host();
     let cluster = snapshot.cluster().await?;
     // Where etcd-manager runs, the volumes and etcd are its own, whatever is mounted.
-    let mounted = if settings.master && snapshot.etcd_owner()?.is_protokube() {
+    let mut mounted = if settings.master && snapshot.etcd_owner()?.is_protokube() {
         snapshot.mounted()?
     } else {
         Vec::new()
     };
+    // An etcd cluster's members, where the cloud's labels do not say them all (kOps 1.36 on
+    // some clouds): the spec's, else every volume of the key this run listed.
+    if !settings.provider.labels_every_member {
+        let listed = snapshot.discovery_known().map(|d| d.volumes.as_slice());
+        let members = cluster_members(&settings.etcd_members, listed.unwrap_or_default());
+        for volume in &mut mounted {
+            complete_members(&mut volume.etcd, &members);
+        }
+    }
     let inputs = RenderInputs {
         cluster_name: &cluster.name,
         internal_suffix: &cluster.internal_suffix,

@@ -591,7 +591,9 @@ mod tests {
         use crate::dns::memory::record_set;
         use crate::dns::zoned::plan::ownership_value;
         let bench = Bench::with_flags(&[], |flags| {
-            flags.dns = Some(crate::settings::DnsProvider::Route53);
+            flags.dns = Some(crate::settings::DnsChoice::of(
+                crate::settings::DnsKind::Zones,
+            ));
         });
         let api = "api.internal.k.example.com";
         let set = |record_type: &str, values: &[&str]| record_set(api, record_type, values);

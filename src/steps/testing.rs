@@ -15,7 +15,7 @@ use crate::dns::memory::{MemoryZones, Zones};
 use crate::dns::target::DnsTarget;
 use crate::host::memory::{Content, Device, MemoryHost, Node};
 use crate::report::Report;
-use crate::settings::{DnsProvider, Flags, Settings};
+use crate::settings::{Flags, Settings};
 use crate::snapshot::{Snapshot, VolumeScope};
 
 pub(crate) const CLUSTER: &str = "k.example.com";
@@ -104,6 +104,7 @@ impl Vol {
                 .collect(),
             tags,
             made_from: None,
+            regional: false,
         }
     }
 }
@@ -139,13 +140,16 @@ impl Bench {
     pub(crate) fn with_flags(volumes: &[Vol], adjust: impl FnOnce(&mut Flags)) -> Self {
         let dir = tempfile::tempdir().expect("a temporary root");
         let mut flags = Flags {
+            cloud: Some(&crate::cloud::aws::PROVIDER),
             cluster_id: Some(CLUSTER.to_owned()),
             master: true,
             root: dir.path().to_owned(),
             instance_id: Some(INSTANCE.to_owned()),
             availability_zone: Some(ZONE.to_owned()),
             region: Some("us-east-1".to_owned()),
-            dns: Some(DnsProvider::None),
+            dns: Some(crate::settings::DnsChoice::of(
+                crate::settings::DnsKind::None,
+            )),
             timeout: Duration::from_secs(5),
             verify_interval: Duration::from_hours(1),
             no_progress: true,

@@ -33,6 +33,16 @@ impl Verify {
     }
 }
 
+/// What the run's check knows for the publish step: nothing without one (a worker's, none).
+pub fn known(verify: Option<&Verify>) -> &Known {
+    static NOTHING: Known = Known {
+        zones: None,
+        trusted_names: None,
+        left_alone: Vec::new(),
+    };
+    verify.and_then(Verify::known).unwrap_or(&NOTHING)
+}
+
 /// The verify step's question: a master asks the cloud once while its last full check holds,
 /// a gossip worker not at all; `None` for a worker that needs no masters (its names, `dns`,
 /// are not kept on the node).
@@ -291,7 +301,6 @@ fn finish_worker(
 mod tests {
     use crate::dns::target::Known;
     use crate::host::memory::Content;
-    use crate::settings::DnsProvider;
     use crate::snapshot::VolumeScope;
     use crate::steps::testing::{master, Bench, Vol};
 
@@ -325,7 +334,9 @@ mod tests {
     fn a_gossip_worker_trusts_its_last_check_until_its_hosts_block_changes() {
         let bench = Bench::with_flags(&[], |flags| {
             flags.master = false;
-            flags.dns = Some(DnsProvider::Hosts);
+            flags.dns = Some(crate::settings::DnsChoice::of(
+                crate::settings::DnsKind::Hosts,
+            ));
         });
         // Cold: the masters are asked for and written into the hosts block.
         let (report, calls) = worker_sync(&bench);
@@ -349,7 +360,9 @@ mod tests {
     fn a_worker_whose_names_go_to_a_dns_service_asks_nothing() {
         let bench = Bench::with_flags(&[], |flags| {
             flags.master = false;
-            flags.dns = Some(DnsProvider::Route53);
+            flags.dns = Some(crate::settings::DnsChoice::of(
+                crate::settings::DnsKind::Zones,
+            ));
         });
         let mut snapshot = bench.snapshot(VolumeScope::Region);
         let dns = bench.dns();

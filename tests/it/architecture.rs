@@ -297,8 +297,9 @@ const PROVIDERS: [(&str, &[&str], &[&str]); 2] = [
     ),
 ];
 
-/// Where the command line names the providers, and the composition root that picks them.
-const NAMES_PROVIDERS: [&str; 4] = ["cli.rs", "settings.rs", "lib.rs", "main.rs"];
+/// Where the command line names the providers (`--cloud`'s values, their flags), and the
+/// composition root whose registry picks them: nowhere else (DESIGN §9).
+const NAMES_PROVIDERS: [&str; 2] = ["cli.rs", "lib.rs"];
 
 /// The lines of `text` (outside its unit tests, comments included) that name one of `words`,
 /// as `line: text`; module declarations (`mod route53;`) are a folder's listing, not a use.
@@ -325,6 +326,41 @@ fn lines_naming(text: &str, words: &[&str]) -> Vec<String> {
         })
         .map(|(n, line)| format!("{}: {}", n + 1, line.trim()))
         .collect()
+}
+
+/// A provider has one home: its value in `cloud/<provider>/`, its clients in
+/// `dns/<provider>/`, one arm of the registry's one `match` in the composition root; no other
+/// file matches on the provider, and nothing keeps a table of provider pairs.
+#[test]
+fn one_registry_match_picks_the_provider() {
+    let mut matches = Vec::new();
+    for (path, text) in sources() {
+        let name = path.display().to_string();
+        for (n, line) in without_tests(&text).lines().enumerate() {
+            if line.contains("CloudArg::") && !line.trim_start().starts_with("//") {
+                matches.push(format!("{name}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    // The registry's arms, and nothing else.
+    assert!(
+        matches.iter().all(|m| m.starts_with("lib.rs:")),
+        "the provider matched outside the registry:\n{}",
+        matches.join("\n")
+    );
+    let arms = matches.len();
+    assert_eq!(
+        arms,
+        PROVIDERS.len(),
+        "one registry arm per provider: {matches:#?}"
+    );
+    let lib =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    assert_eq!(
+        lib.matches("match cloud {").count(),
+        1,
+        "the registry is one `match`"
+    );
 }
 
 #[test]

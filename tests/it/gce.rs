@@ -341,7 +341,15 @@ fn a_metadata_server_slow_at_boot_is_waited_for_and_one_never_there_is_not_ready
 fn kops_gce_unit_line_runs_its_loop_and_stops_on_sigterm() {
     let world = GceWorld::new();
     let cluster = "minimal-gce.example.com";
-    world.add_instance(MASTER, ZONE, "10.0.0.1", cluster, "master");
+    // kOps 1.22's instance: no labels, its role in a network tag.
+    world.add_instance_of(
+        support::gce::Kops::V1_22,
+        MASTER,
+        ZONE,
+        "10.0.0.1",
+        cluster,
+        "master",
+    );
     let node = world.node(MASTER);
     // kOps 1.22's nodeup on GCE (`--cloud=gce --dns=google-clouddns`, its flags as on AWS).
     let mut daemon = node

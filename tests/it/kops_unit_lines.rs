@@ -11,12 +11,13 @@
 use crate::support;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use support::block::TestRoot;
-use support::kops::{all_unit_lines, flag, recording_systemctl, unit_line, World};
-use support::kube::{etcd_manager_pods, install_channels_tool, Certs, KubeApi};
+use support::kops::{all_unit_lines, flag, recording_systemctl, unit_line, Image, Layout, World};
+use support::kube::{
+    etcd_manager_pods, install_channels_tool, install_channels_tool_at, Certs, KubeApi,
+};
 use support::Protokube;
 
 const MASTER: &str = "node-role.kubernetes.io/master";
@@ -26,26 +27,32 @@ const PKI: &str = "kops.k8s.io/kops-controller-pki";
 const EXCLUDE_LB: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
 const HOSTNAME: &str = "kubernetes.io/hostname";
 
+/// The kOps minor version of the unit line `name` (`1.18-docker` → 18).
+fn version_of(name: &str) -> u32 {
+    name.trim_start_matches("1.")
+        .split('-')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
 /// The labels kOps' protokube of the line's version gave.
 fn labels_of_version(name: &str, args: &[String]) -> Vec<&'static str> {
     if flag(args, "--bootstrap-master-node-labels") != Some("true") {
         return Vec::new();
     }
-    let version: u32 = name
-        .trim_start_matches("1.")
-        .split('-')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
-    match version {
+    match version_of(name) {
         16..=20 => vec![MASTER, PKI],
         21..=23 => vec![MASTER, CONTROL_PLANE, ROLE, PKI, EXCLUDE_LB],
         _ => vec![CONTROL_PLANE, PKI, EXCLUDE_LB],
     }
 }
 
+/// Each line runs where nodeup runs it: kOps 1.12–1.20's in that era's protokube image (the
+/// host at `/rootfs`, the image's own channels tool), later ones on the host.
 #[test]
+#[ignore = "needs root: kOps' container images are mount namespaces; scripts/test runs it as root"]
 fn every_kops_unit_line_runs_as_that_version_s_protokube() {
     let lines = all_unit_lines();
     assert!(lines.len() >= 20, "{lines:?}");
@@ -79,17 +86,40 @@ fn every_kops_unit_line_runs_as_that_version_s_protokube() {
             etcd_manager_pods(&root, "master-us-test-1a");
         }
         let channels = flag(&args, "--channels").is_some();
-        let tool_log = channels.then(|| install_channels_tool(&root));
+        let version = version_of(&name);
+        let image = containerized.then(|| Image::of_version(version));
+        // The channels tool where that era has it: in its image up to 1.20 (nowhere on the
+        // host), where nodeup installs it from 1.21.
+        let tools = tempfile::tempdir().unwrap();
+        let (image_tool, tool_log) = match (channels, image) {
+            (false, _) => (None, None),
+            (true, Some(_)) => {
+                let (tool, log) = (tools.path().join("channels"), tools.path().join("log"));
+                install_channels_tool_at(&tool, &log);
+                (Some(tool), Some(log))
+            }
+            (true, None) => (None, Some(install_channels_tool(&root))),
+        };
         // nodeup's environment: its sysconfig file on the host, the container's own
         // (`/rootfs/...`) for the container era.
         let kubeconfig = if containerized {
-            root.join("/var/lib/kops/kubeconfig").display().to_string()
+            "/rootfs/var/lib/kops/kubeconfig".to_owned()
         } else {
             "/var/lib/kops/kubeconfig".to_owned()
         };
         let systemctl = recording_systemctl();
         world.bed.moto().reset_operations();
-        let run = world.run(&args, &root, &[("KUBECONFIG", kubeconfig)], &systemctl);
+        let layout = match image {
+            Some(image) => Layout::Image(image, image_tool.as_deref()),
+            None => Layout::Host,
+        };
+        let run = world.run_in(
+            layout,
+            &args,
+            &root,
+            &[("KUBECONFIG", kubeconfig)],
+            &systemctl,
+        );
         let context = format!("{name} ({origin})\n{}", run.stderr);
         assert!(!run.stderr.contains("protokube: error:"), "{context}");
         assert_eq!(run.exit_on_sigterm, Some(0), "{context}");
@@ -133,8 +163,9 @@ fn every_kops_unit_line_runs_as_that_version_s_protokube() {
             assert_eq!(binding["subjects"][0]["name"], "kube-proxy", "{context}");
         }
 
-        // kubelet: started where kOps' container era left it to protokube, never elsewhere.
-        if containerized {
+        // kubelet: started where kOps 1.12–1.18 left it to protokube, never elsewhere (from
+        // 1.19 nodeup starts it).
+        if image == Some(Image::Debian) {
             assert_eq!(
                 run.systemctl,
                 ["is-active --quiet kubelet", "start --no-block kubelet"],
@@ -174,25 +205,13 @@ fn every_kops_unit_line_runs_as_that_version_s_protokube() {
 }
 
 /// kOps' container ran protokube with the host at `/rootfs` and no `--root`: the host's files
-/// are read and written there (here `/rootfs` is made a link to a test root).
+/// are read and written there (here kOps 1.18's Debian image in a mount namespace of its own,
+/// a test root at its `/rootfs`).
 #[test]
-#[ignore = "needs root: makes /rootfs; scripts/test runs it as root"]
+#[ignore = "needs root: kOps' container images are mount namespaces; scripts/test runs it as root"]
 fn containerized_without_root_acts_under_rootfs() {
     let world = World::new("minimal.example.com");
     let root = TestRoot::new();
-    let rootfs = Path::new("/rootfs");
-    assert!(
-        !rootfs.exists(),
-        "/rootfs exists on this machine; the test would act on it"
-    );
-    std::os::unix::fs::symlink(root.path(), rootfs).unwrap();
-    struct Unlink(PathBuf);
-    impl Drop for Unlink {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_file(&self.0);
-        }
-    }
-    let _unlink = Unlink(rootfs.to_owned());
     let certs = Certs::new();
     let api = KubeApi::start(&certs);
     certs.write_kubeconfig(&root, api.port, true);
@@ -200,43 +219,14 @@ fn containerized_without_root_acts_under_rootfs() {
     etcd_manager_pods(&root, "master-us-test-1a");
     let (args, _) = unit_line("1.18-docker");
     let systemctl = recording_systemctl();
-    let args: Vec<String> = args
-        .iter()
-        .map(|a| a.replace("Z1AFAKE1ZON3YO", &world.zone))
-        .collect();
-    let logs = tempfile::tempdir().unwrap();
-    let err = logs.path().join("stderr");
-    let mut daemon = Protokube::new()
-        .moto(world.bed.moto())
-        .imds(world.bed.imds())
-        .env(
-            "PATH",
-            format!(
-                "{}:{}",
-                systemctl.path().display(),
-                std::env::var("PATH").unwrap()
-            ),
-        )
-        .env("KUBECONFIG", "/rootfs/var/lib/kops/kubeconfig")
-        .args(&args)
-        .spawn_to(
-            std::fs::File::create(logs.path().join("stdout")).unwrap(),
-            std::fs::File::create(&err).unwrap(),
-        );
-    let deadline = Instant::now() + Duration::from_mins(1);
-    while !std::fs::read_to_string(&err)
-        .unwrap_or_default()
-        .contains("run finished")
-    {
-        assert!(
-            Instant::now() < deadline && daemon.try_wait().unwrap().is_none(),
-            "{}",
-            std::fs::read_to_string(&err).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = daemon.kill();
-    let _ = daemon.wait();
+    let run = world.run_in(
+        Layout::Image(Image::Debian, None),
+        &args,
+        &root,
+        &[("KUBECONFIG", "/rootfs/var/lib/kops/kubeconfig".to_owned())],
+        &systemctl,
+    );
+    assert_eq!(run.exit_on_sigterm, Some(0), "{}", run.stderr);
     // The kubeconfig under /rootfs was read (labels given), the state and lock are there.
     assert_eq!(api.labels("example-hostname")[MASTER], "");
     assert!(root.join("/var/lib/protokube/state.json").exists());

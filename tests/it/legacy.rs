@@ -1,8 +1,9 @@
 //! The old daemon's invocation (DESIGN §2): kOps' nodeup starts protokube with no subcommand and
 //! its own flags (`tests/it/support` has the ExecStart line of nodeup's unit). protokube runs
 //! `sync` and keeps running; the flags it has no use for are named once; SIGTERM ends it cleanly
-//! between runs. Without a spec it does the old protokube's job (volumes, etcd pods, DNS); with
-//! `PROTOKUBE_CLUSTER_SPEC` the whole `sync`.
+//! between runs. A kOps ≥ 1.23 unit never makes etcd protokube's (kOps' protokube had no etcd
+//! code from 1.23); a kOps ≤ 1.22 unit with `--manage-etcd=true` does the old protokube's etcd
+//! job without a spec (volumes, etcd pods, DNS); with `PROTOKUBE_CLUSTER_SPEC` the whole `sync`.
 
 use crate::support;
 
@@ -15,11 +16,22 @@ use support::{fixture, seed, Protokube, NODEUP_EXEC_START};
 
 const CLUSTER: &str = "minimal.example.com";
 
-/// nodeup's flags, the zone id pointed at the emulator's zone.
+/// nodeup's flags (kOps 1.30), the zone id pointed at the emulator's zone.
 fn nodeup_args(zone_id: &str) -> Vec<String> {
     NODEUP_EXEC_START
         .split_whitespace()
         .skip(1)
+        .map(|a| a.replace("Z1AFAKE1ZON3YO", zone_id))
+        .collect()
+}
+
+/// kOps 1.22's unit for legacy etcd (`--manage-etcd=true`: protokube's own etcd), as its nodeup
+/// golden writes it (`tests/fixtures/kops/protokube-units/1.22-host.args`), for a cluster named
+/// `minimal.example.com` with no etcd backups; the zone id pointed at the emulator's zone.
+fn kops_1_22_legacy_etcd_args(zone_id: &str) -> Vec<String> {
+    let (args, _) = support::kops::unit_line("1.22-host");
+    args.into_iter()
+        .filter(|a| !a.starts_with("--etcd-backup-store="))
         .map(|a| a.replace("Z1AFAKE1ZON3YO", zone_id))
         .collect()
 }
@@ -54,44 +66,35 @@ fn master(disk: &LoopDevice) -> (Bed, String, String) {
 fn nodeups_exec_start_runs_sync_until_sigterm() {
     let disk = LoopDevice::blank(64);
     let (node, volume, zone) = master(&disk);
+    node.moto().reset_operations();
     let logs = tempfile::tempdir().unwrap();
     let (out, err) = (logs.path().join("stdout"), logs.path().join("stderr"));
     let mut daemon = Protokube::new()
         .moto(node.moto())
         .imds(node.imds())
         .env("PROTOKUBE_ROOT", node.root.path())
+        .env("PROTOKUBE_OUTPUT", "json")
         .args(nodeup_args(&zone))
         .spawn_to(
             std::fs::File::create(&out).unwrap(),
             std::fs::File::create(&err).unwrap(),
         );
-    // The first sync: the volume mounted, its etcd pod (the default image: no spec), its name in
-    // Route53; not the kube-* pods, which stay nodeup's.
-    let manifests = node.root.join("/etc/kubernetes/manifests");
-    wait_for("the etcd manifest", &err, || {
-        manifests.join("etcd.manifest").exists()
-    });
+    // The first sync of kOps 1.30's unit: etcd is etcd-manager's (kOps' protokube had no etcd
+    // code from 1.23), said once; no volume touched, no etcd pod, not the kube-* pods (nodeup's).
     wait_for("the first report", &err, || {
-        std::fs::read_to_string(&out).is_ok_and(|t| t.contains("etcd-us-east-1a.internal"))
+        std::fs::read_to_string(&out).is_ok_and(|t| t.contains("etcd is not protokube's"))
     });
-    let manifest = std::fs::read_to_string(manifests.join("etcd.manifest")).unwrap();
-    assert!(
-        manifest.contains("registry.k8s.io/etcd:3.5.13-0"),
-        "{manifest}"
-    );
+    let manifests = node.root.join("/etc/kubernetes/manifests");
+    assert!(!manifests.join("etcd.manifest").exists());
     assert!(!manifests.join("kube-apiserver.manifest").exists());
-    assert!(disk.mounted_at().len() == 1, "{volume} is mounted");
-    let records = support::runtime()
-        .block_on(async { seed::zone_records(&node.moto().route53().await, &zone).await });
-    let name = format!("etcd-us-east-1a.internal.{CLUSTER}");
-    assert_eq!(
-        records[&(name, "A".to_owned())].1,
-        [support::runtime()
-            .block_on(async {
-                seed::instance_addresses(&node.moto().ec2(REGION).await, &node.instance_id).await
-            })
-            .0],
-        "{records:?}"
+    assert!(disk.mounted_at().is_empty(), "{volume} was mounted");
+    assert!(
+        !node
+            .moto()
+            .operations()
+            .iter()
+            .any(|o| o.contains("Volume")),
+        "asked for volumes"
     );
     // Still running between runs; SIGTERM ends it at once, cleanly.
     std::thread::sleep(Duration::from_millis(500));
@@ -113,6 +116,53 @@ fn nodeups_exec_start_runs_sync_until_sigterm() {
 
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
+fn a_kops_1_22_legacy_etcd_unit_does_the_old_protokubes_etcd_job() {
+    let disk = LoopDevice::blank(64);
+    let (node, volume, zone) = master(&disk);
+    let logs = tempfile::tempdir().unwrap();
+    let (out, err) = (logs.path().join("stdout"), logs.path().join("stderr"));
+    let mut daemon = Protokube::new()
+        .moto(node.moto())
+        .imds(node.imds())
+        .env("PROTOKUBE_ROOT", node.root.path())
+        .args(kops_1_22_legacy_etcd_args(&zone))
+        .spawn_to(
+            std::fs::File::create(&out).unwrap(),
+            std::fs::File::create(&err).unwrap(),
+        );
+    // The first sync: the volume mounted, its etcd pod (the unit's --etcd-image: no spec), its
+    // name in Route53; not the kube-* pods, which stay nodeup's.
+    let manifests = node.root.join("/etc/kubernetes/manifests");
+    wait_for("the etcd manifest", &err, || {
+        manifests.join("etcd.manifest").exists()
+    });
+    wait_for("the first report", &err, || {
+        std::fs::read_to_string(&out).is_ok_and(|t| t.contains("etcd-us-east-1a.internal"))
+    });
+    let manifest = std::fs::read_to_string(manifests.join("etcd.manifest")).unwrap();
+    assert!(manifest.contains("k8s.gcr.io/etcd:3.4.3"), "{manifest}");
+    assert!(!manifests.join("kube-apiserver.manifest").exists());
+    assert!(disk.mounted_at().len() == 1, "{volume} is mounted");
+    let records = support::runtime()
+        .block_on(async { seed::zone_records(&node.moto().route53().await, &zone).await });
+    let name = format!("etcd-us-east-1a.internal.{CLUSTER}");
+    assert_eq!(
+        records[&(name, "A".to_owned())].1,
+        [support::runtime()
+            .block_on(async {
+                seed::instance_addresses(&node.moto().ec2(REGION).await, &node.instance_id).await
+            })
+            .0],
+        "{records:?}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(daemon.try_wait().unwrap().is_none(), "the daemon exited");
+    let exit = support::stop_with_sigterm(&mut daemon, Duration::from_secs(10));
+    assert_eq!(exit, Some(0));
+}
+
+#[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn with_a_spec_from_the_environment_file_it_runs_the_whole_sync() {
     let disk = LoopDevice::blank(64);
     let (node, _volume, zone) = master(&disk);
@@ -126,7 +176,7 @@ fn with_a_spec_from_the_environment_file_it_runs_the_whole_sync() {
             "PROTOKUBE_CLUSTER_SPEC",
             fixture("cluster-completed/minimal-1.28.yaml"),
         )
-        .args(nodeup_args(&zone))
+        .args(kops_1_22_legacy_etcd_args(&zone))
         .spawn_to(
             std::fs::File::create(&out).unwrap(),
             std::fs::File::create(&err).unwrap(),
@@ -143,12 +193,9 @@ fn with_a_spec_from_the_environment_file_it_runs_the_whole_sync() {
         .iter()
         .all(|m| manifests.join(format!("{m}.manifest")).exists())
     });
-    // The spec's etcd version, not the default.
+    // The unit's --etcd-image wins over the spec's version, as flags do.
     let manifest = std::fs::read_to_string(manifests.join("etcd.manifest")).unwrap();
-    assert!(
-        manifest.contains("registry.k8s.io/etcd:3.5.13-0"),
-        "{manifest}"
-    );
+    assert!(manifest.contains("k8s.gcr.io/etcd:3.4.3"), "{manifest}");
     let _ = daemon.kill();
     let _ = daemon.wait();
 }

@@ -63,6 +63,7 @@ impl StrictVolumes {
                     attachments: vec![],
                     tags,
                     made_from: None,
+                    regional: false,
                 };
                 (id.to_string(), volume)
             })

@@ -168,6 +168,7 @@ fn volume_from_sdk(volume: &aws_sdk_ec2::types::Volume) -> Result<CloudVolume> {
             .snapshot_id()
             .filter(|s| !s.is_empty())
             .map(|snapshot| format!("snapshot `{snapshot}`")),
+        regional: false,
         tags: volume
             .tags()
             .iter()

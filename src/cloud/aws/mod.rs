@@ -15,11 +15,41 @@ use anyhow::Result;
 use async_trait::async_trait;
 
 use crate::cloud::patient::Patient;
+use crate::cloud::provider::Provider;
 use crate::cloud::tags::KopsTags;
 use crate::cloud::{Cloud, CloudClients, DeviceNaming, InstanceMetadata, MetadataWords, Placement};
 use devices::EbsDevices;
 use patient::PatientEc2;
 use sdk::AwsSdk;
+
+/// What is true of AWS for protokube: Route53 is its zone service (`--dns route53`, kOps'
+/// `aws-route53`); the SDK's region variables count as `--region`; an IRSA cluster leaves its
+/// names to dns-controller (the control-plane role has no Route53 permission); a refused call
+/// names kOps' IAM role of the node.
+pub const PROVIDER: Provider = Provider {
+    name: "aws",
+    zone_service: "Route53",
+    zone_service_names: &["route53", "aws-route53"],
+    region_variables: &["AWS_REGION", "AWS_DEFAULT_REGION"],
+    // kOps writes every member on each EBS volume, 1.36 included (`master_volumes.go`).
+    labels_every_member: true,
+    endpoints: &[],
+    names_left_by_spec: |spec| {
+        spec.uses_irsa().then_some(
+            "IRSA cluster (spec.iam.useServiceAccountExternalPermissions): dns-controller owns \
+             the DNS names under its own role and the control-plane role has no Route53 \
+             permission; protokube publishes none (--dns none)",
+        )
+    },
+    denied_to: |master, cluster| {
+        let role = if master {
+            format!("the control-plane role (kOps: `masters.{cluster}`)")
+        } else {
+            format!("the node role (kOps: `nodes.{cluster}`)")
+        };
+        (role, "IAM")
+    },
+};
 
 /// AWS: IMDSv2 for the metadata, EC2 on the run's shared SDK configuration; each waits for a
 /// metadata service, credentials or endpoint not there yet, up to the run's deadline.

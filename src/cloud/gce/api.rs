@@ -25,6 +25,10 @@ use crate::wait::Deadline;
 const MAX_ATTEMPTS: u32 = 6;
 /// The longest one attempt may take.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest one attempt at an operation's `wait` may take: Google holds it up to two minutes
+/// (`zoneOperations.wait`: "waits for no more than the 2 minutes"), which is an answer, not a
+/// stalled call.
+const WAIT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(150);
 /// The largest answer read (a page of disks or instances is far smaller).
 const MAX_ANSWER_BYTES: usize = 16 << 20;
 
@@ -234,7 +238,12 @@ impl GoogleApi {
         if let Ok(mut calls) = self.calls.lock() {
             *calls.entry(call.method_id.to_owned()).or_default() += 1;
         }
-        let limit = ATTEMPT_TIMEOUT.min(self.patience.deadline.remaining());
+        let longest = if call.method_id.ends_with("Operations.wait") {
+            WAIT_ATTEMPT_TIMEOUT
+        } else {
+            ATTEMPT_TIMEOUT
+        };
+        let limit = longest.min(self.patience.deadline.remaining());
         let (status, bytes) = match tokio::time::timeout(limit, self.send(request)).await {
             Ok(Ok(answer)) => answer,
             Ok(Err(err)) => {
@@ -269,7 +278,10 @@ impl GoogleApi {
             Kind::TokenRejected => Ok(Answer::TokenRejected(error)),
             Kind::Denied => Err(AccessDenied {
                 cloud: "Google Cloud",
-                permission: permission(call.method_id).to_owned(),
+                // Google names the permission it checked (attaching a disk needs
+                // `compute.disks.use` on the disk beside the method's own).
+                permission: named_permission(&error.message)
+                    .unwrap_or_else(|| permission(call.method_id).to_owned()),
                 detail: format!("HTTP {} {}: {}", error.status, error.reason, error.message),
             }
             .into()),
@@ -287,6 +299,16 @@ impl GoogleApi {
             .to_bytes();
         Ok((status, body.to_vec()))
     }
+}
+
+/// The permission a refusal names (`Required 'compute.disks.use' permission for '…'`).
+fn named_permission(message: &str) -> Option<String> {
+    let rest = message.split("Required '").nth(1)?;
+    let (name, tail) = rest.split_once('\'')?;
+    let plain = name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_');
+    (tail.starts_with(" permission") && plain && !name.is_empty()).then(|| name.to_owned())
 }
 
 /// What one answer of Google's was.
@@ -385,6 +407,13 @@ pub fn escape(value: &str) -> String {
     out
 }
 
+/// A new id for one mutating request (Compute Engine's `requestId`, Cloud DNS'
+/// `clientOperationId`): sent again with each retry of that request, so a request whose answer
+/// was lost is not carried out twice.
+pub fn request_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
 /// `base` followed by `path` (already escaped) and the query `pairs` (escaped here).
 pub fn url(base: &str, path: &str, pairs: &[(&str, &str)]) -> String {
     let mut url = format!("{base}{path}");
@@ -450,6 +479,19 @@ mod tests {
         let error = read_error("x", 502, b"<html>bad gateway</html>");
         assert_eq!(error.reason, "unknown");
         assert!(error.message.contains("bad gateway"));
+    }
+
+    #[test]
+    fn a_refusal_names_the_permission_google_checked() {
+        assert_eq!(
+            named_permission(
+                "Required 'compute.disks.use' permission for 'projects/p/zones/z/disks/d'"
+            )
+            .as_deref(),
+            Some("compute.disks.use")
+        );
+        assert_eq!(named_permission("Forbidden"), None);
+        assert_eq!(named_permission("Required 'a b' permission"), None);
     }
 
     #[test]

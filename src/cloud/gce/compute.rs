@@ -15,8 +15,8 @@ use hyper::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::api::{escape, required, url, Call, GoogleApi, GoogleError};
-use super::labels::{self, CLUSTER_LABEL, ROLE_PREFIX};
+use super::api::{escape, request_id, required, url, Call, GoogleApi, GoogleError};
+use super::labels::{self, ROLE_PREFIX};
 use super::metadata::{last_part, region_of};
 use crate::cloud::{
     tags, AttachOutcome, AttachmentState, CloudVolume, InstanceApi, InstanceInfo, InstanceVolume,
@@ -29,6 +29,8 @@ const PAGE_SIZE: &str = "500";
 /// Attempts at a label change when another writer changed the labels in between (412).
 const LABEL_ATTEMPTS: u32 = 3;
 
+// The fields are Google's names for them (`sourceDisk`, `asyncPrimaryDisk`).
+#[allow(clippy::struct_field_names)]
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Disk {
@@ -40,8 +42,20 @@ struct Disk {
     #[serde(default)]
     labels: BTreeMap<String, String>,
     label_fingerprint: Option<String>,
+    /// A regional disk's region (it has no zone).
+    region: Option<String>,
     source_snapshot: Option<String>,
     source_image: Option<String>,
+    source_disk: Option<String>,
+    source_instant_snapshot: Option<String>,
+    source_machine_image: Option<String>,
+    async_primary_disk: Option<AsyncPrimaryDisk>,
+}
+
+/// The primary of an asynchronously replicated disk.
+#[derive(Deserialize)]
+struct AsyncPrimaryDisk {
+    disk: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -84,6 +98,41 @@ struct Instance {
     #[serde(default)]
     disks: Vec<AttachedDisk>,
     metadata: Option<InstanceMetadataItems>,
+    /// Its network tags (`tags.items`): kOps ≤ 1.22 says an instance's role only there.
+    tags: Option<NetworkTags>,
+}
+
+#[derive(Clone, Deserialize)]
+struct NetworkTags {
+    #[serde(default)]
+    items: Vec<String>,
+}
+
+impl Instance {
+    /// Its metadata item `key`.
+    fn metadata_item(&self, key: &str) -> Option<&str> {
+        self.metadata
+            .iter()
+            .flat_map(|m| &m.items)
+            .find(|entry| entry.key == key)
+            .and_then(|entry| entry.value.as_deref())
+    }
+
+    /// Whether it is a control-plane instance of `cluster`: kOps' role labels (1.23 and later),
+    /// else — kOps ≤ 1.22 labels no instance — its metadata `cluster-name` and a control-plane
+    /// network tag, as kOps' gossip seeds and etcd-manager find masters.
+    fn is_master_of(&self, cluster: &str) -> bool {
+        let labelled = ["master", "control-plane"]
+            .iter()
+            .any(|role| self.labels.contains_key(&format!("{ROLE_PREFIX}{role}")));
+        labelled
+            || (self.metadata_item("cluster-name") == Some(cluster)
+                && ["master", "control-plane"].iter().any(|role| {
+                    labels::role_tags(cluster, role)
+                        .iter()
+                        .any(|tag| self.tags.as_ref().is_some_and(|t| t.items.contains(tag)))
+                }))
+    }
 }
 
 #[derive(Clone, Deserialize)]
@@ -220,7 +269,12 @@ impl Compute {
     ) -> Result<CloudVolume> {
         let answer = "compute.disks";
         let name = required(disk.name, "name", answer)?;
-        let zone = last_part(&required(disk.zone, "zone", answer)?).to_owned();
+        // A regional disk has a region instead of a zone.
+        let (zone, regional) = match (disk.zone, disk.region) {
+            (Some(zone), _) => (last_part(&zone).to_owned(), false),
+            (None, Some(region)) => (last_part(&region).to_owned(), true),
+            (None, None) => anyhow::bail!("the `{answer}` answer has no `zone`"),
+        };
         let status = required(disk.status, "status", answer)?;
         if let Ok(mut zones) = self.disk_zones.lock() {
             zones.insert(name.clone(), zone.clone());
@@ -265,6 +319,13 @@ impl Compute {
         let made_from = [
             ("sourceSnapshot", disk.source_snapshot),
             ("sourceImage", disk.source_image),
+            ("sourceDisk", disk.source_disk),
+            ("sourceInstantSnapshot", disk.source_instant_snapshot),
+            ("sourceMachineImage", disk.source_machine_image),
+            (
+                "asyncPrimaryDisk",
+                disk.async_primary_disk.and_then(|p| p.disk),
+            ),
         ]
         .into_iter()
         .find_map(|(field, source)| {
@@ -279,6 +340,7 @@ impl Compute {
             state,
             attachments,
             made_from,
+            regional,
         })
     }
 
@@ -319,18 +381,33 @@ impl Compute {
         Ok(out)
     }
 
-    /// The cluster's instances in every zone of the region (one `instances.aggregatedList`
-    /// per run).
+    /// The cluster's instances in every zone of the region, asked once per run: one
+    /// `instances.aggregatedList` filtered by kOps' cluster label. Where that finds no master —
+    /// kOps ≤ 1.22 labels no instance — the region's instances whose metadata `cluster-name` is
+    /// the cluster, as kOps' gossip seeds and etcd-manager find them (one listing without a
+    /// filter, read here: labels and metadata cannot both be filtered by Compute Engine).
     async fn cluster_instances(&self, cluster: &str) -> Result<&[Instance]> {
         self.cluster_instances
             .get_or_try_init(|| async {
-                Ok::<_, anyhow::Error>(
-                    self.aggregated::<ScopedInstances>("instances", cluster)
-                        .await?
-                        .into_iter()
-                        .flat_map(|scoped| scoped.instances)
-                        .collect(),
-                )
+                let label = Some(labels::cluster_filter(cluster));
+                let labelled: Vec<Instance> = self
+                    .aggregated::<ScopedInstances>("instances", label)
+                    .await?
+                    .into_iter()
+                    .flat_map(|scoped| scoped.instances)
+                    .collect();
+                if labelled.iter().any(|i| i.is_master_of(cluster)) {
+                    return Ok::<_, anyhow::Error>(labelled);
+                }
+                let unlabelled = self
+                    .aggregated::<ScopedInstances>("instances", None)
+                    .await?
+                    .into_iter()
+                    .flat_map(|scoped| scoped.instances)
+                    .filter(|i| {
+                        i.labels.is_empty() && i.metadata_item("cluster-name") == Some(cluster)
+                    });
+                Ok(labelled.into_iter().chain(unlabelled).collect())
             })
             .await
             .map(Vec::as_slice)
@@ -404,21 +481,20 @@ impl Compute {
         }
     }
 
-    /// Every page of `path`, filtered by the cluster's label.
+    /// Every page of `path`, with the list `filter` when given.
     async fn pages<P: serde::de::DeserializeOwned + Paged>(
         &self,
         method_id: &str,
         path: &str,
-        cluster: &str,
+        filter: Option<String>,
     ) -> Result<Vec<P>> {
-        let filter = format!(
-            "labels.{CLUSTER_LABEL}=\"{}\"",
-            labels::cluster_value(cluster)
-        );
         let mut out = Vec::new();
         let mut token: Option<String> = None;
         loop {
-            let mut query = vec![("filter", filter.as_str()), ("maxResults", PAGE_SIZE)];
+            let mut query = vec![("maxResults", PAGE_SIZE)];
+            if let Some(filter) = &filter {
+                query.push(("filter", filter.as_str()));
+            }
             if let Some(token) = &token {
                 query.push(("pageToken", token.as_str()));
             }
@@ -433,24 +509,24 @@ impl Compute {
         }
     }
 
-    /// The cluster's `resource`s (`disks`, `instances`) in every zone of this node's region:
-    /// one `aggregatedList`, paged, its `zones/<zone>` scopes outside the region left out.
+    /// The `resource`s (`disks`, `instances`) of this node's region matching `filter`: one
+    /// `aggregatedList`, paged; the scopes of its zones (`zones/<zone>`) and of the region
+    /// itself (`regions/<region>`: regional disks) kept, every other left out.
     async fn aggregated<S: serde::de::DeserializeOwned>(
         &self,
         resource: &str,
-        cluster: &str,
+        filter: Option<String>,
     ) -> Result<Vec<S>> {
         let path = format!("projects/{}/aggregated/{resource}", escape(&self.project));
         let method_id = format!("compute.{resource}.aggregatedList");
-        let pages: Vec<AggregatedPage<S>> = self.pages(&method_id, &path, cluster).await?;
+        let pages: Vec<AggregatedPage<S>> = self.pages(&method_id, &path, filter).await?;
+        let region = self.placement.region.as_str();
         Ok(pages
             .into_iter()
             .flat_map(|page| page.items)
             .filter(|(scope, _)| {
-                scope
-                    .strip_prefix("zones/")
-                    .and_then(region_of)
-                    .is_some_and(|region| region == self.placement.region)
+                scope.strip_prefix("regions/") == Some(region)
+                    || scope.strip_prefix("zones/").and_then(region_of) == Some(region)
             })
             .map(|(_, scoped)| scoped)
             .collect())
@@ -542,24 +618,17 @@ fn disk_zone(source: &str) -> Option<&str> {
     parts.next()
 }
 
-fn is_master(instance: &Instance) -> bool {
-    ["master", "control-plane"].iter().any(|role| {
-        instance
-            .labels
-            .contains_key(&format!("{ROLE_PREFIX}{role}"))
-    })
-}
-
 #[async_trait]
 impl VolumeApi for Compute {
     async fn find_volumes(&self, query: &VolumeQuery) -> Result<Vec<CloudVolume>> {
         let cluster = query.cluster.as_str();
         let disks: Vec<Disk> = if let Some(zone) = &query.zone {
             let path = self.zonal(zone, "disks");
-            let pages: Vec<Page<Disk>> = self.pages("compute.disks.list", &path, cluster).await?;
+            let filter = Some(labels::cluster_filter(cluster));
+            let pages: Vec<Page<Disk>> = self.pages("compute.disks.list", &path, filter).await?;
             pages.into_iter().flat_map(|p| p.items).collect()
         } else {
-            self.aggregated::<ScopedDisks>("disks", cluster)
+            self.aggregated::<ScopedDisks>("disks", Some(labels::cluster_filter(cluster)))
                 .await?
                 .into_iter()
                 .flat_map(|scoped| scoped.disks)
@@ -621,12 +690,13 @@ impl VolumeApi for Compute {
             "mode": "READ_WRITE",
             "type": "PERSISTENT",
         });
+        let id = request_id();
         let operation: Operation = match self
             .call(
                 "compute.instances.attachDisk",
                 Method::POST,
                 path,
-                &[],
+                &[("requestId", id.as_str())],
                 Some(body),
             )
             .await
@@ -683,12 +753,13 @@ impl VolumeApi for Compute {
                 &format!("disks/{}/setLabels", escape(volume_id)),
             );
             let body = json!({"labels": labels, "labelFingerprint": fingerprint});
+            let id = request_id();
             match self
                 .call::<Operation>(
                     "compute.disks.setLabels",
                     Method::POST,
                     path,
-                    &[],
+                    &[("requestId", id.as_str())],
                     Some(body),
                 )
                 .await
@@ -738,12 +809,13 @@ impl VolumeApi for Compute {
             &self.placement.zone,
             &format!("instances/{}/detachDisk", escape(instance_id)),
         );
+        let id = request_id();
         let operation: Operation = self
             .call(
                 "compute.instances.detachDisk",
                 Method::POST,
                 path,
-                &[("deviceName", device.as_str())],
+                &[("deviceName", device.as_str()), ("requestId", id.as_str())],
                 None,
             )
             .await?;
@@ -802,12 +874,7 @@ impl InstanceApi for Compute {
             }
         }
         let instance = self.instance(instance_id).await?;
-        let cluster = instance
-            .metadata
-            .iter()
-            .flat_map(|m| &m.items)
-            .find(|entry| entry.key == "cluster-name")
-            .and_then(|entry| entry.value.clone());
+        let cluster = instance.metadata_item("cluster-name").map(str::to_owned);
         let mut tags = labels::to_tags(&instance.labels, cluster.as_deref());
         if let Some(cluster) = cluster {
             tags.insert(tags::CLUSTER.to_owned(), cluster);
@@ -819,7 +886,7 @@ impl InstanceApi for Compute {
         self.cluster_instances(cluster)
             .await?
             .iter()
-            .filter(|i| i.status.as_deref() == Some("RUNNING") && is_master(i))
+            .filter(|i| i.status.as_deref() == Some("RUNNING") && i.is_master_of(cluster))
             .cloned()
             .map(instance_info)
             .collect()

@@ -85,6 +85,12 @@ fn kops_hash(value: &str) -> String {
         .collect()
 }
 
+/// The list filter of the cluster's resources: kOps' cluster label (AIP-160,
+/// `labels.k8s-io-cluster-name="<value>"`). What it returns is checked again where it is read.
+pub fn cluster_filter(cluster: &str) -> String {
+    format!("labels.{CLUSTER_LABEL}=\"{}\"", cluster_value(cluster))
+}
+
 /// The cluster label's value for `cluster`: kOps' `SafeClusterName`.
 pub fn cluster_value(cluster: &str) -> String {
     cluster.replace('.', "-")

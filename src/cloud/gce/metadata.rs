@@ -1,4 +1,5 @@
-//! The GCE metadata server (`http://metadata.google.internal/computeMetadata/v1/`, header
+//! The GCE metadata server (`http://169.254.169.254/computeMetadata/v1/`: by address, as
+//! Google's Go client that kOps and etcd-manager use reaches it, so no resolver is needed; header
 //! `Metadata-Flavor: Google`; `GCE_METADATA_HOST` overrides host and port as in Google's own
 //! libraries): the node's identity, its project and cluster name, and the default service
 //! account's access token, renewed before it expires. One attempt per call: a server that does
@@ -17,8 +18,11 @@ use super::http::{http_client, HttpClient};
 use crate::cloud::{InstanceMetadata, MetadataItem};
 use crate::error::Unreachable;
 
-/// Where the server is unless `GCE_METADATA_HOST` says otherwise.
-const DEFAULT_HOST: &str = "metadata.google.internal";
+/// Where the server is unless `GCE_METADATA_HOST` says otherwise: its link-local address, not
+/// `metadata.google.internal`, which needs the VPC's resolver (a DNS server policy or an image's
+/// own resolv.conf may not reach it); Google's Go client does the same
+/// (`cloud.google.com/go/compute/metadata`: `metadataIP`).
+const DEFAULT_HOST: &str = "169.254.169.254";
 /// A token is renewed this long before it expires.
 const TOKEN_MARGIN: Duration = Duration::from_mins(1);
 /// The largest answer read (a token is about 1 KiB).
@@ -39,7 +43,7 @@ struct TokenAnswer {
 }
 
 impl MetadataServer {
-    /// The server at `GCE_METADATA_HOST` (`host:port`), else `metadata.google.internal`.
+    /// The server at `GCE_METADATA_HOST` (`host:port`), else `169.254.169.254`.
     pub fn from_env() -> Result<Self> {
         let host = std::env::var("GCE_METADATA_HOST")
             .ok()

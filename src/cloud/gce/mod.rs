@@ -17,11 +17,47 @@ use anyhow::Result;
 use async_trait::async_trait;
 
 use crate::cloud::patient::Patient;
+use crate::cloud::provider::{Endpoint, Provider};
 use crate::cloud::{Cloud, CloudClients, DeviceNaming, InstanceMetadata, MetadataWords, Placement};
 use api::GoogleApi;
 use compute::Compute;
 use devices::PersistentDiskDevices;
 use metadata::MetadataServer;
+
+/// What is true of GCE for protokube: Cloud DNS is its zone service (`--dns clouddns`, kOps'
+/// `google-clouddns`); Compute Engine's and Cloud DNS' API roots move with
+/// `--gce-compute-endpoint` and `--gce-dns-endpoint`; a refused call names the instance's
+/// service account.
+pub const PROVIDER: Provider = Provider {
+    name: "gce",
+    zone_service: "Cloud DNS",
+    zone_service_names: &["clouddns", "google-clouddns"],
+    region_variables: &[],
+    // kOps ≥ 1.36 labels each disk with itself only (`master_volumes.go`, kops#17630).
+    labels_every_member: false,
+    endpoints: &[
+        Endpoint {
+            flag: COMPUTE_ENDPOINT_FLAG,
+            default: "https://compute.googleapis.com/compute/v1/",
+        },
+        Endpoint {
+            flag: DNS_ENDPOINT_FLAG,
+            default: "https://dns.googleapis.com/dns/v1/",
+        },
+    ],
+    names_left_by_spec: |_| None,
+    denied_to: |_, _| {
+        (
+            "the instance's service account and its access scopes".to_owned(),
+            "GCE",
+        )
+    },
+};
+
+/// The flag that moves Compute Engine's API root.
+pub const COMPUTE_ENDPOINT_FLAG: &str = "--gce-compute-endpoint";
+/// The flag that moves Cloud DNS' API root.
+pub const DNS_ENDPOINT_FLAG: &str = "--gce-dns-endpoint";
 
 /// GCE: the metadata server waited for while it is not there, Compute Engine on `api`.
 pub struct GceCloud {

@@ -13,16 +13,50 @@ use hyper::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::cloud::gce::api::{escape, required, url, Call, GoogleApi, GoogleError};
+use crate::cloud::gce::api::{
+    escape, request_id, required, url, Call, GceEndpoints, GoogleApi, GoogleError,
+};
+use crate::cloud::gce::metadata::MetadataServer;
+use crate::cloud::gce::{GceCloud, COMPUTE_ENDPOINT_FLAG, DNS_ENDPOINT_FLAG};
+use crate::dns::zoned::api::Connected;
 use crate::dns::zoned::api::{
     ChangeResult, RecordAction, RecordChange, RecordSet, ZoneApi, ZoneGone, ZoneService,
 };
 use crate::dns::zoned::plan::EXTERNAL_DNS_PREFIXES;
 use crate::names::normalize_dns_name;
 use crate::plan::zones::Zone;
+use crate::settings::Settings;
 
 /// Additions and deletions per change at most (Cloud DNS' quota per change is 1 000 each).
 const CHANGE_LIMIT: usize = 1000;
+
+/// The run's GCE: Compute Engine and Cloud DNS on one Google API layer, tokens from the
+/// metadata server, every call ending by the run's deadline (the registry's way of making
+/// GCE's cloud and zone service).
+pub fn connect(settings: &Settings) -> Result<Connected> {
+    let endpoint = |flag: &str| {
+        settings
+            .endpoints
+            .get(flag)
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("no API root for `{flag}`"))
+    };
+    let endpoints = GceEndpoints {
+        compute: endpoint(COMPUTE_ENDPOINT_FLAG)?,
+        dns: endpoint(DNS_ENDPOINT_FLAG)?,
+    };
+    let metadata = Arc::new(MetadataServer::from_env()?);
+    let api = GoogleApi::new(
+        endpoints,
+        metadata,
+        settings.waits.deadline,
+        settings.waits.timeout,
+    )?;
+    Ok(Connected {
+        cloud: Box::new(GceCloud::new(api.clone())),
+        zones: Box::new(CloudDnsService::new(api)),
+    })
+}
 
 /// Cloud DNS clients on the run's Google API layer.
 pub struct CloudDnsService {
@@ -319,8 +353,15 @@ impl ZoneApi for CloudDns {
         }
         let body = json!({"additions": additions, "deletions": deletions});
         let path = self.zone_path(zone, "/changes");
+        let id = request_id();
         match self
-            .call::<Change>("dns.changes.create", Method::POST, path, &[], Some(body))
+            .call::<Change>(
+                "dns.changes.create",
+                Method::POST,
+                path,
+                &[("clientOperationId", id.as_str())],
+                Some(body),
+            )
             .await
         {
             Ok(change) => Ok(ChangeResult::Submitted {

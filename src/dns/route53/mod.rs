@@ -12,11 +12,24 @@ use anyhow::Result;
 use async_trait::async_trait;
 
 use crate::cloud::aws::sdk::AwsSdk;
+use crate::cloud::aws::AwsCloud;
+use crate::dns::zoned::api::Connected;
 use crate::dns::zoned::api::{ChangeResult, RecordChange, RecordSet, ZoneApi, ZoneService};
 use crate::dns::zoned::plan::EXTERNAL_DNS_PREFIXES;
 use crate::names::is_within;
 use crate::plan::zones::Zone;
+use crate::settings::Settings;
 use client::Route53;
+
+/// The run's AWS: EC2 and Route53 on one SDK configuration, every call ending by the run's
+/// deadline (the registry's way of making AWS' cloud and zone service).
+pub fn connect(settings: &Settings) -> Result<Connected> {
+    let sdk = AwsSdk::new(settings.waits.deadline, settings.waits.timeout);
+    Ok(Connected {
+        cloud: Box::new(AwsCloud::new(sdk.clone())),
+        zones: Box::new(Route53Service::new(sdk)),
+    })
+}
 
 /// Route53 clients on the run's shared SDK configuration.
 pub struct Route53Service {

@@ -126,6 +126,13 @@ pub trait ZoneService: Send + Sync {
     async fn connect(&self, region: &str) -> Result<Arc<dyn ZoneApi>>;
 }
 
+/// A provider's clients for one run: its cloud and its DNS service's zones, made together
+/// (one configuration, one credential, one deadline), as each provider's `connect` makes them.
+pub struct Connected {
+    pub cloud: Box<dyn crate::cloud::Cloud>,
+    pub zones: Box<dyn ZoneService>,
+}
+
 /// A zone protokube remembered does not exist any more: the zones are looked up again.
 #[derive(Debug)]
 pub struct ZoneGone {

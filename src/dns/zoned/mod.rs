@@ -15,7 +15,7 @@ use anyhow::Result;
 use async_trait::async_trait;
 
 use crate::cloud::InstanceInfo;
-use crate::plan::records::{desired_records, ApiNames, DesiredRecord};
+use crate::plan::records::{desired_records, ApiNames, DesiredRecord, RecordRole};
 use crate::plan::volumes::EtcdVolume;
 use crate::report::Report;
 use crate::settings::{Cluster, Settings};
@@ -124,6 +124,32 @@ impl DnsTarget for ZonedNames<'_> {
             missing: published.missing,
             hosts_block: None,
         })
+    }
+
+    async fn remove_placeholders(
+        &self,
+        snapshot: &mut Snapshot<'_>,
+        names: &[String],
+        report: &mut Report,
+    ) -> Result<()> {
+        let names: Vec<DesiredRecord> = names
+            .iter()
+            .map(|name| DesiredRecord {
+                name: name.clone(),
+                role: RecordRole::EtcdMember,
+                addresses: Vec::new(),
+            })
+            .collect();
+        let api = self.api(snapshot).await?;
+        walk::remove_placeholders(
+            &*api,
+            &names,
+            &self.settings.zone_rules,
+            &self.cluster.name,
+            &self.options(ZonePolicy::default()),
+            report,
+        )
+        .await
     }
 
     async fn release(&self, snapshot: &mut Snapshot<'_>, report: &mut Report) -> Result<()> {

@@ -484,6 +484,56 @@ pub fn plan_release(
     (changes, outcomes)
 }
 
+/// Plans kOps' `--remove-dns-names` in one zone (kOps ≤ 1.22 beside etcd-manager): each of
+/// `names` whose address sets still hold nothing but kOps' placeholder (its precreated etcd
+/// names, `203.0.113.123` / `fd00:dead:add::`) is deleted; a name holding any other address is
+/// someone's (etcd-manager's, an operator's) and left alone with a warning; a name that is gone
+/// is nothing to do. Pure.
+pub fn plan_placeholder_removal(
+    existing: &[RecordSet],
+    names: &[&str],
+) -> (Vec<RecordChange>, Vec<NameOutcome>) {
+    let mut changes = Vec::new();
+    let mut outcomes = Vec::new();
+    for name in names {
+        let held: Vec<&RecordSet> = existing
+            .iter()
+            .filter(|r| {
+                r.name == *name && !r.alias && matches!(r.record_type.as_str(), "A" | "AAAA")
+            })
+            .collect();
+        if held.is_empty() {
+            continue;
+        }
+        let from: Vec<String> = held.iter().flat_map(|r| r.values.clone()).collect();
+        let outcome = NameOutcome {
+            name: (*name).to_owned(),
+            action: Action::Delete,
+            from: from.clone(),
+            to: Vec::new(),
+            warning: None,
+            adopted: false,
+            missing: None,
+        };
+        if held.iter().all(|r| is_placeholder(r)) {
+            changes.extend(held.iter().map(|r| RecordChange::delete((*r).clone())));
+            outcomes.push(outcome);
+        } else {
+            outcomes.push(NameOutcome {
+                action: Action::Unchanged,
+                to: from.clone(),
+                warning: Some(format!(
+                    "`{name}` is listed in --remove-dns-names but holds {} (not kOps' \
+                     placeholder): left as it is",
+                    from.join(", ")
+                )),
+                ..outcome
+            });
+        }
+    }
+    (changes, outcomes)
+}
+
 /// Record values compared as sets (a service keeps them in the order they were written).
 fn same_values(a: &[String], b: &[String]) -> bool {
     let set = |v: &[String]| v.iter().cloned().collect::<std::collections::BTreeSet<_>>();
@@ -515,6 +565,52 @@ mod tests {
                 .collect(),
             alias: false,
         }
+    }
+
+    #[test]
+    fn only_names_still_at_kops_placeholder_are_removed() {
+        let existing = [
+            set("etcd-a.internal.c.example.com", "A", &[PLACEHOLDER]),
+            set("etcd-b.internal.c.example.com", "A", &["10.0.0.2"]),
+            set("etcd-events-a.internal.c.example.com", "A", &[PLACEHOLDER]),
+            set(
+                "etcd-events-a.internal.c.example.com",
+                "AAAA",
+                &[PLACEHOLDER_V6],
+            ),
+        ];
+        let (changes, outcomes) = plan_placeholder_removal(
+            &existing,
+            &[
+                "etcd-a.internal.c.example.com",
+                "etcd-b.internal.c.example.com",
+                "etcd-events-a.internal.c.example.com",
+                "etcd-c.internal.c.example.com",
+            ],
+        );
+        let deleted: Vec<(&str, &str)> = changes
+            .iter()
+            .map(|c| {
+                assert_eq!(c.action, RecordAction::Delete);
+                (c.record.name.as_str(), c.record.record_type.as_str())
+            })
+            .collect();
+        assert_eq!(
+            deleted,
+            [
+                ("etcd-a.internal.c.example.com", "A"),
+                ("etcd-events-a.internal.c.example.com", "A"),
+                ("etcd-events-a.internal.c.example.com", "AAAA"),
+            ]
+        );
+        // Someone's address: left alone, said; a name already gone: nothing.
+        assert_eq!(outcomes.len(), 3);
+        let b = outcomes
+            .iter()
+            .find(|o| o.name == "etcd-b.internal.c.example.com")
+            .unwrap();
+        assert_eq!(b.action, Action::Unchanged);
+        assert!(b.warning.as_deref().unwrap().contains("10.0.0.2"));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 
 use super::api::{ChangeResult, RecordChange, RecordSet, ZoneApi, ZoneGone};
-use super::plan::{plan_release, plan_zone, NameOutcome, ZonePolicy};
+use super::plan::{plan_placeholder_removal, plan_release, plan_zone, NameOutcome, ZonePolicy};
 use crate::names::is_within;
 use crate::plan::records::DesiredRecord;
 use crate::plan::state::{LeftAlone, MissingName};
@@ -114,6 +114,29 @@ pub async fn release(
     report: &mut Report,
 ) -> Result<()> {
     let plan = |_: &[&DesiredRecord], existing: &[RecordSet]| plan_release(existing, own, cluster);
+    let run = ZoneRun {
+        dns,
+        rules,
+        cluster,
+        options,
+    };
+    run.each_zone(names, None, report, plan).await.map(drop)
+}
+
+/// Removes kOps' precreated placeholder names among `names` (`--remove-dns-names`), same reads,
+/// batches and retries as [`publish`].
+pub async fn remove_placeholders(
+    dns: &dyn ZoneApi,
+    names: &[DesiredRecord],
+    rules: &[ZoneRule],
+    cluster: &str,
+    options: &PublishOptions,
+    report: &mut Report,
+) -> Result<()> {
+    let plan = |records: &[&DesiredRecord], existing: &[RecordSet]| {
+        let names: Vec<&str> = records.iter().map(|r| r.name.as_str()).collect();
+        plan_placeholder_removal(existing, &names)
+    };
     let run = ZoneRun {
         dns,
         rules,

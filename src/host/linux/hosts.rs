@@ -1,8 +1,11 @@
-//! Writing the hosts file: by atomic rename where possible, keeping its owner, group and mode
-//! (and through a symlink, to the file it names); where it is a bind mount (containers), in place,
-//! in a way that never leaves it empty or without its unmanaged lines, whenever a kill lands.
+//! Writing the hosts file: always in place (same inode), keeping its owner, group and mode (and
+//! through a symlink, to the file it names), in a way that never leaves it empty or without its
+//! unmanaged lines, whenever a kill lands. kube-proxy and etcd-manager mount the host's
+//! `/etc/hosts` into their pods as a file (kOps' nodeup `kube_proxy.go`: "so that we see the
+//! updates that are made by protokube"): a file replaced by a rename would leave them reading
+//! the old one, so the old protokube wrote it in place too (`gossip/dns/hosts/hosts.go`).
 
-use std::os::unix::fs::{FileExt as _, MetadataExt as _, PermissionsExt as _};
+use std::os::unix::fs::FileExt as _;
 use std::path::Path;
 
 use anyhow::{bail, Context as _, Result};
@@ -20,27 +23,19 @@ pub fn read_hosts(path: &Path) -> Result<Vec<u8>> {
 }
 
 /// Writes `new` to the hosts file at `path` (symlinks already resolved), which holds `old`, when
-/// they differ.
+/// they differ: in place where it exists (whoever holds it mounted sees the change), created
+/// whole where it does not (nobody can hold it yet).
 pub fn write_hosts(path: &Path, old: &[u8], new: &[u8]) -> Result<WriteOutcome> {
-    if old == new && path.exists() {
-        return Ok(WriteOutcome::Unchanged);
-    }
-    let (mode, owner) = match fs_err::metadata(path) {
-        Ok(meta) => (
-            meta.permissions().mode() & 0o7777,
-            Some((meta.uid(), meta.gid())),
-        ),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => (0o644, None),
-        Err(err) => return Err(err).context("reading the hosts file's mode and owner"),
-    };
-    match write_atomic_owned(path, new, mode, owner) {
-        Ok(outcome) => Ok(outcome),
-        Err(err) if is_busy(&err) => {
-            tracing::debug!("`{}` is a mount point; writing in place", path.display());
+    match fs_err::metadata(path) {
+        Ok(_) if old == new => Ok(WriteOutcome::Unchanged),
+        Ok(_) => {
             write_in_place(path, old, new)?;
             Ok(WriteOutcome::Updated)
         }
-        Err(err) => Err(err),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            write_atomic_owned(path, new, 0o644, None)
+        }
+        Err(err) => Err(err).context("reading the hosts file's mode and owner"),
     }
 }
 
@@ -51,9 +46,21 @@ pub fn write_hosts(path: &Path, old: &[u8], new: &[u8]) -> Result<WriteOutcome> 
 /// `new`.
 pub fn write_in_place(path: &Path, old: &[u8], new: &[u8]) -> Result<()> {
     let file = fs_err::OpenOptions::new()
+        .read(true)
         .write(true)
         .open(path)
         .context("opening the hosts file for an in-place write")?;
+    // Another writer (etcd-manager writes its own block into the host's file) since it was
+    // read: writing from the old contents would mix the two; the next run starts from the new.
+    let mut current = Vec::with_capacity(old.len());
+    std::io::Read::read_to_end(&mut file.file(), &mut current)
+        .with_context(|| format!("reading `{}` again before writing it", path.display()))?;
+    if current != old {
+        bail!(
+            "`{}` changed while protokube planned its block (another writer?); run again",
+            path.display()
+        );
+    }
     let common = old.iter().zip(new).take_while(|(a, b)| a == b).count();
     let mut tail = new[common..].to_vec();
     if new.len() < old.len() {
@@ -79,21 +86,10 @@ pub fn write_in_place(path: &Path, old: &[u8], new: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Rename onto a mount point fails with EBUSY (or EXDEV): the file is a bind mount.
-fn is_busy(err: &anyhow::Error) -> bool {
-    use std::io::ErrorKind;
-    err.chain().any(|cause| {
-        cause.downcast_ref::<std::io::Error>().is_some_and(|e| {
-            matches!(
-                e.kind(),
-                ErrorKind::ResourceBusy | ErrorKind::CrossesDevices
-            )
-        })
-    })
-}
-
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+
     use super::*;
 
     #[test]
@@ -129,5 +125,27 @@ mod tests {
         let meta = std::fs::metadata(&path).unwrap();
         assert_eq!((meta.gid(), meta.permissions().mode() & 0o7777), (4, 0o640));
         assert_eq!(std::fs::read(&path).unwrap(), b"new\n");
+    }
+
+    #[test]
+    fn the_file_keeps_its_inode_and_a_missing_one_is_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hosts");
+        assert_eq!(
+            write_hosts(&path, b"", b"127.0.0.1 localhost\n").unwrap(),
+            WriteOutcome::Created
+        );
+        let inode = std::fs::metadata(&path).unwrap().ino();
+        write_hosts(
+            &path,
+            b"127.0.0.1 localhost\n",
+            b"127.0.0.1 localhost\n10.0.0.1\ta\n",
+        )
+        .unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().ino(), inode);
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            b"127.0.0.1 localhost\n10.0.0.1\ta\n"
+        );
     }
 }

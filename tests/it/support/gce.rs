@@ -29,9 +29,17 @@ fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gce_standin.py")
 }
 
-/// Starts the stand-in with `args`; it and the port it reports.
-fn start(args: &[&std::ffi::OsStr]) -> (Child, u16) {
-    let mut command = Command::new(python());
+/// Starts the stand-in with `args`, in network namespace `netns` when given; it and the port it
+/// reports.
+fn start(args: &[&std::ffi::OsStr], netns: Option<&str>) -> (Child, u16) {
+    let mut command = match netns {
+        Some(ns) => {
+            let mut command = Command::new("nsenter");
+            command.arg(format!("--net=/run/netns/{ns}")).arg(python());
+            command
+        }
+        None => Command::new(python()),
+    };
     command.arg(script()).args(args).stderr(Stdio::inherit());
     super::spawn_listening(&mut command, "the GCE stand-in")
 }
@@ -42,12 +50,19 @@ pub(crate) struct GceWorld {
     certs: Certs,
     api: Child,
     pub api_port: u16,
+    /// The network namespace the world's servers and nodes run in, if not this one.
+    netns: Option<String>,
 }
 
 impl GceWorld {
     /// A project with the public managed zone `example.com.` (id `1`, as kOps' GCE test
     /// cluster's `dnsZone`) and nothing else.
     pub(crate) fn new() -> Self {
+        Self::new_in(None)
+    }
+
+    /// The same world with its servers and nodes in network namespace `netns`.
+    pub(crate) fn new_in(netns: Option<&str>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let state = json!({
             "project": PROJECT,
@@ -59,18 +74,22 @@ impl GceWorld {
         });
         std::fs::write(dir.path().join("state.json"), state.to_string()).unwrap();
         let certs = Certs::new();
-        let (api, api_port) = start(&[
-            "api".as_ref(),
-            certs.dir.path().as_os_str(),
-            dir.path().join("state.json").as_os_str(),
-            dir.path().join("requests.log").as_os_str(),
-            discovery_dir().as_os_str(),
-        ]);
+        let (api, api_port) = start(
+            &[
+                "api".as_ref(),
+                certs.dir.path().as_os_str(),
+                dir.path().join("state.json").as_os_str(),
+                dir.path().join("requests.log").as_os_str(),
+                discovery_dir().as_os_str(),
+            ],
+            netns,
+        );
         Self {
             dir,
             certs,
             api,
             api_port,
+            netns: netns.map(str::to_owned),
         }
     }
 
@@ -329,18 +348,36 @@ impl GceWorld {
     }
 
     pub(crate) fn node_ready_after(&self, instance: &str, ready_after: f64) -> GceNode<'_> {
-        let (metadata, port) = start(&[
-            "metadata".as_ref(),
-            instance.as_ref(),
-            self.state_path().as_os_str(),
-            self.dir.path().join("metadata.log").as_os_str(),
-            ready_after.to_string().as_ref(),
-        ]);
+        self.start_node(instance, ready_after, None)
+    }
+
+    /// A node whose metadata server answers where Google's does, `169.254.169.254:80`, and
+    /// which is reached there (no `GCE_METADATA_HOST`): in the world's network namespace.
+    pub(crate) fn node_at_google_address(&self, instance: &str) -> GceNode<'_> {
+        assert!(self.netns.is_some(), "the address is the namespace's own");
+        self.start_node(instance, 0.0, Some(("169.254.169.254", 80)))
+    }
+
+    fn start_node(&self, instance: &str, ready_after: f64, at: Option<(&str, u16)>) -> GceNode<'_> {
+        let (address, port) = at.unwrap_or(("127.0.0.1", 0));
+        let (metadata, port) = start(
+            &[
+                "metadata".as_ref(),
+                instance.as_ref(),
+                self.state_path().as_os_str(),
+                self.dir.path().join("metadata.log").as_os_str(),
+                ready_after.to_string().as_ref(),
+                address.as_ref(),
+                port.to_string().as_ref(),
+            ],
+            self.netns.as_deref(),
+        );
         GceNode {
             world: self,
             instance: instance.to_owned(),
             metadata,
             port,
+            default_address: at.is_some(),
             root: TestRoot::new(),
         }
     }
@@ -377,16 +414,23 @@ pub(crate) struct GceNode<'a> {
     pub instance: String,
     metadata: Child,
     port: u16,
+    /// Its metadata server is at Google's own address: protokube is not told where.
+    default_address: bool,
     pub root: TestRoot,
 }
 
 impl GceNode<'_> {
     /// `protokube --cloud gce --root <root>` of this node, pointed at the world.
     pub(crate) fn protokube(&self) -> Protokube {
-        let mut run = Protokube::new()
-            .env("PROTOKUBE_CLOUD", "gce")
-            .env("GCE_METADATA_HOST", format!("127.0.0.1:{}", self.port))
-            .env("PROTOKUBE_ROOT", self.root.path());
+        let mut run = match &self.world.netns {
+            Some(ns) => Protokube::under(&["nsenter", &format!("--net=/run/netns/{ns}")]),
+            None => Protokube::new(),
+        }
+        .env("PROTOKUBE_CLOUD", "gce")
+        .env("PROTOKUBE_ROOT", self.root.path());
+        if !self.default_address {
+            run = run.env("GCE_METADATA_HOST", format!("127.0.0.1:{}", self.port));
+        }
         for (key, value) in self.world.environment() {
             run = run.env(key, value);
         }

@@ -5,6 +5,7 @@
 //! first run is done, then stopped with SIGTERM.
 
 use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::bed::{Bed, NodeKind};
@@ -85,10 +86,24 @@ impl World {
         Self { bed, zone }
     }
 
-    /// Runs `args` as nodeup's unit does on a fresh root, until the first run is done, then
-    /// stops it with SIGTERM. `prepare` readies the root; `env` adds to nodeup's environment.
+    /// Runs `args` as nodeup's unit does on the host (kOps 1.21 and later: `--root` is `root`),
+    /// until the first run is done, then stops it with SIGTERM; `env` adds to nodeup's
+    /// environment.
     pub(crate) fn run(
         &self,
+        args: &[String],
+        root: &TestRoot,
+        env: &[(&str, String)],
+        systemctl: &tempfile::TempDir,
+    ) -> FirstRun {
+        self.run_in(Layout::Host, args, root, env, systemctl)
+    }
+
+    /// Runs `args` as nodeup's unit runs them in `layout`: on the host with `--root` at `root`,
+    /// or in kOps' container image with `root` as the host at `/rootfs`.
+    pub(crate) fn run_in(
+        &self,
+        layout: Layout<'_>,
         args: &[String],
         root: &TestRoot,
         env: &[(&str, String)],
@@ -105,12 +120,18 @@ impl World {
             systemctl.path().display(),
             std::env::var("PATH").unwrap_or_default()
         );
-        let mut command = Protokube::new()
-            .moto(self.bed.moto())
-            .imds(self.bed.imds())
-            .env("PATH", path)
-            .env("PROTOKUBE_OUTPUT", "json")
-            .env("PROTOKUBE_ROOT", root.path());
+        let image_dir = tempfile::tempdir().unwrap();
+        let mut command = match layout {
+            Layout::Host => Protokube::new().env("PROTOKUBE_ROOT", root.path()),
+            Layout::Image(image, tool) => {
+                let wrapper = image.wrapper(image_dir.path(), root.path(), tool);
+                Protokube::under(&wrapper.iter().map(String::as_str).collect::<Vec<_>>())
+            }
+        }
+        .moto(self.bed.moto())
+        .imds(self.bed.imds())
+        .env("PATH", path)
+        .env("PROTOKUBE_OUTPUT", "json");
         for (key, value) in env {
             command = command.env(key, value);
         }
@@ -153,5 +174,100 @@ impl World {
                 .collect(),
             exit_on_sigterm: exit,
         }
+    }
+}
+
+/// Where a unit line runs: on the host (kOps 1.21 and later), or in kOps' protokube image of
+/// its era (kOps 1.12–1.20), with that image's channels tool, when given (a path of this
+/// machine, put where the image keeps it).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Layout<'a> {
+    Host,
+    Image(Image, Option<&'a Path>),
+}
+
+/// kOps' protokube images, laid out as their build files lay them out, with the host at
+/// `/rootfs` (nodeup mounts it there): 1.12–1.18's Debian image
+/// (`release-1.18:images/protokube/Dockerfile`: `FROM k8s.gcr.io/debian-base-amd64:0.3`,
+/// protokube and channels in `/usr/bin/`), 1.19–1.20's distroless image
+/// (`release-1.19:protokube/cmd/protokube/BUILD.bazel`: `protokube` and `channels` at `/`, the
+/// host's libraries mounted in).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Image {
+    Debian,
+    Distroless,
+}
+
+impl Image {
+    /// The image of kOps `version` (`1.18`), for a container unit line.
+    pub(crate) fn of_version(version: u32) -> Self {
+        if version >= 19 {
+            Self::Distroless
+        } else {
+            Self::Debian
+        }
+    }
+
+    /// Where the image keeps protokube and kOps' channels tool.
+    pub(crate) fn paths(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Debian => ("/usr/bin/protokube", "/usr/bin/channels"),
+            Self::Distroless => ("/protokube", "/channels"),
+        }
+    }
+
+    /// The command that runs protokube (the binary given after it) in this image: a private
+    /// mount namespace of its own whose root is the image — this machine's system
+    /// directories, the image's own files (protokube, and `channels` when given), `host_root`
+    /// at `/rootfs` — built under `work`, gone with the process.
+    pub(crate) fn wrapper(
+        self,
+        work: &Path,
+        host_root: &Path,
+        channels: Option<&Path>,
+    ) -> Vec<String> {
+        let (protokube, tool) = self.paths();
+        let script = format!(
+            r#"set -eu
+binary=$1; shift
+work='{work}'
+mount -t tmpfs image "$work"
+image=$work/root
+mkdir -p "$image" "$work/usr-upper" "$work/usr-work"
+# The system: this machine's, the image's own files added over /usr.
+for dir in bin sbin lib lib64; do
+  if [ -L "/$dir" ]; then ln -s "$(readlink "/$dir")" "$image/$dir"
+  elif [ -d "/$dir" ]; then mkdir "$image/$dir"; mount --rbind "/$dir" "$image/$dir"; fi
+done
+mkdir -p "$image/usr"
+mount -t overlay usr -o "lowerdir=/usr,upperdir=$work/usr-upper,workdir=$work/usr-work" "$image/usr"
+for dir in etc proc dev sys tmp root var run; do
+  mkdir -p "$image/$dir"; mount --rbind "/$dir" "$image/$dir"
+done
+# The host, where nodeup mounts it.
+mkdir -p "$image/rootfs"; mount --rbind '{host_root}' "$image/rootfs"
+# protokube, and the channels tool, where the image keeps them.
+touch "$image{protokube}"; mount --bind "$binary" "$image{protokube}"
+if [ -n '{channels}' ]; then cp '{channels}' "$image{tool}"; chmod 755 "$image{tool}"; fi
+exec chroot "$image" '{protokube}' "$@"
+"#,
+            work = work.display(),
+            host_root = host_root.display(),
+            channels = channels
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+        );
+        [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            &script,
+            "kops-image",
+        ]
+        .map(str::to_owned)
+        .to_vec()
     }
 }

@@ -4,6 +4,7 @@
 //! kOps' shape: the local server, the CA and a `kops` client certificate of `system:masters`,
 //! inline), and a recording stand-in for kOps' `channels` tool at `/opt/kops/bin/channels`.
 
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -283,16 +284,22 @@ pub(crate) fn closed_port() -> u16 {
     listener.local_addr().unwrap().port()
 }
 
-/// Installs the recording stand-in of kOps' channels tool at `<root>/opt/kops/bin/channels`:
-/// each run appends its arguments and its `KUBECONFIG` to the returned log; a channel whose URL
-/// contains `fail` fails (exit 1), any other says `No update required`.
+/// Installs the recording stand-in of kOps' channels tool at `<root>/opt/kops/bin/channels`
+/// (where nodeup installs it from kOps 1.21): each run appends its arguments and its
+/// `KUBECONFIG` to the returned log; a channel whose URL contains `fail` fails (exit 1), any
+/// other says `No update required`.
 pub(crate) fn install_channels_tool(root: &TestRoot) -> PathBuf {
     let log = root.join("/var/log/channels-tool.log");
+    install_channels_tool_at(&root.join("/opt/kops/bin/channels"), &log);
+    log
+}
+
+/// The recording channels tool at `tool` (a path of this machine), logging to `log`.
+pub(crate) fn install_channels_tool_at(tool: &Path, log: &Path) {
     std::fs::create_dir_all(log.parent().unwrap()).unwrap();
-    let tool = root.join("/opt/kops/bin/channels");
     std::fs::create_dir_all(tool.parent().unwrap()).unwrap();
     std::fs::write(
-        &tool,
+        tool,
         format!(
             "#!/bin/sh\nprintf 'ARGS %s\\n' \"$*\" >> '{log}'\n\
              printf 'KUBECONFIG=%s\\n' \"$KUBECONFIG\" >> '{log}'\n\
@@ -302,9 +309,7 @@ pub(crate) fn install_channels_tool(root: &TestRoot) -> PathBuf {
         ),
     )
     .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
-    log
+    std::fs::set_permissions(tool, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// etcd-manager's real pods (kOps' `reference/kops/etcd-manager/`), as nodeup writes them for
