@@ -39,7 +39,7 @@ use crate::cloud::{AccessDenied, Cloud};
 use crate::dns::zoned::api::{Connected, ZoneService};
 use crate::error::ExitCode;
 use crate::host::linux::LinuxHost;
-use crate::host::{Files as _, Host};
+use crate::host::Host;
 use crate::report::{Report, ReportError};
 use crate::settings::Settings;
 
@@ -126,24 +126,38 @@ pub fn registry(cloud: CloudArg) -> Registered {
 /// ended by the run's deadline (`--timeout`) whatever it waits on.
 async fn execute(cli: &Cli, report: &mut Report) -> Result<()> {
     let settings = Settings::resolve(cli.flags()?, &LinuxHost)?;
-    let Connected { cloud, zones } = (registry(cli.global.cloud).connect)(&settings)?;
-    let cut_off = settings.waits.deadline.instant() + PAST_DEADLINE;
+    let result = connect_and_run(cli, &settings, report).await;
+    // What the run left in the state file, read as every step reads it.
+    report.volumes_mounted = settings
+        .root
+        .own(paths::STATE_FILE)
+        .map_or(0, |path| {
+            state::State::load_or_empty(&LinuxHost, &path).volumes.len()
+        });
+    result.map_err(|err| explain_denied(err, &settings))
+}
+
+/// The command against the cloud `--cloud` names, ended by the run's deadline whatever it
+/// waits on.
+async fn connect_and_run(cli: &Cli, settings: &Settings, report: &mut Report) -> Result<()> {
+    let Connected { cloud, zones } = (registry(cli.global.cloud).connect)(settings)?;
+    let cut_off = settings.deadline.instant() + PAST_DEADLINE;
     let command = cli.to_run();
-    let run = run_with(&command, &settings, &*cloud, &*zones, &LinuxHost, report);
+    let run = run_with(&command, settings, &*cloud, &*zones, &LinuxHost, report);
     let result = match tokio::time::timeout_at(cut_off.into(), run).await {
         Ok(result) => result,
         Err(_) => Err(error::NotReady(format!(
             "the run did not finish within --timeout ({}); what it did is reported, and the next \
              run goes on from there",
-            humantime::format_duration(settings.waits.timeout)
+            humantime::format_duration(settings.deadline.timeout())
         ))
         .into()),
     };
-    report.cloud_calls = report::CloudCalls {
+    report.cloud_calls = Some(report::CloudCalls {
         cloud: settings.provider.name,
         by_operation: cloud.calls(),
-    };
-    result.map_err(|err| explain_denied(err, &settings))
+    });
+    result
 }
 
 /// Ends a run (the binary's, or one of the daemon's): its exit code, its last log line, and the
@@ -164,11 +178,11 @@ pub fn conclude(
         .iter()
         .filter(|c| c.action != report::Action::Unchanged)
         .count();
-    let calls = report.cloud_calls.by_operation.values().sum::<u64>();
-    let (aws_calls, gce_calls) = match report.cloud_calls.cloud {
-        "gce" => (0, calls),
-        _ => (calls, 0),
-    };
+    let cloud = report.cloud_calls.as_ref().map(|calls| calls.cloud);
+    let cloud_calls = report
+        .cloud_calls
+        .as_ref()
+        .map_or(0, |calls| calls.by_operation.values().sum::<u64>());
     let duration_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
     macro_rules! last_line {
         ($level:ident, $($message:tt)+) => {
@@ -177,8 +191,8 @@ pub fn conclude(
                 exit_code = code.code(),
                 changed = report.changed,
                 changes,
-                aws_calls,
-                gce_calls,
+                cloud,
+                cloud_calls,
                 duration_ms,
                 $($message)+
             )
@@ -192,21 +206,12 @@ pub fn conclude(
         Ok(()) => last_line!(info, "run finished"),
     }
     if let Some(path) = &cli.global.metrics_file {
-        // Read through `--root` as every step reads it; none there (or a bad root) is none.
-        let volumes_mounted = cli
-            .flags()
-            .map_err(anyhow::Error::from)
-            .and_then(|flags| LinuxHost.root(&flags.root))
-            .and_then(|root| root.own(paths::STATE_FILE))
-            .map_or(0, |path| {
-                state::State::load_or_empty(&LinuxHost, &path).volumes.len()
-            });
         let run = metrics::RunMetrics {
             report,
             exit_code: code.code(),
             started,
             duration: elapsed,
-            volumes_mounted,
+            volumes_mounted: report.volumes_mounted,
         };
         let previous = metrics::read_previous(&LinuxHost, path);
         let written = metrics::render(&run, previous.as_deref()).and_then(|text| {
@@ -288,4 +293,91 @@ pub fn record_error(report: &mut Report, err: &anyhow::Error) {
 /// One line for stderr: the error and its causes, joined, with no line breaks inside.
 pub fn error_line(err: &anyhow::Error) -> String {
     format!("protokube: error: {}", error::one_line(err))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ExitCode;
+    use crate::settings::DnsKind;
+
+    /// The settings a command line resolves to (`sync` as the command), on this machine's `/`.
+    fn settings(args: &[&str]) -> Result<Settings> {
+        let cli = Cli::parse_from(
+            [
+                "protokube",
+                "sync",
+                "--root",
+                "/",
+                "--cluster-id",
+                "c.example.com",
+            ]
+            .iter()
+            .chain(args),
+        )
+        .map_err(|err| anyhow::anyhow!("{err}"))?;
+        Settings::resolve(cli.flags()?, &LinuxHost)
+    }
+
+    #[test]
+    fn every_registered_provider_says_its_own_defaults() {
+        for (cloud, name, service) in [
+            (CloudArg::Aws, "aws", "Route53"),
+            (CloudArg::Gce, "gce", "Cloud DNS"),
+        ] {
+            let registered = registry(cloud);
+            assert_eq!(registered.provider.name, name);
+            assert_eq!(registered.provider.zone_service, service);
+            let settings = settings(&["--cloud", name]).unwrap();
+            assert_eq!(settings.provider.name, name);
+            // Its own DNS service by default, and each endpoint flag at its default.
+            assert_eq!(settings.cluster.unwrap().dns, DnsKind::Zones, "{name}");
+            for endpoint in registered.provider.endpoints {
+                assert_eq!(
+                    settings.endpoints[endpoint.flag], endpoint.default,
+                    "{name}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn dns_takes_each_services_names_on_its_own_cloud_only() {
+        for (cloud, own, others) in [
+            (
+                "aws",
+                ["route53", "aws-route53"],
+                ["clouddns", "google-clouddns"],
+            ),
+            (
+                "gce",
+                ["clouddns", "google-clouddns"],
+                ["route53", "aws-route53"],
+            ),
+        ] {
+            for name in own.iter().chain(&["zones"]) {
+                let settings = settings(&["--cloud", cloud, "--dns", name]).unwrap();
+                assert_eq!(
+                    settings.cluster.unwrap().dns,
+                    DnsKind::Zones,
+                    "{cloud} {name}"
+                );
+            }
+            for name in others {
+                let err = settings(&["--cloud", cloud, "--dns", name]).unwrap_err();
+                assert_eq!(ExitCode::for_error(&err), ExitCode::Usage, "{cloud} {name}");
+                assert!(err.to_string().contains(name), "{err}");
+            }
+            for (name, kind) in [
+                ("hosts", DnsKind::Hosts),
+                ("gossip", DnsKind::Hosts),
+                ("none", DnsKind::None),
+            ] {
+                let settings = settings(&["--cloud", cloud, "--dns", name]).unwrap();
+                assert_eq!(settings.cluster.unwrap().dns, kind, "{cloud} {name}");
+            }
+        }
+        // A name no provider answers to is clap's usage error.
+        assert!(Cli::parse_from(["protokube", "sync", "--dns", "digitalocean"]).is_err());
+    }
 }

@@ -103,19 +103,22 @@ pub fn render(run: &RunMetrics<'_>, previous: Option<&str>) -> Result<String> {
         ];
         changes.get_or_create(&labels).inc();
     }
-    let cloud = run.report.cloud_calls.cloud;
-    let calls = family(
-        &mut registry,
-        &format!("{cloud}_calls"),
-        &format!(
-            "Requests the last run sent to the cloud ({cloud}, retries included), by operation"
-        ),
-    );
-    for (operation, count) in &run.report.cloud_calls.by_operation {
-        let count = i64::try_from(*count).unwrap_or(i64::MAX);
-        calls
-            .get_or_create(&vec![("operation".into(), operation.clone())])
-            .set(count);
+    if let Some(cloud_calls) = &run.report.cloud_calls {
+        let cloud = cloud_calls.cloud;
+        let calls = family(
+            &mut registry,
+            &format!("{cloud}_calls"),
+            &format!(
+                "Requests the last run sent to the cloud ({cloud}, retries included), by \
+                 operation"
+            ),
+        );
+        for (operation, count) in &cloud_calls.by_operation {
+            let count = i64::try_from(*count).unwrap_or(i64::MAX);
+            calls
+                .get_or_create(&vec![("operation".into(), operation.clone())])
+                .set(count);
+        }
     }
     gauge(
         &mut registry,
@@ -170,13 +173,13 @@ mod tests {
 
     fn run(report: &Report, exit_code: u8) -> String {
         let report = Report {
-            cloud_calls: crate::report::CloudCalls {
+            cloud_calls: Some(crate::report::CloudCalls {
                 cloud: "aws",
                 by_operation: std::collections::BTreeMap::from([(
                     "DescribeInstances".to_owned(),
                     1,
                 )]),
-            },
+            }),
             ..report.clone()
         };
         let metrics = RunMetrics {

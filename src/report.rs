@@ -100,13 +100,18 @@ pub struct Report {
     /// Set when the run failed; `changes` then holds what was done before the failure.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ReportError>,
-    /// Requests sent to the cloud, by operation (for the metrics file and the last log line).
+    /// Requests sent to the cloud, by operation (for the metrics file and the last log line);
+    /// none before the run connected to its cloud.
     #[serde(skip)]
-    pub cloud_calls: CloudCalls,
+    pub cloud_calls: Option<CloudCalls>,
     /// This node looks like a master and `--master` is not set (warned; exit 3 with
     /// `--detailed-exitcode`).
     #[serde(skip)]
     pub master_flag_missing: bool,
+    /// The etcd volumes the state file records mounted here after the run (for the metrics
+    /// file); 0 when the run did not get as far as its settings.
+    #[serde(skip)]
+    pub volumes_mounted: usize,
 }
 
 /// The requests a run sent to its cloud (its DNS service included), by operation, retries
@@ -118,15 +123,6 @@ pub struct CloudCalls {
     pub by_operation: std::collections::BTreeMap<String, u64>,
 }
 
-impl Default for CloudCalls {
-    /// None yet, on the default cloud.
-    fn default() -> Self {
-        Self {
-            cloud: "aws",
-            by_operation: std::collections::BTreeMap::new(),
-        }
-    }
-}
 
 impl Report {
     pub fn new(command: &str, dry_run: bool) -> Self {
@@ -139,8 +135,9 @@ impl Report {
             warnings: Vec::new(),
             info: Vec::new(),
             error: None,
-            cloud_calls: CloudCalls::default(),
+            cloud_calls: None,
             master_flag_missing: false,
+            volumes_mounted: 0,
         }
     }
 

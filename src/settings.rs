@@ -30,7 +30,7 @@ use crate::plan::records::own_name_taken;
 use crate::plan::zones::ZoneRule;
 use crate::report::OutputFormat;
 use crate::spec::{ClusterDocument, MAX_SPEC_BYTES};
-use crate::wait::{Progress, Waits};
+use crate::wait::{Deadline, Progress};
 
 /// The etcd image of the old daemon's invocation without a spec or `--etcd-image` (kOps
 /// v1.30's default etcd).
@@ -175,8 +175,10 @@ pub struct Settings {
     pub dry_run: bool,
     pub output: OutputFormat,
     pub detailed_exitcode: bool,
-    /// `--timeout` and the backoffs of every wait.
-    pub waits: Waits,
+    /// `--timeout` from the start of the run: every wait of the run ends by it.
+    pub deadline: Deadline,
+    /// How waits are shown.
+    pub progress: Progress,
     /// `--verify-interval`: how long a converged master trusts its last full check (0: never).
     pub verify_interval: Duration,
     pub etcd: EtcdOptions,
@@ -363,10 +365,8 @@ impl Settings {
             dry_run: flags.dry_run,
             output: flags.output,
             detailed_exitcode: flags.detailed_exitcode,
-            waits: Waits::new(
-                flags.timeout,
-                Progress::detect(flags.no_progress || flags.quiet),
-            ),
+            deadline: Deadline::after(flags.timeout),
+            progress: Progress::detect(flags.no_progress || flags.quiet),
             verify_interval: flags.verify_interval,
             etcd_only: flags.legacy && spec.is_none(),
             legacy: flags.legacy,
@@ -702,6 +702,8 @@ fn read_text(files: &dyn Files, path: &Path, max: u64) -> Result<String> {
 /// The largest template override read (the built-in templates are a few KiB).
 const MAX_TEMPLATE_BYTES: u64 = 1 << 20;
 
+/// The built-in templates, each replaced by the file of its name in `--templates` `dir` where
+/// there is one (read whole, up to [`MAX_TEMPLATE_BYTES`], UTF-8), compiled once for the run.
 fn load_templates_dir(files: &dyn Files, dir: Option<&Path>) -> Result<tera::Tera> {
     let mut overrides = Vec::new();
     if let Some(dir) = dir {

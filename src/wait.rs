@@ -42,11 +42,14 @@ impl Backoff {
     }
 }
 
-/// The run's deadline: `--timeout` after the run started. Every wait, cloud call, Kubernetes
-/// API request, credential plugin and child tool of the run ends by it.
+/// The run's deadline: `--timeout` after the run started, the one type that carries it through
+/// every seam. Every wait, cloud call, Kubernetes API request, credential plugin and child tool
+/// of the run ends by it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Deadline {
     at: Instant,
+    /// `--timeout`, as given (for messages).
+    timeout: Duration,
 }
 
 impl Deadline {
@@ -54,6 +57,7 @@ impl Deadline {
     pub fn after(timeout: Duration) -> Self {
         Self {
             at: Instant::now() + timeout,
+            timeout,
         }
     }
 
@@ -62,15 +66,26 @@ impl Deadline {
         self.at.saturating_duration_since(Instant::now())
     }
 
+    /// `--timeout` as given, for messages (`within --timeout (5m)`).
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// `--timeout` in words (`5m`).
+    pub fn timeout_text(&self) -> String {
+        humantime::format_duration(self.timeout).to_string()
+    }
+
     /// When it is.
     pub fn instant(&self) -> Instant {
         self.at
     }
 
-    /// The earlier of this deadline and `other`.
+    /// The earlier of this deadline and `other` (said with this one's `--timeout`).
     pub fn earliest(self, other: Self) -> Self {
         Self {
             at: self.at.min(other.at),
+            timeout: self.timeout,
         }
     }
 
@@ -86,38 +101,6 @@ impl Deadline {
 /// The shortest `--timeout`: below it a run cannot ask the cloud anything and would only ever
 /// be "not ready".
 pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// How long and how often the run's waits poll: one deadline (`--timeout` from the start of
-/// the run) and a backoff per kind of wait.
-#[derive(Clone, Debug)]
-pub struct Waits {
-    /// `--timeout`, as given (for messages).
-    pub timeout: Duration,
-    /// `--timeout` from the start of the run: every wait of the run ends by it.
-    pub deadline: Deadline,
-    pub progress: Progress,
-    /// Backoff while waiting for an attachment.
-    pub attach: Backoff,
-    /// Backoff while waiting for a block device to appear.
-    pub device: Backoff,
-    /// Backoff while waiting for a DNS service to report a change in effect.
-    pub dns: Backoff,
-}
-
-impl Waits {
-    pub fn new(timeout: Duration, progress: Progress) -> Self {
-        Self {
-            timeout,
-            deadline: Deadline::after(timeout),
-            progress,
-            // Capped at 1 s so a run ends at most about a second after the cloud attaches
-            // (DESIGN §8: cold sync ≤ 1 s beyond the cloud's own attach time).
-            attach: Backoff::new(Duration::from_millis(250), Duration::from_secs(1)),
-            device: Backoff::new(Duration::from_millis(50), Duration::from_millis(500)),
-            dns: Backoff::new(Duration::from_secs(1), Duration::from_secs(5)),
-        }
-    }
-}
 
 /// How to show a wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,18 +122,11 @@ impl Progress {
     }
 }
 
-impl Waits {
-    /// The time left until the run's deadline.
-    pub fn remaining(&self) -> Duration {
-        self.deadline.remaining()
-    }
-}
-
-/// Calls `check` until it returns `Some`, sleeping with backoff in between, for at most
-/// `timeout`. `what` completes "waiting for …" in messages. Errors from `check` end the wait.
+/// Calls `check` until it returns `Some`, sleeping with `backoff` in between, until `until`.
+/// `what` completes "waiting for …" in messages. Errors from `check` end the wait.
 pub async fn poll_until<T, F, Fut>(
     what: &str,
-    timeout: Duration,
+    until: Deadline,
     progress: Progress,
     mut backoff: Backoff,
     mut check: F,
@@ -160,7 +136,7 @@ where
     Fut: Future<Output = Result<Option<T>>>,
 {
     let started = Instant::now();
-    let deadline = started + timeout;
+    let deadline = until.instant();
     let bar = match progress {
         Progress::Spinner => {
             let bar = ProgressBar::new_spinner();
@@ -184,19 +160,21 @@ where
         }
         let now = Instant::now();
         if now >= deadline {
-            break Err(timed_out(what, timeout));
+            break Err(timed_out(what, started.elapsed()));
         }
         if bar.is_none() && !announced {
             tracing::info!(
                 "waiting for {what} (up to {})",
-                humantime::format_duration(timeout)
+                humantime::format_duration(Duration::from_secs(
+                    deadline.saturating_duration_since(started).as_secs()
+                ))
             );
             announced = true;
         }
         tokio::time::sleep(backoff.next_delay().min(deadline - now)).await;
         // The run's deadline is everyone's: a check made at it would only be cut short.
         if Instant::now() >= deadline {
-            break Err(timed_out(what, timeout));
+            break Err(timed_out(what, started.elapsed()));
         }
     };
     if let Some(bar) = bar {
@@ -208,11 +186,11 @@ where
     result
 }
 
-/// The "not ready" error of a wait for `what` that lasted `timeout`.
-fn timed_out(what: &str, timeout: Duration) -> anyhow::Error {
+/// The "not ready" error of a wait for `what` that lasted `waited`.
+fn timed_out(what: &str, waited: Duration) -> anyhow::Error {
     NotReady(format!(
         "timed out after {} waiting for {what}; retry later",
-        humantime::format_duration(Duration::from_secs(timeout.as_secs().max(1)))
+        humantime::format_duration(Duration::from_secs(waited.as_secs().max(1)))
     ))
     .into()
 }
@@ -243,7 +221,7 @@ mod tests {
         let err = rt
             .block_on(poll_until(
                 "`vol-1` to attach",
-                Duration::from_millis(50),
+                Deadline::after(Duration::from_millis(50)),
                 Progress::Log,
                 fast(),
                 || async { Ok(None::<()>) },
@@ -258,7 +236,7 @@ mod tests {
         let value = rt
             .block_on(poll_until(
                 "x",
-                Duration::from_secs(5),
+                Deadline::after(Duration::from_secs(5)),
                 Progress::Log,
                 fast(),
                 || {

@@ -11,7 +11,7 @@ use crate::cloud::{AttachOutcome, DeviceHint, DeviceNaming, VolumeApi};
 use crate::host::{Devices, FoundDevice};
 use crate::paths::HostRoot;
 use crate::plan::volumes::attachment_stuck;
-use crate::wait::{poll_until, Backoff, Waits};
+use crate::wait::{poll_until, Backoff, Deadline, Progress};
 
 /// The outcome of trying to attach one volume.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,53 +105,51 @@ pub async fn wait_attached(
     instance_id: &str,
     ids: &[String],
     requested: Instant,
-    waits: &Waits,
+    deadline: Deadline,
+    progress: Progress,
 ) -> Result<Vec<String>> {
     let what = format!("`{}` to be attached", ids.join("`, `"));
-    poll_until(
-        &what,
-        waits.remaining(),
-        waits.progress,
-        waits.attach.clone(),
-        || async {
-            let volumes = cloud.volumes_by_id(ids).await?;
-            let now = SystemTime::now();
-            let mut all = true;
-            let mut stuck = Vec::new();
-            for id in ids {
-                let volume = volumes
-                    .iter()
-                    .find(|v| &v.id == id)
-                    .ok_or_else(|| anyhow!("volume `{id}` disappeared while attaching"))?;
-                if let Some(other) = volume
-                    .attachments
-                    .iter()
-                    .find(|a| a.instance_id != instance_id && !a.state.is_leaving())
-                {
-                    bail!(
-                        "volume `{id}` is attached to `{}`, not to this instance: another node \
+    // Capped at 1 s so a run ends at most about a second after the cloud attaches (DESIGN §8:
+    // cold sync ≤ 1 s beyond the cloud's own attach time).
+    let backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(1));
+    poll_until(&what, deadline, progress, backoff, || async {
+        let volumes = cloud.volumes_by_id(ids).await?;
+        let now = SystemTime::now();
+        let mut all = true;
+        let mut stuck = Vec::new();
+        for id in ids {
+            let volume = volumes
+                .iter()
+                .find(|v| &v.id == id)
+                .ok_or_else(|| anyhow!("volume `{id}` disappeared while attaching"))?;
+            if let Some(other) = volume
+                .attachments
+                .iter()
+                .find(|a| a.instance_id != instance_id && !a.state.is_leaving())
+            {
+                bail!(
+                    "volume `{id}` is attached to `{}`, not to this instance: another node \
                          took it",
-                        other.instance_id
-                    );
-                }
-                match volume
-                    .attachments
-                    .iter()
-                    .find(|a| a.instance_id == instance_id)
-                {
-                    Some(a) if a.state == AttachmentState::Attached => {}
-                    Some(a) if attachment_stuck(a, requested.elapsed(), now) => {
-                        stuck.push(id.clone());
-                    }
-                    _ => all = false,
-                }
+                    other.instance_id
+                );
             }
-            if !stuck.is_empty() {
-                return Ok(Some(stuck));
+            match volume
+                .attachments
+                .iter()
+                .find(|a| a.instance_id == instance_id)
+            {
+                Some(a) if a.state == AttachmentState::Attached => {}
+                Some(a) if attachment_stuck(a, requested.elapsed(), now) => {
+                    stuck.push(id.clone());
+                }
+                _ => all = false,
             }
-            Ok(all.then_some(Vec::new()))
-        },
-    )
+        }
+        if !stuck.is_empty() {
+            return Ok(Some(stuck));
+        }
+        Ok(all.then_some(Vec::new()))
+    })
     .await
 }
 
@@ -162,7 +160,8 @@ pub async fn wait_device(
     root: &HostRoot,
     hint: &DeviceHint,
     requested: &str,
-    waits: &Waits,
+    deadline: Deadline,
+    progress: Progress,
 ) -> Result<FoundDevice> {
     let what = format!(
         "the block device of `{}` (attached as `{requested}`) to appear under `{}`",
@@ -171,9 +170,9 @@ pub async fn wait_device(
     );
     poll_until(
         &what,
-        waits.remaining(),
-        waits.progress,
-        waits.device.clone(),
+        deadline,
+        progress,
+        Backoff::new(Duration::from_millis(50), Duration::from_millis(500)),
         || async { devices.find_device(root, hint) },
     )
     .await

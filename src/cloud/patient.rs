@@ -11,86 +11,70 @@ use async_trait::async_trait;
 
 use super::{InstanceMetadata, MetadataItem};
 use crate::error::{NotReady, Unreachable};
-use crate::wait::Deadline;
+use crate::wait::{Backoff, Deadline};
 
-/// How long to wait and how often to try.
-#[derive(Clone, Copy, Debug)]
-pub struct Patience {
-    /// The run's deadline: no call outlives it.
-    pub deadline: Deadline,
-    /// `--timeout`, as given (for messages).
-    pub timeout: Duration,
-    /// The first pause; each next one doubles, up to `max_backoff`.
-    pub first_backoff: Duration,
-    pub max_backoff: Duration,
+/// The pauses between calls to a cloud not there yet: from 1 s, doubling, up to 20 s.
+pub fn backoff() -> Backoff {
+    Backoff::new(Duration::from_secs(1), Duration::from_secs(20))
 }
 
-impl Patience {
-    /// Backoff from 1 s to 20 s until `deadline` (`timeout` after the run started).
-    pub fn until(deadline: Deadline, timeout: Duration) -> Self {
-        Self {
-            deadline,
-            timeout,
-            first_backoff: Duration::from_secs(1),
-            max_backoff: Duration::from_secs(20),
+/// Runs `call` until it succeeds, fails for another reason than [`Unreachable`], or `deadline`
+/// comes (an attempt still running then is cut short), pausing by `backoff`; `what` names what
+/// is waited for in the "not ready" error, with the last failure seen.
+pub async fn until_reachable<T, F, Fut>(
+    what: &str,
+    deadline: Deadline,
+    mut backoff: Backoff,
+    mut call: F,
+) -> Result<T>
+where
+    F: FnMut() -> Fut + Send,
+    Fut: Future<Output = Result<T>> + Send,
+{
+    let mut attempts = 0_u32;
+    let mut last: Option<anyhow::Error> = None;
+    loop {
+        attempts += 1;
+        match deadline.run(call()).await {
+            Ok(Err(err)) if crate::error::caused_by::<Unreachable>(&err) => last = Some(err),
+            Ok(other) => return other,
+            Err(_cut_short) => {}
         }
-    }
-
-    /// Runs `call` until it succeeds, fails for another reason, or the deadline comes (an
-    /// attempt still running then is cut short); `what` names what is waited for in the "not
-    /// ready" error, with the last failure seen.
-    pub async fn wait<T, F, Fut>(&self, what: &str, mut call: F) -> Result<T>
-    where
-        F: FnMut() -> Fut + Send,
-        Fut: Future<Output = Result<T>> + Send,
-    {
-        let mut backoff = self.first_backoff;
-        let mut attempts = 0_u32;
-        let mut last: Option<anyhow::Error> = None;
-        loop {
-            attempts += 1;
-            let err = match self.deadline.run(call()).await {
-                Ok(Err(err)) if err.chain().any(<dyn std::error::Error>::is::<Unreachable>) => {
-                    Some(err)
-                }
-                Ok(other) => return other,
-                Err(_cut_short) => None,
-            };
-            if let Some(err) = err {
-                last = Some(err);
-            }
-            if backoff > self.deadline.remaining() {
-                let why = last.map_or_else(
-                    || "no answer".to_owned(),
-                    |err| crate::error::one_line(&err),
-                );
-                return Err(NotReady(format!(
-                    "{what}: not there within --timeout ({}, {attempts} attempts): {why}; retry \
-                     later",
-                    humantime::format_duration(self.timeout)
-                ))
-                .into());
-            }
-            let err = last.as_ref().map_or_else(String::new, |e| format!("{e:#}"));
-            tracing::info!(
-                "{what}: not there yet ({err}); trying again in {}",
-                humantime::format_duration(backoff)
+        let pause = backoff.next_delay();
+        if pause > deadline.remaining() {
+            let why = last.map_or_else(
+                || "no answer".to_owned(),
+                |err| crate::error::one_line(&err),
             );
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(self.max_backoff);
+            return Err(NotReady(format!(
+                "{what}: not there within --timeout ({}, {attempts} attempts): {why}; retry later",
+                deadline.timeout_text()
+            ))
+            .into());
         }
+        let err = last.as_ref().map_or_else(String::new, |e| format!("{e:#}"));
+        tracing::info!(
+            "{what}: not there yet ({err}); trying again in {:.1}s",
+            pause.as_secs_f64()
+        );
+        tokio::time::sleep(pause).await;
     }
 }
 
-/// A metadata service that is waited for with [`Patience`] while it is not there yet.
+/// A metadata service waited for, until the run's deadline, while it is not there yet.
 pub struct Patient<T> {
     inner: T,
-    patience: Patience,
+    deadline: Deadline,
+    backoff: Backoff,
 }
 
 impl<T> Patient<T> {
-    pub fn new(inner: T, patience: Patience) -> Self {
-        Self { inner, patience }
+    pub fn new(inner: T, deadline: Deadline) -> Self {
+        Self {
+            inner,
+            deadline,
+            backoff: backoff(),
+        }
     }
 }
 
@@ -106,7 +90,10 @@ impl<T: InstanceMetadata> InstanceMetadata for Patient<T> {
 
     async fn get(&self, item: MetadataItem) -> Result<Option<String>> {
         let what = format!("{} (`{}`)", self.inner.service(), self.inner.path(item));
-        self.patience.wait(&what, || self.inner.get(item)).await
+        until_reachable(&what, self.deadline, self.backoff.clone(), || {
+            self.inner.get(item)
+        })
+        .await
     }
 }
 
@@ -142,12 +129,12 @@ mod tests {
         }
     }
 
-    fn quick(timeout_ms: u64) -> Patience {
-        Patience {
+    /// `inner` waited for up to `timeout_ms`, with pauses of a few milliseconds.
+    fn quick<T>(inner: T, timeout_ms: u64) -> Patient<T> {
+        Patient {
+            inner,
             deadline: Deadline::after(Duration::from_millis(timeout_ms)),
-            timeout: Duration::from_millis(timeout_ms),
-            first_backoff: Duration::from_millis(1),
-            max_backoff: Duration::from_millis(4),
+            backoff: Backoff::new(Duration::from_millis(1), Duration::from_millis(4)),
         }
     }
 
@@ -165,13 +152,13 @@ mod tests {
 
     #[test]
     fn what_is_not_there_yet_is_waited_for() {
-        let metadata = Patient::new(
+        let metadata = quick(
             LateMetadata {
                 down: 3,
                 calls: AtomicU32::new(0),
                 failure: unreachable,
             },
-            quick(10_000),
+            10_000,
         );
         let got = block_on(metadata.get(MetadataItem::InstanceId)).unwrap();
         assert_eq!(got.as_deref(), Some("i-0abc"));
@@ -180,13 +167,13 @@ mod tests {
 
     #[test]
     fn what_never_comes_is_not_ready_naming_what_was_waited_for() {
-        let metadata = Patient::new(
+        let metadata = quick(
             LateMetadata {
                 down: u32::MAX,
                 calls: AtomicU32::new(0),
                 failure: unreachable,
             },
-            quick(30),
+            30,
         );
         let err = block_on(metadata.get(MetadataItem::InstanceId)).unwrap_err();
         assert_eq!(ExitCode::for_error(&err), ExitCode::NotReady);
@@ -202,13 +189,13 @@ mod tests {
 
     #[test]
     fn other_failures_are_not_retried() {
-        let metadata = Patient::new(
+        let metadata = quick(
             LateMetadata {
                 down: u32::MAX,
                 calls: AtomicU32::new(0),
                 failure: || anyhow::anyhow!("AccessDenied"),
             },
-            quick(10_000),
+            10_000,
         );
         let err = block_on(metadata.get(MetadataItem::InstanceId)).unwrap_err();
         assert_eq!(ExitCode::for_error(&err), ExitCode::Failed);

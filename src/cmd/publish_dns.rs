@@ -22,8 +22,8 @@ pub async fn run(
     // The cluster's names are checked before anything is locked or changed.
     let cluster = snapshot.cluster().await?;
     let dns = dns::choose(settings, &cluster, zones);
-    steps::announce_etcd_owner(settings, &mut snapshot, report)?;
     let _lock = steps::lock(settings, host)?;
+    steps::announce_etcd_owner(settings, &mut snapshot, report)?;
     steps::publish::run(settings, &mut snapshot, &*dns, &Default::default(), report).await?;
     steps::etcd_owner_unknown(settings, &mut snapshot)
 }

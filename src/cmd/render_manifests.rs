@@ -19,8 +19,8 @@ pub async fn run(
     let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Zone);
     // The cluster's names are checked before anything is locked or changed.
     snapshot.cluster().await?;
-    steps::announce_etcd_owner(settings, &mut snapshot, report)?;
     let _lock = steps::lock(settings, host)?;
+    steps::announce_etcd_owner(settings, &mut snapshot, report)?;
     steps::render::run(settings, &mut snapshot, report).await?;
     steps::etcd_owner_unknown(settings, &mut snapshot)
 }

@@ -26,7 +26,7 @@ pub async fn run(
     // that cannot be told, nothing is.
     steps::etcd_owner_unknown(settings, &mut snapshot)
         .map_err(|err| err.context("nothing was reset"))?;
-    steps::announce_etcd_owner(settings, &mut snapshot, report)?;
     let _lock = steps::lock(settings, host)?;
+    steps::announce_etcd_owner(settings, &mut snapshot, report)?;
     steps::reset::run(settings, &mut snapshot, &*dns, report).await
 }

@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 
@@ -521,7 +520,7 @@ impl Files for MemoryHost {
         })
     }
 
-    fn lock(&self, _root: &HostRoot, _timeout: Duration) -> Result<RunLock> {
+    fn lock(&self, _root: &HostRoot, _deadline: Deadline) -> Result<RunLock> {
         Ok(Box::new(()))
     }
 }

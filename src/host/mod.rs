@@ -10,7 +10,6 @@ pub mod linux;
 pub mod memory;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::Result;
 
@@ -221,8 +220,8 @@ pub trait Files: Send + Sync {
     /// or, where it is a bind mount, in place without ever being empty.
     fn write_hosts(&self, path: &Path, old: &[u8], new: &[u8]) -> Result<WriteOutcome>;
 
-    /// Takes the run lock under `root`, waiting up to `timeout` for another run to release it.
-    fn lock(&self, root: &HostRoot, timeout: Duration) -> Result<RunLock>;
+    /// Takes the run lock under `root`, waiting until `deadline` for another run to release it.
+    fn lock(&self, root: &HostRoot, deadline: Deadline) -> Result<RunLock>;
 }
 
 /// The services running on the node that protokube asks, read-only.

@@ -30,7 +30,7 @@ pub async fn run(settings: &Settings, host: &dyn Host, report: &mut Report) -> R
             continue;
         }
         tracing::info!("running `{command}`");
-        match apply_channel(host, &tool, channel, settings.waits.deadline).await {
+        match apply_channel(host, &tool, channel, settings.deadline).await {
             Ok(run) if run.success => {
                 tracing::debug!("channels tool for `{channel}`: {}", run.output);
                 let unchanged = channel_unchanged(&run.output);
@@ -193,14 +193,11 @@ mod tests {
             message.contains(BOOTSTRAP) && message.contains(EXTRA),
             "{message}"
         );
-        assert!(!err.chain().any(<dyn std::error::Error>::is::<NotReady>));
+        assert!(!crate::error::caused_by::<NotReady>(&err));
         // Cut short by the deadline: retried later, not failed.
         let bench = bench_with_tool(ChildEnd::Killed, "", false);
         let (_, result) = run_channels(&bench);
         let err = result.unwrap_err();
-        assert!(
-            err.chain().any(<dyn std::error::Error>::is::<NotReady>),
-            "{err:#}"
-        );
+        assert!(crate::error::caused_by::<NotReady>(&err), "{err:#}");
     }
 }

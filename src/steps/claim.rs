@@ -221,7 +221,8 @@ pub async fn run(
             &instance_id,
             &waiting,
             requested,
-            &settings.waits,
+            settings.deadline,
+            settings.progress,
         )
         .await?;
         for id in &stuck_now {
@@ -274,8 +275,7 @@ fn remember_stuck_names(
         .len()
         .saturating_sub(snapshot.devices().name_count());
     state.stuck_device_names.drain(..keep_from);
-    super::save_state(settings, snapshot.host(), &state)?;
-    snapshot.record_state(state);
+    super::save_state(settings, snapshot, state)?;
     Ok(())
 }
 

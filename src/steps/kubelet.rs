@@ -23,7 +23,7 @@ pub async fn first(settings: &Settings, host: &dyn Processes, report: &mut Repor
 }
 
 pub async fn run(settings: &Settings, host: &dyn Processes, report: &mut Report) -> Result<()> {
-    let deadline = settings.waits.deadline;
+    let deadline = settings.deadline;
     let running = host
         .service_active(&settings.root, KUBELET, deadline)
         .await?;

@@ -27,7 +27,7 @@ pub const API_POLL: Duration = Duration::from_secs(5);
 /// The deadline of the run's Kubernetes API steps: the run's, and in the old daemon's loop no
 /// later than a minute from now (the loop comes back then).
 pub fn api_deadline(settings: &Settings) -> Deadline {
-    let deadline = settings.waits.deadline;
+    let deadline = settings.deadline;
     if settings.legacy {
         deadline.earliest(Deadline::after(INTERVAL))
     } else {
@@ -108,8 +108,8 @@ pub async fn wait_for_api(settings: &Settings, api: &dyn KubernetesApi) -> Resul
     let last = std::sync::Mutex::new(String::new());
     let waited = poll_until(
         "the Kubernetes API to answer",
-        api_deadline(settings).remaining(),
-        settings.waits.progress,
+        api_deadline(settings),
+        settings.progress,
         Backoff::new(API_POLL, API_POLL),
         || async {
             match api.ready().await {
@@ -344,7 +344,7 @@ mod tests {
                 assert!(report.warnings[0].contains("addon channels are applied once"));
             } else {
                 let err = result.unwrap_err();
-                assert!(err.chain().any(<dyn std::error::Error>::is::<NotReady>));
+                assert!(crate::error::caused_by::<NotReady>(&err));
             }
             // Nothing was created, and the channels tool never ran.
             assert!(!api.cluster().requests.iter().any(|r| r.starts_with("POST")));

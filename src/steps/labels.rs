@@ -24,12 +24,12 @@ pub async fn run(
     node: &str,
     report: &mut Report,
 ) -> Result<()> {
-    let timeout = super::kubernetes::api_deadline(settings).remaining();
+    let until = super::kubernetes::api_deadline(settings);
     let last_reason = Mutex::new(format!("node `{node}` to be registered"));
     let (name, current) = poll_until(
         &format!("node `{node}` in the Kubernetes API"),
-        timeout,
-        settings.waits.progress,
+        until,
+        settings.progress,
         Backoff::new(Duration::from_millis(500), super::kubernetes::API_POLL),
         || async {
             match find_node(settings, api, node).await {

@@ -34,9 +34,7 @@ pub fn lock(settings: &Settings, files: &dyn Files) -> Result<Option<RunLock>> {
     if settings.dry_run {
         Ok(None)
     } else {
-        files
-            .lock(&settings.root, settings.waits.remaining())
-            .map(Some)
+        files.lock(&settings.root, settings.deadline).map(Some)
     }
 }
 
@@ -137,15 +135,18 @@ pub async fn check_master_flag(
     Ok(())
 }
 
-/// Writes the state file atomically, when its bytes change (bookkeeping: never reported).
-pub fn save_state(settings: &Settings, files: &dyn Files, state: &State) -> Result<()> {
+/// Writes the state file atomically, when its bytes change (bookkeeping: never reported), and
+/// makes `state` what the rest of the run reads.
+pub fn save_state(settings: &Settings, snapshot: &mut Snapshot<'_>, state: State) -> Result<()> {
     let path = settings.root.own(STATE_FILE)?;
+    let files = snapshot.host();
     let current = files.fact(&path)?;
     let text = String::from_utf8(state.to_bytes()?).context("serializing the state")?;
     let change = crate::plan::files::plan_file(&path, &current, &text, 0o644);
     if change.action != crate::report::Action::Unchanged {
         files.apply(&change).context("writing the state file")?;
     }
+    snapshot.record_state(state);
     Ok(())
 }
 

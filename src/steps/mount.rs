@@ -145,7 +145,15 @@ async fn mount_volume(
             )
         })?
     } else {
-        wait_device(host, &settings.root, &hint, &device_name, &settings.waits).await?
+        wait_device(
+            host,
+            &settings.root,
+            &hint,
+            &device_name,
+            settings.deadline,
+            settings.progress,
+        )
+        .await?
     };
     let mounted_now = mount_device(
         settings,

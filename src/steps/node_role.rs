@@ -50,8 +50,7 @@ pub async fn learn(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<L
     );
     if !settings.dry_run {
         state.node = Some(node.clone());
-        super::save_state(settings, snapshot.host(), &state)?;
-        snapshot.record_state(state);
+        super::save_state(settings, snapshot, state)?;
     }
     Ok(node)
 }

@@ -40,9 +40,8 @@ pub async fn run(
                     placeholders_removed: names.clone(),
                     ..snapshot.state()?.clone()
                 };
-                super::save_state(settings, snapshot.host(), &state)
+                super::save_state(settings, snapshot, state)
                     .context("recording the placeholder names removed")?;
-                snapshot.record_state(state);
             }
         }
         tracing::info!(
@@ -100,9 +99,8 @@ pub async fn run(
                 missing_names: missing.clone(),
                 ..state
             };
-            super::save_state(settings, snapshot.host(), &state)
+            super::save_state(settings, snapshot, state)
                 .context("recording the names no longer the cluster's")?;
-            snapshot.record_state(state);
         }
     }
     Ok(outcome)

@@ -232,7 +232,7 @@ async fn tag_versions(snapshot: &mut Snapshot<'_>, versions: &[VersionTag]) -> R
                 tagged = true;
                 tracing::info!("volume `{volume_id}`: tagged `{tag}={version}`");
             }
-            Err(err) if err.chain().any(<dyn std::error::Error>::is::<AccessDenied>) => {
+            Err(err) if crate::error::caused_by::<AccessDenied>(&err) => {
                 tracing::info!(
                     "volume `{volume_id}` could not be tagged `{tag}={version}` ({}); the other \
                      members' version guard does not see this member's version",

@@ -380,8 +380,8 @@ async fn wait_until_free(
     };
     let waited = poll_until(
         "the etcd volumes to be free",
-        settings.waits.remaining(),
-        settings.waits.progress,
+        settings.deadline,
+        settings.progress,
         Backoff::new(
             std::time::Duration::from_millis(200),
             std::time::Duration::from_secs(2),
@@ -453,10 +453,7 @@ mod tests {
         });
         let (_, result) = reset(&bench);
         let err = result.unwrap_err();
-        assert!(
-            err.chain().any(<dyn std::error::Error>::is::<NotReady>),
-            "{err:#}"
-        );
+        assert!(crate::error::caused_by::<NotReady>(&err), "{err:#}");
         assert!(format!("{err:#}").contains("4242 (etcd)"), "{err:#}");
         // The link went (kubelet stops etcd), came back when etcd held on; nothing else.
         assert_eq!(
@@ -508,10 +505,7 @@ mod tests {
                 });
                 let (report, result) = reset(&bench);
                 let err = result.unwrap_err();
-                assert!(
-                    err.chain().any(<dyn std::error::Error>::is::<NotReady>),
-                    "{err:#}"
-                );
+                assert!(crate::error::caused_by::<NotReady>(&err), "{err:#}");
                 let message = format!("{err:#}");
                 assert!(message.contains(said), "{message}");
                 assert!(message.contains("nothing was changed"), "{message}");
@@ -572,10 +566,7 @@ mod tests {
                 continue;
             }
             let err = result.unwrap_err();
-            assert!(
-                err.chain().any(<dyn std::error::Error>::is::<NotReady>),
-                "{err:#}"
-            );
+            assert!(crate::error::caused_by::<NotReady>(&err), "{err:#}");
             let message = format!("{err:#}");
             assert!(
                 message.contains("/var/lib/docker/x/etcd") && message.contains("vol-1"),

@@ -196,8 +196,7 @@ pub fn finish_master(
             .or_else(|| verify.known.zones.clone()),
         ..state
     };
-    super::save_state(settings, snapshot.host(), &state).context("recording the verified state")?;
-    snapshot.record_state(state);
+    super::save_state(settings, snapshot, state).context("recording the verified state")?;
     Ok(())
 }
 
@@ -292,8 +291,7 @@ fn finish_worker(
     if state == *snapshot.state()? {
         return Ok(());
     }
-    super::save_state(settings, snapshot.host(), &state).context("recording the verified state")?;
-    snapshot.record_state(state);
+    super::save_state(settings, snapshot, state).context("recording the verified state")?;
     Ok(())
 }
 

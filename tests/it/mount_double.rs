@@ -19,7 +19,6 @@ use protokube::cloud::{
 use protokube::error::NotReady;
 use protokube::report::Report;
 use protokube::settings::{Flags, Settings};
-use protokube::wait::Backoff;
 use support::block::{LoopDevice, TestRoot};
 use support::double::DoubleCloud;
 
@@ -185,8 +184,9 @@ impl VolumeApi for StrictVolumes {
 }
 
 fn settings(root: &TestRoot) -> Settings {
-    let mut settings = Settings::resolve(
+    Settings::resolve(
         Flags {
+            cloud: Some(&protokube::cloud::aws::PROVIDER),
             cluster_id: Some(CLUSTER.into()),
             master: true,
             root: root.path().to_owned(),
@@ -199,10 +199,7 @@ fn settings(root: &TestRoot) -> Settings {
         },
         &protokube::host::linux::LinuxHost,
     )
-    .unwrap();
-    settings.waits.attach = Backoff::new(Duration::from_millis(10), Duration::from_millis(50));
-    settings.waits.device = Backoff::new(Duration::from_millis(10), Duration::from_millis(50));
-    settings
+    .unwrap()
 }
 
 /// Runs `mount` against the double; on success, the volume ids the state file records.

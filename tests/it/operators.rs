@@ -141,7 +141,8 @@ fn json_log_lines_parse_and_the_report_is_the_same_whatever_the_log_format() {
     assert_eq!(finished["command"], "sync");
     assert_eq!(finished["exit_code"], 0);
     assert_eq!(finished["changed"], false);
-    assert!(finished["aws_calls"].as_u64().unwrap() >= 1, "{finished}");
+    assert_eq!(finished["cloud"], "aws", "{finished}");
+    assert!(finished["cloud_calls"].as_u64().unwrap() >= 1, "{finished}");
     // Text logs written to a pipe (not a terminal, not the journal) carry a timestamp.
     let stamped = text
         .stderr

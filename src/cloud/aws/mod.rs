@@ -62,7 +62,7 @@ impl AwsCloud {
     /// AWS on `sdk` (shared with the run's other AWS clients).
     pub fn new(sdk: Arc<AwsSdk>) -> Self {
         Self {
-            imds: Patient::new(imds::Imds::new(), sdk.patience()),
+            imds: Patient::new(imds::Imds::new(), sdk.deadline()),
             sdk,
         }
     }

@@ -18,7 +18,7 @@ use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 
-use crate::cloud::patient::Patience;
+use crate::cloud::patient;
 use crate::cloud::AccessDenied;
 use crate::error::{NotReady, Unreachable};
 use crate::wait::Deadline;
@@ -31,16 +31,16 @@ const MAX_ATTEMPTS: u32 = 6;
 /// credentials not there yet, bounded by the run's deadline.
 #[derive(Debug)]
 pub struct AwsSdk {
-    patience: Patience,
+    deadline: Deadline,
     counter: CallCounter,
     config: tokio::sync::Mutex<Option<(String, SdkConfig)>>,
 }
 
 impl AwsSdk {
-    /// The SDK for a run that ends by `deadline` (`timeout`, `--timeout`, after it started).
-    pub fn new(deadline: Deadline, timeout: Duration) -> Arc<Self> {
+    /// The SDK for a run that ends by `deadline`.
+    pub fn new(deadline: Deadline) -> Arc<Self> {
         Arc::new(Self {
-            patience: Patience::until(deadline, timeout),
+            deadline,
             counter: CallCounter::default(),
             config: tokio::sync::Mutex::new(None),
         })
@@ -55,11 +55,7 @@ impl AwsSdk {
             }
         }
         // No operation, its retries included, outlives the run's deadline.
-        let remaining = self
-            .patience
-            .deadline
-            .remaining()
-            .max(Duration::from_millis(1));
+        let remaining = self.deadline.remaining().max(Duration::from_millis(1));
         let config = load_sdk_config(region, remaining).await;
         *cached = Some((region.to_owned(), config.clone()));
         config
@@ -70,8 +66,9 @@ impl AwsSdk {
         &self.counter
     }
 
-    pub fn patience(&self) -> Patience {
-        self.patience
+    /// The run's deadline.
+    pub fn deadline(&self) -> Deadline {
+        self.deadline
     }
 
     /// Runs `call` (the AWS operation `operation`, e.g. `ec2:AttachVolume`) until it is
@@ -82,7 +79,7 @@ impl AwsSdk {
         Fut: Future<Output = Result<T>> + Send,
     {
         let what = format!("AWS (`{operation}`: endpoint and credentials)");
-        self.patience.wait(&what, call).await
+        patient::until_reachable(&what, self.deadline, patient::backoff(), call).await
     }
 }
 

@@ -16,10 +16,10 @@ use serde::de::DeserializeOwned;
 
 use super::http::{http_client, HttpClient};
 use super::metadata::MetadataServer;
-use crate::cloud::patient::Patience;
+use crate::cloud::patient;
 use crate::cloud::AccessDenied;
 use crate::error::{NotReady, Unreachable};
-use crate::wait::Deadline;
+use crate::wait::{Backoff, Deadline};
 
 /// Attempts per call (the first included) while Google answers busy (429, 5xx).
 const MAX_ATTEMPTS: u32 = 6;
@@ -73,13 +73,30 @@ impl GoogleError {
     }
 }
 
+/// Which of Google's APIs a call goes to (each at its own root, `GceEndpoints`).
+#[derive(Clone, Copy, Debug)]
+pub enum GoogleService {
+    Compute,
+    Dns,
+}
+
 /// One call: the API method (what is counted, named, and tells the IAM permission) and the
 /// request.
-pub struct Call<'a> {
-    pub method_id: &'a str,
-    pub http_method: Method,
-    pub url: String,
-    pub body: Option<serde_json::Value>,
+struct Call<'a> {
+    method_id: &'a str,
+    http_method: Method,
+    url: String,
+    body: Option<serde_json::Value>,
+}
+
+/// The "not ready" error of `call` that Google answered busy (`said`) through every retry the
+/// run had time for.
+fn busy_to_the_end(call: &Call<'_>, said: &str) -> anyhow::Error {
+    NotReady(format!(
+        "Google Cloud kept answering `{}` with {said} through its retries; retry later",
+        call.method_id
+    ))
+    .into()
 }
 
 /// The IAM permission API method `method_id` needs: its own id, but for the methods Google
@@ -97,7 +114,7 @@ pub fn permission(method_id: &str) -> &str {
 pub struct GoogleApi {
     http: HttpClient,
     metadata: Arc<MetadataServer>,
-    patience: Patience,
+    deadline: Deadline,
     calls: Mutex<BTreeMap<String, u64>>,
     project: tokio::sync::OnceCell<String>,
     pub endpoints: GceEndpoints,
@@ -109,12 +126,11 @@ impl GoogleApi {
         endpoints: GceEndpoints,
         metadata: Arc<MetadataServer>,
         deadline: Deadline,
-        timeout: Duration,
     ) -> Result<Arc<Self>> {
         Ok(Arc::new(Self {
             http: http_client(Duration::from_secs(5))?,
             metadata,
-            patience: Patience::until(deadline, timeout),
+            deadline,
             calls: Mutex::new(BTreeMap::new()),
             project: tokio::sync::OnceCell::new(),
             endpoints,
@@ -126,9 +142,9 @@ impl GoogleApi {
         &self.metadata
     }
 
-    /// How long this run waits for what is not there yet.
-    pub fn patience(&self) -> Patience {
-        self.patience
+    /// The run's deadline.
+    pub fn deadline(&self) -> Deadline {
+        self.deadline
     }
 
     /// The project this instance runs in (from the metadata server, asked once).
@@ -136,11 +152,13 @@ impl GoogleApi {
         let metadata = &self.metadata;
         self.project
             .get_or_try_init(|| async {
-                self.patience
-                    .wait("the GCE metadata server (`project/project-id`)", || {
-                        metadata.project_id()
-                    })
-                    .await
+                patient::until_reachable(
+                    "the GCE metadata server (`project/project-id`)",
+                    self.deadline,
+                    patient::backoff(),
+                    || metadata.project_id(),
+                )
+                .await
             })
             .await
             .cloned()
@@ -151,14 +169,37 @@ impl GoogleApi {
         self.calls.lock().map(|c| c.clone()).unwrap_or_default()
     }
 
-    /// Makes `call` and reads its answer: waited for while Google or the token cannot be
-    /// reached (up to the run's deadline), retried while Google answers busy.
-    pub async fn call<T: DeserializeOwned>(&self, call: &Call<'_>) -> Result<T> {
+    /// Calls API method `method_id` (`http_method` on `path` under `service`'s root, with
+    /// `query` and `body`) and reads its answer: waited for while Google or the token cannot
+    /// be reached (up to the run's deadline), retried while Google answers busy.
+    pub async fn call<T: DeserializeOwned>(
+        &self,
+        service: GoogleService,
+        method_id: &str,
+        http_method: Method,
+        path: &str,
+        query: &[(&str, &str)],
+        body: Option<serde_json::Value>,
+    ) -> Result<T> {
+        let root = match service {
+            GoogleService::Compute => &self.endpoints.compute,
+            GoogleService::Dns => &self.endpoints.dns,
+        };
+        let call = Call {
+            method_id,
+            http_method,
+            url: url(root, path, query),
+            body,
+        };
+        let call = &call;
         let what = format!(
             "Google Cloud (`{}`: endpoint and credentials)",
             call.method_id
         );
-        let bytes = self.patience.wait(&what, || self.attempts(call)).await?;
+        let bytes = patient::until_reachable(&what, self.deadline, patient::backoff(), || {
+            self.attempts(call)
+        })
+        .await?;
         serde_json::from_slice(&bytes)
             .with_context(|| format!("reading the answer of `{}`", call.method_id))
     }
@@ -166,7 +207,7 @@ impl GoogleApi {
     /// Up to [`MAX_ATTEMPTS`] attempts while Google answers busy; a token Google rejects (401:
     /// revoked, or the node's clock off) fetched again once.
     async fn attempts(&self, call: &Call<'_>) -> Result<Vec<u8>> {
-        let mut backoff = Duration::from_millis(200);
+        let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
         let mut attempt = 1;
         let mut token_refetched = false;
         loop {
@@ -193,26 +234,20 @@ impl GoogleApi {
                     ))
                     .into());
                 }
-                Answer::Busy(said)
-                    if attempt < MAX_ATTEMPTS && backoff < self.patience.deadline.remaining() =>
-                {
+                Answer::Busy(said) if attempt < MAX_ATTEMPTS => {
+                    let pause = backoff.next_delay();
+                    if pause >= self.deadline.remaining() {
+                        return Err(busy_to_the_end(call, &said));
+                    }
                     tracing::debug!(
-                        "`{}` answered {said}; trying again in {}",
+                        "`{}` answered {said}; trying again in {:.1}s",
                         call.method_id,
-                        humantime::format_duration(backoff)
+                        pause.as_secs_f64()
                     );
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(10));
+                    tokio::time::sleep(pause).await;
                     attempt += 1;
                 }
-                Answer::Busy(said) => {
-                    return Err(NotReady(format!(
-                        "Google Cloud kept answering `{}` with {said} through its retries; retry \
-                         later",
-                        call.method_id
-                    ))
-                    .into())
-                }
+                Answer::Busy(said) => return Err(busy_to_the_end(call, &said)),
             }
         }
     }
@@ -243,7 +278,7 @@ impl GoogleApi {
         } else {
             ATTEMPT_TIMEOUT
         };
-        let limit = longest.min(self.patience.deadline.remaining());
+        let limit = longest.min(self.deadline.remaining());
         let (status, bytes) = match tokio::time::timeout(limit, self.send(request)).await {
             Ok(Ok(answer)) => answer,
             Ok(Err(err)) => {

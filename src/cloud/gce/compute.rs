@@ -15,9 +15,10 @@ use hyper::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::api::{escape, request_id, required, url, Call, GoogleApi, GoogleError};
+use super::api::{escape, request_id, required, GoogleApi, GoogleError, GoogleService};
 use super::labels::{self, ROLE_PREFIX};
 use super::metadata::{last_part, region_of};
+use crate::cloud::patient;
 use crate::cloud::{
     tags, AttachOutcome, AttachmentState, CloudVolume, InstanceApi, InstanceInfo, InstanceVolume,
     Placement, VolumeApi, VolumeAttachment, VolumeQuery, VolumeState,
@@ -233,23 +234,6 @@ impl Compute {
         )
     }
 
-    async fn call<T: serde::de::DeserializeOwned>(
-        &self,
-        method_id: &str,
-        http_method: Method,
-        path: String,
-        query: &[(&str, &str)],
-        body: Option<serde_json::Value>,
-    ) -> Result<T> {
-        let call = Call {
-            method_id,
-            http_method,
-            url: url(&self.api.endpoints.compute, &path, query),
-            body,
-        };
-        self.api.call(&call).await
-    }
-
     /// The zone disk `name` is in: as last seen, else this node's.
     fn zone_of(&self, name: &str) -> String {
         self.disk_zones
@@ -416,7 +400,15 @@ impl Compute {
     async fn disk(&self, name: &str) -> Result<Option<Disk>> {
         let path = self.zonal(&self.zone_of(name), &format!("disks/{}", escape(name)));
         match self
-            .call("compute.disks.get", Method::GET, path, &[], None)
+            .api
+            .call(
+                GoogleService::Compute,
+                "compute.disks.get",
+                Method::GET,
+                &path,
+                &[],
+                None,
+            )
             .await
         {
             Ok(disk) => Ok(Some(disk)),
@@ -431,7 +423,15 @@ impl Compute {
 
     async fn instance_in(&self, zone: &str, name: &str) -> Result<Instance> {
         let path = self.zonal(zone, &format!("instances/{}", escape(name)));
-        self.call("compute.instances.get", Method::GET, path, &[], None)
+        self.api
+            .call(
+                GoogleService::Compute,
+                "compute.instances.get",
+                Method::GET,
+                &path,
+                &[],
+                None,
+            )
             .await
     }
 
@@ -439,7 +439,7 @@ impl Compute {
     /// be `DONE`, within the run's deadline; its error, if any. An operation still running at
     /// the deadline is "not ready", saying so: Compute Engine finishes it on its own.
     async fn finish(&self, what: &str, operation: Operation) -> Result<Option<OperationErrorItem>> {
-        let deadline = self.api.patience().deadline;
+        let deadline = self.api.deadline();
         let mut operation = operation;
         loop {
             if operation.status.as_deref() == Some("DONE") {
@@ -452,7 +452,7 @@ impl Compute {
                      (--timeout {}); Compute Engine finishes it on its own, the next run sees \
                      its outcome; retry later",
                     operation.status.as_deref().unwrap_or("PENDING"),
-                    humantime::format_duration(self.api.patience().timeout)
+                    deadline.timeout_text()
                 ))
                 .into()
             };
@@ -465,7 +465,15 @@ impl Compute {
             );
             // `wait` answers when the operation is done, or after up to two minutes.
             let waited = self
-                .call("compute.zoneOperations.wait", Method::POST, path, &[], None)
+                .api
+                .call(
+                    GoogleService::Compute,
+                    "compute.zoneOperations.wait",
+                    Method::POST,
+                    &path,
+                    &[],
+                    None,
+                )
                 .await;
             operation = match waited {
                 Ok(next) => next,
@@ -499,7 +507,15 @@ impl Compute {
                 query.push(("pageToken", token.as_str()));
             }
             let page: P = self
-                .call(method_id, Method::GET, path.to_owned(), &query, None)
+                .api
+                .call(
+                    GoogleService::Compute,
+                    method_id,
+                    Method::GET,
+                    path,
+                    &query,
+                    None,
+                )
                 .await?;
             token = page.next_token();
             out.push(page);
@@ -692,10 +708,12 @@ impl VolumeApi for Compute {
         });
         let id = request_id();
         let operation: Operation = match self
+            .api
             .call(
+                GoogleService::Compute,
                 "compute.instances.attachDisk",
                 Method::POST,
-                path,
+                &path,
                 &[("requestId", id.as_str())],
                 Some(body),
             )
@@ -755,10 +773,12 @@ impl VolumeApi for Compute {
             let body = json!({"labels": labels, "labelFingerprint": fingerprint});
             let id = request_id();
             match self
+                .api
                 .call::<Operation>(
+                    GoogleService::Compute,
                     "compute.disks.setLabels",
                     Method::POST,
-                    path,
+                    &path,
                     &[("requestId", id.as_str())],
                     Some(body),
                 )
@@ -811,10 +831,12 @@ impl VolumeApi for Compute {
         );
         let id = request_id();
         let operation: Operation = self
+            .api
             .call(
+                GoogleService::Compute,
                 "compute.instances.detachDisk",
                 Method::POST,
-                path,
+                &path,
                 &[("deviceName", device.as_str()), ("requestId", id.as_str())],
                 None,
             )
@@ -840,10 +862,11 @@ impl InstanceApi for Compute {
     /// metadata names no cluster: its labels under kOps' keys (`compute.instances.get`).
     async fn instance_tags(&self, instance_id: &str) -> Result<BTreeMap<String, String>> {
         let metadata = self.api.metadata();
-        let patience = self.api.patience();
+        let deadline = self.api.deadline();
         let read = |path: &'static str| async move {
             let what = format!("the GCE metadata server (`{path}`)");
-            patience.wait(&what, || metadata.get(path)).await
+            patient::until_reachable(&what, deadline, patient::backoff(), || metadata.get(path))
+                .await
         };
         let own = read("instance/name").await?.map(|n| n.trim().to_owned());
         if own.as_deref() == Some(instance_id) {

@@ -70,7 +70,7 @@ impl GceCloud {
     /// from.
     pub fn new(api: Arc<GoogleApi>) -> Self {
         Self {
-            metadata: Patient::new(api.metadata().clone(), api.patience()),
+            metadata: Patient::new(api.metadata().clone(), api.deadline()),
             api,
         }
     }

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::cloud::gce::api::{
-    escape, request_id, required, url, Call, GceEndpoints, GoogleApi, GoogleError,
+    escape, request_id, required, GceEndpoints, GoogleApi, GoogleError, GoogleService,
 };
 use crate::cloud::gce::metadata::MetadataServer;
 use crate::cloud::gce::{GceCloud, COMPUTE_ENDPOINT_FLAG, DNS_ENDPOINT_FLAG};
@@ -46,12 +46,7 @@ pub fn connect(settings: &Settings) -> Result<Connected> {
         dns: endpoint(DNS_ENDPOINT_FLAG)?,
     };
     let metadata = Arc::new(MetadataServer::from_env()?);
-    let api = GoogleApi::new(
-        endpoints,
-        metadata,
-        settings.waits.deadline,
-        settings.waits.timeout,
-    )?;
+    let api = GoogleApi::new(endpoints, metadata, settings.deadline)?;
     Ok(Connected {
         cloud: Box::new(GceCloud::new(api.clone())),
         zones: Box::new(CloudDnsService::new(api)),
@@ -151,23 +146,6 @@ fn rrset(set: &RecordSet) -> serde_json::Value {
 }
 
 impl CloudDns {
-    async fn call<T: serde::de::DeserializeOwned>(
-        &self,
-        method_id: &str,
-        http_method: Method,
-        path: String,
-        query: &[(&str, &str)],
-        body: Option<serde_json::Value>,
-    ) -> Result<T> {
-        let call = Call {
-            method_id,
-            http_method,
-            url: url(&self.api.endpoints.dns, &path, query),
-            body,
-        };
-        self.api.call(&call).await
-    }
-
     fn zone_path(&self, zone: &Zone, rest: &str) -> String {
         format!(
             "projects/{}/managedZones/{}{rest}",
@@ -188,10 +166,12 @@ impl CloudDns {
                 query.push(("pageToken", token.as_str()));
             }
             let page: RecordsPage = match self
+                .api
                 .call(
+                    GoogleService::Dns,
                     "dns.resourceRecordSets.list",
                     Method::GET,
-                    path.clone(),
+                    &path,
                     &query,
                     None,
                 )
@@ -241,7 +221,15 @@ impl ZoneApi for CloudDns {
             escape(id)
         );
         match self
-            .call::<ManagedZone>("dns.managedZones.get", Method::GET, path, &[], None)
+            .api
+            .call::<ManagedZone>(
+                GoogleService::Dns,
+                "dns.managedZones.get",
+                Method::GET,
+                &path,
+                &[],
+                None,
+            )
             .await
         {
             Ok(managed) => zone(managed).map(Some),
@@ -258,10 +246,12 @@ impl ZoneApi for CloudDns {
             let query: Vec<(&str, &str)> =
                 token.iter().map(|t| ("pageToken", t.as_str())).collect();
             let page: ZonesPage = self
+                .api
                 .call(
+                    GoogleService::Dns,
                     "dns.managedZones.list",
                     Method::GET,
-                    path.clone(),
+                    &path,
                     &query,
                     None,
                 )
@@ -355,10 +345,12 @@ impl ZoneApi for CloudDns {
         let path = self.zone_path(zone, "/changes");
         let id = request_id();
         match self
+            .api
             .call::<Change>(
+                GoogleService::Dns,
                 "dns.changes.create",
                 Method::POST,
-                path,
+                &path,
                 &[("clientOperationId", id.as_str())],
                 Some(body),
             )
@@ -397,7 +389,15 @@ impl ZoneApi for CloudDns {
     async fn change_in_sync(&self, zone: &Zone, change_id: &str) -> Result<bool> {
         let path = self.zone_path(zone, &format!("/changes/{}", escape(change_id)));
         let change: Change = self
-            .call("dns.changes.get", Method::GET, path, &[], None)
+            .api
+            .call(
+                GoogleService::Dns,
+                "dns.changes.get",
+                Method::GET,
+                &path,
+                &[],
+                None,
+            )
             .await?;
         Ok(change.status.as_deref() == Some("done"))
     }

@@ -24,7 +24,7 @@ use client::Route53;
 /// The run's AWS: EC2 and Route53 on one SDK configuration, every call ending by the run's
 /// deadline (the registry's way of making AWS' cloud and zone service).
 pub fn connect(settings: &Settings) -> Result<Connected> {
-    let sdk = AwsSdk::new(settings.waits.deadline, settings.waits.timeout);
+    let sdk = AwsSdk::new(settings.deadline);
     Ok(Connected {
         cloud: Box::new(AwsCloud::new(sdk.clone())),
         zones: Box::new(Route53Service::new(sdk)),

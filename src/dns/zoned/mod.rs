@@ -46,9 +46,8 @@ impl ZonedNames<'_> {
         let settings = self.settings;
         PublishOptions {
             dry_run: settings.dry_run,
-            wait: settings.dns_wait.then_some(settings.waits.remaining()),
-            progress: settings.waits.progress,
-            wait_backoff: settings.waits.dns.clone(),
+            wait: settings.dns_wait.then_some(settings.deadline),
+            progress: settings.progress,
             policy,
         }
     }

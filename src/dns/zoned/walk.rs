@@ -15,16 +15,15 @@ use crate::plan::records::DesiredRecord;
 use crate::plan::state::{LeftAlone, MissingName};
 use crate::plan::zones::{zone_for, Zone, ZoneRule};
 use crate::report::{Action, Change, ChangeKind, Report};
-use crate::wait::{poll_until, Backoff, Progress};
+use crate::wait::{poll_until, Backoff, Deadline, Progress};
 
 /// How publishing behaves.
 #[derive(Clone, Debug)]
 pub struct PublishOptions {
     pub dry_run: bool,
-    /// Wait for the changes to be in effect, bounded by this timeout.
-    pub wait: Option<Duration>,
+    /// Wait for the changes to be in effect, until this deadline.
+    pub wait: Option<Deadline>,
     pub progress: Progress,
-    pub wait_backoff: Backoff,
     pub policy: ZonePolicy,
 }
 
@@ -446,14 +445,14 @@ async fn wait_in_sync(
     dns: &dyn ZoneApi,
     zone: &Zone,
     change_id: &str,
-    timeout: Duration,
+    until: Deadline,
     options: &PublishOptions,
 ) -> Result<()> {
     poll_until(
         &dns.awaited_change(change_id),
-        timeout,
+        until,
         options.progress,
-        options.wait_backoff.clone(),
+        Backoff::new(Duration::from_secs(1), Duration::from_secs(5)),
         || async {
             match dns.change_in_sync(zone, change_id).await {
                 Ok(done) => Ok(done.then_some(())),
@@ -499,7 +498,7 @@ mod tests {
     use crate::error::NotReady;
     use crate::plan::records::RecordRole;
     use crate::report::{Action, Report};
-    use crate::wait::{Backoff, Progress};
+    use crate::wait::Progress;
 
     const CLUSTER: &str = "c.example.com";
 
@@ -522,9 +521,8 @@ mod tests {
     fn options(wait: Option<Duration>) -> PublishOptions {
         PublishOptions {
             dry_run: false,
-            wait,
+            wait: wait.map(Deadline::after),
             progress: Progress::Log,
-            wait_backoff: Backoff::new(Duration::from_millis(5), Duration::from_millis(20)),
             policy: ZonePolicy::default(),
         }
     }

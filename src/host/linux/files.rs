@@ -6,7 +6,7 @@ use std::os::unix::fs::PermissionsExt as _;
 
 use fs_err::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _, Result};
 
@@ -15,6 +15,7 @@ use crate::host::{FileKind, WriteOutcome};
 use crate::paths::{HostRoot, LOCK_FILE};
 use crate::plan::files::{Desired, FileChange, FileFact};
 use crate::report::Action;
+use crate::wait::Deadline;
 
 /// Writes `bytes` to `path` with `mode` so that readers see the old file or the new one, never a
 /// torn one: a dot-prefixed temporary file in the same directory, fsync, rename, fsync of the
@@ -265,7 +266,7 @@ pub struct FileLock {
 
 impl FileLock {
     /// Takes the lock, waiting up to `timeout` for another run to release it; exit 75 after that.
-    pub fn acquire(root: &HostRoot, timeout: Duration) -> Result<Self> {
+    pub fn acquire(root: &HostRoot, deadline: Deadline) -> Result<Self> {
         let path = root.own(LOCK_FILE)?;
         if let Some(dir) = path.parent() {
             fs_err::create_dir_all(dir).context("creating the lock directory")?;
@@ -280,7 +281,6 @@ impl FileLock {
             .context("opening the run lock")?
             .into_parts()
             .0;
-        let deadline = Instant::now() + timeout;
         let mut logged = false;
         loop {
             // std's lock is `flock(2)` on Linux: held by the open file description, released
@@ -292,11 +292,12 @@ impl FileLock {
                     return Err(err).with_context(|| format!("locking `{}`", path.display()));
                 }
             }
-            if Instant::now() >= deadline {
+            let remaining = deadline.remaining();
+            if remaining.is_zero() {
                 return Err(NotReady(format!(
-                    "another protokube run holds the lock `{}` (waited {}); retry later",
+                    "another protokube run held the lock `{}` through --timeout ({}); retry later",
                     path.display(),
-                    humantime::format_duration(timeout)
+                    deadline.timeout_text()
                 ))
                 .into());
             }
@@ -307,7 +308,7 @@ impl FileLock {
                 );
                 logged = true;
             }
-            std::thread::sleep(Duration::from_millis(100).min(deadline - Instant::now()));
+            std::thread::sleep(Duration::from_millis(100).min(remaining));
         }
     }
 }
@@ -366,13 +367,14 @@ mod tests {
     fn second_lock_waits_then_reports_not_ready() {
         let dir = tempfile::tempdir().unwrap();
         let root = crate::host::linux::root(dir.path()).unwrap();
-        let held = FileLock::acquire(&root, Duration::from_secs(1)).unwrap();
+        let held = FileLock::acquire(&root, Deadline::after(Duration::from_secs(1))).unwrap();
         // flock locks belong to the open file description: a second open conflicts even in
         // the same process.
-        let err = FileLock::acquire(&root, Duration::from_millis(200)).unwrap_err();
+        let err =
+            FileLock::acquire(&root, Deadline::after(Duration::from_millis(200))).unwrap_err();
         assert!(err.is::<NotReady>(), "{err:#}");
         assert!(format!("{err}").contains("protokube.lock"));
         drop(held);
-        FileLock::acquire(&root, Duration::from_millis(200)).unwrap();
+        FileLock::acquire(&root, Deadline::after(Duration::from_millis(200))).unwrap();
     }
 }

@@ -15,7 +15,6 @@ pub mod hosts;
 pub mod process;
 
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::Result;
 
@@ -174,8 +173,8 @@ impl Files for LinuxHost {
         hosts::write_hosts(path, old, new)
     }
 
-    fn lock(&self, root: &HostRoot, timeout: Duration) -> Result<RunLock> {
-        Ok(Box::new(files::FileLock::acquire(root, timeout)?))
+    fn lock(&self, root: &HostRoot, deadline: Deadline) -> Result<RunLock> {
+        Ok(Box::new(files::FileLock::acquire(root, deadline)?))
     }
 }
 
