@@ -128,12 +128,9 @@ async fn execute(cli: &Cli, report: &mut Report) -> Result<()> {
     let settings = Settings::resolve(cli.flags()?, &LinuxHost)?;
     let result = connect_and_run(cli, &settings, report).await;
     // What the run left in the state file, read as every step reads it.
-    report.volumes_mounted = settings
-        .root
-        .own(paths::STATE_FILE)
-        .map_or(0, |path| {
-            state::State::load_or_empty(&LinuxHost, &path).volumes.len()
-        });
+    report.volumes_mounted = settings.root.own(paths::STATE_FILE).map_or(0, |path| {
+        state::State::load_or_empty(&LinuxHost, &path).volumes.len()
+    });
     result.map_err(|err| explain_denied(err, &settings))
 }
 

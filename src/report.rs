@@ -118,11 +118,10 @@ pub struct Report {
 /// included.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CloudCalls {
-    /// The cloud's short name, which the metric is named after (`aws`: `protokube_aws_calls`).
+    /// The provider's name, which the metric is named after (`protokube_<name>_calls`).
     pub cloud: &'static str,
     pub by_operation: std::collections::BTreeMap<String, u64>,
 }
-
 
 impl Report {
     pub fn new(command: &str, dry_run: bool) -> Self {

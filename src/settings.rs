@@ -20,14 +20,14 @@ use crate::names::{
 };
 use crate::paths::HostRoot;
 use crate::plan::blank::BlankCheck;
+use crate::plan::dns::records::own_name_taken;
+use crate::plan::dns::zones::ZoneRule;
 use crate::plan::etcd_owner::Declined;
 use crate::plan::kops::{KopsUnit, DISTROLESS_CHANNELS_TOOL, DISTROLESS_PROTOKUBE};
 use crate::plan::manifests::etcd::{
     check_api_server_etcd_ports, etcd_image, etcd_ports, EtcdOptions,
 };
 use crate::plan::manifests::templates::{compile_templates, BUILTIN_TEMPLATES};
-use crate::plan::records::own_name_taken;
-use crate::plan::zones::ZoneRule;
 use crate::report::OutputFormat;
 use crate::spec::{ClusterDocument, MAX_SPEC_BYTES};
 use crate::wait::{Deadline, Progress};

@@ -20,7 +20,7 @@ pub struct Provider {
     /// The names `--dns` takes for that service, besides `zones`: ours and kOps' own.
     pub zone_service_names: &'static [&'static str],
     /// Variables of the provider's own tools that give the region, read as if given with
-    /// `--region` (the AWS SDK's `AWS_REGION`).
+    /// `--region` (its SDK's region variable).
     pub region_variables: &'static [&'static str],
     /// Whether kOps labels each etcd volume there with every member of its etcd cluster
     /// (`<me>/<m1,m2,…>`); where it does not (kOps ≥ 1.36 writes `<me>/<me>` on some clouds),

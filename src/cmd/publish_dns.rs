@@ -21,7 +21,7 @@ pub async fn run(
     let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Region);
     // The cluster's names are checked before anything is locked or changed.
     let cluster = snapshot.cluster().await?;
-    let dns = dns::choose(settings, &cluster, zones);
+    let dns = dns::choose(settings, &cluster, zones, host);
     let _lock = steps::lock(settings, host)?;
     steps::announce_etcd_owner(settings, &mut snapshot, report)?;
     steps::publish::run(settings, &mut snapshot, &*dns, &Default::default(), report).await?;

@@ -21,7 +21,7 @@ pub async fn run(
     let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Region);
     // The cluster's names are checked before anything is locked or changed.
     let cluster = snapshot.cluster().await?;
-    let dns = dns::choose(settings, &cluster, zones);
+    let dns = dns::choose(settings, &cluster, zones, host);
     // Where etcd-manager owns etcd, its volumes and names are left; the rest is reset. Where
     // that cannot be told, nothing is.
     steps::etcd_owner_unknown(settings, &mut snapshot)

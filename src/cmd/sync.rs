@@ -50,7 +50,7 @@ async fn after_kubelet(
     };
     // The cluster's names are checked before anything is locked or changed.
     let cluster = snapshot.cluster().await?;
-    let dns = dns::choose(settings, &cluster, zones);
+    let dns = dns::choose(settings, &cluster, zones, host);
     let _lock = steps::lock(settings, host)?;
     // Who owns etcd here is decided once: where etcd-manager does, its volumes are left alone.
     let owns_etcd = steps::announce_etcd_owner(settings, &mut snapshot, report)?;

@@ -1,28 +1,29 @@
 //! The hosts file as a place for names: the managed block of `<root>/etc/hosts`, on every node
 //! of a gossip cluster (and, for etcd's names, of a cluster without DNS), planned by
-//! [`crate::plan::hosts`] and written through the node's seam.
+//! [`crate::plan::dns::hosts`] and written through the node's seam.
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 use async_trait::async_trait;
 
-use super::target::{Desired, DnsTarget, Known, PublishOutcome};
+use super::target::{Desired, DnsTarget, Known, PublishOutcome, Releasing, RunFacts};
 use crate::cloud::InstanceInfo;
+use crate::host::Files;
 use crate::paths::HOSTS_FILE;
-use crate::plan::hosts::{
+use crate::plan::dns::hosts::{
     managed_records, plan_hosts, plan_hosts_removal, HostRecords, HostsPlan, ManagedNames,
 };
-use crate::plan::records::{gossip_master_records, DesiredRecord};
+use crate::plan::dns::records::{gossip_master_records, DesiredRecord};
 use crate::plan::volumes::EtcdVolume;
 use crate::report::Report;
 use crate::settings::{Cluster, Settings};
-use crate::snapshot::Snapshot;
 
-/// The managed block of `<root>/etc/hosts`.
+/// The managed block of `<root>/etc/hosts`, read and written through `files`.
 pub struct HostsFile<'a> {
     pub settings: &'a Settings,
     pub cluster: Cluster,
+    pub files: &'a dyn Files,
 }
 
 impl HostsFile<'_> {
@@ -50,11 +51,10 @@ impl HostsFile<'_> {
     /// Returns the new content.
     fn rewrite(
         &self,
-        snapshot: &Snapshot<'_>,
         plan: impl FnOnce(&str, &[u8]) -> HostsPlan,
         report: &mut Report,
     ) -> Result<Vec<u8>> {
-        let host = snapshot.host();
+        let host = self.files;
         let path = self.path()?;
         let content = host.read_hosts(&path)?;
         let plan = plan(&path.display().to_string(), &content);
@@ -70,9 +70,9 @@ impl HostsFile<'_> {
 
 #[async_trait(?Send)]
 impl DnsTarget for HostsFile<'_> {
-    fn names_on_node(&self, snapshot: &Snapshot<'_>) -> Result<Option<HostRecords>> {
+    fn names_on_node(&self) -> Result<Option<HostRecords>> {
         Ok(Some(managed_records(
-            &snapshot.host().read_hosts(&self.path()?)?,
+            &self.files.read_hosts(&self.path()?)?,
         )))
     }
 
@@ -99,7 +99,7 @@ impl DnsTarget for HostsFile<'_> {
 
     async fn publish(
         &self,
-        snapshot: &mut Snapshot<'_>,
+        _: &RunFacts,
         desired: Desired,
         _: &Known,
         report: &mut Report,
@@ -110,7 +110,6 @@ impl DnsTarget for HostsFile<'_> {
         let mut records = desired.records;
         records.retain(|r| names.manages(&r.name));
         let written = self.rewrite(
-            snapshot,
             |path, content| plan_hosts(path, content, &records, &names),
             report,
         )?;
@@ -120,10 +119,9 @@ impl DnsTarget for HostsFile<'_> {
         })
     }
 
-    async fn release(&self, snapshot: &mut Snapshot<'_>, report: &mut Report) -> Result<()> {
+    async fn release(&self, _: &Releasing, report: &mut Report) -> Result<()> {
         let names = self.names();
         self.rewrite(
-            snapshot,
             |path, content| plan_hosts_removal(path, content, &names),
             report,
         )
@@ -135,7 +133,6 @@ impl DnsTarget for HostsFile<'_> {
 mod tests {
     use super::*;
     use crate::report::Action;
-    use crate::snapshot::VolumeScope;
     use crate::steps::testing::{master, Bench};
 
     /// A master of a cluster whose names go to the hosts file.
@@ -164,10 +161,9 @@ mod tests {
         let bench = bench();
         bench.file(HOSTS_FILE, "127.0.0.1 localhost\n");
         let dns = bench.dns();
-        let mut snapshot = bench.snapshot(VolumeScope::Region);
         let mut report = bench.report();
         let outcome = Bench::block_on(dns.publish(
-            &mut snapshot,
+            &RunFacts::default(),
             desired(&bench),
             &Known::default(),
             &mut report,
@@ -182,8 +178,8 @@ mod tests {
         assert!(text.contains("\tapi.internal.k.example.com\n"), "{text}");
         assert!(report.changes.iter().any(|c| c.action != Action::Unchanged));
         // What the worker's check compares with next time is what was written.
-        assert_eq!(dns.names_on_node(&snapshot).unwrap(), outcome.hosts_block);
-        Bench::block_on(dns.release(&mut snapshot, &mut report)).unwrap();
+        assert_eq!(dns.names_on_node().unwrap(), outcome.hosts_block);
+        Bench::block_on(dns.release(&Releasing::default(), &mut report)).unwrap();
         assert_eq!(hosts(&bench), "127.0.0.1 localhost\n");
     }
 
@@ -203,8 +199,8 @@ mod tests {
         let target = HostsFile {
             settings: &settings,
             cluster: settings.cluster.clone().unwrap(),
+            files: &bench.host,
         };
-        let mut snapshot = bench.snapshot(VolumeScope::Region);
         let mut report = bench.report();
         let records = target.master_records(&[], &[master("i-1", "10.0.0.1")]);
         assert!(records
@@ -214,8 +210,13 @@ mod tests {
             records,
             listed_etcd_names: None,
         };
-        Bench::block_on(target.publish(&mut snapshot, desired, &Known::default(), &mut report))
-            .unwrap();
+        Bench::block_on(target.publish(
+            &RunFacts::default(),
+            desired,
+            &Known::default(),
+            &mut report,
+        ))
+        .unwrap();
         // nodeup writes the API's names itself there: protokube leaves them out.
         assert!(!hosts(&bench).contains("api.internal"), "{}", hosts(&bench));
     }

@@ -10,12 +10,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use anyhow::{bail, Result};
 use async_trait::async_trait;
 
-use super::zoned::api::{
-    ChangeResult, RecordAction, RecordChange, RecordSet, ZoneApi, ZoneGone, ZoneService,
-};
-use super::zoned::plan::EXTERNAL_DNS_PREFIXES;
+use super::zoned::api::{ChangeResult, ZoneApi, ZoneGone, ZoneService};
 use crate::names::is_within;
-use crate::plan::zones::Zone;
+use crate::plan::dns::zoned::EXTERNAL_DNS_PREFIXES;
+use crate::plan::dns::zones::Zone;
+use crate::plan::dns::zones::{RecordAction, RecordChange, RecordSet};
 
 /// A record set of `name` and `record_type` holding `values`, with protokube's TTL.
 pub fn record_set(name: &str, record_type: &str, values: &[&str]) -> RecordSet {

@@ -12,6 +12,7 @@ pub mod route53;
 pub mod target;
 pub mod zoned;
 
+use crate::host::Files;
 use crate::settings::{Cluster, DnsKind, Settings};
 use hosts::HostsFile;
 use none::Nowhere;
@@ -21,11 +22,13 @@ use zoned::ZonedNames;
 
 /// The target for this run: a DNS service's zones only from control-plane nodes, the hosts file
 /// on every node of a gossip cluster, nowhere for `--dns none` (or a cluster without DNS).
-/// `zones` is the run's client source for the cluster's DNS service.
+/// `zones` is the run's client source for the cluster's DNS service, `files` the node's (where
+/// the hosts file is).
 pub fn choose<'a>(
     settings: &'a Settings,
     cluster: &Cluster,
     zones: &'a dyn ZoneService,
+    files: &'a dyn Files,
 ) -> Box<dyn DnsTarget + 'a> {
     match cluster.dns {
         DnsKind::None => Box::new(Nowhere {
@@ -48,6 +51,7 @@ pub fn choose<'a>(
         DnsKind::Hosts => Box::new(HostsFile {
             settings,
             cluster: cluster.clone(),
+            files,
         }),
     }
 }

@@ -4,12 +4,11 @@
 use anyhow::Result;
 use async_trait::async_trait;
 
-use super::target::{Desired, DnsTarget, Known, PublishOutcome};
+use super::target::{Desired, DnsTarget, Known, PublishOutcome, Releasing, RunFacts};
 use crate::cloud::InstanceInfo;
-use crate::plan::records::DesiredRecord;
+use crate::plan::dns::records::DesiredRecord;
 use crate::plan::volumes::EtcdVolume;
 use crate::report::Report;
-use crate::snapshot::Snapshot;
 
 /// No names from this node.
 pub struct Nowhere {
@@ -28,7 +27,7 @@ impl DnsTarget for Nowhere {
 
     async fn publish(
         &self,
-        _: &mut Snapshot<'_>,
+        _: &RunFacts,
         _: Desired,
         _: &Known,
         _: &mut Report,
@@ -36,7 +35,7 @@ impl DnsTarget for Nowhere {
         Ok(PublishOutcome::nothing())
     }
 
-    async fn release(&self, _: &mut Snapshot<'_>, _: &mut Report) -> Result<()> {
+    async fn release(&self, _: &Releasing, _: &mut Report) -> Result<()> {
         Ok(())
     }
 }

@@ -1,18 +1,19 @@
-//! What the publish, verify and reset steps ask of the place names go ([`DnsTarget`]), and what
-//! a publish leaves for the verify step ([`PublishOutcome`]).
+//! What the publish, verify and reset steps ask of the place names go ([`DnsTarget`]), the
+//! facts of the run they hand it ([`RunFacts`], [`Releasing`]: a target reads nothing of the run
+//! itself), and what a publish leaves for the verify step ([`PublishOutcome`]).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
 
 use anyhow::Result;
 use async_trait::async_trait;
 
 use crate::cloud::InstanceInfo;
-use crate::plan::hosts::HostRecords;
-use crate::plan::records::DesiredRecord;
+use crate::plan::dns::hosts::HostRecords;
+use crate::plan::dns::records::DesiredRecord;
 use crate::plan::state::{LeftAlone, MissingName};
 use crate::plan::volumes::EtcdVolume;
 use crate::report::Report;
-use crate::snapshot::Snapshot;
 use crate::state::KnownZones;
 
 /// A place names go: a DNS service's zones, the hosts file, or nowhere.
@@ -29,10 +30,17 @@ pub trait DnsTarget {
         false
     }
 
+    /// Whether this target needs the run's cloud facts ([`RunFacts::region`], and to release:
+    /// this node's addresses and the cluster's names): a DNS service's zones do, the hosts file
+    /// does not, so a run that publishes there asks the cloud nothing more.
+    fn needs_cloud_facts(&self) -> bool {
+        false
+    }
+
     /// The names this target keeps on the node itself (the hosts file's managed block), as they
     /// stand now: what a worker's last full check is compared with. `None` where the names live
     /// elsewhere (a worker then needs no masters at all).
-    fn names_on_node(&self, _snapshot: &Snapshot<'_>) -> Result<Option<HostRecords>> {
+    fn names_on_node(&self) -> Result<Option<HostRecords>> {
         Ok(None)
     }
 
@@ -46,25 +54,55 @@ pub trait DnsTarget {
     /// Makes the names stand as `desired` wants them and says what is in place.
     async fn publish(
         &self,
-        snapshot: &mut Snapshot<'_>,
+        facts: &RunFacts,
         desired: Desired,
         known: &Known,
         report: &mut Report,
     ) -> Result<PublishOutcome>;
 
     /// Takes this node out of the names it published.
-    async fn release(&self, snapshot: &mut Snapshot<'_>, report: &mut Report) -> Result<()>;
+    async fn release(&self, releasing: &Releasing, report: &mut Report) -> Result<()>;
 
     /// Removes each of `names` that still holds kOps' placeholder address (kOps ≤ 1.22's
     /// `--remove-dns-names` beside etcd-manager); nothing where names are not in a DNS service.
     async fn remove_placeholders(
         &self,
-        _snapshot: &mut Snapshot<'_>,
+        _facts: &RunFacts,
         _names: &[String],
         _report: &mut Report,
     ) -> Result<()> {
         Ok(())
     }
+}
+
+/// What the run knows that a target acts on, gathered by the step that asks it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunFacts {
+    /// The node's region, where a DNS service's client connects; only for a target that
+    /// [needs the cloud's facts](DnsTarget::needs_cloud_facts).
+    pub region: Option<String>,
+    /// The owned names no longer the cluster's, as the state file remembers them waited out.
+    pub missing: BTreeMap<String, MissingName>,
+}
+
+impl RunFacts {
+    /// The region, which the step gathers for every target that needs the cloud's facts.
+    pub fn region(&self) -> Result<&str> {
+        self.region
+            .as_deref()
+            .ok_or_else(|| anyhow::anyhow!("the node's region was not gathered for the DNS target"))
+    }
+}
+
+/// What taking this node out of its names looks at (gathered for a target that needs the
+/// cloud's facts; empty for one that does not).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Releasing {
+    pub facts: RunFacts,
+    /// This node's addresses: the records holding them are this node's to take out.
+    pub own_addresses: Vec<IpAddr>,
+    /// The cluster's names, whose zones and subtrees are read.
+    pub names: Vec<DesiredRecord>,
 }
 
 /// The names a node wants, as the publish step computed them.

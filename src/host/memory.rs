@@ -339,6 +339,7 @@ impl Devices for MemoryHost {
     }
 }
 
+#[async_trait::async_trait]
 impl Services for MemoryHost {
     fn etcd_version(
         &self,
@@ -346,25 +347,6 @@ impl Services for MemoryHost {
         endpoint: &EtcdEndpoint,
     ) -> Result<Option<EtcdVersion>> {
         Ok(self.lock_node().etcd_running.get(&endpoint.port).copied())
-    }
-}
-
-#[async_trait::async_trait]
-impl Processes for MemoryHost {
-    async fn run(&self, command: &ChildCommand, _deadline: Deadline) -> Result<ChildOutput> {
-        let mut node = self.lock_node();
-        let mut line = format!("run {}", command.program.display());
-        for arg in &command.args {
-            line.push(' ');
-            line.push_str(arg);
-        }
-        node.effects.push(line);
-        node.programs.get(&command.program).cloned().ok_or_else(|| {
-            anyhow!(
-                "starting `{}`: No such file or directory",
-                command.program.display()
-            )
-        })
     }
 
     async fn service_active(
@@ -386,6 +368,25 @@ impl Processes for MemoryHost {
         node.services.insert(unit.to_owned(), true);
         node.effects.push(format!("start {unit}"));
         Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl Processes for MemoryHost {
+    async fn run(&self, command: &ChildCommand, _deadline: Deadline) -> Result<ChildOutput> {
+        let mut node = self.lock_node();
+        let mut line = format!("run {}", command.program.display());
+        for arg in &command.args {
+            line.push(' ');
+            line.push_str(arg);
+        }
+        node.effects.push(line);
+        node.programs.get(&command.program).cloned().ok_or_else(|| {
+            anyhow!(
+                "starting `{}`: No such file or directory",
+                command.program.display()
+            )
+        })
     }
 }
 

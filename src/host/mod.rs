@@ -224,13 +224,22 @@ pub trait Files: Send + Sync {
     fn lock(&self, root: &HostRoot, deadline: Deadline) -> Result<RunLock>;
 }
 
-/// The services running on the node that protokube asks, read-only.
+/// The services of the node: its systemd units (asked and started) and the etcd pod (asked).
+#[async_trait::async_trait]
 pub trait Services: Send + Sync {
     /// The version the etcd pod at `endpoint` reports running; `None` when nothing listens
     /// there (not started yet); an error says why else there is none (an answer that is not
     /// etcd's, a refused certificate, no answer in time).
     fn etcd_version(&self, root: &HostRoot, endpoint: &EtcdEndpoint)
         -> Result<Option<EtcdVersion>>;
+    /// Whether the host's systemd unit `unit` is active (`systemctl is-active`, in the host's
+    /// namespaces when `--root` is the host seen from a container).
+    async fn service_active(&self, root: &HostRoot, unit: &str, deadline: Deadline)
+        -> Result<bool>;
+
+    /// Starts the host's systemd unit `unit` without waiting for it (`systemctl start
+    /// --no-block`, in the host's namespaces when `--root` is the host seen from a container).
+    async fn start_service(&self, root: &HostRoot, unit: &str, deadline: Deadline) -> Result<()>;
 }
 
 /// A program of the node a step starts: kOps' `channels` tool, a kubeconfig's credential plugin.
@@ -283,15 +292,6 @@ pub trait Processes: Send + Sync {
     /// process it leaves behind holding its pipes is not waited for, and is killed with its
     /// group); the last [`OUTPUT_KEPT`] bytes of each stream are kept.
     async fn run(&self, command: &ChildCommand, deadline: Deadline) -> Result<ChildOutput>;
-
-    /// Whether the host's systemd unit `unit` is active (`systemctl is-active`, in the host's
-    /// namespaces when `--root` is the host seen from a container).
-    async fn service_active(&self, root: &HostRoot, unit: &str, deadline: Deadline)
-        -> Result<bool>;
-
-    /// Starts the host's systemd unit `unit` without waiting for it (`systemctl start
-    /// --no-block`, in the host's namespaces when `--root` is the host seen from a container).
-    async fn start_service(&self, root: &HostRoot, unit: &str, deadline: Deadline) -> Result<()>;
 }
 
 /// The whole node: its devices, its files, its services and the programs it runs.

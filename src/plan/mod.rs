@@ -2,16 +2,14 @@
 //! domain rule lives here, with unit tests; `apply/` makes the changes.
 
 pub mod blank;
+pub mod dns;
 pub mod etcd_owner;
 pub mod files;
-pub mod hosts;
 pub mod kops;
 pub mod manifests;
 pub mod mounts;
-pub mod records;
 pub mod reset;
 pub mod state;
 pub mod static_pods;
 pub mod verify;
 pub mod volumes;
-pub mod zones;

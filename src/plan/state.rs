@@ -13,9 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::cloud::{CloudVolume, InstanceInfo};
 use crate::etcd::EtcdMembership;
-use crate::plan::hosts::HostRecords;
-use crate::plan::records::DesiredRecord;
-use crate::plan::zones::{Zone, ZoneRule};
+use crate::plan::dns::hosts::HostRecords;
+use crate::plan::dns::records::DesiredRecord;
+use crate::plan::dns::zones::{Zone, ZoneRule};
 
 /// The state file's format version; a newer one is refused rather than misread.
 pub const STATE_VERSION: u32 = 1;

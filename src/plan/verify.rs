@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};
 
 use crate::cloud::{AttachmentState, InstanceInfo};
-use crate::plan::hosts::HostRecords;
+use crate::plan::dns::hosts::HostRecords;
 use crate::plan::state::{Verified, WorkerVerified};
 use crate::plan::volumes::{classify, plan_claims, ClaimPlan, ProviderFacts};
 

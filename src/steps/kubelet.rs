@@ -5,7 +5,7 @@
 
 use anyhow::Result;
 
-use crate::host::Processes;
+use crate::host::Services;
 use crate::report::{Action, Change, ChangeKind, Report};
 use crate::settings::Settings;
 
@@ -14,7 +14,7 @@ pub const KUBELET: &str = "kubelet";
 
 /// Starts kubelet where kOps left it to protokube (a control-plane node of kOps 1.12–1.18):
 /// `sync` does this first, whatever its cloud and DNS steps then do.
-pub async fn first(settings: &Settings, host: &dyn Processes, report: &mut Report) -> Result<()> {
+pub async fn first(settings: &Settings, host: &dyn Services, report: &mut Report) -> Result<()> {
     if settings.master && settings.kops.starts_kubelet() {
         run(settings, host, report).await
     } else {
@@ -22,7 +22,7 @@ pub async fn first(settings: &Settings, host: &dyn Processes, report: &mut Repor
     }
 }
 
-pub async fn run(settings: &Settings, host: &dyn Processes, report: &mut Report) -> Result<()> {
+pub async fn run(settings: &Settings, host: &dyn Services, report: &mut Report) -> Result<()> {
     let deadline = settings.deadline;
     let running = host
         .service_active(&settings.root, KUBELET, deadline)

@@ -3,9 +3,9 @@
 
 use anyhow::{anyhow, bail, Context as _, Result};
 
-use crate::dns::target::{Desired, DnsTarget, Known, PublishOutcome};
+use crate::dns::target::{Desired, DnsTarget, Known, PublishOutcome, RunFacts};
 use crate::names::check_dns_name;
-use crate::plan::records::{listed_etcd_names, worker_records};
+use crate::plan::dns::records::{listed_etcd_names, worker_records};
 use crate::report::Report;
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
@@ -34,7 +34,8 @@ pub async fn run(
         let names = &settings.remove_dns_names;
         if settings.master && !names.is_empty() && snapshot.state()?.placeholders_removed != *names
         {
-            dns.remove_placeholders(snapshot, names, report).await?;
+            let facts = run_facts(snapshot, dns).await?;
+            dns.remove_placeholders(&facts, names, report).await?;
             if !settings.dry_run {
                 let state = State {
                     placeholders_removed: names.clone(),
@@ -86,7 +87,8 @@ pub async fn run(
         records: desired,
         listed_etcd_names: listed,
     };
-    let outcome = dns.publish(snapshot, desired, known, report).await?;
+    let facts = run_facts(snapshot, dns).await?;
+    let outcome = dns.publish(&facts, desired, known, report).await?;
     let state = snapshot.state()?.clone();
     // The names waited out are remembered for the next full read (a dry run remembers nothing).
     if let Some(missing) = outcome
@@ -106,12 +108,30 @@ pub async fn run(
     Ok(outcome)
 }
 
+/// What `dns` is told of the run: the node's region where it needs the cloud's facts (so a run
+/// whose names go to the hosts file asks the metadata service nothing more), and the names the
+/// state file remembers waited out.
+pub(crate) async fn run_facts(
+    snapshot: &mut Snapshot<'_>,
+    dns: &dyn DnsTarget,
+) -> Result<RunFacts> {
+    let region = if dns.needs_cloud_facts() {
+        Some(snapshot.identity().await?.region.clone())
+    } else {
+        None
+    };
+    Ok(RunFacts {
+        region,
+        missing: snapshot.state()?.missing_names.clone(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::dns::memory::record_set;
-    use crate::dns::zoned::api::RecordSet;
-    use crate::dns::zoned::plan::ownership_value;
+    use crate::plan::dns::zoned::ownership_value;
+    use crate::plan::dns::zones::RecordSet;
     use crate::report::Action;
     use crate::settings::Flags;
     use crate::snapshot::VolumeScope;

@@ -11,11 +11,12 @@ use std::path::PathBuf;
 use anyhow::{Context as _, Result};
 
 use crate::cloud::{AttachmentState, VolumeAttachment};
-use crate::dns::target::DnsTarget;
+use crate::dns::target::{DnsTarget, Releasing};
 use crate::error::NotReady;
 use crate::host::{Devices, Holder};
 use crate::paths::STATE_FILE;
 use crate::paths::{volume_mountpoint, RETIRED_FILE};
+use crate::plan::dns::records::own_addresses;
 use crate::plan::files::{plan_file, plan_removal, plan_restore, FileChange, FileFact};
 use crate::plan::mounts::mounted_at;
 use crate::plan::reset::{manifests_to_remove, ManifestEntry, OwnLinks};
@@ -131,7 +132,8 @@ pub async fn run(
     }
     if settings.dry_run {
         report_volumes(settings, &volumes, report);
-        dns.release(snapshot, report).await?;
+        let releasing = releasing(snapshot, dns).await?;
+        dns.release(&releasing, report).await?;
         report.push(state_removal.change());
         if let Some(retired) = &retired {
             report.push(retired.change());
@@ -176,7 +178,8 @@ pub async fn run(
         snapshot.record_detachment(&volume.id);
     }
     report_volumes(settings, &volumes, report);
-    dns.release(snapshot, report).await?;
+    let releasing = releasing(snapshot, dns).await?;
+    dns.release(&releasing, report).await?;
     host.apply(&state_removal)?;
     report.push(state_removal.change());
     if let Some(retired) = retired {
@@ -399,6 +402,31 @@ async fn wait_until_free(
     Ok(())
 }
 
+/// What `dns` looks at to take this node out of its names: where it needs the cloud's facts,
+/// this node's addresses and the cluster's names from the masters and the etcd volumes.
+async fn releasing(snapshot: &mut Snapshot<'_>, dns: &dyn DnsTarget) -> Result<Releasing> {
+    if !dns.needs_cloud_facts() {
+        return Ok(Releasing::default());
+    }
+    let facts = super::publish::run_facts(snapshot, dns).await?;
+    let identity = snapshot.identity().await?.clone();
+    let masters = snapshot.masters().await?;
+    let own_addresses = own_addresses(
+        &identity.instance_id,
+        identity.internal_ip,
+        identity.external_ip,
+        &masters,
+    );
+    let volumes = snapshot.discovery().await?.volumes.clone();
+    // The names whose zones and subtrees are read; every owned name there is looked at.
+    let names = dns.master_records(&volumes, &masters);
+    Ok(Releasing {
+        facts,
+        own_addresses,
+        names,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -580,7 +608,7 @@ mod tests {
     #[test]
     fn this_nodes_addresses_leave_the_names_and_the_others_stay() {
         use crate::dns::memory::record_set;
-        use crate::dns::zoned::plan::ownership_value;
+        use crate::plan::dns::zoned::ownership_value;
         let bench = Bench::with_flags(&[], |flags| {
             flags.dns = Some(crate::settings::DnsChoice::of(
                 crate::settings::DnsKind::Zones,

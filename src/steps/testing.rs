@@ -218,7 +218,7 @@ impl Bench {
     /// The run's DNS target, as the commands choose it.
     pub(crate) fn dns(&self) -> Box<dyn DnsTarget + '_> {
         let cluster = self.settings.cluster.as_ref().expect("the bench's cluster");
-        crate::dns::choose(&self.settings, cluster, &self.zones)
+        crate::dns::choose(&self.settings, cluster, &self.zones, &self.host)
     }
 
     pub(crate) fn snapshot(&self, scope: VolumeScope) -> Snapshot<'_> {

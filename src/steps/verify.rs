@@ -218,7 +218,7 @@ async fn begin_worker(
     snapshot: &mut Snapshot<'_>,
     dns: &dyn DnsTarget,
 ) -> Result<Option<WorkerVerify>> {
-    let Some(on_disk) = dns.names_on_node(snapshot)? else {
+    let Some(on_disk) = dns.names_on_node()? else {
         return Ok(None);
     };
     let cluster = snapshot.cluster().await?;

@@ -2,7 +2,7 @@
 //! import each other, nothing below the commands importing the CLI layer or a command, no
 //! import cycles between modules nor between files, planning free of effects, the machine
 //! touched under `host/linux/` only and reached from outside `host/` by the composition root
-//! alone, a provider's words only in its own folders and where the command line names it, test
+//! alone, the pure DNS rules in `plan/dns/` and effects only in `dns/`, a provider's words only in its own folders and where the command line names it, test
 //! support compiled for tests only, clap in the CLI layer only, and a `//!` line at the top of
 //! every file.
 
@@ -189,9 +189,9 @@ fn modules_form_no_cycle() {
     }
 }
 
-/// Pure planning outside `plan/`: a DNS service's zone plan and a provider's batching live with
-/// the DNS code, held to the same rule.
-const PURE_ELSEWHERE: [&str; 2] = ["dns::zoned::plan", "dns::route53::batch"];
+/// Pure planning outside `plan/`: a provider's batching lives with its DNS code, held to the
+/// same rule.
+const PURE_ELSEWHERE: [&str; 1] = ["dns::route53::batch"];
 
 #[test]
 fn planning_has_no_effects() {
@@ -223,6 +223,49 @@ fn planning_has_no_effects() {
                 "{module} (pure planning) uses {effect}"
             );
         }
+    }
+}
+
+/// The files under `dns/` that neither are nor call an effect: the factory that picks the run's
+/// target, and what is pure and a provider's own (its batching).
+const DNS_WITHOUT_EFFECTS: [&str; 2] = ["dns/mod.rs", "dns/route53/batch.rs"];
+
+#[test]
+fn the_dns_rules_live_in_one_place() {
+    // The pure rules (records, zones, a zone's changes, the hosts block) are `plan/dns/`, held
+    // to the planning rule and needing nothing from `dns/`; every file under `dns/` applies them.
+    let graph = graph();
+    for (module, imports) in &graph.edges {
+        if module.starts_with("plan::dns") {
+            for import in imports {
+                assert!(
+                    top(import) != "dns",
+                    "{module} (the DNS rules) imports {import}"
+                );
+            }
+        }
+        // A target is handed the run's facts by the step that asks it; it reads none itself.
+        if top(module) == "dns" {
+            for import in imports {
+                assert!(
+                    top(import) != "snapshot" && top(import) != "steps",
+                    "{module} (where names go) imports {import}"
+                );
+            }
+        }
+    }
+    for (path, text) in sources() {
+        let name = path.to_string_lossy().into_owned();
+        if !name.starts_with("dns/")
+            || DNS_WITHOUT_EFFECTS.contains(&name.as_str())
+            || TEST_SUPPORT.contains(&name.as_str())
+        {
+            continue;
+        }
+        assert!(
+            without_tests(&text).contains("async"),
+            "{name} has no effect: a pure DNS rule belongs in plan/dns/"
+        );
     }
 }
 

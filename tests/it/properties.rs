@@ -6,7 +6,9 @@
 use proptest::prelude::*;
 use protokube::etcd::parse_etcd_tag;
 use protokube::names::is_dns1123_label;
-use protokube::plan::hosts::{managed_records, update_hosts, HostRecords, GUARD_BEGIN, GUARD_END};
+use protokube::plan::dns::hosts::{
+    managed_records, update_hosts, HostRecords, GUARD_BEGIN, GUARD_END,
+};
 use protokube::plan::manifests::templates::quote_yaml;
 
 fn config() -> ProptestConfig {

@@ -19,12 +19,11 @@ use crate::cloud::gce::api::{
 use crate::cloud::gce::metadata::MetadataServer;
 use crate::cloud::gce::{GceCloud, COMPUTE_ENDPOINT_FLAG, DNS_ENDPOINT_FLAG};
 use crate::dns::zoned::api::Connected;
-use crate::dns::zoned::api::{
-    ChangeResult, RecordAction, RecordChange, RecordSet, ZoneApi, ZoneGone, ZoneService,
-};
-use crate::dns::zoned::plan::EXTERNAL_DNS_PREFIXES;
+use crate::dns::zoned::api::{ChangeResult, ZoneApi, ZoneGone, ZoneService};
 use crate::names::normalize_dns_name;
-use crate::plan::zones::Zone;
+use crate::plan::dns::zoned::EXTERNAL_DNS_PREFIXES;
+use crate::plan::dns::zones::Zone;
+use crate::plan::dns::zones::{RecordAction, RecordChange, RecordSet};
 use crate::settings::Settings;
 
 /// Additions and deletions per change at most (Cloud DNS' quota per change is 1 000 each).

@@ -1,7 +1,7 @@
 //! Route53's limits on one change batch, and the split of a zone's changes into batches within
 //! them. Pure.
 
-use crate::dns::zoned::api::{RecordAction, RecordChange};
+use crate::plan::dns::zones::{RecordAction, RecordChange};
 
 /// Route53's limits on one change batch: resource record values (an UPSERT counts twice) and
 /// characters of those values (likewise).
@@ -55,8 +55,8 @@ pub fn batches(changes: &[RecordChange]) -> Vec<Vec<RecordChange>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dns::zoned::plan::{ownership_value, plan_zone, ZonePolicy};
-    use crate::plan::records::{DesiredRecord, RecordRole};
+    use crate::plan::dns::records::{DesiredRecord, RecordRole};
+    use crate::plan::dns::zoned::{ownership_value, plan_zone, ZonePolicy};
 
     const C: &str = "c.example.com";
 

@@ -14,10 +14,11 @@ use async_trait::async_trait;
 use crate::cloud::aws::sdk::AwsSdk;
 use crate::cloud::aws::AwsCloud;
 use crate::dns::zoned::api::Connected;
-use crate::dns::zoned::api::{ChangeResult, RecordChange, RecordSet, ZoneApi, ZoneService};
-use crate::dns::zoned::plan::EXTERNAL_DNS_PREFIXES;
+use crate::dns::zoned::api::{ChangeResult, ZoneApi, ZoneService};
 use crate::names::is_within;
-use crate::plan::zones::Zone;
+use crate::plan::dns::zoned::EXTERNAL_DNS_PREFIXES;
+use crate::plan::dns::zones::Zone;
+use crate::plan::dns::zones::{RecordChange, RecordSet};
 use crate::settings::Settings;
 use client::Route53;
 

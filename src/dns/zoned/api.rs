@@ -6,70 +6,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use async_trait::async_trait;
 
-use crate::plan::zones::Zone;
-
-/// A record set. Names are lowercase, without the trailing dot; TXT values keep their quotes.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct RecordSet {
-    pub name: String,
-    pub record_type: String,
-    pub ttl: Option<i64>,
-    pub values: Vec<String>,
-    /// Served by the service from something else (an alias to a load balancer, …): it has no
-    /// values of its own, and protokube never writes it.
-    pub alias: bool,
-}
-
-/// What a change does to a record set.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RecordAction {
-    /// Adds a record set; refused when one of that name and type exists (another writer was
-    /// first).
-    Create,
-    /// Replaces the record set of that name and type, or adds it.
-    Upsert,
-    /// Removes a record set; its values and TTL must be the ones the service holds.
-    Delete,
-}
-
-/// One change of a zone's changes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RecordChange {
-    pub action: RecordAction,
-    pub record: RecordSet,
-    /// For an upsert, the set it replaces as read (a service that changes by exact deletions
-    /// and additions deletes it).
-    pub replaces: Option<RecordSet>,
-}
-
-impl RecordChange {
-    /// Adds `record`.
-    pub fn create(record: RecordSet) -> Self {
-        Self {
-            action: RecordAction::Create,
-            record,
-            replaces: None,
-        }
-    }
-
-    /// Puts `record` in place of `held`, the set of its name and type as read.
-    pub fn upsert(record: RecordSet, held: RecordSet) -> Self {
-        Self {
-            action: RecordAction::Upsert,
-            record,
-            replaces: Some(held),
-        }
-    }
-
-    /// Removes `record`, exactly as held.
-    pub fn delete(record: RecordSet) -> Self {
-        Self {
-            action: RecordAction::Delete,
-            record,
-            replaces: None,
-        }
-    }
-}
+use crate::plan::dns::zones::{RecordChange, RecordSet, Zone};
 
 /// The answer to a batch of changes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,7 +33,7 @@ pub trait ZoneApi: Send + Sync {
     /// The record sets in `zone` that decide what happens to `names` (the cluster `cluster`'s
     /// names there): at least every set at those names, at the names external-dns keeps their
     /// ownership at (`a-`, `aaaa-`, `cname-` before the name, see
-    /// [`super::plan::EXTERNAL_DNS_PREFIXES`]) and any NS set at or above them below the apex. A
+    /// [`crate::plan::dns::zoned::EXTERNAL_DNS_PREFIXES`]) and any NS set at or above them below the apex. A
     /// zone that does not exist (any more) is the error [`ZoneGone`].
     async fn read(&self, zone: &Zone, names: &[&str], cluster: &str) -> Result<Vec<RecordSet>>;
 

@@ -4,10 +4,8 @@
 //! client behind [`api::ZoneApi`].
 
 pub mod api;
-pub mod plan;
 pub mod walk;
 
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -15,17 +13,16 @@ use anyhow::Result;
 use async_trait::async_trait;
 
 use crate::cloud::InstanceInfo;
-use crate::plan::records::{desired_records, ApiNames, DesiredRecord, RecordRole};
+use crate::plan::dns::records::{desired_records, ApiNames, DesiredRecord, RecordRole};
+use crate::plan::dns::zoned::{DeletionGuard, ZonePolicy};
 use crate::plan::volumes::EtcdVolume;
 use crate::report::Report;
 use crate::settings::{Cluster, Settings};
-use crate::snapshot::Snapshot;
 use crate::state::KnownZones;
 use api::{ZoneApi, ZoneService};
-use plan::{DeletionGuard, ZonePolicy};
 use walk::{PublishOptions, Remembered};
 
-use super::target::{Desired, DnsTarget, Known, PublishOutcome};
+use super::target::{Desired, DnsTarget, Known, PublishOutcome, Releasing, RunFacts};
 
 /// The cluster's names in the zones of the DNS service `service` that the zone rules choose.
 pub struct ZonedNames<'a> {
@@ -36,9 +33,8 @@ pub struct ZonedNames<'a> {
 
 impl ZonedNames<'_> {
     /// The service's client for this node's region.
-    async fn api(&self, snapshot: &mut Snapshot<'_>) -> Result<Arc<dyn ZoneApi>> {
-        let region = snapshot.identity().await?.region.clone();
-        self.service.connect(&region).await
+    async fn api(&self, facts: &RunFacts) -> Result<Arc<dyn ZoneApi>> {
+        self.service.connect(facts.region()?).await
     }
 
     /// How the walk talks to the service, from the settings and the zone's policy.
@@ -47,6 +43,7 @@ impl ZonedNames<'_> {
         PublishOptions {
             dry_run: settings.dry_run,
             wait: settings.dns_wait.then_some(settings.deadline),
+            wait_backoff: walk::change_backoff(),
             progress: settings.progress,
             policy,
         }
@@ -56,6 +53,10 @@ impl ZonedNames<'_> {
 #[async_trait(?Send)]
 impl DnsTarget for ZonedNames<'_> {
     fn shared_with_dns_controller(&self) -> bool {
+        true
+    }
+
+    fn needs_cloud_facts(&self) -> bool {
         true
     }
 
@@ -78,7 +79,7 @@ impl DnsTarget for ZonedNames<'_> {
 
     async fn publish(
         &self,
-        snapshot: &mut Snapshot<'_>,
+        facts: &RunFacts,
         desired: Desired,
         known: &Known,
         report: &mut Report,
@@ -88,12 +89,12 @@ impl DnsTarget for ZonedNames<'_> {
             adopt: settings.adopt,
             deletion: DeletionGuard {
                 listed_etcd_names: desired.listed_etcd_names,
-                missing: snapshot.state()?.missing_names.clone(),
+                missing: facts.missing.clone(),
                 now: SystemTime::now(),
                 grace: settings.verify_interval,
             },
         };
-        let api = self.api(snapshot).await?;
+        let api = self.api(facts).await?;
         let remembered = Remembered {
             zones: known
                 .zones
@@ -127,7 +128,7 @@ impl DnsTarget for ZonedNames<'_> {
 
     async fn remove_placeholders(
         &self,
-        snapshot: &mut Snapshot<'_>,
+        facts: &RunFacts,
         names: &[String],
         report: &mut Report,
     ) -> Result<()> {
@@ -139,7 +140,7 @@ impl DnsTarget for ZonedNames<'_> {
                 addresses: Vec::new(),
             })
             .collect();
-        let api = self.api(snapshot).await?;
+        let api = self.api(facts).await?;
         walk::remove_placeholders(
             &*api,
             &names,
@@ -151,26 +152,12 @@ impl DnsTarget for ZonedNames<'_> {
         .await
     }
 
-    async fn release(&self, snapshot: &mut Snapshot<'_>, report: &mut Report) -> Result<()> {
-        let identity = snapshot.identity().await?.clone();
-        let masters = snapshot.masters().await?;
-        let mut own: Vec<IpAddr> = masters
-            .iter()
-            .filter(|m| m.id == identity.instance_id)
-            .flat_map(|m| m.private_ips.iter().chain(&m.public_ips).copied())
-            .chain(identity.internal_ip)
-            .chain(identity.external_ip)
-            .collect();
-        own.sort();
-        own.dedup();
-        let volumes = snapshot.discovery().await?.volumes.clone();
-        // The names whose zones and subtrees are read; every owned name there is looked at.
-        let names = self.master_records(&volumes, &masters);
-        let api = self.api(snapshot).await?;
+    async fn release(&self, releasing: &Releasing, report: &mut Report) -> Result<()> {
+        let api = self.api(&releasing.facts).await?;
         walk::release(
             &*api,
-            &names,
-            &own,
+            &releasing.names,
+            &releasing.own_addresses,
             &self.settings.zone_rules,
             &self.cluster.name,
             &self.options(ZonePolicy::default()),

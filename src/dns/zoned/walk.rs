@@ -8,12 +8,15 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
-use super::api::{ChangeResult, RecordChange, RecordSet, ZoneApi, ZoneGone};
-use super::plan::{plan_placeholder_removal, plan_release, plan_zone, NameOutcome, ZonePolicy};
+use super::api::{ChangeResult, ZoneApi, ZoneGone};
 use crate::names::is_within;
-use crate::plan::records::DesiredRecord;
+use crate::plan::dns::records::DesiredRecord;
+use crate::plan::dns::zoned::{
+    plan_placeholder_removal, plan_release, plan_zone, NameOutcome, ZonePolicy,
+};
+use crate::plan::dns::zones::{zone_for, Zone, ZoneRule};
+use crate::plan::dns::zones::{RecordChange, RecordSet};
 use crate::plan::state::{LeftAlone, MissingName};
-use crate::plan::zones::{zone_for, Zone, ZoneRule};
 use crate::report::{Action, Change, ChangeKind, Report};
 use crate::wait::{poll_until, Backoff, Deadline, Progress};
 
@@ -23,8 +26,16 @@ pub struct PublishOptions {
     pub dry_run: bool,
     /// Wait for the changes to be in effect, until this deadline.
     pub wait: Option<Deadline>,
+    /// The pauses between looks at a change not in effect yet ([`change_backoff`]).
+    pub wait_backoff: Backoff,
     pub progress: Progress,
     pub policy: ZonePolicy,
+}
+
+/// The pauses between looks at a change not in effect yet: from 1 s up to 5 s (a DNS service
+/// takes seconds to a minute).
+pub fn change_backoff() -> Backoff {
+    Backoff::new(Duration::from_secs(1), Duration::from_secs(5))
 }
 
 /// What publishing remembers between runs (`sync` on a master, DESIGN §8).
@@ -452,7 +463,7 @@ async fn wait_in_sync(
         &dns.awaited_change(change_id),
         until,
         options.progress,
-        Backoff::new(Duration::from_secs(1), Duration::from_secs(5)),
+        options.wait_backoff.clone(),
         || async {
             match dns.change_in_sync(zone, change_id).await {
                 Ok(done) => Ok(done.then_some(())),
@@ -494,9 +505,9 @@ pub async fn find_zones(dns: &dyn ZoneApi, rules: &[ZoneRule]) -> Result<Vec<Zon
 mod tests {
     use super::*;
     use crate::dns::memory::{record_set as set, MemoryZones, Zones};
-    use crate::dns::zoned::plan::ownership_value;
     use crate::error::NotReady;
-    use crate::plan::records::RecordRole;
+    use crate::plan::dns::records::RecordRole;
+    use crate::plan::dns::zoned::ownership_value;
     use crate::report::{Action, Report};
     use crate::wait::Progress;
 
@@ -522,6 +533,7 @@ mod tests {
         PublishOptions {
             dry_run: false,
             wait: wait.map(Deadline::after),
+            wait_backoff: Backoff::new(Duration::from_millis(5), Duration::from_millis(20)),
             progress: Progress::Log,
             policy: ZonePolicy::default(),
         }

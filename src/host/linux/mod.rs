@@ -106,6 +106,7 @@ impl Devices for LinuxHost {
     }
 }
 
+#[async_trait::async_trait]
 impl Services for LinuxHost {
     fn etcd_version(
         &self,
@@ -113,13 +114,6 @@ impl Services for LinuxHost {
         endpoint: &EtcdEndpoint,
     ) -> Result<Option<EtcdVersion>> {
         etcd_probe::etcd_version(root, endpoint)
-    }
-}
-
-#[async_trait::async_trait]
-impl Processes for LinuxHost {
-    async fn run(&self, command: &ChildCommand, deadline: Deadline) -> Result<ChildOutput> {
-        process::run(command, deadline).await
     }
 
     async fn service_active(
@@ -133,6 +127,13 @@ impl Processes for LinuxHost {
 
     async fn start_service(&self, root: &HostRoot, unit: &str, deadline: Deadline) -> Result<()> {
         process::start_service(root, unit, deadline).await
+    }
+}
+
+#[async_trait::async_trait]
+impl Processes for LinuxHost {
+    async fn run(&self, command: &ChildCommand, deadline: Deadline) -> Result<ChildOutput> {
+        process::run(command, deadline).await
     }
 }
 

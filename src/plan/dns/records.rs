@@ -178,6 +178,27 @@ pub fn gossip_master_records(
     records
 }
 
+/// This node's addresses, whose records are its own to take out: those the cloud lists for
+/// instance `instance_id` among `masters`, and those its metadata gives (`internal`,
+/// `external`); sorted, each once.
+pub fn own_addresses(
+    instance_id: &str,
+    internal: Option<IpAddr>,
+    external: Option<IpAddr>,
+    masters: &[InstanceInfo],
+) -> Vec<IpAddr> {
+    let mut own: Vec<IpAddr> = masters
+        .iter()
+        .filter(|m| m.id == instance_id)
+        .flat_map(|m| m.private_ips.iter().chain(&m.public_ips).copied())
+        .chain(internal)
+        .chain(external)
+        .collect();
+    own.sort();
+    own.dedup();
+    own
+}
+
 /// The records a node that is not a master needs: `api.internal.<cluster>` and
 /// `kops-controller.internal.<cluster>` → the running masters' private addresses. They come
 /// from the masters alone (one `DescribeInstances`, all kOps' node role may call).
@@ -306,6 +327,28 @@ mod tests {
                 .collect(),
             volumes: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_nodes_own_addresses_are_its_listed_and_its_metadatas_each_once() {
+        let masters = [
+            master("i-1", [10, 0, 0, 1], Some([52, 0, 0, 1])),
+            master("i-2", [10, 0, 0, 2], None),
+        ];
+        let internal = Some(Ipv4Addr::new(10, 0, 0, 1).into());
+        let external = Some(Ipv4Addr::new(52, 0, 0, 9).into());
+        let own = own_addresses("i-1", internal, external, &masters);
+        let want: Vec<IpAddr> = vec![
+            Ipv4Addr::new(10, 0, 0, 1).into(),
+            Ipv4Addr::new(52, 0, 0, 1).into(),
+            Ipv4Addr::new(52, 0, 0, 9).into(),
+        ];
+        assert_eq!(own, want);
+        // Not among the masters (a worker, or not running yet): its metadata's alone.
+        assert_eq!(
+            own_addresses("i-9", internal, None, &masters),
+            [Ipv4Addr::new(10, 0, 0, 1)]
+        );
     }
 
     #[test]

@@ -109,6 +109,69 @@ pub fn zone_for<'a>(name: &str, zones: &'a [Zone]) -> Result<Option<&'a Zone>> {
     Ok(Some(best[0]))
 }
 
+/// A record set. Names are lowercase, without the trailing dot; TXT values keep their quotes.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RecordSet {
+    pub name: String,
+    pub record_type: String,
+    pub ttl: Option<i64>,
+    pub values: Vec<String>,
+    /// Served by the service from something else (an alias to a load balancer, …): it has no
+    /// values of its own, and protokube never writes it.
+    pub alias: bool,
+}
+
+/// What a change does to a record set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordAction {
+    /// Adds a record set; refused when one of that name and type exists (another writer was
+    /// first).
+    Create,
+    /// Replaces the record set of that name and type, or adds it.
+    Upsert,
+    /// Removes a record set; its values and TTL must be the ones the service holds.
+    Delete,
+}
+
+/// One change of a zone's changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordChange {
+    pub action: RecordAction,
+    pub record: RecordSet,
+    /// For an upsert, the set it replaces as read (a service that changes by exact deletions
+    /// and additions deletes it).
+    pub replaces: Option<RecordSet>,
+}
+
+impl RecordChange {
+    /// Adds `record`.
+    pub fn create(record: RecordSet) -> Self {
+        Self {
+            action: RecordAction::Create,
+            record,
+            replaces: None,
+        }
+    }
+
+    /// Puts `record` in place of `held`, the set of its name and type as read.
+    pub fn upsert(record: RecordSet, held: RecordSet) -> Self {
+        Self {
+            action: RecordAction::Upsert,
+            record,
+            replaces: Some(held),
+        }
+    }
+
+    /// Removes `record`, exactly as held.
+    pub fn delete(record: RecordSet) -> Self {
+        Self {
+            action: RecordAction::Delete,
+            record,
+            replaces: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::time::{Duration, SystemTime};
 
-use super::api::{RecordChange, RecordSet};
-use crate::plan::records::DesiredRecord;
+use super::zones::{RecordChange, RecordSet};
+use crate::plan::dns::records::DesiredRecord;
 use crate::plan::state::MissingName;
 use crate::report::Action;
 
@@ -543,8 +543,8 @@ fn same_values(a: &[String], b: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dns::zoned::api::RecordAction;
-    use crate::plan::records::RecordRole;
+    use crate::plan::dns::records::RecordRole;
+    use crate::plan::dns::zones::RecordAction;
 
     fn desired(name: &str, addresses: &[[u8; 4]]) -> DesiredRecord {
         DesiredRecord {

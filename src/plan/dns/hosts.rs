@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
-use crate::plan::records::DesiredRecord;
+use crate::plan::dns::records::DesiredRecord;
 use crate::report::{Action, Change, ChangeKind};
 
 /// First line of the managed block (compared after trimming).
@@ -307,7 +307,7 @@ pub fn plan_hosts(
 #[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
-    use crate::plan::records::RecordRole;
+    use crate::plan::dns::records::RecordRole;
     use std::path::Path;
 
     fn fixture(case: &str, file: &str) -> String {
