@@ -643,7 +643,7 @@ pub struct GlobalArgs {
     pub zones: Vec<String>,
 
     /// Compute Engine's API root, for tests and private endpoints (with `--cloud gce`)
-    /// [default: https://compute.googleapis.com/compute/v1/].
+    /// [default: `https://compute.googleapis.com/compute/v1/`].
     #[arg(
         long,
         global = true,
@@ -653,7 +653,7 @@ pub struct GlobalArgs {
     pub gce_compute_endpoint: Option<String>,
 
     /// Cloud DNS' API root, for tests and private endpoints (with `--cloud gce`)
-    /// [default: https://dns.googleapis.com/dns/v1/].
+    /// [default: `https://dns.googleapis.com/dns/v1/`].
     #[arg(
         long,
         global = true,

@@ -14,30 +14,13 @@ use crate::support;
 use serde_json::json;
 use support::bed::{Bed, NodeKind};
 use support::block::{LoopDevice, TestRoot};
-use support::gce::{GceNode, GceWorld};
+use support::gce::{kops_gce_spec, GceNode, GceWorld};
 use support::kube::{Certs, KubeApi};
 use support::Protokube;
 
 const CLUSTER: &str = "ha.example.com";
 const ZONE: &str = "us-test1-a";
 const MASTER: &str = "master-us-test1-a-1xyz";
-
-/// kOps' GCE test cluster (`minimal-gce.yaml`) named `ha.example.com`, its one etcd member per
-/// cluster `a`, with `adjust` applied; written into `dir`.
-fn gce_spec(
-    dir: &std::path::Path,
-    adjust: impl FnOnce(&mut yaml_serde::Value),
-) -> std::path::PathBuf {
-    let text = std::fs::read_to_string(support::fixture("gce/minimal-gce.yaml"))
-        .unwrap()
-        .replace("minimal-gce.example.com", CLUSTER)
-        .replace("minimal-gce-example-com", &CLUSTER.replace('.', "-"));
-    let mut doc: yaml_serde::Value = yaml_serde::from_str(&text).unwrap();
-    adjust(&mut doc);
-    let path = dir.join("cluster.yaml");
-    std::fs::write(&path, yaml_serde::to_string(&doc).unwrap()).unwrap();
-    path
-}
 
 /// A master of a one-member cluster in `ZONE` (kOps 1.26–1.35: its boot disk named after it,
 /// attached as `persistent-disk-0`) and its blank `main` disk; the world and the disk's name.
@@ -131,7 +114,7 @@ fn a_master_rebooting_with_its_etcd_disk_and_a_labelled_boot_disk_mounts_its_etc
     let node = world.node(MASTER);
     node.link_disk(&disk, &etcd.path);
     let spec_dir = tempfile::tempdir().unwrap();
-    let spec = gce_spec(spec_dir.path(), |_| {});
+    let spec = kops_gce_spec(spec_dir.path(), CLUSTER, |_| {});
     let out = run(
         &node,
         &[
@@ -164,7 +147,7 @@ fn a_public_name_that_is_one_of_the_clusters_own_names_is_refused_before_any_cha
         let (world, disk) = one_member();
         let node = world.node(MASTER);
         let spec_dir = tempfile::tempdir().unwrap();
-        let spec = gce_spec(spec_dir.path(), |doc| {
+        let spec = kops_gce_spec(spec_dir.path(), CLUSTER, |doc| {
             doc["spec"]["masterPublicName"] = public.clone().into();
         });
         let out = run(

@@ -12,39 +12,23 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::block::LoopDevice;
-use support::gce::{GceNode, GceWorld};
+use support::gce::{kops_gce_spec, GceNode, GceWorld};
 
 const CLUSTER: &str = "ha.example.com";
 const ZONE: &str = "us-test1-a";
 const MASTER: &str = "master-us-test1-a-1xyz";
 
-/// kOps' GCE test cluster (`minimal-gce.yaml`) named `cluster`.
-fn gce_spec(cluster: &str) -> yaml_serde::Value {
-    let text = std::fs::read_to_string(support::fixture("gce/minimal-gce.yaml"))
-        .unwrap()
-        .replace("minimal-gce.example.com", cluster)
-        .replace("minimal-gce-example-com", &cluster.replace('.', "-"));
-    yaml_serde::from_str(&text).unwrap()
-}
-
-/// `doc` written as `cluster.yaml` into `dir`.
-fn write_spec(dir: &std::path::Path, doc: &yaml_serde::Value) -> std::path::PathBuf {
-    let path = dir.join("cluster.yaml");
-    std::fs::write(&path, yaml_serde::to_string(doc).unwrap()).unwrap();
-    path
-}
-
 /// kOps' GCE test cluster made HA: `main` and `events` with members a, b, c in zones
 /// us-test1-{a,b,c}, named `ha.example.com`; written into `dir`.
 fn ha_spec(dir: &std::path::Path) -> std::path::PathBuf {
-    let mut doc = gce_spec(CLUSTER);
-    for cluster in doc["spec"]["etcdClusters"].as_sequence_mut().unwrap() {
-        cluster["etcdMembers"] = yaml_serde::from_str(
-            "- {name: a, instanceGroup: master-us-test1-a}\n- {name: b, instanceGroup: master-us-test1-b}\n- {name: c, instanceGroup: master-us-test1-c}\n",
-        )
-        .unwrap();
-    }
-    write_spec(dir, &doc)
+    kops_gce_spec(dir, CLUSTER, |doc| {
+        for cluster in doc["spec"]["etcdClusters"].as_sequence_mut().unwrap() {
+            cluster["etcdMembers"] = yaml_serde::from_str(
+                "- {name: a, instanceGroup: master-us-test1-a}\n- {name: b, instanceGroup: master-us-test1-b}\n- {name: c, instanceGroup: master-us-test1-c}\n",
+            )
+            .unwrap();
+        }
+    })
 }
 
 /// An HA cluster's world: both disks of each member in its zone, master a running.
@@ -236,7 +220,7 @@ fn a_stale_label_fingerprint_and_a_changed_record_are_read_again() {
     let node = world.node(MASTER);
     node.link_disk(&disk, &device.path);
     let spec_dir = tempfile::tempdir().unwrap();
-    let spec = write_spec(spec_dir.path(), &gce_spec(CLUSTER));
+    let spec = kops_gce_spec(spec_dir.path(), CLUSTER, |_| {});
     let out = run(
         &node,
         &["sync", "--master", "--cluster-spec", spec.to_str().unwrap()],
@@ -285,7 +269,7 @@ fn a_gossip_worker_writes_the_masters_from_their_instance_labels() {
     std::fs::create_dir_all(node.root.join("/etc")).unwrap();
     std::fs::write(node.root.join("/etc/hosts"), "127.0.0.1 localhost\n").unwrap();
     let spec_dir = tempfile::tempdir().unwrap();
-    let spec = write_spec(spec_dir.path(), &gce_spec(cluster));
+    let spec = kops_gce_spec(spec_dir.path(), cluster, |_| {});
     let sync = || run(&node, &["sync", "--cluster-spec", spec.to_str().unwrap()]);
     let out = sync();
     assert_eq!(out.code, 0, "{out:#?}");

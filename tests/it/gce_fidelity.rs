@@ -12,29 +12,11 @@ use crate::support;
 
 use serde_json::json;
 use support::block::LoopDevice;
-use support::gce::{GceNode, GceWorld, Kops};
+use support::gce::{kops_gce_spec, GceNode, GceWorld, Kops};
 
 const CLUSTER: &str = "ha.example.com";
 const ZONE: &str = "us-test1-a";
 const MASTER: &str = "master-us-test1-a-1xyz";
-
-/// kOps' GCE test cluster (`minimal-gce.yaml`) named `cluster`, `adjust` applied, written into
-/// `dir`.
-fn gce_spec(
-    dir: &std::path::Path,
-    cluster: &str,
-    adjust: impl FnOnce(&mut yaml_serde::Value),
-) -> std::path::PathBuf {
-    let text = std::fs::read_to_string(support::fixture("gce/minimal-gce.yaml"))
-        .unwrap()
-        .replace("minimal-gce.example.com", cluster)
-        .replace("minimal-gce-example-com", &cluster.replace('.', "-"));
-    let mut doc: yaml_serde::Value = yaml_serde::from_str(&text).unwrap();
-    adjust(&mut doc);
-    let path = dir.join("cluster.yaml");
-    std::fs::write(&path, yaml_serde::to_string(&doc).unwrap()).unwrap();
-    path
-}
 
 fn run(node: &GceNode<'_>, args: &[&str]) -> support::RunOutput {
     node.protokube().args(args).run()
@@ -78,7 +60,7 @@ fn kops_1_36_self_only_disk_labels_still_render_every_member() {
         }
         world.add_instance_of(Kops::V1_36, MASTER, ZONE, "10.0.0.1", CLUSTER, "master");
         let spec_dir = tempfile::tempdir().unwrap();
-        let spec = gce_spec(spec_dir.path(), CLUSTER, |doc| {
+        let spec = kops_gce_spec(spec_dir.path(), CLUSTER, |doc| {
             for cluster in doc["spec"]["etcdClusters"].as_sequence_mut().unwrap() {
                 if with_members {
                     cluster["etcdMembers"] =
@@ -144,7 +126,7 @@ fn a_kops_1_22_gossip_worker_writes_its_masters_from_metadata_and_network_tags()
     std::fs::create_dir_all(node.root.join("/etc")).unwrap();
     std::fs::write(node.root.join("/etc/hosts"), "127.0.0.1 localhost\n").unwrap();
     let spec_dir = tempfile::tempdir().unwrap();
-    let spec = gce_spec(spec_dir.path(), cluster, |_| {});
+    let spec = kops_gce_spec(spec_dir.path(), cluster, |_| {});
     let out = run(&node, &["sync", "--cluster-spec", spec.to_str().unwrap()]);
     assert_eq!(out.code, 0, "{out:#?}");
     let hosts = std::fs::read_to_string(node.root.join("/etc/hosts")).unwrap();
@@ -303,7 +285,7 @@ fn a_hyphenated_etcd_key_converges_with_no_label_write() {
         s["disks"][&disk]["labels"]["k8s-io-protokube-formatted"] = json!(device.uuid());
     });
     let spec_dir = tempfile::tempdir().unwrap();
-    let spec = gce_spec(spec_dir.path(), CLUSTER, |doc| {
+    let spec = kops_gce_spec(spec_dir.path(), CLUSTER, |doc| {
         let extra = yaml_serde::from_str(
             "{name: my-etcd, version: 3.5.13, etcdMembers: [{name: a}], peerPort: 2390, clientPort: 4010}",
         )

@@ -1,5 +1,5 @@
-//! Names in a DNS service's zones: the zones the `--zone` rules choose, only the
-//! cluster's names read, the zone's plan ([`plan`]: ownership records, placeholders, deletion
+//! Names in a DNS service's zones: the zones the `--zone` rules choose, only the cluster's names
+//! read, the zone's plan ([`crate::plan::dns::zoned`]: ownership records, placeholders, deletion
 //! guard) sent and re-planned when another writer was first ([`walk`]), through the service's
 //! client behind [`api::ZoneApi`].
 

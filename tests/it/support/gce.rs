@@ -14,6 +14,24 @@ use super::kube::Certs;
 use super::moto::python;
 use super::Protokube;
 
+/// kOps' GCE test cluster (`minimal-gce.yaml`) named `cluster`, `adjust` applied, written as
+/// `cluster.yaml` into `dir`.
+pub(crate) fn kops_gce_spec(
+    dir: &Path,
+    cluster: &str,
+    adjust: impl FnOnce(&mut yaml_serde::Value),
+) -> PathBuf {
+    let text = std::fs::read_to_string(super::fixture("gce/minimal-gce.yaml"))
+        .unwrap()
+        .replace("minimal-gce.example.com", cluster)
+        .replace("minimal-gce-example-com", &cluster.replace('.', "-"));
+    let mut doc: yaml_serde::Value = yaml_serde::from_str(&text).unwrap();
+    adjust(&mut doc);
+    let path = dir.join("cluster.yaml");
+    std::fs::write(&path, yaml_serde::to_string(&doc).unwrap()).unwrap();
+    path
+}
+
 /// The project every world is in.
 pub(crate) const PROJECT: &str = "test-project";
 
