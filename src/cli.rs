@@ -1060,6 +1060,24 @@ mod tests {
     }
 
     #[test]
+    fn each_endpoint_flag_says_the_default_its_provider_holds() {
+        let command = Cli::command();
+        for cloud in <CloudArg as clap::ValueEnum>::value_variants() {
+            for endpoint in crate::registry(*cloud).provider.endpoints {
+                let flag = command
+                    .get_arguments()
+                    .find(|arg| arg.get_long() == endpoint.flag.strip_prefix("--"))
+                    .unwrap();
+                let help = flag.get_help().unwrap().to_string();
+                assert!(
+                    help.contains(&format!("[default: `{}`]", endpoint.default)),
+                    "{help}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn every_flag_reads_its_protokube_variable() {
         let command = Cli::command();
         let subcommand_args = command

@@ -156,6 +156,11 @@ where
         match check().await {
             Ok(Some(value)) => break Ok(value),
             Ok(None) => {}
+            // A look cut short by the run's deadline (a call it made was still waiting then):
+            // the wait itself ran out.
+            Err(err) if Instant::now() >= deadline && crate::error::caused_by::<NotReady>(&err) => {
+                break Err(timed_out(what, started.elapsed()));
+            }
             Err(err) => break Err(err),
         }
         let now = Instant::now();
@@ -247,5 +252,42 @@ mod tests {
             ))
             .unwrap();
         assert_eq!((value, calls), (7, 3));
+    }
+
+    #[test]
+    fn a_look_cut_short_by_the_deadline_is_the_wait_timing_out() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let until = Deadline::after(Duration::from_millis(30));
+        // The look's own call runs into the run's deadline and says so.
+        let err = rt
+            .block_on(poll_until(
+                "`vol-1` to attach",
+                until,
+                Progress::Log,
+                Backoff::new(Duration::from_millis(1), Duration::from_millis(5)),
+                || async move {
+                    tokio::time::sleep_until(until.instant().into()).await;
+                    Err::<Option<()>, _>(NotReady("the call was cut short".into()).into())
+                },
+            ))
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("waiting for `vol-1` to attach"),
+            "{err}"
+        );
+        // Any other failure of a look is its own.
+        let err = rt
+            .block_on(poll_until(
+                "x",
+                Deadline::after(Duration::from_secs(5)),
+                Progress::Log,
+                Backoff::new(Duration::from_millis(1), Duration::from_millis(5)),
+                || async { Err::<Option<()>, _>(NotReady("busy".into()).into()) },
+            ))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "busy");
     }
 }

@@ -22,7 +22,7 @@ fn sources() -> Vec<(PathBuf, String)> {
             }
         }
     }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let src = crate::support::repo().join("src");
     let mut out = Vec::new();
     walk(&src, &mut out);
     out.sort();
@@ -397,8 +397,7 @@ fn one_registry_match_picks_the_provider() {
         PROVIDERS.len(),
         "one registry arm per provider: {matches:#?}"
     );
-    let lib =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    let lib = std::fs::read_to_string(crate::support::repo().join("src/lib.rs")).unwrap();
     assert_eq!(
         lib.matches("match cloud {").count(),
         1,
@@ -539,8 +538,7 @@ fn test_support_is_compiled_for_tests_only() {
         let module = module_of(Path::new(file));
         let (parent, name) = module.rsplit_once("::").unwrap();
         let declaring = format!("src/{}/mod.rs", parent.replace("::", "/"));
-        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(&declaring))
-            .unwrap();
+        let text = std::fs::read_to_string(crate::support::repo().join(&declaring)).unwrap();
         assert!(
             text.contains(&format!("#[cfg(test)]\npub mod {name};"))
                 || text.contains(&format!("#[cfg(test)]\nmod {name};")),

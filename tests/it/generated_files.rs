@@ -2,8 +2,6 @@
 //! shell completions in `completions/`. These tests fail when they drift; regenerate with
 //! `PROTOKUBE_BLESS=1 cargo test --test it generated_files`.
 
-use std::path::Path;
-
 use clap::CommandFactory;
 use protokube::cli::Cli;
 
@@ -186,7 +184,7 @@ fn completions() -> Vec<(String, Vec<u8>)> {
 
 /// Compares (or, with PROTOKUBE_BLESS set, rewrites) a directory of generated files.
 fn check(dir_name: &str, expected: Vec<(String, Vec<u8>)>) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir_name);
+    let dir = crate::support::repo().join(dir_name);
     let fix = "run PROTOKUBE_BLESS=1 cargo test --test it generated_files";
     if std::env::var_os("PROTOKUBE_BLESS").is_some() {
         std::fs::create_dir_all(&dir).unwrap();

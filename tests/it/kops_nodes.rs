@@ -435,7 +435,7 @@ fn g3_the_image_recipes_put_protokube_where_each_era_runs_it_and_keep_channels()
         ("Dockerfile.1.12-1.18", Image::Debian),
         ("Dockerfile.1.19-1.20", Image::Distroless),
     ] {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        let path = crate::support::repo()
             .join("packaging/kops-image")
             .join(recipe);
         let text = std::fs::read_to_string(&path).unwrap();
@@ -463,9 +463,7 @@ fn g3_the_image_recipes_put_protokube_where_each_era_runs_it_and_keep_channels()
         assert!(!text.contains(&format!("COPY linux/amd64/protokube {channels}")));
     }
     // The release's glibc floor is below Debian 9's 2.24 (the 1.12–1.18 image).
-    let release =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/release"))
-            .unwrap();
+    let release = std::fs::read_to_string(crate::support::repo().join("scripts/release")).unwrap();
     let floor = release
         .lines()
         .find_map(|l| l.strip_prefix("GLIBC_FLOOR="))

@@ -60,7 +60,7 @@ impl Packages {
         )
         .unwrap();
         if scripts {
-            let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+            let repo = &crate::support::repo();
             for entry in std::fs::read_dir(repo.join("packaging/deb")).unwrap() {
                 let entry = entry.unwrap();
                 std::fs::copy(entry.path(), tree.join("DEBIAN").join(entry.file_name())).unwrap();
@@ -79,7 +79,7 @@ impl Packages {
 
     /// The package as this repository builds it (its units and scripts).
     fn current(&self) -> PathBuf {
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let repo = &crate::support::repo();
         let unit = |name: &'static str| {
             (
                 name,

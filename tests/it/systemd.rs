@@ -5,11 +5,9 @@
 
 use crate::support;
 
-use std::path::Path;
-
 #[test]
 fn units_pass_systemd_analyze_verify() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let repo = &crate::support::repo();
     let root = tempfile::tempdir().unwrap();
     let r = |p: &str| root.path().join(p.trim_start_matches('/'));
     std::fs::create_dir_all(r("/usr/lib/systemd")).unwrap();
@@ -121,7 +119,7 @@ fn units_pass_systemd_analyze_verify() {
 /// nothing on its own, and every variable it shows commented out is one the binary reads.
 #[test]
 fn the_packaged_settings_file_sets_nothing_and_names_real_variables() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let repo = &crate::support::repo();
     let text = std::fs::read_to_string(repo.join("packaging/protokube.env")).unwrap();
     let help = support::Protokube::new().args(["sync", "--help"]).run();
     assert_eq!(help.code, 0, "{help:#?}");

@@ -311,10 +311,13 @@ mod tests {
     use std::path::Path;
 
     fn fixture(case: &str, file: &str) -> String {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/kops/hosts")
-            .join(case)
-            .join(file);
+        // The checkout as `cargo test` says it at run time (a shared target directory may
+        // hold a build from another clone).
+        let repo = std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).to_owned(),
+            Into::into,
+        );
+        let path = repo.join("tests/fixtures/kops/hosts").join(case).join(file);
         std::fs::read_to_string(path).unwrap()
     }
 

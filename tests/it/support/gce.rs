@@ -38,13 +38,13 @@ pub(crate) const PROJECT: &str = "test-project";
 /// Where Google's discovery documents are (`scripts/test` fetches them).
 fn discovery_dir() -> PathBuf {
     std::env::var_os("PROTOKUBE_GCE_DISCOVERY").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/google-discovery"),
+        || crate::support::repo().join(".venv/google-discovery"),
         PathBuf::from,
     )
 }
 
 fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gce_standin.py")
+    crate::support::repo().join("scripts/gce_standin.py")
 }
 
 /// Starts the stand-in with `args`, in network namespace `netns` when given; it and the port it

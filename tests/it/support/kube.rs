@@ -181,7 +181,7 @@ impl KubeApi {
             dir.path().join("requests.log"),
         );
         std::fs::write(&nodes, "{}").unwrap();
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/kube_api_standin.py");
+        let script = crate::support::repo().join("scripts/kube_api_standin.py");
         let mut command = Command::new(python());
         command
             .arg(script)

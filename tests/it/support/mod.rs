@@ -22,6 +22,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The repository's checkout, as `cargo test` says it when the tests run: the path baked in
+/// at build time is another clone's where one target directory serves several (CI's).
+pub(crate) fn repo() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
+
 /// Runs `program` with `args`, which must succeed; its standard output.
 pub(crate) fn run(program: &str, args: &[&str]) -> String {
     let output = Command::new(program)
@@ -82,7 +89,7 @@ pub(crate) const NODEUP_EXEC_START: &str =
 
 /// Reference data copied from kOps (see `tests/fixtures/kops/README.md`).
 pub(crate) fn fixture(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    crate::support::repo()
         .join("tests/fixtures/kops")
         .join(path)
 }

@@ -19,7 +19,7 @@ pub(crate) fn python() -> PathBuf {
         // .../.venv/bin/moto_server -> .../.venv/bin/python
         return Path::new(&server).with_file_name("python");
     }
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    let venv = crate::support::repo().join(".venv/bin/python");
     assert!(
         venv.exists(),
         "no moto virtualenv at {}: run the tests through scripts/test",
@@ -30,7 +30,7 @@ pub(crate) fn python() -> PathBuf {
 
 impl Moto {
     pub(crate) fn start() -> Self {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/moto_server.py");
+        let script = crate::support::repo().join("scripts/moto_server.py");
         let mut child = Command::new(python())
             .arg(script)
             .stdin(Stdio::null())
