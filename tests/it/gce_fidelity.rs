@@ -130,18 +130,7 @@ fn a_kops_1_22_gossip_worker_writes_its_masters_from_metadata_and_network_tags()
     let out = run(&node, &["sync", "--cluster-spec", spec.to_str().unwrap()]);
     assert_eq!(out.code, 0, "{out:#?}");
     let hosts = std::fs::read_to_string(node.root.join("/etc/hosts")).unwrap();
-    for master in ["10.0.1.1", "10.0.1.2"] {
-        assert!(
-            hosts.contains(&format!(
-                "{master}\tapi.internal.g.k8s.local kops-controller.internal.g.k8s.local\n"
-            )),
-            "{hosts}"
-        );
-    }
-    assert!(
-        !hosts.contains("10.0.9.9") && !hosts.contains("10.0.2.1"),
-        "{hosts}"
-    );
+    support::gce::assert_hosts_name_the_two_masters(&hosts);
     world.assert_faithful();
 }
 

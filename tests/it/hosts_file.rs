@@ -60,15 +60,7 @@ fn a_bind_mounted_hosts_file_killed_mid_write_is_never_torn() {
     let mut killed = 0;
     for (syscall, when) in kill_points {
         std::fs::write(&source, old_hosts()).unwrap();
-        let inject = format!("inject={syscall}:signal=SIGKILL:when={when}");
-        let out = bed
-            .command_under(
-                &["strace", "-f", "-qq", "-o", "/dev/null", "-e", &inject],
-                "publish-dns",
-                &spec,
-                &[],
-            )
-            .run();
+        let out = bed.run_killed_at(syscall, when, "publish-dns", &spec);
         if out.code == 137 {
             killed += 1;
         }

@@ -210,15 +210,7 @@ fn g2_a_reader_holding_the_hosts_file_mounted_sees_every_change_and_never_a_torn
         ("ftruncate", 1),
     ] {
         std::fs::write(&hosts, &shrunk).unwrap();
-        let inject = format!("inject={syscall}:signal=SIGKILL:when={when}");
-        let out = bed
-            .command_under(
-                &["strace", "-f", "-qq", "-o", "/dev/null", "-e", &inject],
-                "publish-dns",
-                &spec,
-                &[],
-            )
-            .run();
+        let out = bed.run_killed_at(syscall, when, "publish-dns", &spec);
         assert_eq!(out.code, 137, "{syscall}#{when}: not killed: {out:#?}");
         for (who, text) in [
             ("host", std::fs::read_to_string(&hosts).unwrap()),

@@ -7,7 +7,8 @@
 
 use crate::support;
 
-use std::path::Path;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use support::bed::{Bed, NodeKind, REGION};
@@ -61,24 +62,53 @@ fn master(disk: &LoopDevice) -> (Bed, String, String) {
     (node, volume, zone)
 }
 
+/// nodeup's unit running on `node`: the daemon started with `args` and the settings file's
+/// `env` (beside `PROTOKUBE_ROOT`), its standard output and error kept in files.
+struct Unit {
+    daemon: std::process::Child,
+    out: PathBuf,
+    err: PathBuf,
+    _logs: tempfile::TempDir,
+}
+
+fn start_unit(node: &Bed, env: &[(&str, &OsStr)], args: Vec<String>) -> Unit {
+    let logs = tempfile::tempdir().unwrap();
+    let (out, err) = (logs.path().join("stdout"), logs.path().join("stderr"));
+    let mut protokube = Protokube::new()
+        .moto(node.moto())
+        .imds(node.imds())
+        .env("PROTOKUBE_ROOT", node.root.path());
+    for (key, value) in env {
+        protokube = protokube.env(key, value);
+    }
+    let daemon = protokube.args(args).spawn_to(
+        std::fs::File::create(&out).unwrap(),
+        std::fs::File::create(&err).unwrap(),
+    );
+    Unit {
+        daemon,
+        out,
+        err,
+        _logs: logs,
+    }
+}
+
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn nodeups_exec_start_runs_sync_until_sigterm() {
     let disk = LoopDevice::blank(64);
     let (node, volume, zone) = master(&disk);
     node.moto().reset_operations();
-    let logs = tempfile::tempdir().unwrap();
-    let (out, err) = (logs.path().join("stdout"), logs.path().join("stderr"));
-    let mut daemon = Protokube::new()
-        .moto(node.moto())
-        .imds(node.imds())
-        .env("PROTOKUBE_ROOT", node.root.path())
-        .env("PROTOKUBE_OUTPUT", "json")
-        .args(nodeup_args(&zone))
-        .spawn_to(
-            std::fs::File::create(&out).unwrap(),
-            std::fs::File::create(&err).unwrap(),
-        );
+    let Unit {
+        mut daemon,
+        out,
+        err,
+        _logs,
+    } = start_unit(
+        &node,
+        &[("PROTOKUBE_OUTPUT", OsStr::new("json"))],
+        nodeup_args(&zone),
+    );
     // The first sync of kOps 1.30's unit: etcd is etcd-manager's (kOps' protokube had no etcd
     // code from 1.23), said once; no volume touched, no etcd pod, not the kube-* pods (nodeup's).
     wait_for("the first report", &err, || {
@@ -119,17 +149,12 @@ fn nodeups_exec_start_runs_sync_until_sigterm() {
 fn a_kops_1_22_legacy_etcd_unit_does_the_old_protokubes_etcd_job() {
     let disk = LoopDevice::blank(64);
     let (node, volume, zone) = master(&disk);
-    let logs = tempfile::tempdir().unwrap();
-    let (out, err) = (logs.path().join("stdout"), logs.path().join("stderr"));
-    let mut daemon = Protokube::new()
-        .moto(node.moto())
-        .imds(node.imds())
-        .env("PROTOKUBE_ROOT", node.root.path())
-        .args(kops_1_22_legacy_etcd_args(&zone))
-        .spawn_to(
-            std::fs::File::create(&out).unwrap(),
-            std::fs::File::create(&err).unwrap(),
-        );
+    let Unit {
+        mut daemon,
+        out,
+        err,
+        _logs,
+    } = start_unit(&node, &[], kops_1_22_legacy_etcd_args(&zone));
     // The first sync: the volume mounted, its etcd pod (the unit's --etcd-image: no spec), its
     // name in Route53; not the kube-* pods, which stay nodeup's.
     let manifests = node.root.join("/etc/kubernetes/manifests");
@@ -166,21 +191,17 @@ fn a_kops_1_22_legacy_etcd_unit_does_the_old_protokubes_etcd_job() {
 fn with_a_spec_from_the_environment_file_it_runs_the_whole_sync() {
     let disk = LoopDevice::blank(64);
     let (node, _volume, zone) = master(&disk);
-    let logs = tempfile::tempdir().unwrap();
-    let (out, err) = (logs.path().join("stdout"), logs.path().join("stderr"));
-    let mut daemon = Protokube::new()
-        .moto(node.moto())
-        .imds(node.imds())
-        .env("PROTOKUBE_ROOT", node.root.path())
-        .env(
-            "PROTOKUBE_CLUSTER_SPEC",
-            fixture("cluster-completed/minimal-1.28.yaml"),
-        )
-        .args(kops_1_22_legacy_etcd_args(&zone))
-        .spawn_to(
-            std::fs::File::create(&out).unwrap(),
-            std::fs::File::create(&err).unwrap(),
-        );
+    let spec = fixture("cluster-completed/minimal-1.28.yaml");
+    let Unit {
+        mut daemon,
+        err,
+        _logs,
+        ..
+    } = start_unit(
+        &node,
+        &[("PROTOKUBE_CLUSTER_SPEC", spec.as_os_str())],
+        kops_1_22_legacy_etcd_args(&zone),
+    );
     let manifests = node.root.join("/etc/kubernetes/manifests");
     wait_for("the control plane's manifests", &err, || {
         [

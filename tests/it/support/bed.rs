@@ -181,6 +181,25 @@ impl Bed {
         self.command_under(&[], command, spec, extra)
     }
 
+    /// `command` run under `strace`, killed with SIGKILL at the `when`th call of `syscall` by
+    /// protokube or any child it starts.
+    pub(crate) fn run_killed_at(
+        &self,
+        syscall: &str,
+        when: u32,
+        command: &str,
+        spec: &std::path::Path,
+    ) -> RunOutput {
+        let inject = format!("inject={syscall}:signal=SIGKILL:when={when}");
+        self.command_under(
+            &["strace", "-f", "-qq", "-o", "/dev/null", "-e", &inject],
+            command,
+            spec,
+            &[],
+        )
+        .run()
+    }
+
     /// [`Bed::command`] started by `wrapper` (see [`Protokube::under`]).
     pub(crate) fn command_under(
         &self,

@@ -508,3 +508,22 @@ pub(crate) fn encode(value: &str) -> String {
         })
         .collect()
 }
+
+/// Asserts that a gossip worker's hosts file `hosts` maps `api.internal` and
+/// `kops-controller.internal` of the cluster `g.k8s.local` to its two control-plane instances
+/// (`10.0.1.1`, `10.0.1.2`), and names neither a worker (`10.0.2.1`) nor another cluster's master
+/// (`10.0.9.9`), as the GCE worlds with masters seed them.
+pub(crate) fn assert_hosts_name_the_two_masters(hosts: &str) {
+    for master in ["10.0.1.1", "10.0.1.2"] {
+        assert!(
+            hosts.contains(&format!(
+                "{master}\tapi.internal.g.k8s.local kops-controller.internal.g.k8s.local\n"
+            )),
+            "{hosts}"
+        );
+    }
+    assert!(
+        !hosts.contains("10.0.9.9") && !hosts.contains("10.0.2.1"),
+        "{hosts}"
+    );
+}
