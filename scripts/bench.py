@@ -1,5 +1,5 @@
 """Benchmark of protokube against the local AWS emulator (not a test: it reports, never fails on
-a number). Prints one table: figure, budget (DESIGN §8), measured.
+a number). Prints one table: figure, budget (docs/performance.md), measured.
 
 usage: bench.py PROTOKUBE_BINARY EMULATOR_URL
 """

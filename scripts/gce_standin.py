@@ -40,6 +40,8 @@ The state is one JSON file (project, instances, disks, operations, managed zones
 record sets, changes, and injections a test sets: `attach_race` {disk: {by, when: at_once |
 in_operation}}, `label_race` [disk], `dns_race` [{zone, rrset} | {zone, remove: "name|type"}],
 `pending_polls`, `denied` [IAM permission], `revoked_tokens` {instance: [generation]},
+`rate_limited_for` {method id: seconds} (403 rateLimitExceeded for every call of the method
+in the `seconds` after its first call; the refusals' times in `rate_limit_refusals`),
 `rate_limited` {method id: n} (403 rateLimitExceeded n times, Compute Engine's rate quota
 answer), `not_ready` {disk: n} (attachDisk answered 400 resourceNotReady n times: a disk still
 detaching), `operation_seconds` (how long an operation stays RUNNING: seconds, or {operation type: seconds}), `lost_answers` {method
@@ -269,7 +271,7 @@ class Api:
         if users:
             out["users"] = users
         for key in ("sourceSnapshot", "sourceImage", "sourceDisk", "sourceInstantSnapshot", "sourceMachineImage",
-                    "asyncPrimaryDisk"):
+                    "sourceStorageObject", "asyncPrimaryDisk"):
             if disk.get(key):
                 out[key] = disk[key]
         return out
@@ -374,6 +376,15 @@ class Api:
                 if mid in data.get("denied", []) or needed in data.get("denied", []):
                     raise error(403, "forbidden", "Required '%s' permission for 'projects/%s'"
                                 % (needed, data["project"]), "PERMISSION_DENIED")
+            window = data.get("rate_limited_for", {}).get(mid)
+            if window is not None:
+                # A per-minute quota spent by a fleet: every call of the method is refused for
+                # `window` seconds from the first one, each refusal logged with its time.
+                started = data.setdefault("rate_limit_started", {}).setdefault(mid, time.time())
+                if time.time() - started < window:
+                    data.setdefault("rate_limit_refusals", {}).setdefault(mid, []).append(time.time())
+                    raise Answer(403, {"error": {"code": 403, "message": "Rate Limit Exceeded", "errors": [
+                        {"message": "Rate Limit Exceeded", "domain": "usageLimits", "reason": "rateLimitExceeded"}]}})
             if data.get("rate_limited", {}).get(mid, 0) > 0:
                 # Compute Engine's rate quota answer (cloud.google.com/compute/api-quota): 403,
                 # reason rateLimitExceeded, domain usageLimits; "wait a minute, then retry".

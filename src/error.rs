@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-/// Exit codes of the contract (DESIGN §2).
+/// Exit codes of the contract (docs/commands.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExitCode {
     /// Done: nothing left to do.

@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod names;
 pub mod paths;
 pub mod plan;
+pub(crate) mod proxy;
 pub mod report;
 pub mod settings;
 pub mod snapshot;
@@ -235,8 +236,8 @@ fn explain_denied(err: anyhow::Error, settings: &Settings) -> anyhow::Error {
         .map_or("<cluster>", |c| c.name.as_str());
     let (role, section) = (settings.provider.denied_to)(settings.master, cluster);
     let hint = format!(
-        "this instance's credentials lack `{}`: grant it to {role}; the README's {section} \
-         section lists every permission protokube uses",
+        "this instance's credentials lack `{}`: grant it to {role}; {section} lists every \
+         permission protokube uses",
         denied.permission
     );
     err.context(hint)

@@ -1,4 +1,4 @@
-//! The run report (DESIGN §2): one shape for every command, printed as text, JSON or YAML on stdout.
+//! The run report (docs/commands.md): one shape for every command, printed as text, JSON or YAML on stdout.
 
 use std::fmt::Write as _;
 

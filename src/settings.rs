@@ -23,7 +23,7 @@ use crate::plan::blank::BlankCheck;
 use crate::plan::dns::records::own_name_taken;
 use crate::plan::dns::zones::ZoneRule;
 use crate::plan::etcd_owner::Declined;
-use crate::plan::kops::{KopsUnit, DISTROLESS_CHANNELS_TOOL, DISTROLESS_PROTOKUBE};
+use crate::plan::kops::{KopsUnit, DISTROLESS_CHANNELS_TOOL};
 use crate::plan::manifests::etcd::{
     check_api_server_etcd_ports, etcd_image, etcd_ports, EtcdOptions,
 };
@@ -500,19 +500,16 @@ impl Settings {
     }
 }
 
-/// Whether a container unit runs in kOps 1.19–1.20's distroless image: its protokube at
-/// `/protokube` and its channels tool at `/channels`, at the container's own root (outside the
-/// host's, at `/rootfs`). Nothing is looked at outside a container unit.
+/// Whether a container unit runs in kOps 1.19–1.20's distroless image: its channels tool at
+/// `/channels`, at the container's own root (outside the host's, at `/rootfs`). Nothing is
+/// looked at outside a container unit.
 fn distroless_image(files: &dyn Files, kops: KopsUnit) -> Result<bool> {
     if !kops.in_container() {
         return Ok(false);
     }
-    for path in [DISTROLESS_CHANNELS_TOOL, DISTROLESS_PROTOKUBE] {
-        if files.kind(Path::new(path))? == crate::host::FileKind::File {
-            return Ok(true);
-        }
-    }
-    Ok(false)
+    // `/channels` alone tells it: 1.12–1.18's image never has it, and a stray `/protokube`
+    // (an operator's copy) does not make a Debian image distroless.
+    Ok(files.kind(Path::new(DISTROLESS_CHANNELS_TOOL))? == crate::host::FileKind::File)
 }
 
 /// Where a cluster's records go when `--dns` is not given, and why when the spec decides it:

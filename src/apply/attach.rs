@@ -109,7 +109,7 @@ pub async fn wait_attached(
     progress: Progress,
 ) -> Result<Vec<String>> {
     let what = format!("`{}` to be attached", ids.join("`, `"));
-    // Capped at 1 s so a run ends at most about a second after the cloud attaches (DESIGN §8:
+    // Capped at 1 s so a run ends at most about a second after the cloud attaches (docs/performance.md:
     // cold sync ≤ 1 s beyond the cloud's own attach time).
     let backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(1));
     poll_until(&what, deadline, progress, backoff, || async {

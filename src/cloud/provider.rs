@@ -32,8 +32,8 @@ pub struct Provider {
     /// (kOps' IRSA clusters on AWS: the control-plane role has no DNS permission).
     pub names_left_by_spec: fn(&ClusterSpec) -> Option<&'static str>,
     /// Who lacks a permission the cloud refused, in kOps' words for the node's role
-    /// (`master`: a control-plane node, of cluster `cluster`), and the README's section that
-    /// lists every permission protokube uses there.
+    /// (`master`: a control-plane node, of cluster `cluster`), and the page of the project's
+    /// documents that lists every permission protokube uses there.
     pub denied_to: fn(master: bool, cluster: &str) -> (String, &'static str),
 }
 

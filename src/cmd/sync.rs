@@ -11,7 +11,7 @@ use crate::host::Host;
 use crate::report::Report;
 use crate::settings::Settings;
 use crate::snapshot::{Snapshot, VolumeScope};
-use crate::steps;
+use crate::steps::{self, kubelet::KubeletStart};
 
 pub async fn run(
     settings: &Settings,
@@ -20,14 +20,16 @@ pub async fn run(
     host: &dyn Host,
     report: &mut Report,
 ) -> Result<()> {
-    // kOps 1.12–1.18 left kubelet to its protokube, which started it first, whatever its cloud
-    // and DNS steps then did.
-    let kubelet = steps::kubelet::first(settings, host, report).await;
-    let rest = after_kubelet(settings, cloud, zones, host, report).await;
+    // kOps 1.12–1.18 left kubelet to its protokube: first, or after the mount where it
+    // manages etcd; decided once, from the unit's own flags.
+    let start = KubeletStart::of(settings);
+    let kubelet = steps::kubelet::first(start, settings, host, report).await;
+    let rest = after_kubelet(start, settings, cloud, zones, host, report).await;
     steps::first_error([rest, kubelet])
 }
 
 async fn after_kubelet(
+    kubelet: KubeletStart,
     settings: &Settings,
     cloud: &dyn Cloud,
     zones: &dyn ZoneService,
@@ -58,6 +60,7 @@ async fn after_kubelet(
     let verify = steps::verify::begin(settings, &mut snapshot, &*dns).await?;
     let (claimed, mounted) =
         steps::claim::claim_and_mount(settings, &mut snapshot, owns_etcd, report).await?;
+    steps::kubelet::after_mount(kubelet, settings, host, report).await?;
     let rendered = steps::render::run(settings, &mut snapshot, report).await?;
     let known = steps::verify::known(verify.as_ref());
     let published = steps::publish::run(settings, &mut snapshot, &*dns, known, report).await?;

@@ -3,21 +3,28 @@
 //! [`crate::plan::dns::hosts`] and written through the node's seam.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Result;
 use async_trait::async_trait;
 
 use super::target::{Desired, DnsTarget, Known, PublishOutcome, Releasing, RunFacts};
 use crate::cloud::InstanceInfo;
-use crate::host::Files;
+use crate::error::NotReady;
+use crate::host::{Files, HostsWrite};
 use crate::paths::HOSTS_FILE;
 use crate::plan::dns::hosts::{
-    managed_records, plan_hosts, plan_hosts_removal, HostRecords, HostsPlan, ManagedNames,
+    caught_mid_write, managed_records, plan_hosts, plan_hosts_removal, HostRecords, HostsPlan,
+    ManagedNames,
 };
 use crate::plan::dns::records::{gossip_master_records, DesiredRecord};
 use crate::plan::volumes::EtcdVolume;
 use crate::report::Report;
 use crate::settings::{Cluster, Settings};
+
+/// Reads and plans of the hosts file before a run gives up on another writer that keeps
+/// changing it.
+const HOSTS_ATTEMPTS: u32 = 10;
 
 /// The managed block of `<root>/etc/hosts`, read and written through `files`.
 pub struct HostsFile<'a> {
@@ -48,23 +55,47 @@ impl HostsFile<'_> {
     }
 
     /// Reads the hosts file, plans the new one from what it holds, writes it unless a dry run.
-    /// Returns the new content.
+    /// Another writer that changed the file between the read and the write (etcd-manager keeps
+    /// its own blocks there) is met by reading again and planning again, a few times, then
+    /// "not ready" (exit 75): never a mixed file, never a failed run. Returns the new content.
     fn rewrite(
         &self,
-        plan: impl FnOnce(&str, &[u8]) -> HostsPlan,
+        plan: impl Fn(&str, &[u8]) -> HostsPlan,
         report: &mut Report,
     ) -> Result<Vec<u8>> {
         let host = self.files;
         let path = self.path()?;
-        let content = host.read_hosts(&path)?;
-        let plan = plan(&path.display().to_string(), &content);
-        if !self.settings.dry_run {
-            host.write_hosts(&path, &content, &plan.content)?;
+        let target = path.display().to_string();
+        let mut seen_torn: Option<Vec<u8>> = None;
+        for attempt in 1..=HOSTS_ATTEMPTS {
+            let content = host.read_hosts(&path)?;
+            // Another writer's write caught halfway is read again, unless the same bytes were
+            // read after the last pause too (then that is what the file holds).
+            if caught_mid_write(&content) && seen_torn.as_deref() != Some(&content[..]) {
+                tracing::debug!("`{target}` is being written by another writer; reading it again");
+                seen_torn = Some(content);
+                std::thread::sleep(Duration::from_millis(fastrand::u64(20..=60)));
+                continue;
+            }
+            let plan = plan(&target, &content);
+            let written = self.settings.dry_run
+                || host.write_hosts(&path, &content, &plan.content)? != HostsWrite::Raced;
+            if written {
+                for change in plan.changes {
+                    report.push(change);
+                }
+                return Ok(plan.content);
+            }
+            tracing::debug!(
+                "`{target}` changed under another writer (attempt {attempt}); reading it again"
+            );
+            std::thread::sleep(Duration::from_millis(fastrand::u64(5..=50)));
         }
-        for change in plan.changes {
-            report.push(change);
-        }
-        Ok(plan.content)
+        Err(NotReady(format!(
+            "the hosts file `{target}` kept changing under another writer while protokube wrote \
+             its block ({HOSTS_ATTEMPTS} attempts); run again"
+        ))
+        .into())
     }
 }
 

@@ -116,7 +116,7 @@ pub struct Desired {
     pub listed_etcd_names: Option<BTreeSet<String>>,
 }
 
-/// What `sync` on a master knows from its last full check (DESIGN §8); nothing for every other
+/// What `sync` on a master knows from its last full check (docs/performance.md); nothing for every other
 /// run, which looks in full.
 #[derive(Clone, Debug, Default)]
 pub struct Known {

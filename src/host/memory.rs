@@ -11,7 +11,7 @@ use anyhow::{anyhow, bail, Result};
 
 use super::{
     ChildCommand, ChildOutput, Devices, FileKind, Files, FoundDevice, FsckResult, Holder,
-    MountPlace, Processes, RunLock, Services, Witnesses, WriteOutcome,
+    HostsWrite, MountPlace, Processes, RunLock, Services, Witnesses, WriteOutcome,
 };
 use crate::cloud::DeviceHint;
 use crate::paths::HostRoot;
@@ -504,21 +504,25 @@ impl Files for MemoryHost {
         Ok(self.read(path, u64::MAX)?.unwrap_or_default())
     }
 
-    fn write_hosts(&self, path: &Path, old: &[u8], new: &[u8]) -> Result<WriteOutcome> {
+    fn write_hosts(&self, path: &Path, old: &[u8], new: &[u8]) -> Result<HostsWrite> {
         let mut node = self.lock_node();
-        if old == new && node.files.contains_key(path) {
-            return Ok(WriteOutcome::Unchanged);
+        let current = node.files.get(path).map(|(bytes, _)| bytes.as_slice());
+        if current.unwrap_or_default() != old {
+            return Ok(HostsWrite::Raced);
+        }
+        if old == new && current.is_some() {
+            return Ok(HostsWrite::Done(WriteOutcome::Unchanged));
         }
         let created = node
             .files
             .insert(path.to_owned(), (new.to_vec(), 0o644))
             .is_none();
         node.effects.push(format!("write {}", path.display()));
-        Ok(if created {
+        Ok(HostsWrite::Done(if created {
             WriteOutcome::Created
         } else {
             WriteOutcome::Updated
-        })
+        }))
     }
 
     fn lock(&self, _root: &HostRoot, _deadline: Deadline) -> Result<RunLock> {

@@ -80,6 +80,16 @@ pub enum WriteOutcome {
     Unchanged,
 }
 
+/// What an in-place write of the hosts file came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostsWrite {
+    /// Written (or left, the bytes being equal), and read back as written.
+    Done(WriteOutcome),
+    /// Another writer changed the file between the read the plan came from and the write, or
+    /// while it was written: the caller reads it again and plans again.
+    Raced,
+}
+
 /// Something that still holds a device, so that it must not be detached.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Holder {
@@ -213,12 +223,15 @@ pub trait Files: Send + Sync {
     /// but a regular file of at most `max` bytes is an error.
     fn read(&self, path: &Path, max: u64) -> Result<Option<Vec<u8>>>;
 
-    /// The hosts file's bytes (symlinks already resolved); a missing one reads as empty.
+    /// The hosts file's bytes (symlinks already resolved); a missing one reads as empty, and
+    /// anything but a regular file (a FIFO, a device) is refused at once, never waited on.
     fn read_hosts(&self, path: &Path) -> Result<Vec<u8>>;
 
-    /// Writes `new` to the hosts file at `path`, which holds `old`, when they differ: atomically,
-    /// or, where it is a bind mount, in place without ever being empty.
-    fn write_hosts(&self, path: &Path, old: &[u8], new: &[u8]) -> Result<WriteOutcome>;
+    /// Writes `new` to the hosts file at `path`, which holds `old`, when they differ: in place
+    /// (whoever holds it mounted sees the change), never empty or torn, the space for the new
+    /// bytes secured before the first one changes; created whole where it is missing.
+    /// [`HostsWrite::Raced`] when another writer changed it before or during the write.
+    fn write_hosts(&self, path: &Path, old: &[u8], new: &[u8]) -> Result<HostsWrite>;
 
     /// Takes the run lock under `root`, waiting until `deadline` for another run to release it.
     fn lock(&self, root: &HostRoot, deadline: Deadline) -> Result<RunLock>;

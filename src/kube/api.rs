@@ -24,6 +24,7 @@ use crate::host::{ChildCommand, ChildEnd, FileKind, Host};
 use crate::kube::certificate::check_client_credential;
 use crate::paths::HostRoot;
 use crate::plan::kops::BootstrapObject;
+use crate::proxy::EgressProxies;
 use crate::wait::{Backoff, Deadline};
 
 /// The largest kubeconfig read (kOps' is well under 16 KiB).
@@ -101,6 +102,7 @@ impl KubeClient {
                 check_client_certificate(host, user_info, &whose)?;
             }
         }
+        let named_proxy = context_proxy(&config);
         let mut config =
             kube::Config::from_custom_kubeconfig(config, &KubeConfigOptions::default())
                 .await
@@ -112,6 +114,19 @@ impl KubeClient {
         config.connect_timeout = Some(remaining);
         config.read_timeout = Some(remaining);
         config.write_timeout = Some(remaining);
+        // The kubeconfig's own `proxy-url` wins; else the node's proxy settings as Go reads
+        // them (kube-rs' own reading proxies even what `NO_PROXY` exempts, loopback included).
+        config.proxy_url =
+            match named_proxy {
+                Some(url) => Some(url.parse().with_context(|| {
+                    format!("the `proxy-url` of kubeconfig `{}`", path.display())
+                })?),
+                None => EgressProxies::from_env(&[])
+                    .route(&config.cluster_url)
+                    .map(|route| route.url.parse())
+                    .transpose()
+                    .context("the node's egress proxy (`HTTPS_PROXY`) is not a URL")?,
+            };
         let server = config.cluster_url.to_string();
         let client = kube::Client::try_from(config)
             .with_context(|| format!("a Kubernetes client for `{server}`"))?;
@@ -226,6 +241,24 @@ fn current_user(config: &Kubeconfig) -> Option<String> {
         .find(|c| c.name == context)
         .and_then(|c| c.context.as_ref())
         .and_then(|c| c.user.clone())
+}
+
+/// The `proxy-url` of the cluster of the kubeconfig's current context, if it names one.
+fn context_proxy(config: &Kubeconfig) -> Option<String> {
+    let context = config.current_context.as_deref()?;
+    let cluster = config
+        .contexts
+        .iter()
+        .find(|c| c.name == context)
+        .and_then(|c| c.context.as_ref())
+        .map(|c| c.cluster.clone())?;
+    config
+        .clusters
+        .iter()
+        .find(|c| c.name == cluster)
+        .and_then(|c| c.cluster.as_ref())
+        .and_then(|c| c.proxy_url.clone())
+        .filter(|url| !url.trim().is_empty())
 }
 
 /// A host path of the kubeconfig, taken under `--root`.

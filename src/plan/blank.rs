@@ -1,5 +1,5 @@
 //! The proof that a device is blank before anything formats it, and the decision what to do
-//! with a device that is not mounted. Every witness must agree before `mkfs` runs (DESIGN §3):
+//! with a device that is not mounted. Every witness must agree before `mkfs` runs (docs/safety.md):
 //! the cloud (no `k8s.io/protokube/formatted` tag, not made from a snapshot or anything else), `blkid -p`
 //! (no signature), the backup superblocks a filesystem keeps elsewhere on the device (ext2/3/4
 //! backups, xfs secondary superblocks, btrfs mirrors: a filesystem whose start was wiped still
@@ -373,7 +373,7 @@ pub enum DeviceDecision {
 const REFUSE_TAIL: &str = "protokube only formats a device every witness proves blank; check \
                            the volume by hand";
 
-/// The decision for an unmounted device (DESIGN §3).
+/// The decision for an unmounted device (docs/safety.md).
 pub fn decide_device(facts: &DeviceFacts) -> DeviceDecision {
     if let Some(IntentUuid::Invalid(why)) = &facts.intent {
         return DeviceDecision::Refuse(format!(

@@ -26,8 +26,6 @@ pub enum KopsUnit {
 /// Where the distroless image of kOps 1.19–1.20 keeps its channels tool (outside the host's
 /// root: `release-1.19:protokube/pkg/protokube/channels.go:39`).
 pub const DISTROLESS_CHANNELS_TOOL: &str = "/channels";
-/// Where the distroless image keeps protokube itself.
-pub const DISTROLESS_PROTOKUBE: &str = "/protokube";
 
 const MASTER: (&str, &str) = ("node-role.kubernetes.io/master", "");
 const CONTROL_PLANE: (&str, &str) = ("node-role.kubernetes.io/control-plane", "");

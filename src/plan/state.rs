@@ -1,6 +1,6 @@
 //! The state file's contents (`<root>/var/lib/protokube/state.json`, read in `state.rs`): what
 //! `mount` mounted, read by `render-manifests`; what the last full check of the cloud found, so
-//! a converged `sync` asks the cloud once, or a gossip worker not at all (DESIGN §8); the hosted
+//! a converged `sync` asks the cloud once, or a gossip worker not at all (docs/performance.md); the hosted
 //! zones found for the `--zone`
 //! rules. Versioned; serialized deterministically.
 
@@ -40,7 +40,7 @@ pub struct State {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<LearnedNode>,
     /// Names the cluster owns in a DNS service's zones and no longer has, as full reads found them: deleted
-    /// only once missing for `--verify-interval` (DESIGN §6).
+    /// only once missing for `--verify-interval` (docs/safety.md).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub missing_names: BTreeMap<String, MissingName>,
     /// Device names an attachment got stuck `attaching` on here: the next attach tries another
@@ -99,7 +99,7 @@ pub struct LeftAlone {
     pub reason: String,
 }
 
-/// What a gossip worker's last full check found (DESIGN §8): the masters' addresses and the
+/// What a gossip worker's last full check found (docs/performance.md): the masters' addresses and the
 /// hosts block written from them. Trusted — the cloud not asked — for `--verify-interval` less
 /// `jitter_seconds` (drawn at the check, up to a tenth of the interval, so a fleet's checks
 /// spread out), while the block on

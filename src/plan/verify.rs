@@ -1,4 +1,4 @@
-//! Whether a converged node can trust its last full check of the cloud (DESIGN §8): on a master
+//! Whether a converged node can trust its last full check of the cloud (docs/performance.md): on a master
 //! the one fresh `DescribeInstances` answer against the recorded one, the interval, and the
 //! local facts the rest of the run would act on; on a gossip worker the interval (less its
 //! jitter) and the hosts block on disk. Pure.

@@ -41,7 +41,7 @@ impl Claimed {
         }
         Err(NotReady(format!(
             "the cloud refused to detach `{}` from this node ({}); the rest was done, and the \
-             volume(s) stay attached here until the node's role may detach them (the README's \
+             volume(s) stay attached here until the node's role may detach them (docs/kops.md, \
              IAM section, `iam/`) or they are detached by hand",
             self.refused_detaches.join("`, `"),
             self.refused_permission

@@ -1,7 +1,9 @@
-//! The kubelet step of kOps 1.12–1.18 (its protokube's `startKubeletService`): nodeup leaves
-//! kubelet stopped on control-plane nodes there ("allow protokube to start kubelet"), so that
-//! it comes up once volumes and names are in place. Where kubelet is not running it is started
-//! (`systemctl start --no-block kubelet`, in the host's namespaces from kOps' container).
+//! The kubelet step of kOps 1.12–1.18 (its protokube's `startKubeletService`, on every node):
+//! nodeup leaves kubelet stopped on control-plane nodes there ("allow protokube to start
+//! kubelet"), so that it comes up once volumes and names are in place. Where kubelet is not
+//! running it is started (`systemctl start --no-block kubelet`, in the host's namespaces from
+//! kOps' container): after the etcd volumes are mounted where protokube manages etcd, else
+//! first in the run.
 
 use anyhow::Result;
 
@@ -12,10 +14,58 @@ use crate::settings::Settings;
 /// The host's kubelet unit.
 pub const KUBELET: &str = "kubelet";
 
-/// Starts kubelet where kOps left it to protokube (a control-plane node of kOps 1.12–1.18):
-/// `sync` does this first, whatever its cloud and DNS steps then do.
-pub async fn first(settings: &Settings, host: &dyn Services, report: &mut Report) -> Result<()> {
-    if settings.master && settings.kops.starts_kubelet() {
+/// When kubelet is started where kOps left it to protokube (every node of kOps 1.12–1.18).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KubeletStart {
+    /// Not protokube's to start (kOps 1.19 and later: nodeup starts it).
+    Never,
+    /// First in the run, whatever its cloud and DNS steps then do (workers, and masters whose
+    /// etcd is not protokube's).
+    First,
+    /// Once the etcd volumes are mounted, where protokube manages etcd (`--manage-etcd=true` on
+    /// a master): kOps' order, "so that when kubelet comes up the first time, all volume mounts
+    /// and DNS are available". A run whose attach or mount fails leaves it for a later run, so
+    /// that etcd and the API server never start without their data and fall into backoff.
+    AfterMount,
+}
+
+impl KubeletStart {
+    /// The rule for this run's settings.
+    pub fn of(settings: &Settings) -> Self {
+        if !settings.kops.starts_kubelet() {
+            Self::Never
+        } else if settings.master && settings.etcd_declined.is_none() {
+            Self::AfterMount
+        } else {
+            Self::First
+        }
+    }
+}
+
+/// Starts kubelet first in the run where that is its place ([`KubeletStart::First`]);
+/// `start` is the rule decided once, from the settings the run was started with.
+pub async fn first(
+    start: KubeletStart,
+    settings: &Settings,
+    host: &dyn Services,
+    report: &mut Report,
+) -> Result<()> {
+    if start == KubeletStart::First {
+        run(settings, host, report).await
+    } else {
+        Ok(())
+    }
+}
+
+/// Starts kubelet once the etcd volumes are mounted where that is its place
+/// ([`KubeletStart::AfterMount`]); the caller calls it only after a mount that succeeded.
+pub async fn after_mount(
+    start: KubeletStart,
+    settings: &Settings,
+    host: &dyn Services,
+    report: &mut Report,
+) -> Result<()> {
+    if start == KubeletStart::AfterMount {
         run(settings, host, report).await
     } else {
         Ok(())

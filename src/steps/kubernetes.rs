@@ -7,33 +7,17 @@
 //! warning and the next minute tries again. kubelet (kOps 1.12–1.18) is started first in the
 //! run, by `sync` ([`crate::steps::kubelet`]).
 
-use std::time::Duration;
-
 use anyhow::Result;
 
-use crate::daemon::INTERVAL;
 use crate::error::NotReady;
 use crate::host::Host;
 use crate::kube::api::KubeClient;
 use crate::kube::KubernetesApi;
 use crate::report::Report;
 use crate::settings::Settings;
+use crate::steps::api_wait::{api_deadline, API_POLL};
 use crate::steps::{channels, labels, rbac};
-use crate::wait::{poll_until, Backoff, Deadline};
-
-/// How often an API not there yet is asked again (kOps' protokube: every 5 s).
-pub const API_POLL: Duration = Duration::from_secs(5);
-
-/// The deadline of the run's Kubernetes API steps: the run's, and in the old daemon's loop no
-/// later than a minute from now (the loop comes back then).
-pub fn api_deadline(settings: &Settings) -> Deadline {
-    let deadline = settings.deadline;
-    if settings.legacy {
-        deadline.earliest(Deadline::after(INTERVAL))
-    } else {
-        deadline
-    }
-}
+use crate::wait::{poll_until, Backoff};
 
 /// The Kubernetes API as `KUBECONFIG` reaches it, its files and credential plugin on `host`.
 pub async fn connect(settings: &Settings, host: &dyn Host) -> Result<KubeClient> {
@@ -386,16 +370,85 @@ mod tests {
 
     #[test]
     fn kubelet_is_started_where_kops_left_it_to_protokube() {
-        for (kops, active, dry_run, expected) in [
-            (KopsUnit::DebianImage, false, false, Some(Action::Start)),
-            (KopsUnit::DebianImage, true, false, Some(Action::Unchanged)),
-            (KopsUnit::DebianImage, false, true, Some(Action::Start)),
-            (KopsUnit::DistrolessImage, false, false, None),
-            (KopsUnit::Host, false, false, None),
-            (KopsUnit::Current, false, false, None),
+        use crate::steps::kubelet::{after_mount, first, KubeletStart};
+        // (version, master, --manage-etcd, kubelet active, dry run) → what `first` and
+        // `after_mount` say.
+        let start = Some(Action::Start);
+        for (kops, master, manage_etcd, active, dry_run, at_first, after) in [
+            // A master where protokube manages etcd: only once its volumes are mounted.
+            (KopsUnit::DebianImage, true, None, false, false, None, start),
+            (
+                KopsUnit::DebianImage,
+                true,
+                Some(true),
+                false,
+                true,
+                None,
+                start,
+            ),
+            (
+                KopsUnit::DebianImage,
+                true,
+                None,
+                true,
+                false,
+                None,
+                Some(Action::Unchanged),
+            ),
+            // etcd not protokube's here, and every worker: first in the run.
+            (
+                KopsUnit::DebianImage,
+                true,
+                Some(false),
+                false,
+                false,
+                start,
+                None,
+            ),
+            (
+                KopsUnit::DebianImage,
+                false,
+                Some(true),
+                false,
+                false,
+                start,
+                None,
+            ),
+            (
+                KopsUnit::DebianImage,
+                false,
+                None,
+                true,
+                false,
+                Some(Action::Unchanged),
+                None,
+            ),
+            // nodeup starts kubelet from 1.19.
+            (
+                KopsUnit::DistrolessImage,
+                false,
+                None,
+                false,
+                false,
+                None,
+                None,
+            ),
+            (
+                KopsUnit::DistrolessImage,
+                true,
+                None,
+                false,
+                false,
+                None,
+                None,
+            ),
+            (KopsUnit::Host, true, None, false, false, None, None),
+            (KopsUnit::Current, false, None, false, false, None, None),
         ] {
             let mut bench = node(kops, true, |flags| {
                 flags.bootstrap_master_node_labels = false;
+                flags.master = master;
+                flags.manage_etcd = manage_etcd;
             });
             if dry_run {
                 bench.dry_run();
@@ -403,26 +456,30 @@ mod tests {
             bench.host.change(|node| {
                 node.services.insert("kubelet".to_owned(), active);
             });
-            let mut report = bench.report();
-            Bench::block_on(crate::steps::kubelet::first(
-                &bench.settings,
-                &bench.host,
-                &mut report,
-            ))
-            .unwrap();
-            let said: Vec<Action> = report
-                .changes
-                .iter()
-                .filter(|c| c.kind == ChangeKind::Service)
-                .map(|c| c.action)
-                .collect();
-            assert_eq!(said, expected.into_iter().collect::<Vec<_>>(), "{kops:?}");
-            let started = bench.take_effects().contains(&"start kubelet".to_owned());
-            assert_eq!(
-                started,
-                expected == Some(Action::Start) && !dry_run,
-                "{kops:?}"
-            );
+            let case = format!("{kops:?}, master {master}, --manage-etcd {manage_etcd:?}");
+            for (step, expected) in [("first", at_first), ("after_mount", after)] {
+                let mut report = bench.report();
+                let rule = KubeletStart::of(&bench.settings);
+                let run = if step == "first" {
+                    Bench::block_on(first(rule, &bench.settings, &bench.host, &mut report))
+                } else {
+                    Bench::block_on(after_mount(rule, &bench.settings, &bench.host, &mut report))
+                };
+                run.unwrap();
+                let said: Vec<Action> = report
+                    .changes
+                    .iter()
+                    .filter(|c| c.kind == ChangeKind::Service)
+                    .map(|c| c.action)
+                    .collect();
+                assert_eq!(
+                    said,
+                    expected.into_iter().collect::<Vec<_>>(),
+                    "{case}: {step}"
+                );
+                let started = bench.take_effects().contains(&"start kubelet".to_owned());
+                assert_eq!(started, expected == start && !dry_run, "{case}: {step}");
+            }
         }
     }
 }

@@ -16,6 +16,7 @@ use crate::kube::KubernetesApi;
 use crate::plan::kops::missing_labels;
 use crate::report::{Action, Change, ChangeKind, Report};
 use crate::settings::Settings;
+use crate::steps::api_wait::{api_deadline, API_POLL};
 use crate::wait::{poll_until, Backoff};
 
 pub async fn run(
@@ -24,13 +25,13 @@ pub async fn run(
     node: &str,
     report: &mut Report,
 ) -> Result<()> {
-    let until = super::kubernetes::api_deadline(settings);
+    let until = api_deadline(settings);
     let last_reason = Mutex::new(format!("node `{node}` to be registered"));
     let (name, current) = poll_until(
         &format!("node `{node}` in the Kubernetes API"),
         until,
         settings.progress,
-        Backoff::new(Duration::from_millis(500), super::kubernetes::API_POLL),
+        Backoff::new(Duration::from_millis(500), API_POLL),
         || async {
             match find_node(settings, api, node).await {
                 Ok(Some(found)) => Ok(Some(found)),

@@ -3,6 +3,7 @@
 //! seams (the node's `host`, the `cloud`, through `apply/` where an effect has steps of its own),
 //! then updates the snapshot for the steps after it.
 
+pub mod api_wait;
 pub mod channels;
 pub mod claim;
 pub mod discover;

@@ -466,7 +466,7 @@ fn warn_untagged(
         "the cloud refused the {} ({permission}) of {} after protokube \
          formatted them: each format is recorded on this node (`{}`) instead, so the volumes \
          mount and are never formatted again, but the cloud's witness is missing; grant \
-         `{permission}` on the cluster's volumes (the README's IAM section, `iam/`) to have it",
+         `{permission}` on the cluster's volumes (docs/kops.md, IAM, and `iam/`) to have it",
         words.name(FORMATTED_TAG),
         volumes.join(", "),
         settings.root.path(crate::paths::FORMATTING_DIR).display(),

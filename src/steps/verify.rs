@@ -1,4 +1,4 @@
-//! The verify step of `sync` (DESIGN §8): on a master, before the other steps, ask the cloud
+//! The verify step of `sync` (docs/performance.md): on a master, before the other steps, ask the cloud
 //! once and decide from the last full check whether that is enough (`plan/verify.rs`); on a
 //! gossip worker, decide without asking anything whether the last check still holds. After the
 //! other steps, record what a full check found. The record is bookkeeping in the state file, not

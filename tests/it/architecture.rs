@@ -1,4 +1,4 @@
-//! The shape of the code (DESIGN §9), checked so it cannot drift: thin command files that do not
+//! The shape of the code (ARCHITECTURE.md), checked so it cannot drift: thin command files that do not
 //! import each other, nothing below the commands importing the CLI layer or a command, no
 //! import cycles between modules nor between files, planning free of effects, the machine
 //! touched under `host/linux/` only and reached from outside `host/` by the composition root
@@ -62,6 +62,79 @@ const TEST_SUPPORT: [&str; 4] = [
 
 /// The composition root: it picks the providers and the real node, and may name them all.
 const COMPOSITION_ROOT: [&str; 2] = ["lib.rs", "main.rs"];
+
+/// The paths every `use` declaration of `code` names, groups expanded at any depth and in any
+/// layout: `use crate::{a::X, b::{c, self}};` → `crate::a::X`, `crate::b::c`, `crate::b`.
+fn use_paths(code: &str) -> Vec<String> {
+    fn expand(prefix: &str, tree: &str, out: &mut Vec<String>) {
+        let tree = tree.trim();
+        let Some(open) = tree.find('{') else {
+            let item = tree.split(" as ").next().unwrap_or(tree).trim();
+            match item {
+                "" => {}
+                "self" | "*" => out.push(prefix.trim_end_matches("::").to_owned()),
+                item => out.push(format!("{prefix}{item}")),
+            }
+            return;
+        };
+        let head = format!("{prefix}{}", tree[..open].trim());
+        let inner = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
+        let (mut depth, mut start) = (0, 0);
+        for (i, c) in inner.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    expand(&head, &inner[start..i], out);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        expand(&head, &inner[start..], out);
+    }
+    // rustfmt starts every `use` declaration on a line of its own.
+    let mut out = Vec::new();
+    let mut declaration: Option<String> = None;
+    for line in code.lines() {
+        let trimmed = line.trim();
+        let start = ["use ", "pub use ", "pub(crate) use ", "pub(super) use "]
+            .iter()
+            .find_map(|p| trimmed.strip_prefix(p));
+        let text = match (&mut declaration, start) {
+            (Some(open), _) => {
+                open.push(' ');
+                open.push_str(trimmed);
+                open.clone()
+            }
+            (None, Some(rest)) => rest.to_owned(),
+            (None, None) => continue,
+        };
+        match text.find(';') {
+            Some(end) => {
+                expand("", &text[..end], &mut out);
+                declaration = None;
+            }
+            None => declaration = Some(text),
+        }
+    }
+    out
+}
+
+#[test]
+fn grouped_and_nested_uses_are_read() {
+    let code = "use crate::{\n    a::X,\n    b::{c, self, d::Y as Z},\n};\npub(crate) use super::e;\nfn f() { reuse(); }";
+    assert_eq!(
+        use_paths(code),
+        [
+            "crate::a::X",
+            "crate::b::c",
+            "crate::b",
+            "crate::b::d::Y",
+            "super::e"
+        ]
+    );
+}
 
 /// The `crate::a::b` paths a file names, as module paths (`a::b`), deepest first cut at what
 /// exists as a module.
@@ -341,7 +414,7 @@ const PROVIDERS: [(&str, &[&str], &[&str]); 2] = [
 ];
 
 /// Where the command line names the providers (`--cloud`'s values, their flags), and the
-/// composition root whose registry picks them: nowhere else (DESIGN §9).
+/// composition root whose registry picks them: nowhere else (ARCHITECTURE.md).
 const NAMES_PROVIDERS: [&str; 2] = ["cli.rs", "lib.rs"];
 
 /// The lines of `text` (outside its unit tests, comments included) that name one of `words`,
@@ -442,6 +515,35 @@ fn file_imports(module: &str, code: &str, modules: &BTreeSet<String>) -> BTreeSe
     let mut out = imports(code, modules);
     let parent: Vec<&str> = module.split("::").collect::<Vec<_>>();
     let parent = &parent[..parent.len().saturating_sub(1)];
+    // Every `use`, groups expanded: the module each path lands in, else (an item of the
+    // crate's root) `lib`.
+    for path in use_paths(code) {
+        let mut parts: Vec<&str> = path.split("::").collect();
+        let (base, named): (Vec<&str>, usize) = match parts.first().copied() {
+            Some("crate") => (Vec::new(), 1),
+            Some("super") => (parent.to_vec(), 1),
+            Some("self") => (module.split("::").collect(), 1),
+            // The crate's root names its modules without `crate::`.
+            Some(first) if module == "lib" && modules.contains(first) => (Vec::new(), 0),
+            _ => continue,
+        };
+        parts.drain(..named);
+        let mut full = base.clone();
+        full.extend(parts);
+        let found = (1..=full.len())
+            .rev()
+            .map(|n| full[..n].join("::"))
+            .find(|candidate| modules.contains(candidate));
+        match found {
+            Some(found) => {
+                out.insert(found);
+            }
+            None if base.is_empty() && !full.is_empty() => {
+                out.insert("lib".to_owned());
+            }
+            None => {}
+        }
+    }
     for (i, _) in code.match_indices("super::") {
         let rest: String = code[i + "super::".len()..]
             .chars()
@@ -493,7 +595,7 @@ fn files_form_no_cycle() {
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (path, text) in &sources {
         let module = module_of(path);
-        if module == "lib" || module == "main" {
+        if module == "main" {
             continue;
         }
         let code = without_comments(without_tests(text));

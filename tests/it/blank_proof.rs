@@ -1,4 +1,4 @@
-//! The blank proof with independent witnesses (DESIGN §3), on real loop devices with real
+//! The blank proof with independent witnesses (docs/safety.md), on real loop devices with real
 //! blkid, mkfs, fsck and mount, against the emulator: data blkid cannot see, a filesystem whose
 //! start was wiped, a volume the cloud says is formatted or restored, a leftover intent over
 //! someone else's damaged filesystem, and every signature kind: each refused, the device left

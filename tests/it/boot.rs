@@ -1,4 +1,4 @@
-//! Early boot (DESIGN §2): the metadata service, credentials and the AWS endpoints may not be
+//! Early boot (docs/commands.md): the metadata service, credentials and the AWS endpoints may not be
 //! there yet; protokube waits for them with backoff up to `--timeout`, then exits 75 naming what
 //! it waited for. The operator's `AWS_MAX_ATTEMPTS` wins over protokube's retry default.
 

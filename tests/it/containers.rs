@@ -1,4 +1,4 @@
-//! Containerized runs (DESIGN §2 `--root`): when `--root` is the host's root seen from a
+//! Containerized runs (docs/commands.md, `--root`): when `--root` is the host's root seen from a
 //! container, the volume is mounted in the host's mount namespace, where kubelet sees it; when
 //! protokube runs in a mount namespace of its own that does not propagate to init's, it refuses
 //! before touching the device.

@@ -1,4 +1,4 @@
-//! Names protokube writes, under hostile input (DESIGN §5): `spec.masterPublicName` is untrusted
+//! Names protokube writes, under hostile input (docs/commands.md): `spec.masterPublicName` is untrusted
 //! (no injection into the hosts file, no wildcard, no zone apex, nothing outside the cluster's
 //! domain or an allowed zone); joined etcd names over 63 characters are refused; a name held
 //! through an alias or a type protokube does not write is left alone; a change of over 1 000

@@ -1,4 +1,4 @@
-//! A dry run is the run's own plan (DESIGN §6): on a fresh node of each kind, for `sync` and for
+//! A dry run is the run's own plan (docs/safety.md): on a fresh node of each kind, for `sync` and for
 //! each single command, the (kind, target, action) set `--dry-run` reports is the set the real
 //! run then reports, and a dry run after the real run reports no change.
 

@@ -1,4 +1,4 @@
-//! EC2 as it fails for real (DESIGN §3), injected by the test layer in front of the emulator
+//! EC2 as it fails for real (docs/safety.md), injected by the test layer in front of the emulator
 //! (`scripts/moto_server.py`), with real loop devices: an AttachVolume that succeeded but whose
 //! answer was lost (the SDK's retry gets `VolumeInUse`), an attachment stuck in `attaching`, a
 //! stale read showing the previous owner's `detaching` attachment, a second volume of one etcd

@@ -1,5 +1,5 @@
 //! A failed run still prints one report: with `-o json` a script always gets one object, with
-//! `"error": {"message", "exit_code"}` and the changes made before the failure (DESIGN §2).
+//! `"error": {"message", "exit_code"}` and the changes made before the failure (docs/commands.md).
 
 use crate::support;
 

@@ -1,4 +1,4 @@
-//! Fleet scale (DESIGN §8): a converged master's `sync` asks the cloud once (`DescribeInstances`)
+//! Fleet scale (docs/performance.md): a converged master's `sync` asks the cloud once (`DescribeInstances`)
 //! and Route53 never; the full check (every `--verify-interval`, and whenever that answer
 //! changes) asks for volumes and masters at once and reads each zone once, the zone id
 //! remembered. Counted by the emulator's request recorder (`scripts/moto_server.py`); moto

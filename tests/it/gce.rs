@@ -1,4 +1,4 @@
-//! protokube on Google Compute Engine (`--cloud gce`, DESIGN §12) against the GCE stand-in
+//! protokube on Google Compute Engine (`--cloud gce`, docs/gce.md) against the GCE stand-in
 //! (`support/gce.rs`): identity from the metadata server, kOps' labelled persistent disks
 //! attached under their own names, formatted only when blank, labelled with the filesystem's
 //! UUID, Cloud DNS names with their ownership TXT, gossip hosts blocks from the masters'

@@ -514,3 +514,160 @@ fn kops_rewriting_a_disks_labels_never_gets_it_formatted_again() {
         .any(|c| c == "compute.disks.setLabels"));
     world.assert_faithful();
 }
+
+#[test]
+fn kops_1_22_masters_with_an_organisations_label_and_a_roll_to_1_23_are_all_masters() {
+    let cluster = "g.k8s.local";
+    // kOps 1.22's masters carry no kOps label, but an agent's or an organisation policy's.
+    let world = GceWorld::new();
+    for (name, zone, ip) in [
+        ("master-a", "us-test1-a", "10.0.1.1"),
+        ("master-b", "us-test1-b", "10.0.1.2"),
+    ] {
+        world.add_instance_of(Kops::V1_22, name, zone, ip, cluster, "master");
+    }
+    world.change(|s| {
+        s["instances"]["master-a"]["labels"] =
+            json!({"goog-ops-agent-policy": "v2-x86-template-1-4-0"});
+    });
+    world.add_instance_of(Kops::V1_22, "nodes-a-1", ZONE, "10.0.2.1", cluster, "node");
+    let spec_dir = tempfile::tempdir().unwrap();
+    let spec = kops_gce_spec(spec_dir.path(), cluster, |_| {});
+    let worker_hosts = |world: &GceWorld| {
+        let node = world.node("nodes-a-1");
+        std::fs::create_dir_all(node.root.join("/etc")).unwrap();
+        std::fs::write(node.root.join("/etc/hosts"), "127.0.0.1 localhost\n").unwrap();
+        let out = run(&node, &["sync", "--cluster-spec", spec.to_str().unwrap()]);
+        assert_eq!(out.code, 0, "{out:#?}");
+        std::fs::read_to_string(node.root.join("/etc/hosts")).unwrap()
+    };
+    support::gce::assert_hosts_name_the_two_masters(&worker_hosts(&world));
+    // A roll from 1.22 to 1.23: master-b comes back labelled, master-a is still 1.22's.
+    world.add_instance_of(
+        Kops::V1_26,
+        "master-b",
+        "us-test1-b",
+        "10.0.1.2",
+        cluster,
+        "master",
+    );
+    support::gce::assert_hosts_name_the_two_masters(&worker_hosts(&world));
+    world.assert_faithful();
+}
+
+#[test]
+fn a_metadata_cluster_name_that_contradicts_the_instances_label_claims_nothing() {
+    // Two clusters' disks in the zone; the master is labelled for one, its metadata names the
+    // other (a template copied between clusters).
+    let world = GceWorld::new();
+    world.add_etcd_disk(CLUSTER, ZONE, "main", "a", &["a"]);
+    let other = "other.example.com";
+    let theirs = world.add_etcd_disk(other, ZONE, "main", "a", &["a"]);
+    world.add_instance(MASTER, ZONE, "10.0.0.1", CLUSTER, "master");
+    world.change(|s| s["instances"][MASTER]["metadata"]["cluster-name"] = json!(other));
+    let node = world.node(MASTER);
+    for args in [
+        &["mount", "--master", "-o", "json"][..],
+        &[
+            "publish-dns",
+            "--master",
+            "--zone",
+            "example.com",
+            "-o",
+            "json",
+        ][..],
+    ] {
+        let out = run(&node, args);
+        assert_eq!(out.code, 1, "{args:?}: {out:#?}");
+        let error = out.error_lines()[0];
+        assert!(
+            error.contains("k8s-io-cluster-name=ha-example-com")
+                && error.contains("cluster-name=other.example.com"),
+            "{args:?}: {error}"
+        );
+        assert!(out.report().changes.is_empty(), "{args:?}: {out:#?}");
+    }
+    let requests = world.requests();
+    assert!(
+        !requests
+            .iter()
+            .any(|r| r["id"] == "compute.instances.attachDisk" || r["id"] == "dns.changes.create"),
+        "{requests:?}"
+    );
+    assert!(world.disk(&theirs)["users"]
+        .as_array()
+        .is_none_or(Vec::is_empty));
+    world.assert_faithful();
+}
+
+#[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
+fn a_disk_imported_from_cloud_storage_is_never_formatted() {
+    let (world, disk) = one_member();
+    world.change(|s| {
+        s["disks"][&disk]["sourceStorageObject"] =
+            json!("https://storage.googleapis.com/backups/etcd-main-a.tar.gz");
+    });
+    let node = world.node(MASTER);
+    // The device reads blank: only the cloud knows it was made from something.
+    let device = LoopDevice::blank(64);
+    node.link_disk(&disk, &device.path);
+    let out = mount(&node, &[]);
+    assert_eq!(out.code, 1, "{out:#?}");
+    let error = out.error_lines()[0];
+    assert!(
+        error.contains("sourceStorageObject") && error.contains("etcd-main-a.tar.gz"),
+        "{out:#?}"
+    );
+    assert!(device.fs_type().is_none(), "formatted");
+    world.assert_faithful();
+}
+
+#[test]
+fn googles_rate_limit_holding_a_minute_is_asked_again_at_most_twice_in_it() {
+    let (world, _) = one_member();
+    world.change(|s| s["rate_limited_for"] = json!({"compute.disks.list": 60}));
+    let node = world.node(MASTER);
+    let args = [
+        "discover-volumes",
+        "--cluster-id",
+        CLUSTER,
+        "--timeout",
+        "150s",
+        "-o",
+        "json",
+    ];
+    let out = run(&node, &args);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(out.report().volumes.len(), 1, "{out:#?}");
+    // Within the refused minute: the first call and at most two more.
+    let refusals = world.state()["rate_limit_refusals"]["compute.disks.list"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(
+        (1..=3).contains(&refusals.len()),
+        "{} calls inside the refused minute: {refusals:?}",
+        refusals.len()
+    );
+    // A deadline before the window turns: not ready, said as the rate limit.
+    world.change(|s| {
+        s["rate_limited_for"] = json!({"compute.disks.list": 600});
+        s["rate_limit_started"] = json!({});
+        s["rate_limit_refusals"] = json!({});
+    });
+    let out = run(
+        &node,
+        &[&args[..3], &["--timeout", "10s", "-o", "json"]].concat(),
+    );
+    assert_eq!(out.code, 75, "{out:#?}");
+    assert!(
+        out.error_lines()[0].contains("rateLimitExceeded"),
+        "{out:#?}"
+    );
+    let refused = world.state()["rate_limit_refusals"]["compute.disks.list"]
+        .as_array()
+        .map_or(0, Vec::len);
+    assert_eq!(refused, 1, "asked again inside the refused minute");
+    world.assert_faithful();
+}

@@ -106,7 +106,7 @@ fn extra_sections(command: &clap::Command, siblings: &[String]) -> String {
     see.push(roman(", "));
     see.push(italic("systemd.timer"));
     see.push(roman(
-        "(5), the README's operator quick start and troubleshooting table",
+        "(5), the README's operator quick start, docs/operations.md's troubleshooting table",
     ));
     page.text(see);
     page.to_roff()

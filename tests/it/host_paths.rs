@@ -1,4 +1,4 @@
-//! Paths under hostile or unusual hosts (DESIGN §3): `--root` and every host path are resolved
+//! Paths under hostile or unusual hosts (docs/safety.md): `--root` and every host path are resolved
 //! as `chroot` would (a `/mnt -> var/mnt` host, a relative root converge); a symlink where
 //! protokube expects its own directory or file is refused, never followed; the mount source is
 //! the canonical device; an NVMe namespace must carry the volume's serial whichever path found

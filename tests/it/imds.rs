@@ -1,4 +1,4 @@
-//! The instance metadata service as containers and IPv6-only subnets meet it (DESIGN §5): a
+//! The instance metadata service as containers and IPv6-only subnets meet it (docs/commands.md): a
 //! token request the hop limit drops names the fixes; `AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE=IPv6`
 //! reaches IMDS at `[fd00:ec2::254]` (served here inside a network namespace of the test's own).
 

@@ -343,11 +343,12 @@ fn g7_kubelet_is_started_first_on_1_12_to_1_18_whatever_the_cloud_does_and_never
 
 #[test]
 #[ignore = "needs root: kOps' container images are mount namespaces; scripts/test runs it as root"]
-fn g9_remove_dns_names_takes_kops_placeholders_and_leaves_real_addresses() {
+fn g9_remove_dns_names_removes_the_listed_names_a_records_whatever_they_hold() {
     let world = World::new("minimal.example.com");
     let (args, _) = unit_line("1.18-docker");
     let placeholder = "etcd-master-us-test-1a.internal.minimal.example.com";
     let real = "etcd-events-master-us-test-1a.internal.minimal.example.com";
+    let unlisted = "etcd-other.internal.minimal.example.com";
     let route53 = support::runtime().block_on(world.bed.moto().route53());
     support::runtime().block_on(seed::records(
         &route53,
@@ -359,22 +360,25 @@ fn g9_remove_dns_names_takes_kops_placeholders_and_leaves_real_addresses() {
                 vec!["203.0.113.123".to_owned()],
             ),
             (real.to_owned(), "A", vec!["172.20.32.10".to_owned()]),
+            (unlisted.to_owned(), "A", vec!["172.20.32.11".to_owned()]),
         ],
     ));
     let node = Node::new(&args, Waking::default());
     let run = node.run(&world, Layout::Image(Image::Debian, None), &args, &[]);
     assert_eq!(run.exit_on_sigterm, Some(0), "{}", run.stderr);
     let records = support::runtime().block_on(seed::zone_records(&route53, &world.zone));
-    assert!(
-        !records.contains_key(&(placeholder.to_owned(), "A".to_owned())),
-        "{records:?}"
-    );
+    // kOps' removeDNSRecords: the listed names' A records, whatever they held (the old etcd
+    // peer names, which etcd-manager does not use); nothing else.
+    for name in [placeholder, real] {
+        assert!(
+            !records.contains_key(&(name.to_owned(), "A".to_owned())),
+            "{name}: {records:?}"
+        );
+    }
     assert_eq!(
-        records[&(real.to_owned(), "A".to_owned())].1,
-        ["172.20.32.10"]
+        records[&(unlisted.to_owned(), "A".to_owned())].1,
+        ["172.20.32.11"]
     );
-    let warnings = run.report["warnings"].to_string();
-    assert!(warnings.contains(real), "{warnings}");
     // Once: the next start asks Route53 nothing for them.
     world.bed.moto().reset_operations();
     let again = node.run(&world, Layout::Image(Image::Debian, None), &args, &[]);
@@ -384,6 +388,101 @@ fn g9_remove_dns_names_takes_kops_placeholders_and_leaves_real_addresses() {
         !operations.iter().any(|o| o.contains("ResourceRecordSets")),
         "{operations:?}"
     );
+}
+
+/// nodeup 1.18's unit line for a worker of a gossip cluster (`ProtokubeFlags` of
+/// `release-1.18:nodeup/pkg/model/protokube.go`: no etcd manifests on a worker, so
+/// `--manage-etcd=true` with the etcd image; `--dns=gossip` and the internal suffix from
+/// `api.internal.<cluster>`; the node-role labels flag from k8s 1.16), sorted as flagbuilder
+/// writes them.
+const GOSSIP_WORKER_1_18: &str = "--bootstrap-master-node-labels=true --cloud=aws \
+    --containerized=true --dns-internal-suffix=internal.minimal.k8s.local --dns=gossip \
+    --etcd-image=k8s.gcr.io/etcd:3.4.3 --initialize-rbac=true --manage-etcd=true \
+    --master=false --node-name=ip-172-20-33-10.ec2.internal --v=4";
+
+#[test]
+#[ignore = "needs root: kOps' container images are mount namespaces; scripts/test runs it as root"]
+fn kubelet_is_started_first_on_a_1_18_gossip_worker_and_in_an_image_with_a_stray_protokube() {
+    // A worker instance of the gossip cluster (its masters tagged beside it).
+    let world = World {
+        bed: Bed::new(NodeKind::GossipWorker),
+        zone: String::new(),
+    };
+    let args: Vec<String> = GOSSIP_WORKER_1_18
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    for image in [Image::Debian, Image::DebianWithStrayProtokube] {
+        let root = TestRoot::new();
+        let systemctl = recording_systemctl();
+        let run = world.run_in(Layout::Image(image, None), &args, &root, &[], &systemctl);
+        assert_eq!(run.exit_on_sigterm, Some(0), "{image:?}: {}", run.stderr);
+        assert_eq!(
+            run.systemctl,
+            ["is-active --quiet kubelet", "start --no-block kubelet"],
+            "{image:?}: {}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs root: kOps' container images are mount namespaces; scripts/test runs it as root"]
+fn a_1_18_legacy_etcd_master_starts_kubelet_only_once_its_volumes_are_mounted() {
+    let world = World::new("minimal.example.com");
+    // The 1.18 master line where protokube manages etcd (no etcd-manager manifests).
+    let (args, _) = unit_line("1.18-docker");
+    let args: Vec<String> = args
+        .into_iter()
+        .filter(|a| !a.starts_with("--remove-dns-names="))
+        .map(|a| a.replace("--manage-etcd=false", "--manage-etcd=true"))
+        .chain(["--etcd-image=k8s.gcr.io/etcd:3.4.3".to_owned()])
+        .collect();
+    let volume = world
+        .bed
+        .etcd_volume("minimal.example.com", &[("main", "a/a")]);
+    let node = Node::new(&args, Waking::default());
+    // The volume is attached, its device never shows: the mount fails, kubelet waits.
+    let short = [("PROTOKUBE_TIMEOUT", "5s".to_owned())];
+    let run = node.run(&world, Layout::Image(Image::Debian, None), &args, &short);
+    let mounted_any = run.report["changes"]
+        .as_array()
+        .is_some_and(|c| c.iter().any(|c| c["kind"] == "mount"));
+    assert!(!mounted_any, "{:#}\n{}", run.report, run.stderr);
+    assert!(
+        !run.systemctl.iter().any(|c| c.starts_with("start")),
+        "kubelet started without its etcd data: {:?}\n{}",
+        run.systemctl,
+        run.stderr
+    );
+    // The device appears: mounted, then kubelet.
+    let device = support::block::LoopDevice::blank(64);
+    node.root.link_by_id(&volume, &device.path);
+    let run = node.run(&world, Layout::Image(Image::Debian, None), &args, &[]);
+    assert!(
+        run.report["error"].is_null(),
+        "{:#}\n{}",
+        run.report,
+        run.stderr
+    );
+    assert!(
+        run.systemctl
+            .contains(&"start --no-block kubelet".to_owned()),
+        "{:?}\n{}",
+        run.systemctl,
+        run.stderr
+    );
+    let changes = run.report["changes"].as_array().unwrap();
+    let mounted = changes
+        .iter()
+        .position(|c| c["kind"] == "mount")
+        .expect("mounted");
+    let started = changes
+        .iter()
+        .position(|c| c["kind"] == "service" && c["action"] == "start")
+        .expect("kubelet started");
+    assert!(mounted < started, "{changes:?}");
+    unmount_below(node.root.path());
 }
 
 #[test]

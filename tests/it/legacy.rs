@@ -1,4 +1,4 @@
-//! The old daemon's invocation (DESIGN §2): kOps' nodeup starts protokube with no subcommand and
+//! The old daemon's invocation (docs/commands.md): kOps' nodeup starts protokube with no subcommand and
 //! its own flags (`tests/it/support` has the ExecStart line of nodeup's unit). protokube runs
 //! `sync` and keeps running; the flags it has no use for are named once; SIGTERM ends it cleanly
 //! between runs. A kOps ≥ 1.23 unit never makes etcd protokube's (kOps' protokube had no etcd

@@ -21,6 +21,7 @@ mod discover_volumes;
 mod dns_names;
 mod dry_run;
 mod ec2_failures;
+mod egress_proxy;
 mod failed_runs;
 mod fleet;
 mod gce;

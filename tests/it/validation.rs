@@ -1,4 +1,4 @@
-//! Bad input changes nothing (DESIGN §2, §6): every invalid flag value and every invalid value
+//! Bad input changes nothing (docs/commands.md, docs/safety.md): every invalid flag value and every invalid value
 //! derived from the flags and the spec, given to `sync` on a fresh master with blank volumes,
 //! exits 64 (a flag) or 1 (a file or a spec value) before the lock, the cloud or any file: no
 //! AWS call that changes anything, no mount, no format, nothing new under `--root`.

@@ -47,7 +47,7 @@ pub const PROVIDER: Provider = Provider {
         } else {
             format!("the node role (kOps: `nodes.{cluster}`)")
         };
-        (role, "IAM")
+        (role, "docs/kops.md (IAM)")
     },
 };
 

@@ -21,6 +21,7 @@ use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use crate::cloud::patient;
 use crate::cloud::AccessDenied;
 use crate::error::{NotReady, Unreachable};
+use crate::proxy::EgressProxies;
 use crate::wait::Deadline;
 
 /// Attempts per AWS call (the first try included); throttling and 5xx are retried with backoff.
@@ -140,6 +141,9 @@ pub async fn load_sdk_config(region: &str, operation_timeout: Duration) -> SdkCo
                 .with_max_backoff(Duration::from_secs(10)),
         );
     }
+    if let Some(client) = proxied_http_client(&EgressProxies::from_env(&IMDS_ADDRESSES)) {
+        loader = loader.http_client(client);
+    }
     loader
         .timeout_config(
             TimeoutConfig::builder()
@@ -157,6 +161,49 @@ pub async fn load_sdk_config(region: &str, operation_timeout: Duration) -> SdkCo
         .load()
         .await
 }
+
+/// The SDK's HTTPS client going through the node's egress proxy (`HTTPS_PROXY` for the
+/// service endpoints, `HTTP_PROXY` where only that is set, `NO_PROXY` and what is never
+/// proxied exempt: `crate::proxy`), or `None` where no proxy is set (the SDK's default client,
+/// which reaches everything directly). The instance metadata service has a client of its own
+/// (`imds.rs`), never proxied, and is exempt here too (the credentials chain asks it).
+fn proxied_http_client(
+    proxies: &EgressProxies,
+) -> Option<aws_smithy_runtime_api::client::http::SharedHttpClient> {
+    use aws_smithy_http_client::proxy::ProxyConfig;
+    use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+    let config = match (&proxies.https, &proxies.http) {
+        (Some(https), Some(http)) if https == http => ProxyConfig::all(https.as_str()),
+        (Some(https), _) => ProxyConfig::https(https.as_str()),
+        (None, Some(http)) => ProxyConfig::http(http.as_str()),
+        (None, None) => return None,
+    };
+    let config = match config {
+        Ok(config) => config.no_proxy(&proxies.no_proxy),
+        Err(err) => {
+            tracing::warn!("the egress proxy is not a URL ({err}); reaching AWS directly");
+            return None;
+        }
+    };
+    Some(
+        aws_smithy_http_client::Builder::new().build_with_connector_fn(
+            move |settings, components| {
+                let mut builder =
+                    aws_smithy_http_client::Connector::builder().proxy_config(config.clone());
+                builder.set_connector_settings(settings.cloned());
+                if let Some(components) = components {
+                    builder.set_sleep_impl(components.sleep_impl());
+                }
+                builder
+                    .tls_provider(Provider::Rustls(CryptoMode::AwsLc))
+                    .build()
+            },
+        ),
+    )
+}
+
+/// The instance metadata service's addresses (IPv4, IPv6), never reached through a proxy.
+const IMDS_ADDRESSES: [&str; 2] = ["169.254.169.254", "fd00:ec2::254"];
 
 /// Error codes AWS gives a caller that lacks a permission.
 const ACCESS_DENIED: [&str; 5] = [

@@ -19,10 +19,17 @@ use super::metadata::MetadataServer;
 use crate::cloud::patient;
 use crate::cloud::AccessDenied;
 use crate::error::{NotReady, Unreachable};
+use crate::proxy::EgressProxies;
 use crate::wait::{Backoff, Deadline};
 
 /// Attempts per call (the first included) while Google answers busy (429, 5xx).
 const MAX_ATTEMPTS: u32 = 6;
+/// The pause of a method a rate quota refused: Google's quotas count per minute, so the method
+/// is asked again about half a minute later at the earliest, and so at most twice in the minute
+/// after the refusal (Google: "wait a minute, then try again").
+const QUOTA_PAUSE: Duration = Duration::from_secs(30);
+/// The random part added to [`QUOTA_PAUSE`], so that a fleet refused together comes back apart.
+const QUOTA_JITTER: Duration = Duration::from_secs(10);
 /// The longest one attempt may take.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The longest one attempt at an operation's `wait` may take: Google holds it up to two minutes
@@ -116,6 +123,8 @@ pub struct GoogleApi {
     metadata: Arc<MetadataServer>,
     deadline: Deadline,
     calls: Mutex<BTreeMap<String, u64>>,
+    /// Methods a rate quota refused, and when they may be asked again.
+    held: Mutex<BTreeMap<String, tokio::time::Instant>>,
     project: tokio::sync::OnceCell<String>,
     pub endpoints: GceEndpoints,
 }
@@ -128,10 +137,14 @@ impl GoogleApi {
         deadline: Deadline,
     ) -> Result<Arc<Self>> {
         Ok(Arc::new(Self {
-            http: http_client(Duration::from_secs(5))?,
+            http: http_client(
+                Duration::from_secs(5),
+                Arc::new(EgressProxies::from_env(&[super::metadata::DEFAULT_HOST])),
+            )?,
             metadata,
             deadline,
             calls: Mutex::new(BTreeMap::new()),
+            held: Mutex::new(BTreeMap::new()),
             project: tokio::sync::OnceCell::new(),
             endpoints,
         }))
@@ -248,12 +261,48 @@ impl GoogleApi {
                     attempt += 1;
                 }
                 Answer::Busy(said) => return Err(busy_to_the_end(call, &said)),
+                Answer::RateLimited(said) => {
+                    // Asked again once the quota's window has turned, never in a burst
+                    // inside the refused minute: at most two calls of the method in it.
+                    let hold = QUOTA_PAUSE + QUOTA_JITTER.mul_f64(fastrand::f64());
+                    if hold >= self.deadline.remaining() {
+                        return Err(busy_to_the_end(call, &said));
+                    }
+                    tracing::info!(
+                        "`{}` answered {said} (a per-minute rate quota); asking again in {:.0}s",
+                        call.method_id,
+                        hold.as_secs_f64()
+                    );
+                    self.hold(call.method_id, hold);
+                }
             }
         }
     }
 
-    /// One request: its answer, or the call's failure.
+    /// Holds every call of `method_id` for `pause` (a rate quota refused it).
+    fn hold(&self, method_id: &str, pause: Duration) {
+        if let Ok(mut held) = self.held.lock() {
+            held.insert(method_id.to_owned(), tokio::time::Instant::now() + pause);
+        }
+    }
+
+    /// One request: its answer, or the call's failure. A method a rate quota refused waits
+    /// until its hold ends (busy to the end where the run's deadline comes first).
     async fn attempt(&self, call: &Call<'_>) -> Result<Answer> {
+        let until = self
+            .held
+            .lock()
+            .ok()
+            .and_then(|held| held.get(call.method_id).copied());
+        if let Some(until) = until {
+            let now = tokio::time::Instant::now();
+            if until > now {
+                if until - now >= self.deadline.remaining() {
+                    return Err(busy_to_the_end(call, "a per-minute rate quota"));
+                }
+                tokio::time::sleep_until(until).await;
+            }
+        }
         let token = self.metadata.token().await?;
         let body = match &call.body {
             Some(value) => Bytes::from(serde_json::to_vec(value)?),
@@ -301,12 +350,19 @@ impl GoogleApi {
         if status.is_success() {
             return Ok(Answer::Body(bytes));
         }
-        if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            return Ok(Answer::RateLimited(format!("HTTP {status}")));
+        }
+        if status.is_server_error() {
             return Ok(Answer::Busy(format!("HTTP {status}")));
         }
         let error = read_error(call.method_id, status.as_u16(), &bytes);
         match classify(&error) {
             Kind::Busy => Ok(Answer::Busy(format!(
+                "HTTP {} {}",
+                error.status, error.reason
+            ))),
+            Kind::RateLimited => Ok(Answer::RateLimited(format!(
                 "HTTP {} {}",
                 error.status, error.reason
             ))),
@@ -354,16 +410,21 @@ enum Answer {
     Busy(String),
     /// The access token was not accepted (401).
     TokenRejected(GoogleError),
+    /// A rate quota refused the method (429, 403 `rateLimitExceeded` …): its window is a
+    /// minute, so the method waits for it to turn.
+    RateLimited(String),
 }
 
 /// How an error answer of Google's is taken.
 #[derive(Debug, PartialEq, Eq)]
 enum Kind {
-    /// A rate limit or quota per time (403 `rateLimitExceeded`, `userRateLimitExceeded`,
-    /// `RESOURCE_OPERATION_RATE_EXCEEDED`; Compute Engine's "wait a minute, then try again"),
-    /// or a resource not ready for the request yet (400 `resourceNotReady`: a disk still
+    /// A resource not ready for the request yet (400 `resourceNotReady`: a disk still
     /// detaching from a replaced master): tried again with backoff, then "not ready".
     Busy,
+    /// A rate limit or quota per time (403 `rateLimitExceeded`, `userRateLimitExceeded`,
+    /// `RESOURCE_OPERATION_RATE_EXCEEDED`; Compute Engine's "wait a minute, then try again"):
+    /// the method waits for the quota's minute to turn, then "not ready".
+    RateLimited,
     /// 401: the token was not accepted (expired early, revoked, the clock off).
     TokenRejected,
     /// 403 for any other reason: a permission the credentials lack.
@@ -385,7 +446,7 @@ fn classify(error: &GoogleError) -> Kind {
     let said = |reasons: &[&str]| error.reasons.iter().any(|r| reasons.contains(&r.as_str()));
     match error.status {
         401 => Kind::TokenRejected,
-        403 if said(&RATE_LIMIT_REASONS) => Kind::Busy,
+        403 if said(&RATE_LIMIT_REASONS) => Kind::RateLimited,
         403 => Kind::Denied,
         400 if said(&["resourceNotReady"]) => Kind::Busy,
         _ => Kind::Other,
@@ -538,14 +599,14 @@ mod tests {
                 403,
                 r#"{"error": {"code": 403, "message": "Rate Limit Exceeded", "errors": [{"domain": "usageLimits", "reason": "rateLimitExceeded"}]}}"#
             ),
-            Kind::Busy
+            Kind::RateLimited
         );
         assert_eq!(
             kind(
                 403,
                 r#"{"error": {"code": 403, "message": "m", "status": "PERMISSION_DENIED", "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "RESOURCE_OPERATION_RATE_EXCEEDED"}]}}"#
             ),
-            Kind::Busy
+            Kind::RateLimited
         );
         assert_eq!(
             kind(

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::api::{escape, request_id, required, GoogleApi, GoogleError, GoogleService};
-use super::labels::{self, ROLE_PREFIX};
+use super::labels::{self, CLUSTER_LABEL, ROLE_PREFIX};
 use super::metadata::{last_part, region_of};
 use crate::cloud::patient;
 use crate::cloud::{
@@ -51,6 +51,10 @@ struct Disk {
     source_instant_snapshot: Option<String>,
     source_machine_image: Option<String>,
     async_primary_disk: Option<AsyncPrimaryDisk>,
+    /// Every other field, for the `source…` fields Google has added (`sourceStorageObject`:
+    /// a disk imported from Cloud Storage) and will add.
+    #[serde(flatten)]
+    other_fields: BTreeMap<String, serde_json::Value>,
 }
 
 /// The primary of an asynchronously replicated disk.
@@ -119,20 +123,51 @@ impl Instance {
             .and_then(|entry| entry.value.as_deref())
     }
 
-    /// Whether it is a control-plane instance of `cluster`: kOps' role labels (1.23 and later),
-    /// else — kOps ≤ 1.22 labels no instance — its metadata `cluster-name` and a control-plane
-    /// network tag, as kOps' gossip seeds and etcd-manager find masters.
+    /// Where its own cluster label and its metadata `cluster-name` name two clusters: what to
+    /// say. Such a node must claim no disk and write no name, for either cluster.
+    fn cluster_contradiction(&self) -> Option<String> {
+        let label = self.labels.get(CLUSTER_LABEL)?;
+        let named = self.metadata_item("cluster-name")?;
+        (labels::cluster_value(named) != *label).then(|| {
+            format!(
+                "instance `{}` is labelled for another cluster than its metadata names: its \
+                 label `{CLUSTER_LABEL}={label}` against its metadata `cluster-name={named}`; \
+                 protokube claims no disk and writes no name for either: correct the one that \
+                 is wrong",
+                self.name.as_deref().unwrap_or_default()
+            )
+        })
+    }
+
+    /// Whether its own labels name `cluster` (kOps' cluster label, 1.23 and later).
+    fn labelled_for(&self, cluster: &str) -> bool {
+        self.labels.get(CLUSTER_LABEL) == Some(&labels::cluster_value(cluster))
+    }
+
+    /// Whether it is an instance of `cluster`: by its cluster label, or — kOps ≤ 1.22 labels
+    /// no instance — by its metadata `cluster-name`, whatever other labels it carries.
+    fn is_of(&self, cluster: &str) -> bool {
+        self.labelled_for(cluster) || self.metadata_item("cluster-name") == Some(cluster)
+    }
+
+    /// Whether it is a control-plane instance of `cluster`: labelled for it with kOps' role
+    /// labels (1.23 and later), or — kOps ≤ 1.22 labels no instance — its metadata
+    /// `cluster-name` is the cluster and it carries a control-plane network tag, as kOps'
+    /// gossip seeds and etcd-manager find masters (whatever labels an organisation or an agent
+    /// put on it). During a roll from 1.22 to 1.23 both kinds are masters at once.
     fn is_master_of(&self, cluster: &str) -> bool {
-        let labelled = ["master", "control-plane"]
-            .iter()
-            .any(|role| self.labels.contains_key(&format!("{ROLE_PREFIX}{role}")));
-        labelled
-            || (self.metadata_item("cluster-name") == Some(cluster)
-                && ["master", "control-plane"].iter().any(|role| {
-                    labels::role_tags(cluster, role)
-                        .iter()
-                        .any(|tag| self.tags.as_ref().is_some_and(|t| t.items.contains(tag)))
-                }))
+        let roles = ["master", "control-plane"];
+        let labelled = self.labelled_for(cluster)
+            && roles
+                .iter()
+                .any(|role| self.labels.contains_key(&format!("{ROLE_PREFIX}{role}")));
+        let tagged = self.metadata_item("cluster-name") == Some(cluster)
+            && roles.iter().any(|role| {
+                labels::role_tags(cluster, role)
+                    .iter()
+                    .any(|tag| self.tags.as_ref().is_some_and(|t| t.items.contains(tag)))
+            });
+        labelled || tagged
     }
 }
 
@@ -312,6 +347,16 @@ impl Compute {
             ),
         ]
         .into_iter()
+        .map(|(field, source)| (field.to_owned(), source))
+        .chain(disk.other_fields.iter().filter_map(|(field, value)| {
+            let named = field.starts_with("source").then(|| match value {
+                serde_json::Value::String(text) => text.clone(),
+                serde_json::Value::Null => String::new(),
+                other if other.as_object().is_some_and(serde_json::Map::is_empty) => String::new(),
+                other => other.to_string(),
+            })?;
+            Some((field.clone(), Some(named)))
+        }))
         .find_map(|(field, source)| {
             source
                 .filter(|s| !s.is_empty())
@@ -366,32 +411,35 @@ impl Compute {
     }
 
     /// The cluster's instances in every zone of the region, asked once per run: one
-    /// `instances.aggregatedList` filtered by kOps' cluster label. Where that finds no master —
-    /// kOps ≤ 1.22 labels no instance — the region's instances whose metadata `cluster-name` is
-    /// the cluster, as kOps' gossip seeds and etcd-manager find them (one listing without a
-    /// filter, read here: labels and metadata cannot both be filtered by Compute Engine).
+    /// `instances.aggregatedList` of the region's instances, kept where their cluster label or
+    /// their metadata `cluster-name` names the cluster (kOps ≤ 1.22 labels no instance, and
+    /// Compute Engine cannot filter on metadata; kOps' gossip seeds list the zones' instances
+    /// unfiltered too). The union: labelled masters and masters found by metadata and network
+    /// tags, whatever other labels they carry.
     async fn cluster_instances(&self, cluster: &str) -> Result<&[Instance]> {
         self.cluster_instances
             .get_or_try_init(|| async {
-                let label = Some(labels::cluster_filter(cluster));
-                let labelled: Vec<Instance> = self
-                    .aggregated::<ScopedInstances>("instances", label)
-                    .await?
-                    .into_iter()
-                    .flat_map(|scoped| scoped.instances)
-                    .collect();
-                if labelled.iter().any(|i| i.is_master_of(cluster)) {
-                    return Ok::<_, anyhow::Error>(labelled);
-                }
-                let unlabelled = self
+                let listed: Vec<Instance> = self
                     .aggregated::<ScopedInstances>("instances", None)
                     .await?
                     .into_iter()
                     .flat_map(|scoped| scoped.instances)
-                    .filter(|i| {
-                        i.labels.is_empty() && i.metadata_item("cluster-name") == Some(cluster)
-                    });
-                Ok(labelled.into_iter().chain(unlabelled).collect())
+                    .collect();
+                let own = self
+                    .api
+                    .metadata()
+                    .get("instance/name")
+                    .await
+                    .ok()
+                    .flatten();
+                if let Some(said) = listed
+                    .iter()
+                    .filter(|i| own.as_deref().map(str::trim) == i.name.as_deref())
+                    .find_map(Instance::cluster_contradiction)
+                {
+                    bail!(said);
+                }
+                Ok::<_, anyhow::Error>(listed.into_iter().filter(|i| i.is_of(cluster)).collect())
             })
             .await
             .map(Vec::as_slice)
@@ -681,6 +729,10 @@ impl VolumeApi for Compute {
         dry_run: bool,
     ) -> Result<AttachOutcome> {
         let zone = self.placement.zone.clone();
+        // A node never claims a disk while its own label and its metadata name two clusters.
+        if let Some(said) = self.instance(instance_id).await?.cluster_contradiction() {
+            bail!(said);
+        }
         if dry_run {
             // Compute Engine has no dry run: a disk nobody uses would be attached.
             return Ok(match self.disk(volume_id).await? {

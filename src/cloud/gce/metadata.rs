@@ -5,6 +5,7 @@
 //! account's access token, renewed before it expires. One attempt per call: a server that does
 //! not answer (yet) is [`Unreachable`], waited for by the caller's patience.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context as _, Result};
@@ -17,12 +18,13 @@ use tokio::sync::Mutex;
 use super::http::{http_client, HttpClient};
 use crate::cloud::{InstanceMetadata, MetadataItem};
 use crate::error::Unreachable;
+use crate::proxy::EgressProxies;
 
 /// Where the server is unless `GCE_METADATA_HOST` says otherwise: its link-local address, not
 /// `metadata.google.internal`, which needs the VPC's resolver (a DNS server policy or an image's
 /// own resolv.conf may not reach it); Google's Go client does the same
 /// (`cloud.google.com/go/compute/metadata`: `metadataIP`).
-const DEFAULT_HOST: &str = "169.254.169.254";
+pub(crate) const DEFAULT_HOST: &str = "169.254.169.254";
 /// A token is renewed this long before it expires.
 const TOKEN_MARGIN: Duration = Duration::from_mins(1);
 /// The largest answer read (a token is about 1 KiB).
@@ -57,7 +59,7 @@ impl MetadataServer {
         }
         Ok(Self {
             // The server is link-local: a connection is made at once or not at all.
-            http: http_client(Duration::from_secs(1))?,
+            http: http_client(Duration::from_secs(1), Arc::new(EgressProxies::none()))?,
             root: format!("http://{host}/computeMetadata/v1/"),
             token: Mutex::new(None),
         })

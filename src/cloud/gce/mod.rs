@@ -49,7 +49,7 @@ pub const PROVIDER: Provider = Provider {
     denied_to: |_, _| {
         (
             "the instance's service account and its access scopes".to_owned(),
-            "GCE",
+            "docs/gce.md",
         )
     },
 };

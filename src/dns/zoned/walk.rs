@@ -38,7 +38,7 @@ pub fn change_backoff() -> Backoff {
     Backoff::new(Duration::from_secs(1), Duration::from_secs(5))
 }
 
-/// What publishing remembers between runs (`sync` on a master, DESIGN §8).
+/// What publishing remembers between runs (`sync` on a master, docs/performance.md).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Remembered<'a> {
     /// The zones found for the rules by an earlier run: not looked up again, unless the

@@ -132,7 +132,7 @@ pub fn read_zeros(path: &Path, check: BlankCheck) -> Result<Zeros> {
     Ok(Zeros::All { bytes })
 }
 
-/// The backup superblocks found at their standard offsets (DESIGN §3: a filesystem whose start
+/// The backup superblocks found at their standard offsets (docs/safety.md: a filesystem whose start
 /// was wiped still has them).
 pub fn read_backup_superblocks(path: &Path) -> Result<Vec<String>> {
     let mut file = fs_err::File::open(path).context("opening the device for reading")?;

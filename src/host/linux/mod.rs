@@ -20,7 +20,7 @@ use anyhow::Result;
 
 use super::{
     ChildCommand, ChildOutput, Devices, FileKind, Files, FoundDevice, FsckResult, Holder,
-    MountPlace, Processes, RunLock, Services, Witnesses, WriteOutcome,
+    HostsWrite, MountPlace, Processes, RunLock, Services, Witnesses,
 };
 use crate::cloud::DeviceHint;
 use crate::paths::{Entry, HostRoot, Links};
@@ -170,7 +170,7 @@ impl Files for LinuxHost {
         hosts::read_hosts(path)
     }
 
-    fn write_hosts(&self, path: &Path, old: &[u8], new: &[u8]) -> Result<WriteOutcome> {
+    fn write_hosts(&self, path: &Path, old: &[u8], new: &[u8]) -> Result<HostsWrite> {
         hosts::write_hosts(path, old, new)
     }
 

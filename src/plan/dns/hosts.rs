@@ -21,6 +21,33 @@ fn lines(content: &[u8]) -> impl Iterator<Item = &[u8]> {
     content.split(|b| *b == b'\n')
 }
 
+/// Whether `content` looks like another writer's write caught halfway: a NUL byte (a hole two
+/// writes left), or another writer's block begun and never ended (etcd-manager truncates the
+/// file and writes it whole, without a lock). A plan is never made from such a read unless the
+/// same bytes are read again after a pause (then that is simply what the file holds).
+pub fn caught_mid_write(content: &[u8]) -> bool {
+    const BEGIN: &[u8] = b"# Begin host entries managed by ";
+    const END: &[u8] = b"# End host entries managed by ";
+    if content.contains(&0) {
+        return true;
+    }
+    let mut open: Vec<&[u8]> = Vec::new();
+    for line in lines(content) {
+        let trimmed = line.trim_ascii();
+        if let Some(key) = trimmed
+            .strip_prefix(BEGIN)
+            .and_then(|rest| rest.strip_suffix(b" - do not edit"))
+        {
+            if key != b"kops" {
+                open.push(key);
+            }
+        } else if let Some(key) = trimmed.strip_prefix(END) {
+            open.retain(|k| *k != key);
+        }
+    }
+    !open.is_empty()
+}
+
 /// The records in the managed block(s) of `content` (every block, also broken ones).
 pub fn managed_records(content: &[u8]) -> HostRecords {
     let mut records = HostRecords::new();
@@ -56,13 +83,68 @@ pub fn managed_records(content: &[u8]) -> HostRecords {
     records
 }
 
-/// The new content of a hosts file: every line outside managed blocks kept byte for byte (a
-/// stray end guard dropped, duplicate and broken blocks collapsed), trailing blank lines
-/// trimmed, one blank line, then one block with a line `addr<TAB>name name…` per address (names
-/// sorted, lines sorted), and a final newline. A name without addresses gets no line. Applying
-/// it again changes nothing.
+/// The new content of a hosts file: every line outside the managed block kept byte for byte,
+/// and the block's lines `addr<TAB>name name…`, one per address (names sorted, lines sorted; a
+/// name without addresses gets no line). A file with one well-formed block keeps it where it
+/// is: only the lines between its guards change, so a run never moves it (etcd-manager keeps
+/// its own blocks in the same file and moves them last; two writers that each moved their
+/// block to the end would never settle). Any other file (no block, duplicate or broken
+/// blocks) gets kOps' layout: the lines outside blocks (a stray end guard dropped), trailing
+/// blank lines trimmed, one blank line, the one block, and a final newline. Applying it again
+/// changes nothing.
 pub fn update_hosts(content: &[u8], records: &HostRecords) -> Vec<u8> {
+    let block = block_lines(records);
+    if let Some((begin, end)) = single_block(content) {
+        let all: Vec<&[u8]> = lines(content).collect();
+        let mut out: Vec<&[u8]> = all[..=begin].to_vec();
+        out.extend(block.iter().map(String::as_bytes));
+        if all[end + 1..]
+            .iter()
+            .all(|line| line.trim_ascii().is_empty())
+        {
+            // The block is the file's end: blanks after it (the padding of a shorter write
+            // cut short) go, and the file ends with the end guard's line.
+            out.extend([all[end], b"".as_slice()]);
+        } else {
+            out.extend(&all[end..]);
+        }
+        return out.join(&b'\n');
+    }
     let out = unmanaged_lines(content);
+    let mut text = out.join(&b'\n');
+    text.extend_from_slice(b"\n\n");
+    text.extend_from_slice(GUARD_BEGIN.as_bytes());
+    text.push(b'\n');
+    for line in &block {
+        text.extend_from_slice(line.as_bytes());
+        text.push(b'\n');
+    }
+    text.extend_from_slice(GUARD_END.as_bytes());
+    text.push(b'\n');
+    text
+}
+
+/// The line numbers of the begin and end guards of `content`'s managed block when it has
+/// exactly one, well formed (one begin guard, then one end guard).
+fn single_block(content: &[u8]) -> Option<(usize, usize)> {
+    let mut begins = Vec::new();
+    let mut ends = Vec::new();
+    for (number, line) in lines(content).enumerate() {
+        let trimmed = line.trim_ascii();
+        if trimmed == GUARD_BEGIN.as_bytes() {
+            begins.push(number);
+        } else if trimmed == GUARD_END.as_bytes() {
+            ends.push(number);
+        }
+    }
+    match (begins.as_slice(), ends.as_slice()) {
+        ([begin], [end]) if begin < end => Some((*begin, *end)),
+        _ => None,
+    }
+}
+
+/// The block's lines for `records`: `addr<TAB>name name…`, names and lines sorted.
+fn block_lines(records: &HostRecords) -> Vec<String> {
     let mut by_address: BTreeMap<IpAddr, Vec<&str>> = BTreeMap::new();
     for (name, addresses) in records {
         for address in addresses {
@@ -80,17 +162,7 @@ pub fn update_hosts(content: &[u8], records: &HostRecords) -> Vec<u8> {
         })
         .collect();
     block.sort();
-    let mut text = out.join(&b'\n');
-    text.extend_from_slice(b"\n\n");
-    text.extend_from_slice(GUARD_BEGIN.as_bytes());
-    text.push(b'\n');
-    for line in &block {
-        text.extend_from_slice(line.as_bytes());
-        text.push(b'\n');
-    }
-    text.extend_from_slice(GUARD_END.as_bytes());
-    text.push(b'\n');
-    text
+    block
 }
 
 /// The lines outside the managed block(s), trailing blank lines trimmed (as kOps does).
@@ -422,6 +494,38 @@ mod tests {
                 "{case}: second application"
             );
         }
+    }
+
+    #[test]
+    fn a_well_formed_block_stays_where_it_is() {
+        // etcd-manager moved its own block after kOps' one (its writer puts it last).
+        let content = "127.0.0.1 localhost\n\n# Begin host entries managed by kops - do not edit\n\
+                       10.0.0.1\ta\n# End host entries managed by kops\n\
+                       # Begin host entries managed by etcd-manager[etcd] - do not edit\n\
+                       10.0.0.9\tetcd-a.internal.c\n\
+                       # End host entries managed by etcd-manager[etcd]\n";
+        let same = records("a: [10.0.0.1]\n");
+        assert_eq!(update(content, &same), content);
+        let changed = update(content, &records("a: [10.0.0.2]\nb: [10.0.0.3]\n"));
+        assert_eq!(
+            changed,
+            content.replace("10.0.0.1\ta\n", "10.0.0.2\ta\n10.0.0.3\tb\n")
+        );
+        // Nothing outside the block moves, the last line's missing newline included.
+        let unterminated = content.trim_end_matches('\n');
+        assert_eq!(update(unterminated, &same), unterminated);
+    }
+
+    #[test]
+    fn another_writers_block_cut_short_is_a_write_caught_halfway() {
+        let whole = "127.0.0.1 localhost\n# Begin host entries managed by etcd-manager[etcd] - do not edit\n\
+                     10.0.0.9\tetcd-a.internal.c\n# End host entries managed by etcd-manager[etcd]\n";
+        assert!(!caught_mid_write(whole.as_bytes()));
+        let cut = &whole[..whole.len() - 20];
+        assert!(caught_mid_write(cut.as_bytes()));
+        assert!(caught_mid_write(b"127.0.0.1 localhost\n\0\0\0"));
+        // kOps' own broken blocks are repaired, not waited on.
+        assert!(!caught_mid_write(fixture("bad-nesting", "in").as_bytes()));
     }
 
     #[test]

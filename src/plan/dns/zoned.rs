@@ -108,7 +108,7 @@ pub struct ZonePolicy {
     pub deletion: DeletionGuard,
 }
 
-/// When an owned name the cluster no longer has is deleted (DESIGN §6): never on a partial
+/// When an owned name the cluster no longer has is deleted (docs/safety.md): never on a partial
 /// view. A deleted name is cached as NXDOMAIN for the zone's SOA minimum, so in doubt, keep.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeletionGuard {
@@ -484,11 +484,10 @@ pub fn plan_release(
     (changes, outcomes)
 }
 
-/// Plans kOps' `--remove-dns-names` in one zone (kOps ≤ 1.22 beside etcd-manager): each of
-/// `names` whose address sets still hold nothing but kOps' placeholder (its precreated etcd
-/// names, `203.0.113.123` / `fd00:dead:add::`) is deleted; a name holding any other address is
-/// someone's (etcd-manager's, an operator's) and left alone with a warning; a name that is gone
-/// is nothing to do. Pure.
+/// The deletions of `--remove-dns-names` (kOps ≤ 1.22's nodeup lists the old etcd peer names,
+/// which etcd-manager does not use): every A record set of each listed name, whatever
+/// addresses it holds, as kOps' `removeDNSRecords` removed them (`dns_cleanup.go`); an alias
+/// holds no addresses and stays, as does every other type.
 pub fn plan_placeholder_removal(
     existing: &[RecordSet],
     names: &[&str],
@@ -498,38 +497,21 @@ pub fn plan_placeholder_removal(
     for name in names {
         let held: Vec<&RecordSet> = existing
             .iter()
-            .filter(|r| {
-                r.name == *name && !r.alias && matches!(r.record_type.as_str(), "A" | "AAAA")
-            })
+            .filter(|r| r.name == *name && !r.alias && r.record_type == "A")
             .collect();
         if held.is_empty() {
             continue;
         }
-        let from: Vec<String> = held.iter().flat_map(|r| r.values.clone()).collect();
-        let outcome = NameOutcome {
+        changes.extend(held.iter().map(|r| RecordChange::delete((*r).clone())));
+        outcomes.push(NameOutcome {
             name: (*name).to_owned(),
             action: Action::Delete,
-            from: from.clone(),
+            from: held.iter().flat_map(|r| r.values.clone()).collect(),
             to: Vec::new(),
             warning: None,
             adopted: false,
             missing: None,
-        };
-        if held.iter().all(|r| is_placeholder(r)) {
-            changes.extend(held.iter().map(|r| RecordChange::delete((*r).clone())));
-            outcomes.push(outcome);
-        } else {
-            outcomes.push(NameOutcome {
-                action: Action::Unchanged,
-                to: from.clone(),
-                warning: Some(format!(
-                    "`{name}` is listed in --remove-dns-names but holds {} (not kOps' \
-                     placeholder): left as it is",
-                    from.join(", ")
-                )),
-                ..outcome
-            });
-        }
+        });
     }
     (changes, outcomes)
 }
@@ -568,7 +550,9 @@ mod tests {
     }
 
     #[test]
-    fn only_names_still_at_kops_placeholder_are_removed() {
+    fn the_listed_names_lose_their_a_records_whatever_they_hold() {
+        let mut alias = set("etcd-c.internal.c.example.com", "A", &[]);
+        alias.alias = true;
         let existing = [
             set("etcd-a.internal.c.example.com", "A", &[PLACEHOLDER]),
             set("etcd-b.internal.c.example.com", "A", &["10.0.0.2"]),
@@ -578,6 +562,8 @@ mod tests {
                 "AAAA",
                 &[PLACEHOLDER_V6],
             ),
+            alias,
+            set("etcd-z.internal.c.example.com", "A", &["10.0.0.9"]),
         ];
         let (changes, outcomes) = plan_placeholder_removal(
             &existing,
@@ -586,6 +572,7 @@ mod tests {
                 "etcd-b.internal.c.example.com",
                 "etcd-events-a.internal.c.example.com",
                 "etcd-c.internal.c.example.com",
+                "etcd-gone.internal.c.example.com",
             ],
         );
         let deleted: Vec<(&str, &str)> = changes
@@ -595,22 +582,23 @@ mod tests {
                 (c.record.name.as_str(), c.record.record_type.as_str())
             })
             .collect();
+        // kOps' removeDNSRecords: A records, real addresses too; no other type, no alias, no
+        // name that is not listed.
         assert_eq!(
             deleted,
             [
                 ("etcd-a.internal.c.example.com", "A"),
+                ("etcd-b.internal.c.example.com", "A"),
                 ("etcd-events-a.internal.c.example.com", "A"),
-                ("etcd-events-a.internal.c.example.com", "AAAA"),
             ]
         );
-        // Someone's address: left alone, said; a name already gone: nothing.
         assert_eq!(outcomes.len(), 3);
+        assert!(outcomes.iter().all(|o| o.action == Action::Delete));
         let b = outcomes
             .iter()
             .find(|o| o.name == "etcd-b.internal.c.example.com")
             .unwrap();
-        assert_eq!(b.action, Action::Unchanged);
-        assert!(b.warning.as_deref().unwrap().contains("10.0.0.2"));
+        assert_eq!(b.from, ["10.0.0.2"]);
     }
 
     #[test]

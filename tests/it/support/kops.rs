@@ -195,6 +195,9 @@ pub(crate) enum Layout<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Image {
     Debian,
+    /// The Debian image with a stray `/protokube` beside `/usr/bin/protokube` (an operator's
+    /// copy): still 1.12–1.18's image, which never has `/channels`.
+    DebianWithStrayProtokube,
     Distroless,
 }
 
@@ -211,7 +214,9 @@ impl Image {
     /// Where the image keeps protokube and kOps' channels tool.
     pub(crate) fn paths(self) -> (&'static str, &'static str) {
         match self {
-            Self::Debian => ("/usr/bin/protokube", "/usr/bin/channels"),
+            Self::Debian | Self::DebianWithStrayProtokube => {
+                ("/usr/bin/protokube", "/usr/bin/channels")
+            }
             Self::Distroless => ("/protokube", "/channels"),
         }
     }
@@ -249,6 +254,11 @@ mkdir -p "$image/rootfs"; mount --rbind '{host_root}' "$image/rootfs"
 # protokube, and the channels tool, where the image keeps them.
 touch "$image{protokube}"; mount --bind "$binary" "$image{protokube}"
 if [ -n '{channels}' ]; then cp '{channels}' "$image{tool}"; chmod 755 "$image{tool}"; fi
+if [ '{stray}' = yes ]; then cp "$binary" "$image/protokube"; fi
+# The distroless image always has kOps' channels tool at its root.
+if [ '{distroless}' = yes ] && [ ! -e "$image/channels" ]; then
+  printf '#!/bin/sh\nexit 0\n' > "$image/channels"; chmod 755 "$image/channels"
+fi
 exec chroot "$image" '{protokube}' "$@"
 "#,
             work = work.display(),
@@ -256,6 +266,16 @@ exec chroot "$image" '{protokube}' "$@"
             channels = channels
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
+            distroless = if self == Self::Distroless {
+                "yes"
+            } else {
+                "no"
+            },
+            stray = if self == Self::DebianWithStrayProtokube {
+                "yes"
+            } else {
+                "no"
+            },
         );
         [
             "unshare",

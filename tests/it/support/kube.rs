@@ -20,6 +20,11 @@ fn openssl(args: &[&str]) {
     super::run("openssl", args);
 }
 
+/// The names the servers' certificate holds: 127.0.0.1, where the tests reach them, and the
+/// names the egress proxy tests give them (reachable only through the proxy).
+const SERVER_NAMES: &str = "IP:127.0.0.1,DNS:compute.googleapis.com,DNS:dns.googleapis.com,\
+                            DNS:api.internal.proxied.k8s.local";
+
 /// A new P-256 key, unencrypted, for `openssl req`.
 const EC_KEY: [&str; 5] = [
     "-newkey",
@@ -57,7 +62,7 @@ impl Certs {
                 subject,
                 &format!(
                     "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n\
-                     extendedKeyUsage={usage}\nsubjectAltName=IP:127.0.0.1\n"
+                     extendedKeyUsage={usage}\nsubjectAltName={SERVER_NAMES}\n"
                 ),
             );
         }

@@ -1,4 +1,4 @@
-//! The run report (DESIGN §2) as the tests read it: typed, and written apart from the binary's own
+//! The run report (docs/commands.md) as the tests read it: typed, and written apart from the binary's own
 //! types so that a renamed, missing or extra field fails here instead of passing unnoticed.
 
 use std::collections::BTreeSet;
@@ -63,7 +63,7 @@ pub(crate) struct ReportError {
     pub exit_code: u8,
 }
 
-/// An optional field that must still be written (`null`), as DESIGN §2 shows it.
+/// An optional field that must still be written (`null`), as docs/commands.md shows it.
 fn present<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Option<String>, D::Error> {
     Option::deserialize(de)
 }
