@@ -111,11 +111,24 @@ fn parse_dns(value: &str) -> Result<DnsChoice, String> {
 
 /// The names of every registered provider's zone service.
 fn zone_service_names() -> Vec<&'static str> {
-    <CloudArg as clap::ValueEnum>::value_variants()
+    crate::providers::WORDS
         .iter()
-        .flat_map(|cloud| crate::registry(*cloud).provider.zone_service_names)
+        .filter_map(|word| crate::providers::registry(word))
+        .flat_map(|registered| registered.provider.zone_service_names)
         .copied()
         .collect()
+}
+
+impl CloudArg {
+    /// The provider this value of `--cloud` names, as the registry holds it (keyed by the
+    /// value's own word: `aws`, `gce`).
+    pub fn registered(self) -> Result<crate::providers::Registered, UsageError> {
+        let word = clap::ValueEnum::to_possible_value(&self)
+            .map(|value| value.get_name().to_owned())
+            .unwrap_or_default();
+        crate::providers::registry(&word)
+            .ok_or_else(|| UsageError(format!("`--cloud {word}` names no registered provider")))
+    }
 }
 
 /// Bring a Kubernetes control plane up on cloud machines before the Kubernetes API exists.
@@ -859,28 +872,7 @@ impl Cli {
     /// flags are checked here: its etcd flags before a subcommand are a usage error.
     pub fn flags(&self) -> Result<Flags, UsageError> {
         let g = &self.global;
-        let legacy_etcd = self.legacy.etcd.options();
-        let (etcd, wait) = match &self.command {
-            _ if self.command.is_some() && legacy_etcd != EtcdOptions::default() => {
-                return Err(UsageError(
-                    "the etcd flags (--etcd-image, --tls-*, --peer-*, …) go after the \
-                     subcommand (`protokube sync --etcd-image …`), or without one"
-                        .to_owned(),
-                ));
-            }
-            None => (legacy_etcd, false),
-            Some(Command::RenderManifests(args)) => (args.etcd.options(), false),
-            Some(Command::PublishDns(args)) => (EtcdOptions::default(), args.wait),
-            Some(Command::Sync(args)) => (args.render.etcd.options(), args.dns.wait),
-            Some(
-                Command::DiscoverVolumes
-                | Command::Mount
-                | Command::Reset(_)
-                | Command::ApplyChannels
-                | Command::LabelNode
-                | Command::Version,
-            ) => (EtcdOptions::default(), false),
-        };
+        let (etcd, wait) = self.etcd_and_wait()?;
         let containerized = self.legacy.containerized == Some(true);
         // kOps' container mounts the host at /rootfs; a --root given wins.
         let root = g
@@ -894,7 +886,7 @@ impl Cli {
         Ok(Flags {
             cluster_spec: g.cluster_spec.clone(),
             cluster_id: g.cluster_id.clone(),
-            cloud: Some(crate::registry(g.cloud).provider),
+            cloud: Some(g.cloud.registered()?.provider),
             endpoints: [
                 ("--gce-compute-endpoint", &g.gce_compute_endpoint),
                 ("--gce-dns-endpoint", &g.gce_dns_endpoint),
@@ -914,8 +906,6 @@ impl Cli {
             dns_internal_suffix: g.dns_internal_suffix.clone(),
             templates: g.templates.clone(),
             dry_run: g.dry_run,
-            output: g.output.into(),
-            detailed_exitcode: g.detailed_exitcode,
             timeout: g.timeout,
             verify_interval: g.verify_interval,
             quiet: g.quiet,
@@ -959,6 +949,33 @@ impl Cli {
             kops_123_unit: self.is_legacy()
                 && self.unit.containerized == Some(false)
                 && !self.unit.manage_etcd,
+        })
+    }
+
+    /// The etcd flags and `--wait` of the command given: the old daemon's etcd flags before a
+    /// subcommand are a usage error.
+    fn etcd_and_wait(&self) -> Result<(EtcdOptions, bool), UsageError> {
+        let legacy_etcd = self.legacy.etcd.options();
+        Ok(match &self.command {
+            _ if self.command.is_some() && legacy_etcd != EtcdOptions::default() => {
+                return Err(UsageError(
+                    "the etcd flags (--etcd-image, --tls-*, --peer-*, …) go after the \
+                     subcommand (`protokube sync --etcd-image …`), or without one"
+                        .to_owned(),
+                ));
+            }
+            None => (legacy_etcd, false),
+            Some(Command::RenderManifests(args)) => (args.etcd.options(), false),
+            Some(Command::PublishDns(args)) => (EtcdOptions::default(), args.wait),
+            Some(Command::Sync(args)) => (args.render.etcd.options(), args.dns.wait),
+            Some(
+                Command::DiscoverVolumes
+                | Command::Mount
+                | Command::Reset(_)
+                | Command::ApplyChannels
+                | Command::LabelNode
+                | Command::Version,
+            ) => (EtcdOptions::default(), false),
         })
     }
 }
@@ -1063,7 +1080,7 @@ mod tests {
     fn each_endpoint_flag_says_the_default_its_provider_holds() {
         let command = Cli::command();
         for cloud in <CloudArg as clap::ValueEnum>::value_variants() {
-            for endpoint in crate::registry(*cloud).provider.endpoints {
+            for endpoint in cloud.registered().unwrap().provider.endpoints {
                 let flag = command
                     .get_arguments()
                     .find(|arg| arg.get_long() == endpoint.flag.strip_prefix("--"))

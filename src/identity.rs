@@ -214,7 +214,7 @@ mod tests {
         }
 
         fn path(&self, item: MetadataItem) -> &'static str {
-            crate::cloud::aws::imds::path(item)
+            crate::providers::aws::imds::path(item)
         }
 
         async fn get(&self, item: MetadataItem) -> Result<Option<String>> {

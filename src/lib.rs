@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod names;
 pub mod paths;
 pub mod plan;
+pub mod providers;
 pub(crate) mod proxy;
 pub mod report;
 pub mod settings;
@@ -34,13 +35,13 @@ pub mod wait;
 
 use anyhow::{Context as _, Result};
 
-use crate::cli::{Cli, CloudArg, Command};
-use crate::cloud::provider::Provider;
+use crate::cli::{Cli, Command};
 use crate::cloud::{AccessDenied, Cloud};
-use crate::dns::zoned::api::{Connected, ZoneService};
+use crate::dns::zoned::api::ZoneService;
 use crate::error::ExitCode;
 use crate::host::linux::LinuxHost;
 use crate::host::Host;
+use crate::providers::Connected;
 use crate::report::{Report, ReportError};
 use crate::settings::Settings;
 
@@ -100,45 +101,19 @@ fn note_ignored_flags(cli: &Cli, report: &mut Report) {
 /// short: every wait ends at the deadline by itself; this is the backstop.
 const PAST_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// A provider as the registry holds it: what is true of it (`cloud/<provider>/`), and how its
-/// cloud and zone service are made for a run (`dns/<provider>/`).
-#[derive(Clone, Copy)]
-pub struct Registered {
-    pub provider: &'static Provider,
-    pub connect: fn(&Settings) -> Result<Connected>,
-}
-
-/// The registry: every cloud protokube runs on, and the one place that matches on the
-/// provider (as afterburn's `fetch_metadata`). Adding a cloud adds its two folders and one arm.
-pub fn registry(cloud: CloudArg) -> Registered {
-    match cloud {
-        CloudArg::Aws => Registered {
-            provider: &cloud::aws::PROVIDER,
-            connect: dns::route53::connect,
-        },
-        CloudArg::Gce => Registered {
-            provider: &cloud::gce::PROVIDER,
-            connect: dns::clouddns::connect,
-        },
-    }
-}
-
 /// One run of the command line: settings, then the command against the cloud `--cloud` names,
 /// ended by the run's deadline (`--timeout`) whatever it waits on.
 async fn execute(cli: &Cli, report: &mut Report) -> Result<()> {
     let settings = Settings::resolve(cli.flags()?, &LinuxHost)?;
     let result = connect_and_run(cli, &settings, report).await;
-    // What the run left in the state file, read as every step reads it.
-    report.volumes_mounted = settings.root.own(paths::STATE_FILE).map_or(0, |path| {
-        state::State::load_or_empty(&LinuxHost, &path).volumes.len()
-    });
     result.map_err(|err| explain_denied(err, &settings))
 }
 
 /// The command against the cloud `--cloud` names, ended by the run's deadline whatever it
 /// waits on.
 async fn connect_and_run(cli: &Cli, settings: &Settings, report: &mut Report) -> Result<()> {
-    let Connected { cloud, zones } = (registry(cli.global.cloud).connect)(settings)?;
+    let Connected { cloud, zones } =
+        (cli.global.cloud.registered()?.connect)(settings, &LinuxHost)?;
     let cut_off = settings.deadline.instant() + PAST_DEADLINE;
     let command = cli.to_run();
     let run = run_with(&command, settings, &*cloud, &*zones, &LinuxHost, report);
@@ -319,11 +294,8 @@ mod tests {
 
     #[test]
     fn every_registered_provider_says_its_own_defaults() {
-        for (cloud, name, service) in [
-            (CloudArg::Aws, "aws", "Route53"),
-            (CloudArg::Gce, "gce", "Cloud DNS"),
-        ] {
-            let registered = registry(cloud);
+        for (name, service) in [("aws", "Route53"), ("gce", "Cloud DNS")] {
+            let registered = crate::providers::registry(name).unwrap();
             assert_eq!(registered.provider.name, name);
             assert_eq!(registered.provider.zone_service, service);
             let settings = settings(&["--cloud", name]).unwrap();

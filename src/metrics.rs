@@ -24,8 +24,8 @@ pub struct RunMetrics<'a> {
     pub exit_code: u8,
     pub started: SystemTime,
     pub duration: Duration,
-    /// The etcd volumes mounted here after the run (the state file).
-    pub volumes_mounted: usize,
+    /// The etcd volumes mounted here after the run (the state file), when the run knows.
+    pub volumes_mounted: Option<usize>,
 }
 
 /// The largest metrics file read back (ours are a few KiB).
@@ -41,21 +41,6 @@ type Labels = Vec<(String, String)>;
 /// (an error, exit 3, or a dry run, which converges nothing) keeps its last-success time.
 pub fn render(run: &RunMetrics<'_>, previous: Option<&str>) -> Result<String> {
     let mut registry = Registry::with_prefix("protokube");
-    let seconds = |at: SystemTime| {
-        at.duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs_f64()
-    };
-    let gauge = |registry: &mut Registry, name: &str, help: &str, value: f64| {
-        let gauge = Gauge::<f64, AtomicU64>::default();
-        gauge.set(value);
-        registry.register(name, help, gauge);
-    };
-    let family = |registry: &mut Registry, name: &str, help: &str| {
-        let family = Family::<Labels, Gauge>::default();
-        registry.register(name, help, family.clone());
-        family
-    };
     let build = BuildInfo::current();
     family(
         &mut registry,
@@ -67,46 +52,103 @@ pub fn render(run: &RunMetrics<'_>, previous: Option<&str>) -> Result<String> {
         ("commit".into(), build.commit.into()),
     ])
     .set(1);
+    run_gauges(&mut registry, run, previous);
+    report_families(&mut registry, run.report)?;
+    let mut text = String::new();
+    encode_registry(&mut text, &registry).context("encoding the metrics")?;
+    Ok(text)
+}
+
+/// Seconds since the epoch.
+fn seconds(at: SystemTime) -> f64 {
+    at.duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+}
+
+/// Registers a gauge `name` holding `value`.
+fn gauge(registry: &mut Registry, name: &str, help: &str, value: f64) {
+    let gauge = Gauge::<f64, AtomicU64>::default();
+    gauge.set(value);
+    registry.register(name, help, gauge);
+}
+
+/// Registers a labelled family of gauges `name`.
+fn family(registry: &mut Registry, name: &str, help: &str) -> Family<Labels, Gauge> {
+    let family = Family::<Labels, Gauge>::default();
+    registry.register(name, help, family.clone());
+    family
+}
+
+/// The run's own figures: when it started, how long it took, how it ended, the volumes it left
+/// mounted, and when a run last succeeded.
+fn run_gauges(registry: &mut Registry, run: &RunMetrics<'_>, previous: Option<&str>) {
     gauge(
-        &mut registry,
+        registry,
         "last_run_timestamp_seconds",
         "When the last run started, in seconds since the epoch",
         seconds(run.started),
     );
     gauge(
-        &mut registry,
+        registry,
         "last_run_duration_seconds",
         "How long the last run took",
         run.duration.as_secs_f64(),
     );
     gauge(
-        &mut registry,
+        registry,
         "last_run_exit_code",
         "The last run's exit code (0 done, 1 failed, 2 changed, 3 master job without --master, 64 usage, 75 not ready)",
         f64::from(run.exit_code),
     );
     gauge(
-        &mut registry,
+        registry,
         "last_run_dry_run",
         "1 when the last run was a dry run",
         f64::from(u8::from(run.report.dry_run)),
     );
+    if let Some(mounted) = run.volumes_mounted {
+        gauge(
+            registry,
+            "volumes_mounted",
+            "etcd volumes mounted on this node after the last run",
+            mounted as f64,
+        );
+    }
+    let succeeded = matches!(run.exit_code, 0 | 2) && !run.report.dry_run;
+    let last_success = if succeeded {
+        Some(seconds(run.started + run.duration))
+    } else {
+        previous.and_then(previous_success)
+    };
+    if let Some(at) = last_success {
+        gauge(
+            registry,
+            "last_success_timestamp_seconds",
+            "When a run last succeeded (exit 0 or 2, not a dry run), in seconds since the epoch",
+            at,
+        );
+    }
+}
+
+/// What the report says: the changes by kind and action, the cloud's calls by operation.
+fn report_families(registry: &mut Registry, report: &Report) -> Result<()> {
     let changes = family(
-        &mut registry,
+        registry,
         "changes",
         "The last run's changes by kind and action (unchanged targets included)",
     );
-    for change in &run.report.changes {
+    for change in &report.changes {
         let labels = vec![
             ("kind".into(), label(&change.kind)?),
             ("action".into(), label(&change.action)?),
         ];
         changes.get_or_create(&labels).inc();
     }
-    if let Some(cloud_calls) = &run.report.cloud_calls {
+    if let Some(cloud_calls) = &report.cloud_calls {
         let cloud = cloud_calls.cloud;
         let calls = family(
-            &mut registry,
+            registry,
             &format!("{cloud}_calls"),
             &format!(
                 "Requests the last run sent to the cloud ({cloud}, retries included), by \
@@ -120,29 +162,7 @@ pub fn render(run: &RunMetrics<'_>, previous: Option<&str>) -> Result<String> {
                 .set(count);
         }
     }
-    gauge(
-        &mut registry,
-        "volumes_mounted",
-        "etcd volumes mounted on this node after the last run",
-        run.volumes_mounted as f64,
-    );
-    let succeeded = matches!(run.exit_code, 0 | 2) && !run.report.dry_run;
-    let last_success = if succeeded {
-        Some(seconds(run.started + run.duration))
-    } else {
-        previous.and_then(previous_success)
-    };
-    if let Some(at) = last_success {
-        gauge(
-            &mut registry,
-            "last_success_timestamp_seconds",
-            "When a run last succeeded (exit 0 or 2, not a dry run), in seconds since the epoch",
-            at,
-        );
-    }
-    let mut text = String::new();
-    encode_registry(&mut text, &registry).context("encoding the metrics")?;
-    Ok(text)
+    Ok(())
 }
 
 /// A report enum's name as the report spells it (`volume`, `attach`, …).
@@ -187,7 +207,7 @@ mod tests {
             exit_code,
             started: SystemTime::UNIX_EPOCH + Duration::from_secs(1_000),
             duration: Duration::from_millis(250),
-            volumes_mounted: 2,
+            volumes_mounted: Some(2),
         };
         render(
             &metrics,

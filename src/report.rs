@@ -109,9 +109,10 @@ pub struct Report {
     #[serde(skip)]
     pub master_flag_missing: bool,
     /// The etcd volumes the state file records mounted here after the run (for the metrics
-    /// file); 0 when the run did not get as far as its settings.
+    /// file), as the run's snapshot — the state file's one reader — has it; `None` for a run
+    /// that has no snapshot (the Kubernetes API's commands) or ended before it had one.
     #[serde(skip)]
-    pub volumes_mounted: usize,
+    pub volumes_mounted: Option<usize>,
 }
 
 /// The requests a run sent to its cloud (its DNS service included), by operation, retries
@@ -136,7 +137,7 @@ impl Report {
             error: None,
             cloud_calls: None,
             master_flag_missing: false,
-            volumes_mounted: 0,
+            volumes_mounted: None,
         }
     }
 

@@ -28,7 +28,6 @@ use crate::plan::manifests::etcd::{
     check_api_server_etcd_ports, etcd_image, etcd_ports, EtcdOptions,
 };
 use crate::plan::manifests::templates::{compile_templates, BUILTIN_TEMPLATES};
-use crate::report::OutputFormat;
 use crate::spec::{ClusterDocument, MAX_SPEC_BYTES};
 use crate::wait::{Deadline, Progress};
 
@@ -83,8 +82,6 @@ pub struct Flags {
     pub dns_internal_suffix: Option<String>,
     pub templates: Option<PathBuf>,
     pub dry_run: bool,
-    pub output: OutputFormat,
-    pub detailed_exitcode: bool,
     pub timeout: Duration,
     pub verify_interval: Duration,
     pub quiet: bool,
@@ -173,8 +170,6 @@ pub struct Settings {
     /// The templates, compiled (built-in ones, replaced by `--templates` files).
     pub templates: Arc<tera::Tera>,
     pub dry_run: bool,
-    pub output: OutputFormat,
-    pub detailed_exitcode: bool,
     /// `--timeout` from the start of the run: every wait of the run ends by it.
     pub deadline: Deadline,
     /// How waits are shown.
@@ -363,8 +358,6 @@ impl Settings {
             zone_rules,
             templates,
             dry_run: flags.dry_run,
-            output: flags.output,
-            detailed_exitcode: flags.detailed_exitcode,
             deadline: Deadline::after(flags.timeout),
             progress: Progress::detect(flags.no_progress || flags.quiet),
             verify_interval: flags.verify_interval,
@@ -735,7 +728,7 @@ mod tests {
 
     fn flags() -> Flags {
         Flags {
-            cloud: Some(&crate::cloud::aws::PROVIDER),
+            cloud: Some(&crate::providers::aws::PROVIDER),
             root: "/".into(),
             timeout: Duration::from_mins(1),
             ..Default::default()
@@ -793,7 +786,7 @@ mod tests {
             ("c.example.com", None, DnsKind::Zones),
             ("c.k8s.local", None, DnsKind::Hosts),
         ] {
-            let (got, note) = default_dns(name, spec, &crate::cloud::aws::PROVIDER);
+            let (got, note) = default_dns(name, spec, &crate::providers::aws::PROVIDER);
             assert_eq!(got, dns, "{name} {spec:?}");
             assert_eq!(note.is_some(), dns == DnsKind::None, "{name} {spec:?}");
         }

@@ -3,8 +3,6 @@
 //! against any provider or against a stricter test double. Each provider lives in its own
 //! folder, its device naming and its [`provider::Provider`] value included.
 
-pub mod aws;
-pub mod gce;
 #[cfg(test)]
 pub mod memory;
 pub mod patient;

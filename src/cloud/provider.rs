@@ -1,8 +1,8 @@
-//! What is true of one cloud provider, said once in its own folder (`cloud/<provider>/`, as
-//! afterburn's providers are one folder each): its name, its zone service and the names `--dns`
-//! takes for it, its flags' defaults and checks, how a refused call is explained, what its calls
-//! are counted as. The composition root's registry picks one by `--cloud`; nothing else matches
-//! on the provider.
+//! What is true of one cloud provider, said once in its own folder (`providers/<provider>/`,
+//! as afterburn's providers are one folder each): its name, its zone service and the names
+//! `--dns` takes for it, its flags' defaults and checks, how a refused call is explained, what
+//! its calls are counted as. The registry (`providers/mod.rs`) picks one by `--cloud`'s word;
+//! nothing else matches on the provider.
 
 use std::collections::BTreeMap;
 

@@ -16,5 +16,8 @@ pub async fn run(
     report: &mut Report,
 ) -> Result<()> {
     let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Zone);
-    steps::discover::run(settings, &mut snapshot, report).await
+    steps::noting_mounted(&mut snapshot, report, async |snapshot, report| {
+        steps::discover::run(settings, snapshot, report).await
+    })
+    .await
 }

@@ -17,25 +17,29 @@ pub async fn run(
     report: &mut Report,
 ) -> Result<()> {
     let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Zone);
-    if !settings.master {
-        // Nothing to mount; but a master run without the flag would leave etcd absent.
-        steps::check_master_flag(settings, &mut snapshot, true, report).await?;
-        report.warn(
-            "not a control-plane node (--master is not set): no etcd volumes to mount".to_owned(),
-        );
-        return Ok(());
-    }
-    // The cluster's names are checked before anything is locked or changed.
-    snapshot.cluster().await?;
-    let owner = snapshot.etcd_owner()?;
-    if let Some(why) = owner.notice() {
-        anyhow::bail!("{why}; remove its manifests first to hand the volumes to protokube");
-    }
-    if let Some(why) = owner.unknown() {
-        anyhow::bail!(why);
-    }
-    let _lock = steps::lock(settings, host)?;
-    let claimed = steps::claim::run(settings, &mut snapshot, report).await?;
-    steps::mount::run(settings, &mut snapshot, report).await?;
-    claimed.finish()
+    steps::noting_mounted(&mut snapshot, report, async |snapshot, report| {
+        if !settings.master {
+            // Nothing to mount; but a master run without the flag would leave etcd absent.
+            steps::check_master_flag(settings, snapshot, true, report).await?;
+            report.warn(
+                "not a control-plane node (--master is not set): no etcd volumes to mount"
+                    .to_owned(),
+            );
+            return Ok(());
+        }
+        // The cluster's names are checked before anything is locked or changed.
+        snapshot.cluster().await?;
+        let owner = snapshot.etcd_owner()?;
+        if let Some(why) = owner.notice() {
+            anyhow::bail!("{why}; remove its manifests first to hand the volumes to protokube");
+        }
+        if let Some(why) = owner.unknown() {
+            anyhow::bail!(why);
+        }
+        let _lock = steps::lock(settings, host)?;
+        let claimed = steps::claim::run(settings, snapshot, report).await?;
+        steps::mount::run(settings, snapshot, report).await?;
+        claimed.finish()
+    })
+    .await
 }

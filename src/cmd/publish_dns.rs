@@ -19,11 +19,14 @@ pub async fn run(
     report: &mut Report,
 ) -> Result<()> {
     let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Region);
-    // The cluster's names are checked before anything is locked or changed.
-    let cluster = snapshot.cluster().await?;
-    let dns = dns::choose(settings, &cluster, zones, host);
-    let _lock = steps::lock(settings, host)?;
-    steps::announce_etcd_owner(settings, &mut snapshot, report)?;
-    steps::publish::run(settings, &mut snapshot, &*dns, &Default::default(), report).await?;
-    steps::etcd_owner_unknown(settings, &mut snapshot)
+    steps::noting_mounted(&mut snapshot, report, async |snapshot, report| {
+        // The cluster's names are checked before anything is locked or changed.
+        let cluster = snapshot.cluster().await?;
+        let dns = dns::choose(settings, &cluster, zones, host);
+        let _lock = steps::lock(settings, host)?;
+        steps::announce_etcd_owner(settings, snapshot, report)?;
+        steps::publish::run(settings, snapshot, &*dns, &Default::default(), report).await?;
+        steps::etcd_owner_unknown(settings, snapshot)
+    })
+    .await
 }

@@ -17,10 +17,13 @@ pub async fn run(
     report: &mut Report,
 ) -> Result<()> {
     let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Zone);
-    // The cluster's names are checked before anything is locked or changed.
-    snapshot.cluster().await?;
-    let _lock = steps::lock(settings, host)?;
-    steps::announce_etcd_owner(settings, &mut snapshot, report)?;
-    steps::render::run(settings, &mut snapshot, report).await?;
-    steps::etcd_owner_unknown(settings, &mut snapshot)
+    steps::noting_mounted(&mut snapshot, report, async |snapshot, report| {
+        // The cluster's names are checked before anything is locked or changed.
+        snapshot.cluster().await?;
+        let _lock = steps::lock(settings, host)?;
+        steps::announce_etcd_owner(settings, snapshot, report)?;
+        steps::render::run(settings, snapshot, report).await?;
+        steps::etcd_owner_unknown(settings, snapshot)
+    })
+    .await
 }

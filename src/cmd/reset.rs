@@ -19,14 +19,17 @@ pub async fn run(
     report: &mut Report,
 ) -> Result<()> {
     let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Region);
-    // The cluster's names are checked before anything is locked or changed.
-    let cluster = snapshot.cluster().await?;
-    let dns = dns::choose(settings, &cluster, zones, host);
-    // Where etcd-manager owns etcd, its volumes and names are left; the rest is reset. Where
-    // that cannot be told, nothing is.
-    steps::etcd_owner_unknown(settings, &mut snapshot)
-        .map_err(|err| err.context("nothing was reset"))?;
-    let _lock = steps::lock(settings, host)?;
-    steps::announce_etcd_owner(settings, &mut snapshot, report)?;
-    steps::reset::run(settings, &mut snapshot, &*dns, report).await
+    steps::noting_mounted(&mut snapshot, report, async |snapshot, report| {
+        // The cluster's names are checked before anything is locked or changed.
+        let cluster = snapshot.cluster().await?;
+        let dns = dns::choose(settings, &cluster, zones, host);
+        // Where etcd-manager owns etcd, its volumes and names are left; the rest is reset.
+        // Where that cannot be told, nothing is.
+        steps::etcd_owner_unknown(settings, snapshot)
+            .map_err(|err| err.context("nothing was reset"))?;
+        let _lock = steps::lock(settings, host)?;
+        steps::announce_etcd_owner(settings, snapshot, report)?;
+        steps::reset::run(settings, snapshot, &*dns, report).await
+    })
+    .await
 }

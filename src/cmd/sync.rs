@@ -1,7 +1,7 @@
-//! `sync`: claim, mount, render and publish in one run under one lock, each step planning from
-//! the one snapshot the steps before it updated; on a control-plane node then the Kubernetes
-//! API's steps (labels, addon channels) when their flags are given. Stops at the first failure.
-//! On a master the verify step asks the cloud first and records a full check at the end.
+//! `sync`: claim, mount, render and publish under one lock, each step planning from the one
+//! snapshot the steps before it updated; then, on a control-plane node, the Kubernetes API's
+//! steps when their flags are given. Stops at the first failure. On a master the verify step
+//! asks the cloud first and records a full check at the end.
 
 use anyhow::Result;
 
@@ -20,8 +20,7 @@ pub async fn run(
     host: &dyn Host,
     report: &mut Report,
 ) -> Result<()> {
-    // kOps 1.12–1.18 left kubelet to its protokube: first, or after the mount where it
-    // manages etcd; decided once, from the unit's own flags.
+    // kOps 1.12–1.18: kubelet first, or after the mount where protokube manages etcd.
     let start = KubeletStart::of(settings);
     let kubelet = steps::kubelet::first(start, settings, host, report).await;
     let rest = after_kubelet(start, settings, cloud, zones, host, report).await;
@@ -36,10 +35,10 @@ async fn after_kubelet(
     host: &dyn Host,
     report: &mut Report,
 ) -> Result<()> {
-    // One region-wide listing serves mount (this zone) and DNS (every member).
+    // One region-wide listing serves mount (this zone) and DNS (every member); a master asks
+    // the cloud once while its last full check holds, a gossip worker never.
     let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Region);
-    // Not given the cluster (kOps 1.36's unit gives neither it nor the role): the instance's
-    // tags say it, asked once and remembered.
+    // Not given the cluster (kOps 1.36's unit): the instance's tags, asked once, remembered.
     let learned;
     let (settings, mut snapshot) = if settings.cluster.is_none() {
         let node = steps::node_role::learn(settings, &mut snapshot).await?;
@@ -50,30 +49,31 @@ async fn after_kubelet(
     } else {
         (settings, snapshot)
     };
-    // The cluster's names are checked before anything is locked or changed.
-    let cluster = snapshot.cluster().await?;
-    let dns = dns::choose(settings, &cluster, zones, host);
-    let _lock = steps::lock(settings, host)?;
-    // Who owns etcd here is decided once: where etcd-manager does, its volumes are left alone.
-    let owns_etcd = steps::announce_etcd_owner(settings, &mut snapshot, report)?;
-    // A master asks the cloud once while its last full check holds, a gossip worker not at all.
-    let verify = steps::verify::begin(settings, &mut snapshot, &*dns).await?;
-    let (claimed, mounted) =
-        steps::claim::claim_and_mount(settings, &mut snapshot, owns_etcd, report).await?;
-    steps::kubelet::after_mount(kubelet, settings, host, report).await?;
-    let rendered = steps::render::run(settings, &mut snapshot, report).await?;
-    let known = steps::verify::known(verify.as_ref());
-    let published = steps::publish::run(settings, &mut snapshot, &*dns, known, report).await?;
-    // A worker's run asks the cloud nothing more to see whether it should have been a master.
-    steps::check_master_flag(settings, &mut snapshot, false, report).await?;
-    if let Some(verify) = verify {
-        // What the steps changed, as they say it (typed outcomes, not the report).
-        let changed = claimed.volumes_changed || mounted.formatted || rendered.tagged;
-        steps::verify::finish(settings, &mut snapshot, &verify, changed, &published)?;
-    }
-    if settings.master {
-        steps::kubernetes::run(settings, host, report).await?;
-    }
-    claimed.finish()?;
-    steps::etcd_owner_unknown(settings, &mut snapshot)
+    steps::noting_mounted(&mut snapshot, report, async |snapshot, report| {
+        // The cluster's names are checked before anything is locked or changed.
+        let cluster = snapshot.cluster().await?;
+        let dns = dns::choose(settings, &cluster, zones, host);
+        let _lock = steps::lock(settings, host)?;
+        let owns_etcd = steps::announce_etcd_owner(settings, snapshot, report)?;
+        let verify = steps::verify::begin(settings, snapshot, &*dns).await?;
+        let (claimed, mounted) =
+            steps::claim::claim_and_mount(settings, snapshot, owns_etcd, report).await?;
+        steps::kubelet::after_mount(kubelet, settings, host, report).await?;
+        let rendered = steps::render::run(settings, snapshot, report).await?;
+        let known = steps::verify::known(verify.as_ref());
+        let published = steps::publish::run(settings, snapshot, &*dns, known, report).await?;
+        // A worker asks the cloud nothing more to see whether it should have been a master.
+        steps::check_master_flag(settings, snapshot, false, report).await?;
+        if let Some(verify) = verify {
+            // What the steps changed, as their typed outcomes say it.
+            let changed = claimed.volumes_changed || mounted.formatted || rendered.tagged;
+            steps::verify::finish(settings, snapshot, &verify, changed, &published)?;
+        }
+        if settings.master {
+            steps::kubernetes::run(settings, host, report).await?;
+        }
+        claimed.finish()?;
+        steps::etcd_owner_unknown(settings, snapshot)
+    })
+    .await
 }

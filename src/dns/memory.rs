@@ -12,7 +12,7 @@ use async_trait::async_trait;
 
 use super::zoned::api::{ChangeResult, ZoneApi, ZoneGone, ZoneService};
 use crate::names::is_within;
-use crate::plan::dns::zoned::EXTERNAL_DNS_PREFIXES;
+use crate::plan::dns::zone_plan::EXTERNAL_DNS_PREFIXES;
 use crate::plan::dns::zones::Zone;
 use crate::plan::dns::zones::{RecordAction, RecordChange, RecordSet};
 

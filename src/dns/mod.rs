@@ -1,20 +1,18 @@
 //! Where this node's names go, chosen once per run from the settings and the cluster
 //! ([`choose`]): a DNS service's zones ([`zoned`], each service's client in its own folder), the
-//! hosts file ([`hosts`]), or nowhere ([`none`]) with the reason said once.
+//! hosts file ([`hosts_file`]), or nowhere ([`none`]) with the reason said once.
 //! The steps ask the chosen [`target::DnsTarget`]; none of them matches on the provider.
 
-pub mod clouddns;
-pub mod hosts;
+pub mod hosts_file;
 #[cfg(test)]
 pub mod memory;
 pub mod none;
-pub mod route53;
 pub mod target;
 pub mod zoned;
 
 use crate::host::Files;
 use crate::settings::{Cluster, DnsKind, Settings};
-use hosts::HostsFile;
+use hosts_file::HostsFile;
 use none::Nowhere;
 use target::DnsTarget;
 use zoned::api::ZoneService;

@@ -9,7 +9,7 @@ use anyhow::Result;
 use async_trait::async_trait;
 
 use crate::cloud::InstanceInfo;
-use crate::plan::dns::hosts::HostRecords;
+use crate::plan::dns::hosts_block::HostRecords;
 use crate::plan::dns::records::DesiredRecord;
 use crate::plan::state::{LeftAlone, MissingName};
 use crate::plan::volumes::EtcdVolume;

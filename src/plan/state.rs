@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cloud::{CloudVolume, InstanceInfo};
 use crate::etcd::EtcdMembership;
-use crate::plan::dns::hosts::HostRecords;
+use crate::plan::dns::hosts_block::HostRecords;
 use crate::plan::dns::records::DesiredRecord;
 use crate::plan::dns::zones::{Zone, ZoneRule};
 

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};
 
 use crate::cloud::{AttachmentState, InstanceInfo};
-use crate::plan::dns::hosts::HostRecords;
+use crate::plan::dns::hosts_block::HostRecords;
 use crate::plan::state::{Verified, WorkerVerified};
 use crate::plan::volumes::{classify, plan_claims, ClaimPlan, ProviderFacts};
 
@@ -293,7 +293,7 @@ mod tests {
             zone: "za",
             mounted: &mounted,
             provider: ProviderFacts {
-                devices: &crate::cloud::aws::devices::EbsDevices,
+                devices: &crate::providers::aws::devices::EbsDevices,
                 words: &crate::cloud::tags::KopsTags,
             },
         };

@@ -447,7 +447,7 @@ pub fn plan_claims(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cloud::aws::devices::EbsDevices;
+    use crate::providers::aws::devices::EbsDevices;
 
     /// Classified with EBS' root device names and kOps' tags.
     fn classify(cluster: &str, zone: Option<&str>, volumes: Vec<CloudVolume>) -> Discovery {

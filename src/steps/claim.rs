@@ -20,6 +20,10 @@ use crate::settings::Settings;
 use crate::snapshot::Snapshot;
 use crate::steps::discover::warn_skipped;
 
+/// Why an attachment stuck in `attaching` is detached (see
+/// [`crate::plan::volumes::STUCK_ATTACHING`]).
+const STUCK_WHY: &str = "stuck in `attaching` for over 90 s";
+
 /// What the claim step leaves for the end of the run.
 #[derive(Debug, Default)]
 #[must_use = "a detach the cloud refused makes the run end not ready: call `finish`"]
@@ -105,11 +109,7 @@ pub async fn run(
         .extra
         .iter()
         .map(|v| (v, "a second volume of the same etcd cluster on this node"))
-        .chain(
-            plan.stuck
-                .iter()
-                .map(|v| (v, "stuck in `attaching` for over 90 s")),
-        )
+        .chain(plan.stuck.iter().map(|v| (v, STUCK_WHY)))
     {
         detach(
             settings,
@@ -227,13 +227,12 @@ pub async fn run(
         .await?;
         for id in &stuck_now {
             if let Some(volume) = here.iter().find(|v| &v.id == id) {
-                let why = "stuck in `attaching` for over 90 s";
                 detach(
                     settings,
                     snapshot,
                     &instance_id,
                     volume,
-                    why,
+                    STUCK_WHY,
                     &mut claimed,
                     report,
                 )

@@ -151,6 +151,19 @@ pub fn save_state(settings: &Settings, snapshot: &mut Snapshot<'_>, state: State
     Ok(())
 }
 
+/// Runs `body` on the run's snapshot, then notes in the report how many etcd volumes the state
+/// file records mounted here, as the run leaves it (failed runs too): read through the
+/// snapshot, the state file's one reader, which already holds it when a step read or wrote it.
+pub async fn noting_mounted<'a>(
+    snapshot: &mut Snapshot<'a>,
+    report: &mut Report,
+    body: impl AsyncFnOnce(&mut Snapshot<'a>, &mut Report) -> Result<()>,
+) -> Result<()> {
+    let result = body(snapshot, report).await;
+    report.volumes_mounted = snapshot.state().ok().map(|state| state.volumes.len());
+    result
+}
+
 /// The volumes mounted at protokube's own mount points (`<root>/mnt/master-<volume id>`), from
 /// the mount table: what this node has mounted, whatever any record says.
 pub(crate) fn own_mounted_volumes(

@@ -130,7 +130,7 @@ pub(crate) async fn run_facts(
 mod tests {
     use super::*;
     use crate::dns::memory::record_set;
-    use crate::plan::dns::zoned::ownership_value;
+    use crate::plan::dns::zone_plan::ownership_value;
     use crate::plan::dns::zones::RecordSet;
     use crate::report::Action;
     use crate::settings::Flags;

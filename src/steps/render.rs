@@ -8,6 +8,7 @@ use anyhow::{bail, Context as _, Result};
 use crate::cloud::{tags, AccessDenied, CloudVolume};
 use crate::host::{Files, Host};
 use crate::paths::{HostRoot, MANIFEST_DIR, ON_VOLUME_MANIFEST_DIR};
+use crate::plan::files::FileFact;
 use crate::plan::manifests::nodeup::Distribution;
 use crate::plan::manifests::upgrade::EtcdVersion;
 use crate::plan::manifests::{
@@ -75,59 +76,8 @@ pub async fn run(
         report.warn(warning);
     }
     let root = &settings.root;
-    let mut layout = Layout {
-        root: root.clone(),
-        manifest_dir: root.resolve(MANIFEST_DIR)?,
-        log_dir: root.resolve("/var/log")?,
-        volume_dirs: BTreeMap::new(),
-    };
-    // On a volume, nothing protokube writes or the pod uses may be a symlink: the volume's
-    // contents must not send a write, or etcd's data, anywhere else.
-    for manifest in &manifests {
-        if let Placement::OnVolume {
-            volume_id,
-            data_dir,
-            ..
-        } = &manifest.placement
-        {
-            let mountpoint = root.volume_mountpoint(volume_id)?;
-            let check = || -> Result<_> {
-                root.on_volume(&mountpoint, data_dir)?;
-                root.on_volume(&mountpoint, ON_VOLUME_MANIFEST_DIR)
-            };
-            let dir = check().with_context(|| format!("volume `{volume_id}`"))?;
-            layout.volume_dirs.insert(volume_id.clone(), dir);
-        }
-    }
-    // What is on disk now; a volume mounted only in this dry run's plan has nothing to read.
-    let mut facts = BTreeMap::new();
-    for manifest in &manifests {
-        let paths = manifest.paths(&layout)?;
-        let on_planned_volume = matches!(&manifest.placement,
-            Placement::OnVolume { volume_id, .. } if snapshot.is_planned(volume_id));
-        let mut read = vec![paths.log];
-        if !on_planned_volume {
-            read.push(paths.file);
-        }
-        read.extend(paths.link.map(|(link, _)| link));
-        for path in read {
-            let fact = host.fact(&path)?;
-            facts.insert(path, fact);
-        }
-    }
-    for path in version_record_paths(&layout, &manifests)? {
-        // A version record is a few bytes: read with that bound first, so a large (or sparse)
-        // file there is refused without being read whole.
-        host.read(&path, VERSION_RECORD_MAX).with_context(|| {
-            format!(
-                "`{}` is not an etcd version record (a regular file of at most \
-                 {VERSION_RECORD_MAX} bytes); write the version its data last ran there",
-                path.display()
-            )
-        })?;
-        let fact = host.fact(&path)?;
-        facts.insert(path, fact);
-    }
+    let layout = layout(root, &manifests)?;
+    let facts = read_facts(snapshot, &layout, &manifests)?;
     // The version guard first: a refused upgrade writes nothing. The other members' versions
     // come from the cloud's answer, where this run has one (`sync`; `render-manifests` alone
     // asks the cloud nothing and checks this volume's records only).
@@ -153,6 +103,74 @@ pub async fn run(
         rendered.tagged = tag_versions(snapshot, &tags).await?;
     }
     Ok(rendered)
+}
+
+/// Where the manifests go: the manifests directory, the log directory, and each volume's own
+/// directories — none of which may be a symlink on a volume (its contents must not send a
+/// write, or etcd's data, anywhere else).
+fn layout(root: &HostRoot, manifests: &[Manifest]) -> Result<Layout> {
+    let mut layout = Layout {
+        root: root.clone(),
+        manifest_dir: root.resolve(MANIFEST_DIR)?,
+        log_dir: root.resolve("/var/log")?,
+        volume_dirs: BTreeMap::new(),
+    };
+    for manifest in manifests {
+        if let Placement::OnVolume {
+            volume_id,
+            data_dir,
+            ..
+        } = &manifest.placement
+        {
+            let mountpoint = root.volume_mountpoint(volume_id)?;
+            let check = || -> Result<_> {
+                root.on_volume(&mountpoint, data_dir)?;
+                root.on_volume(&mountpoint, ON_VOLUME_MANIFEST_DIR)
+            };
+            let dir = check().with_context(|| format!("volume `{volume_id}`"))?;
+            layout.volume_dirs.insert(volume_id.clone(), dir);
+        }
+    }
+    Ok(layout)
+}
+
+/// What is on disk now at every path the manifests and their version records use; a volume
+/// mounted only in this dry run's plan has nothing to read.
+fn read_facts(
+    snapshot: &Snapshot<'_>,
+    layout: &Layout,
+    manifests: &[Manifest],
+) -> Result<BTreeMap<std::path::PathBuf, FileFact>> {
+    let host = snapshot.host();
+    let mut facts = BTreeMap::new();
+    for manifest in manifests {
+        let paths = manifest.paths(layout)?;
+        let on_planned_volume = matches!(&manifest.placement,
+            Placement::OnVolume { volume_id, .. } if snapshot.is_planned(volume_id));
+        let mut read = vec![paths.log];
+        if !on_planned_volume {
+            read.push(paths.file);
+        }
+        read.extend(paths.link.map(|(link, _)| link));
+        for path in read {
+            let fact = host.fact(&path)?;
+            facts.insert(path, fact);
+        }
+    }
+    for path in version_record_paths(layout, manifests)? {
+        // A version record is a few bytes: read with that bound first, so a large (or sparse)
+        // file there is refused without being read whole.
+        host.read(&path, VERSION_RECORD_MAX).with_context(|| {
+            format!(
+                "`{}` is not an etcd version record (a regular file of at most \
+                 {VERSION_RECORD_MAX} bytes); write the version its data last ran there",
+                path.display()
+            )
+        })?;
+        let fact = host.fact(&path)?;
+        facts.insert(path, fact);
+    }
+    Ok(facts)
 }
 
 /// The version each etcd pod already running on a mounted volume reports on its client port:

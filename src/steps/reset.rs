@@ -608,7 +608,7 @@ mod tests {
     #[test]
     fn this_nodes_addresses_leave_the_names_and_the_others_stay() {
         use crate::dns::memory::record_set;
-        use crate::plan::dns::zoned::ownership_value;
+        use crate::plan::dns::zone_plan::ownership_value;
         let bench = Bench::with_flags(&[], |flags| {
             flags.dns = Some(crate::settings::DnsChoice::of(
                 crate::settings::DnsKind::Zones,

@@ -264,7 +264,7 @@ fn modules_form_no_cycle() {
 
 /// Pure planning outside `plan/`: a provider's batching lives with its DNS code, held to the
 /// same rule.
-const PURE_ELSEWHERE: [&str; 1] = ["dns::route53::batch"];
+const PURE_ELSEWHERE: [&str; 1] = ["providers::aws::route53::batch"];
 
 #[test]
 fn planning_has_no_effects() {
@@ -280,7 +280,7 @@ fn planning_has_no_effects() {
                     "steps",
                     "snapshot",
                     "settings",
-                    "cloud::aws",
+                    "providers",
                     "host::linux",
                     "dns::zoned::walk",
                 ]
@@ -300,8 +300,8 @@ fn planning_has_no_effects() {
 }
 
 /// The files under `dns/` that neither are nor call an effect: the factory that picks the run's
-/// target, and what is pure and a provider's own (its batching).
-const DNS_WITHOUT_EFFECTS: [&str; 2] = ["dns/mod.rs", "dns/route53/batch.rs"];
+/// target.
+const DNS_WITHOUT_EFFECTS: [&str; 1] = ["dns/mod.rs"];
 
 #[test]
 fn the_dns_rules_live_in_one_place() {
@@ -394,7 +394,7 @@ fn only_the_composition_root_reaches_the_linux_host_from_outside_host() {
 const PROVIDERS: [(&str, &[&str], &[&str]); 2] = [
     (
         "AWS",
-        &["cloud/aws/", "dns/route53/"],
+        &["providers/aws/"],
         &[
             "ec2",
             "ebs",
@@ -408,14 +408,14 @@ const PROVIDERS: [(&str, &[&str], &[&str]); 2] = [
     ),
     (
         "Google Cloud",
-        &["cloud/gce/", "dns/clouddns/"],
+        &["providers/gce/"],
         &["gce", "compute engine", "cloud dns", "clouddns", "google-"],
     ),
 ];
 
 /// Where the command line names the providers (`--cloud`'s values, their flags), and the
-/// composition root whose registry picks them: nowhere else (ARCHITECTURE.md).
-const NAMES_PROVIDERS: [&str; 2] = ["cli.rs", "lib.rs"];
+/// registry that picks them: nowhere else (ARCHITECTURE.md).
+const NAMES_PROVIDERS: [&str; 2] = ["cli.rs", "providers/mod.rs"];
 
 /// The lines of `text` (outside its unit tests, comments included) that name one of `words`,
 /// as `line: text`; module declarations (`mod route53;`) are a folder's listing, not a use.
@@ -444,9 +444,10 @@ fn lines_naming(text: &str, words: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// A provider has one home: its value in `cloud/<provider>/`, its clients in
-/// `dns/<provider>/`, one arm of the registry's one `match` in the composition root; no other
-/// file matches on the provider, and nothing keeps a table of provider pairs.
+/// A provider has one home, `providers/<provider>/` (its value, its cloud, its zone service,
+/// its `connect`), and one arm of the registry's one `match` on `--cloud`'s word in
+/// `providers/mod.rs`; no other file matches on the provider (`CloudArg::` appears nowhere),
+/// and nothing keeps a table of provider pairs.
 #[test]
 fn one_registry_match_picks_the_provider() {
     let mut matches = Vec::new();
@@ -458,24 +459,36 @@ fn one_registry_match_picks_the_provider() {
             }
         }
     }
-    // The registry's arms, and nothing else.
     assert!(
-        matches.iter().all(|m| m.starts_with("lib.rs:")),
+        matches.is_empty(),
         "the provider matched outside the registry:\n{}",
         matches.join("\n")
     );
-    let arms = matches.len();
+    let registry =
+        std::fs::read_to_string(crate::support::repo().join("src/providers/mod.rs")).unwrap();
+    let code = without_tests(&registry);
     assert_eq!(
-        arms,
-        PROVIDERS.len(),
-        "one registry arm per provider: {matches:#?}"
-    );
-    let lib = std::fs::read_to_string(crate::support::repo().join("src/lib.rs")).unwrap();
-    assert_eq!(
-        lib.matches("match cloud {").count(),
+        code.matches("match word {").count(),
         1,
         "the registry is one `match`"
     );
+    assert_eq!(
+        code.matches("=> Some(Registered {").count(),
+        PROVIDERS.len(),
+        "one registry arm per provider"
+    );
+    // Each provider is one folder.
+    for (provider, folders, _) in PROVIDERS {
+        assert_eq!(folders.len(), 1, "{provider}: {folders:?}");
+        assert!(
+            crate::support::repo()
+                .join("src")
+                .join(folders[0])
+                .join("mod.rs")
+                .exists(),
+            "{provider}"
+        );
+    }
 }
 
 #[test]
@@ -497,7 +510,7 @@ fn a_providers_words_stay_in_its_own_folders() {
     }
     assert!(
         misplaced.is_empty(),
-        "a provider's words outside its folders (cloud/<provider>/, dns/<provider>/) and the \
+        "a provider's words outside its folder (providers/<provider>/) and the \
          command line's files:\n{}",
         misplaced.join("\n")
     );

@@ -10,11 +10,10 @@
 mod support;
 
 mod architecture;
-mod bad_day;
-mod bad_day_5;
 mod blank_proof;
 mod boot;
 mod cli;
+mod cloud_faults;
 mod cluster;
 mod containers;
 mod discover_volumes;
@@ -39,6 +38,7 @@ mod legacy;
 mod lifecycle;
 mod mount;
 mod mount_double;
+mod node_faults;
 mod operators;
 mod packaging;
 mod properties;

@@ -186,7 +186,7 @@ impl VolumeApi for StrictVolumes {
 fn settings(root: &TestRoot) -> Settings {
     Settings::resolve(
         Flags {
-            cloud: Some(&protokube::cloud::aws::PROVIDER),
+            cloud: Some(&protokube::providers::aws::PROVIDER),
             cluster_id: Some(CLUSTER.into()),
             master: true,
             root: root.path().to_owned(),

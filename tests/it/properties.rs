@@ -6,7 +6,7 @@
 use proptest::prelude::*;
 use protokube::etcd::parse_etcd_tag;
 use protokube::names::is_dns1123_label;
-use protokube::plan::dns::hosts::{
+use protokube::plan::dns::hosts_block::{
     managed_records, update_hosts, HostRecords, GUARD_BEGIN, GUARD_END,
 };
 use protokube::plan::manifests::templates::quote_yaml;

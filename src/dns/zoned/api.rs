@@ -33,7 +33,7 @@ pub trait ZoneApi: Send + Sync {
     /// The record sets in `zone` that decide what happens to `names` (the cluster `cluster`'s
     /// names there): at least every set at those names, at the names external-dns keeps their
     /// ownership at (`a-`, `aaaa-`, `cname-` before the name, see
-    /// [`crate::plan::dns::zoned::EXTERNAL_DNS_PREFIXES`]) and any NS set at or above them below the apex. A
+    /// [`crate::plan::dns::zone_plan::EXTERNAL_DNS_PREFIXES`]) and any NS set at or above them below the apex. A
     /// zone that does not exist (any more) is the error [`ZoneGone`].
     async fn read(&self, zone: &Zone, names: &[&str], cluster: &str) -> Result<Vec<RecordSet>>;
 
@@ -61,13 +61,6 @@ pub trait ZoneService: Send + Sync {
     /// The zones' client for a node in `region` (credentials resolved once, shared with the
     /// cloud's clients where the provider can).
     async fn connect(&self, region: &str) -> Result<Arc<dyn ZoneApi>>;
-}
-
-/// A provider's clients for one run: its cloud and its DNS service's zones, made together
-/// (one configuration, one credential, one deadline), as each provider's `connect` makes them.
-pub struct Connected {
-    pub cloud: Box<dyn crate::cloud::Cloud>,
-    pub zones: Box<dyn ZoneService>,
 }
 
 /// A zone protokube remembered does not exist any more: the zones are looked up again.

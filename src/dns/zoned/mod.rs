@@ -1,5 +1,5 @@
 //! Names in a DNS service's zones: the zones the `--zone` rules choose, only the cluster's names
-//! read, the zone's plan ([`crate::plan::dns::zoned`]: ownership records, placeholders, deletion
+//! read, the zone's plan ([`crate::plan::dns::zone_plan`]: ownership records, placeholders, deletion
 //! guard) sent and re-planned when another writer was first ([`walk`]), through the service's
 //! client behind [`api::ZoneApi`].
 
@@ -14,7 +14,7 @@ use async_trait::async_trait;
 
 use crate::cloud::InstanceInfo;
 use crate::plan::dns::records::{desired_records, ApiNames, DesiredRecord, RecordRole};
-use crate::plan::dns::zoned::{DeletionGuard, ZonePolicy};
+use crate::plan::dns::zone_plan::{DeletionGuard, ZonePolicy};
 use crate::plan::volumes::EtcdVolume;
 use crate::report::Report;
 use crate::settings::{Cluster, Settings};

@@ -11,7 +11,7 @@ use anyhow::{bail, Result};
 use super::api::{ChangeResult, ZoneApi, ZoneGone};
 use crate::names::is_within;
 use crate::plan::dns::records::DesiredRecord;
-use crate::plan::dns::zoned::{
+use crate::plan::dns::zone_plan::{
     plan_placeholder_removal, plan_release, plan_zone, NameOutcome, ZonePolicy,
 };
 use crate::plan::dns::zones::{zone_for, Zone, ZoneRule};
@@ -507,7 +507,7 @@ mod tests {
     use crate::dns::memory::{record_set as set, MemoryZones, Zones};
     use crate::error::NotReady;
     use crate::plan::dns::records::RecordRole;
-    use crate::plan::dns::zoned::ownership_value;
+    use crate::plan::dns::zone_plan::ownership_value;
     use crate::report::{Action, Report};
     use crate::wait::Progress;
 

@@ -11,7 +11,7 @@
 pub mod devices;
 pub mod etcd_probe;
 pub mod files;
-pub mod hosts;
+pub mod hosts_write;
 pub mod process;
 
 use std::path::Path;
@@ -167,11 +167,11 @@ impl Files for LinuxHost {
     }
 
     fn read_hosts(&self, path: &Path) -> Result<Vec<u8>> {
-        hosts::read_hosts(path)
+        hosts_write::read_hosts(path)
     }
 
     fn write_hosts(&self, path: &Path, old: &[u8], new: &[u8]) -> Result<HostsWrite> {
-        hosts::write_hosts(path, old, new)
+        hosts_write::write_hosts(path, old, new)
     }
 
     fn lock(&self, root: &HostRoot, deadline: Deadline) -> Result<RunLock> {

@@ -214,72 +214,7 @@ pub fn render_all(
 ) -> Result<Vec<Manifest>> {
     let mut manifests = Vec::new();
     if inputs.master {
-        let clusters = &inputs.spec.etcd_clusters;
-        let ports = etcd_ports(
-            clusters,
-            inputs
-                .mounted
-                .iter()
-                .flat_map(|v| v.etcd.iter().map(|m| m.cluster.as_str())),
-        )?;
-        let mut seen_keys: Vec<&str> = Vec::new();
-        for volume in inputs.mounted {
-            for membership in &volume.etcd {
-                if seen_keys.contains(&membership.cluster.as_str()) {
-                    bail!(
-                        "two mounted volumes hold etcd cluster `{}`; unmount one of them",
-                        membership.cluster
-                    );
-                }
-                seen_keys.push(&membership.cluster);
-                let key = membership.cluster.as_str();
-                let image = etcd_image(inputs.etcd, clusters, key)?;
-                let mountpoint = volume.mountpoint.display().to_string();
-                let member_inputs = MemberInputs {
-                    spec: clusters.iter().find(|c| c.name == key),
-                    options: inputs.etcd,
-                    image: &image,
-                    ports: *ports
-                        .get(key)
-                        .ok_or_else(|| anyhow!("no ports for etcd cluster `{key}`"))?,
-                    internal_suffix: inputs.internal_suffix,
-                    ipv6: inputs.spec.is_ipv6(),
-                };
-                let params = match pod_params(membership, &mountpoint, &member_inputs) {
-                    Ok(params) => params,
-                    Err(err) => {
-                        warnings.push(format!(
-                            "volume `{}`: {}",
-                            volume.volume_id,
-                            crate::error::one_line(&err)
-                        ));
-                        continue;
-                    }
-                };
-                let contents = templates::render(tera, "etcd.yaml", &params.context())?;
-                templates::validate_pod(&contents, "etcd.yaml")?;
-                manifests.push(Manifest {
-                    log_file: (params.log_file.clone(), 0o644),
-                    name: params.cluster_name.clone(),
-                    template: "etcd.yaml".into(),
-                    contents,
-                    placement: Placement::OnVolume {
-                        volume_id: volume.volume_id.clone(),
-                        mountpoint,
-                        data_dir: format!("var/etcd/{}", params.data_dir_name),
-                        etcd_version: EtcdVersion::of_image(&image).or_else(|| {
-                            clusters
-                                .iter()
-                                .find(|c| c.name == key)
-                                .and_then(|c| c.version.as_deref())
-                                .and_then(EtcdVersion::parse)
-                        }),
-                        etcd_cluster: key.to_string(),
-                        client: Box::new(params.client_endpoint(inputs.spec.is_ipv6())),
-                    },
-                });
-            }
-        }
+        manifests.extend(render_etcd(tera, inputs, warnings)?);
         if inputs.etcd_only {
             return Ok(manifests);
         }
@@ -314,6 +249,83 @@ pub fn render_all(
         }
         Some(section) => manifests.push(render_component(tera, &PROXY, section, inputs, warnings)?),
         None => bail!("`spec.kubeProxy` is missing; use the completed cluster spec"),
+    }
+    Ok(manifests)
+}
+
+/// The etcd pods of the members mounted here, one per etcd cluster key (two mounted volumes of
+/// one key are an error); a member the pod cannot be made for is skipped with a warning.
+fn render_etcd(
+    tera: &tera::Tera,
+    inputs: &RenderInputs<'_>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Manifest>> {
+    let clusters = &inputs.spec.etcd_clusters;
+    let ports = etcd_ports(
+        clusters,
+        inputs
+            .mounted
+            .iter()
+            .flat_map(|v| v.etcd.iter().map(|m| m.cluster.as_str())),
+    )?;
+    let mut manifests = Vec::new();
+    let mut seen_keys: Vec<&str> = Vec::new();
+    for volume in inputs.mounted {
+        for membership in &volume.etcd {
+            if seen_keys.contains(&membership.cluster.as_str()) {
+                bail!(
+                    "two mounted volumes hold etcd cluster `{}`; unmount one of them",
+                    membership.cluster
+                );
+            }
+            seen_keys.push(&membership.cluster);
+            let key = membership.cluster.as_str();
+            let image = etcd_image(inputs.etcd, clusters, key)?;
+            let mountpoint = volume.mountpoint.display().to_string();
+            let member_inputs = MemberInputs {
+                spec: clusters.iter().find(|c| c.name == key),
+                options: inputs.etcd,
+                image: &image,
+                ports: *ports
+                    .get(key)
+                    .ok_or_else(|| anyhow!("no ports for etcd cluster `{key}`"))?,
+                internal_suffix: inputs.internal_suffix,
+                ipv6: inputs.spec.is_ipv6(),
+            };
+            let params = match pod_params(membership, &mountpoint, &member_inputs) {
+                Ok(params) => params,
+                Err(err) => {
+                    warnings.push(format!(
+                        "volume `{}`: {}",
+                        volume.volume_id,
+                        crate::error::one_line(&err)
+                    ));
+                    continue;
+                }
+            };
+            let contents = templates::render(tera, "etcd.yaml", &params.context())?;
+            templates::validate_pod(&contents, "etcd.yaml")?;
+            manifests.push(Manifest {
+                log_file: (params.log_file.clone(), 0o644),
+                name: params.cluster_name.clone(),
+                template: "etcd.yaml".into(),
+                contents,
+                placement: Placement::OnVolume {
+                    volume_id: volume.volume_id.clone(),
+                    mountpoint,
+                    data_dir: format!("var/etcd/{}", params.data_dir_name),
+                    etcd_version: EtcdVersion::of_image(&image).or_else(|| {
+                        clusters
+                            .iter()
+                            .find(|c| c.name == key)
+                            .and_then(|c| c.version.as_deref())
+                            .and_then(EtcdVersion::parse)
+                    }),
+                    etcd_cluster: key.to_string(),
+                    client: Box::new(params.client_endpoint(inputs.spec.is_ipv6())),
+                },
+            });
+        }
     }
     Ok(manifests)
 }

@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use anyhow::{bail, Result};
 use async_trait::async_trait;
-use protokube::cloud::aws::devices::EbsDevices;
 use protokube::cloud::{
     Cloud, CloudClients, DeviceNaming, InstanceApi, InstanceInfo, InstanceMetadata, MetadataItem,
     VolumeApi,
 };
 use protokube::dns::zoned::api::{ZoneApi, ZoneService};
+use protokube::providers::aws::devices::EbsDevices;
 
 /// The clients a test gives; the ones it leaves out fail when used.
 pub(crate) struct DoubleCloud {

@@ -1,13 +1,13 @@
-//! A bad day, round 5 (issue "GCE boot disks, spec names that collide, an API that answers 503,
-//! reports that keep what was done"), each case as an operator would meet it: a boot disk that
-//! carries etcd labels, under kOps' device name and under gcloud's; a public name that is one of
-//! the cluster's own internal names; a record set someone removed between read and change; a
-//! Kubernetes API whose writes answer 503 at first; a wait cut by the deadline after the change
-//! was accepted; a disk attached read-only; a disk of one name in two zones; a token Google
-//! rejects early; a worker that may not call `compute.instances.get`; an operation still
-//! running at the deadline; and GCE's own words for what an operator must fix. Real binary;
-//! the GCE stand-in (`scripts/gce_standin.py`), moto, the Kubernetes API stand-in; real loop
-//! devices where a disk is mounted.
+//! The clouds' and the Kubernetes API's faults: GCE boot disks, spec names that collide, an API
+//! that answers 503, reports that keep what was done, each case as an operator would meet it: a
+//! boot disk that carries etcd labels, under kOps' device name and under gcloud's; a public name
+//! that is one of the cluster's own internal names; a record set someone removed between read and
+//! change; a Kubernetes API whose writes answer 503 at first; a wait cut by the deadline after the
+//! change was accepted; a disk attached read-only; a disk of one name in two zones; a token Google
+//! rejects early; a worker that may not call `compute.instances.get`; an operation still running at
+//! the deadline; and GCE's own words for what an operator must fix. Real binary; the GCE stand-in
+//! (`scripts/gce_standin.py`), moto, the Kubernetes API stand-in; real loop devices where a disk is
+//! mounted.
 
 use crate::support;
 

@@ -1,5 +1,5 @@
 //! The one AWS SDK configuration of a run, shared by every AWS client (EC2, and Route53 from
-//! `dns/route53/`): region, retries, timeouts, the call counter, waiting for endpoint and
+//! `route53/`): region, retries, timeouts, the call counter, waiting for endpoint and
 //! credentials; and AWS errors as protokube reports them.
 
 use std::collections::BTreeMap;
@@ -23,6 +23,9 @@ use crate::cloud::AccessDenied;
 use crate::error::{NotReady, Unreachable};
 use crate::proxy::EgressProxies;
 use crate::wait::Deadline;
+use aws_smithy_http_client::proxy::ProxyConfig;
+use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+use aws_smithy_runtime_api::client::http::SharedHttpClient;
 
 /// Attempts per AWS call (the first try included); throttling and 5xx are retried with backoff.
 const MAX_ATTEMPTS: u32 = 6;
@@ -141,9 +144,9 @@ pub async fn load_sdk_config(region: &str, operation_timeout: Duration) -> SdkCo
                 .with_max_backoff(Duration::from_secs(10)),
         );
     }
-    if let Some(client) = proxied_http_client(&EgressProxies::from_env(&IMDS_ADDRESSES)) {
-        loader = loader.http_client(client);
-    }
+    loader = loader.http_client(egress_http_client(&EgressProxies::from_env(
+        &IMDS_ADDRESSES,
+    )));
     loader
         .timeout_config(
             TimeoutConfig::builder()
@@ -162,44 +165,47 @@ pub async fn load_sdk_config(region: &str, operation_timeout: Duration) -> SdkCo
         .await
 }
 
-/// The SDK's HTTPS client going through the node's egress proxy (`HTTPS_PROXY` for the
-/// service endpoints, `HTTP_PROXY` where only that is set, `NO_PROXY` and what is never
-/// proxied exempt: `crate::proxy`), or `None` where no proxy is set (the SDK's default client,
-/// which reaches everything directly). The instance metadata service has a client of its own
-/// (`imds.rs`), never proxied, and is exempt here too (the credentials chain asks it).
-fn proxied_http_client(
-    proxies: &EgressProxies,
-) -> Option<aws_smithy_runtime_api::client::http::SharedHttpClient> {
-    use aws_smithy_http_client::proxy::ProxyConfig;
-    use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+/// The SDK's HTTPS client for the service endpoints, through the node's egress proxy as Go
+/// reads it (`HTTPS_PROXY` for the endpoints, `HTTP_PROXY` where only that is set, `NO_PROXY`
+/// and what is never proxied exempt: `crate::proxy`). The SDK's own default client reads the
+/// proxy as curl does, which would send loopback endpoints and the metadata service through it.
+fn egress_http_client(proxies: &EgressProxies) -> SharedHttpClient {
     let config = match (&proxies.https, &proxies.http) {
         (Some(https), Some(http)) if https == http => ProxyConfig::all(https.as_str()),
         (Some(https), _) => ProxyConfig::https(https.as_str()),
         (None, Some(http)) => ProxyConfig::http(http.as_str()),
-        (None, None) => return None,
+        (None, None) => Ok(ProxyConfig::disabled()),
     };
     let config = match config {
+        Ok(config) if config.is_disabled() => config,
         Ok(config) => config.no_proxy(&proxies.no_proxy),
         Err(err) => {
             tracing::warn!("the egress proxy is not a URL ({err}); reaching AWS directly");
-            return None;
+            ProxyConfig::disabled()
         }
     };
-    Some(
-        aws_smithy_http_client::Builder::new().build_with_connector_fn(
-            move |settings, components| {
-                let mut builder =
-                    aws_smithy_http_client::Connector::builder().proxy_config(config.clone());
-                builder.set_connector_settings(settings.cloned());
-                if let Some(components) = components {
-                    builder.set_sleep_impl(components.sleep_impl());
-                }
-                builder
-                    .tls_provider(Provider::Rustls(CryptoMode::AwsLc))
-                    .build()
-            },
-        ),
-    )
+    https_client(config)
+}
+
+/// The client of the instance metadata service: never through a proxy, whatever the
+/// environment says (only the node itself reaches it).
+pub fn direct_http_client() -> SharedHttpClient {
+    https_client(ProxyConfig::disabled())
+}
+
+/// The SDK's HTTPS client (rustls on aws-lc) going through `proxy`, with the SDK's per-request
+/// timeouts and sleep.
+fn https_client(proxy: ProxyConfig) -> SharedHttpClient {
+    aws_smithy_http_client::Builder::new().build_with_connector_fn(move |settings, components| {
+        let mut builder = aws_smithy_http_client::Connector::builder().proxy_config(proxy.clone());
+        builder.set_connector_settings(settings.cloned());
+        if let Some(components) = components {
+            builder.set_sleep_impl(components.sleep_impl());
+        }
+        builder
+            .tls_provider(Provider::Rustls(CryptoMode::AwsLc))
+            .build()
+    })
 }
 
 /// The instance metadata service's addresses (IPv4, IPv6), never reached through a proxy.

@@ -56,7 +56,7 @@ pub fn batches(changes: &[RecordChange]) -> Vec<Vec<RecordChange>> {
 mod tests {
     use super::*;
     use crate::plan::dns::records::{DesiredRecord, RecordRole};
-    use crate::plan::dns::zoned::{ownership_value, plan_zone, ZonePolicy};
+    use crate::plan::dns::zone_plan::{ownership_value, plan_zone, ZonePolicy};
 
     const C: &str = "c.example.com";
 

@@ -1,10 +1,10 @@
-//! A bad day, round 4 (issue "fail safe where the node's files, the clock, plugins and packages
-//! misbehave"), each case as a new user would meet it: etcd-manager's real pod in every shape
-//! kubelet runs (and the shapes it does not), protokube's own etcd under a registry path named
-//! `etcd-manager…`, one deadline for the run that a credential plugin, a dripping API server
-//! and a forking channels tool all honour, `--timeout` under a second, format records that do
-//! not parse, a first miss dated in the future, and `reset` with something below the volume.
-//! Real binary, moto, real loop devices and mounts where a volume is involved.
+//! The node's faults: where its files, the clock, plugins and packages misbehave, each case as a
+//! new user would meet it: etcd-manager's real pod in every shape kubelet runs (and the shapes it
+//! does not), protokube's own etcd under a registry path named `etcd-manager…`, one deadline for
+//! the run that a credential plugin, a dripping API server and a forking channels tool all honour,
+//! `--timeout` under a second, format records that do not parse, a first miss dated in the future,
+//! and `reset` with something below the volume. Real binary, moto, real loop devices and mounts
+//! where a volume is involved.
 
 use crate::support;
 

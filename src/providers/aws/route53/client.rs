@@ -5,11 +5,11 @@ use anyhow::{Context as _, Result};
 use aws_config::SdkConfig;
 use aws_sdk_route53::error::ProvideErrorMetadata;
 
-use crate::cloud::aws::sdk::{aws_error, required, CallCounter};
 use crate::dns::zoned::api::{ChangeResult, ZoneGone};
 use crate::names::{is_within, normalize_dns_name};
 use crate::plan::dns::zones::Zone;
 use crate::plan::dns::zones::{RecordAction, RecordChange, RecordSet};
+use crate::providers::aws::sdk::{aws_error, required, CallCounter};
 
 /// Records per `ListResourceRecordSets` page: a cluster's own subtree (A and TXT for its etcd
 /// and API names) fits in one; a small page keeps the read from carrying the names that follow

@@ -11,26 +11,13 @@ use std::sync::Arc;
 use anyhow::Result;
 use async_trait::async_trait;
 
-use crate::cloud::aws::sdk::AwsSdk;
-use crate::cloud::aws::AwsCloud;
-use crate::dns::zoned::api::Connected;
 use crate::dns::zoned::api::{ChangeResult, ZoneApi, ZoneService};
 use crate::names::is_within;
-use crate::plan::dns::zoned::EXTERNAL_DNS_PREFIXES;
+use crate::plan::dns::zone_plan::EXTERNAL_DNS_PREFIXES;
 use crate::plan::dns::zones::Zone;
 use crate::plan::dns::zones::{RecordChange, RecordSet};
-use crate::settings::Settings;
+use crate::providers::aws::sdk::AwsSdk;
 use client::Route53;
-
-/// The run's AWS: EC2 and Route53 on one SDK configuration, every call ending by the run's
-/// deadline (the registry's way of making AWS' cloud and zone service).
-pub fn connect(settings: &Settings) -> Result<Connected> {
-    let sdk = AwsSdk::new(settings.deadline);
-    Ok(Connected {
-        cloud: Box::new(AwsCloud::new(sdk.clone())),
-        zones: Box::new(Route53Service::new(sdk)),
-    })
-}
 
 /// Route53 clients on the run's shared SDK configuration.
 pub struct Route53Service {

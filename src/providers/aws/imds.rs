@@ -26,6 +26,11 @@ impl Imds {
     pub fn new() -> Self {
         Self {
             client: aws_config::imds::Client::builder()
+                // Never through a proxy: the SDK's default client would take the environment's.
+                .configure(
+                    &aws_config::provider_config::ProviderConfig::default()
+                        .with_http_client(super::sdk::direct_http_client()),
+                )
                 .connect_timeout(Duration::from_secs(1))
                 .read_timeout(Duration::from_secs(10))
                 .operation_timeout(Duration::from_secs(12))

@@ -1,5 +1,5 @@
 //! Cloud DNS v1 behind the zone seam, on the Google API layer GCE's compute client uses
-//! (`cloud/gce/api.rs`): managed zones (public or private by `visibility`), the record sets at
+//! (`api.rs`): managed zones (public or private by `visibility`), the record sets at
 //! each name read per name, one `changes.create` per batch with exact deletions and additions
 //! (an upsert deletes the set it replaces as read), and a change someone else made first (412
 //! `conditionNotMet`, 409 `alreadyExists`) answered as a conflict to re-read and re-plan.
@@ -13,44 +13,17 @@ use hyper::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::cloud::gce::api::{
-    escape, request_id, required, GceEndpoints, GoogleApi, GoogleError, GoogleService,
-};
-use crate::cloud::gce::metadata::MetadataServer;
-use crate::cloud::gce::{GceCloud, COMPUTE_ENDPOINT_FLAG, DNS_ENDPOINT_FLAG};
-use crate::dns::zoned::api::Connected;
 use crate::dns::zoned::api::{ChangeResult, ZoneApi, ZoneGone, ZoneService};
 use crate::names::normalize_dns_name;
-use crate::plan::dns::zoned::EXTERNAL_DNS_PREFIXES;
+use crate::plan::dns::zone_plan::EXTERNAL_DNS_PREFIXES;
 use crate::plan::dns::zones::Zone;
 use crate::plan::dns::zones::{RecordAction, RecordChange, RecordSet};
-use crate::settings::Settings;
+use crate::providers::gce::api::{
+    escape, request_id, required, GoogleApi, GoogleError, GoogleService,
+};
 
 /// Additions and deletions per change at most (Cloud DNS' quota per change is 1 000 each).
 const CHANGE_LIMIT: usize = 1000;
-
-/// The run's GCE: Compute Engine and Cloud DNS on one Google API layer, tokens from the
-/// metadata server, every call ending by the run's deadline (the registry's way of making
-/// GCE's cloud and zone service).
-pub fn connect(settings: &Settings) -> Result<Connected> {
-    let endpoint = |flag: &str| {
-        settings
-            .endpoints
-            .get(flag)
-            .cloned()
-            .ok_or_else(|| anyhow::anyhow!("no API root for `{flag}`"))
-    };
-    let endpoints = GceEndpoints {
-        compute: endpoint(COMPUTE_ENDPOINT_FLAG)?,
-        dns: endpoint(DNS_ENDPOINT_FLAG)?,
-    };
-    let metadata = Arc::new(MetadataServer::from_env()?);
-    let api = GoogleApi::new(endpoints, metadata, settings.deadline)?;
-    Ok(Connected {
-        cloud: Box::new(GceCloud::new(api.clone())),
-        zones: Box::new(CloudDnsService::new(api)),
-    })
-}
 
 /// Cloud DNS clients on the run's Google API layer.
 pub struct CloudDnsService {

@@ -1,6 +1,6 @@
 //! The hosts file as a place for names: the managed block of `<root>/etc/hosts`, on every node
 //! of a gossip cluster (and, for etcd's names, of a cluster without DNS), planned by
-//! [`crate::plan::dns::hosts`] and written through the node's seam.
+//! [`crate::plan::dns::hosts_block`] and written through the node's seam.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -13,7 +13,7 @@ use crate::cloud::InstanceInfo;
 use crate::error::NotReady;
 use crate::host::{Files, HostsWrite};
 use crate::paths::HOSTS_FILE;
-use crate::plan::dns::hosts::{
+use crate::plan::dns::hosts_block::{
     caught_mid_write, managed_records, plan_hosts, plan_hosts_removal, HostRecords, HostsPlan,
     ManagedNames,
 };

@@ -1,11 +1,13 @@
-//! AWS behind the [`Cloud`] trait: EC2 ([`ec2`]) on the run's one SDK configuration ([`sdk`],
-//! shared with Route53 in `dns/route53/`), instance metadata over IMDSv2 ([`imds`]), and EBS
-//! device naming ([`devices`]).
+//! AWS, everything true of it in one folder: its [`Provider`] value, EC2 ([`ec2`]) behind the
+//! [`Cloud`] trait on the run's one SDK configuration ([`sdk`]), instance metadata over IMDSv2
+//! ([`imds`]), EBS device naming ([`devices`]), Route53 behind the zone seam ([`route53`]),
+//! and [`connect`], which makes the run's cloud and zone service together.
 
 pub mod devices;
 pub mod ec2;
 pub mod imds;
 pub mod patient;
+pub mod route53;
 pub mod sdk;
 
 use std::collections::BTreeMap;
@@ -18,6 +20,9 @@ use crate::cloud::patient::Patient;
 use crate::cloud::provider::Provider;
 use crate::cloud::tags::KopsTags;
 use crate::cloud::{Cloud, CloudClients, DeviceNaming, InstanceMetadata, MetadataWords, Placement};
+use crate::host::Files;
+use crate::providers::connected::Connected;
+use crate::settings::Settings;
 use devices::EbsDevices;
 use patient::PatientEc2;
 use sdk::AwsSdk;
@@ -50,6 +55,17 @@ pub const PROVIDER: Provider = Provider {
         (role, "docs/kops.md (IAM)")
     },
 };
+
+/// The run's AWS: EC2 and Route53 on one SDK configuration, every call ending by the run's
+/// deadline. Credentials come from the SDK's chain (its own files under `$HOME`, not the
+/// node's `--root`), so the node's files are not read here.
+pub fn connect(settings: &Settings, _files: &dyn Files) -> Result<Connected> {
+    let sdk = AwsSdk::new(settings.deadline);
+    Ok(Connected {
+        cloud: Box::new(AwsCloud::new(sdk.clone())),
+        zones: Box::new(route53::Route53Service::new(sdk)),
+    })
+}
 
 /// AWS: IMDSv2 for the metadata, EC2 on the run's shared SDK configuration; each waits for a
 /// metadata service, credentials or endpoint not there yet, up to the run's deadline.

@@ -1,9 +1,11 @@
-//! Google Compute Engine behind the [`Cloud`] trait: identity and tokens from the metadata
-//! server ([`metadata`]), Compute Engine v1 over its REST API ([`compute`], on the JSON-over-
-//! HTTPS layer [`api`] that Cloud DNS in `dns/clouddns/` shares), kOps' GCE labels
-//! ([`labels`]) and persistent disk device naming ([`devices`]).
+//! Google Compute Engine, everything true of it in one folder: its [`Provider`] value, identity
+//! and tokens from the metadata server ([`metadata`]), Compute Engine v1 behind the [`Cloud`]
+//! trait ([`compute`]) and Cloud DNS behind the zone seam ([`clouddns`]), both on one
+//! JSON-over-HTTPS layer ([`api`], [`http`]), kOps' GCE labels ([`labels`]), persistent disk
+//! device naming ([`devices`]), and [`connect`], which makes the run's cloud and zone service.
 
 pub mod api;
+pub mod clouddns;
 pub mod compute;
 pub mod devices;
 pub mod http;
@@ -19,7 +21,10 @@ use async_trait::async_trait;
 use crate::cloud::patient::Patient;
 use crate::cloud::provider::{Endpoint, Provider};
 use crate::cloud::{Cloud, CloudClients, DeviceNaming, InstanceMetadata, MetadataWords, Placement};
-use api::GoogleApi;
+use crate::host::Files;
+use crate::providers::connected::Connected;
+use crate::settings::Settings;
+use api::{GceEndpoints, GoogleApi};
 use compute::Compute;
 use devices::PersistentDiskDevices;
 use metadata::MetadataServer;
@@ -58,6 +63,30 @@ pub const PROVIDER: Provider = Provider {
 pub const COMPUTE_ENDPOINT_FLAG: &str = "--gce-compute-endpoint";
 /// The flag that moves Cloud DNS' API root.
 pub const DNS_ENDPOINT_FLAG: &str = "--gce-dns-endpoint";
+
+/// The run's GCE: Compute Engine and Cloud DNS on one Google API layer, tokens from the
+/// metadata server, every call ending by the run's deadline (the registry's way of making
+/// GCE's cloud and zone service). The metadata server holds the credentials: no file of the
+/// node is read.
+pub fn connect(settings: &Settings, _files: &dyn Files) -> Result<Connected> {
+    let endpoint = |flag: &str| {
+        settings
+            .endpoints
+            .get(flag)
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("no API root for `{flag}`"))
+    };
+    let endpoints = GceEndpoints {
+        compute: endpoint(COMPUTE_ENDPOINT_FLAG)?,
+        dns: endpoint(DNS_ENDPOINT_FLAG)?,
+    };
+    let metadata = Arc::new(MetadataServer::from_env()?);
+    let api = GoogleApi::new(endpoints, metadata, settings.deadline)?;
+    Ok(Connected {
+        cloud: Box::new(GceCloud::new(api.clone())),
+        zones: Box::new(clouddns::CloudDnsService::new(api)),
+    })
+}
 
 /// GCE: the metadata server waited for while it is not there, Compute Engine on `api`.
 pub struct GceCloud {

@@ -1,5 +1,5 @@
 //! Google's REST APIs as protokube calls them (Compute Engine here, Cloud DNS from
-//! `dns/clouddns/`): JSON over HTTPS on the HTTP stack protokube already has (hyper, rustls with
+//! `clouddns.rs`): JSON over HTTPS on the HTTP stack protokube already has (hyper, rustls with
 //! the node's trusted roots), an access token from the metadata server, every request counted
 //! by its method, busy answers retried with backoff, each call bounded by the run's deadline,
 //! and Google's error bodies read into [`GoogleError`] or [`AccessDenied`].

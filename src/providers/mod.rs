@@ -1,0 +1,75 @@
+//! The providers protokube runs on, each in a folder of its own ([`aws`], [`gce`]): its value,
+//! its cloud, its zone service, its device naming, its `connect`. This file is the one place
+//! that picks one, by `--cloud`'s word (as afterburn's `fetch_metadata`): adding a cloud adds
+//! its folder and one arm here.
+
+pub mod aws;
+pub mod connected;
+pub mod gce;
+
+use anyhow::Result;
+
+use crate::cloud::provider::Provider;
+use crate::host::Files;
+use crate::settings::Settings;
+pub use connected::Connected;
+
+/// A provider as the registry holds it: what is true of it, and how its cloud and zone service
+/// are made for a run — given the node's files (a cloud whose credentials live in a file on
+/// the node reads them there, under `--root`).
+#[derive(Clone, Copy)]
+pub struct Registered {
+    pub provider: &'static Provider,
+    pub connect: fn(&Settings, &dyn Files) -> Result<Connected>,
+}
+
+/// `--cloud`'s words, in the order the help lists them.
+pub const WORDS: [&str; 2] = ["aws", "gce"];
+
+/// The registry: the provider `--cloud`'s `word` names, if any — the one `match` on the
+/// provider.
+pub fn registry(word: &str) -> Option<Registered> {
+    match word {
+        "aws" => Some(Registered {
+            provider: &aws::PROVIDER,
+            connect: aws::connect,
+        }),
+        "gce" => Some(Registered {
+            provider: &gce::PROVIDER,
+            connect: gce::connect,
+        }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::steps::testing::Bench;
+
+    #[test]
+    fn every_word_is_registered_under_its_own_name() {
+        for word in WORDS {
+            let registered = registry(word).unwrap();
+            assert_eq!(registered.provider.name, word);
+        }
+        assert!(registry("azure").is_none());
+    }
+
+    /// Each provider's `connect` against the in-memory node: its cloud and zone service made
+    /// without a call (nothing is asked before the run needs it), counted under its name.
+    #[test]
+    fn each_providers_connect_makes_its_cloud_and_zones_without_a_call() {
+        for word in WORDS {
+            let registered = registry(word).unwrap();
+            let bench = Bench::with_flags(&[], |flags| flags.cloud = Some(registered.provider));
+            let connected = (registered.connect)(&bench.settings, &bench.host).unwrap();
+            assert!(connected.cloud.calls().values().all(|n| *n == 0), "{word}");
+            assert!(
+                !connected.cloud.devices().names().is_empty(),
+                "{word}: its device naming"
+            );
+            assert!(bench.take_effects().is_empty(), "{word}: touched the node");
+        }
+    }
+}
