@@ -21,7 +21,7 @@ use crate::settings::{DnsChoice, DnsKind, Flags, DEFAULT_KUBECONFIG};
 /// The values of the flags that take one of a few words, as clap parses and documents them;
 /// each maps onto the domain's own type (clap stays in this file).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutputArg {
+pub(crate) enum OutputArg {
     #[default]
     Text,
     Json,
@@ -39,11 +39,11 @@ impl From<OutputArg> for OutputFormat {
 }
 
 /// Where kOps' protokube container (`--containerized=true`, kOps 1.12–1.20) has the host's root.
-pub const CONTAINER_ROOT: &str = "/rootfs";
+pub(crate) const CONTAINER_ROOT: &str = "/rootfs";
 
 /// `--log-format`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormatArg {
+pub(crate) enum LogFormatArg {
     /// Human-readable lines.
     #[default]
     Text,
@@ -62,7 +62,7 @@ impl From<LogFormatArg> for LogFormat {
 
 /// `--blank-check`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum BlankCheckArg {
+pub(crate) enum BlankCheckArg {
     /// The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all
     /// (a device no larger is read whole).
     #[default]
@@ -82,7 +82,7 @@ impl From<BlankCheckArg> for BlankCheck {
 
 /// `--cloud`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum CloudArg {
+pub(crate) enum CloudArg {
     /// Amazon Web Services: EC2 instances, EBS volumes, Route53.
     Aws,
     /// Google Compute Engine: instances, persistent disks, Cloud DNS.
@@ -122,7 +122,7 @@ fn zone_service_names() -> Vec<&'static str> {
 impl CloudArg {
     /// The provider this value of `--cloud` names, as the registry holds it (keyed by the
     /// value's own word: `aws`, `gce`).
-    pub fn registered(self) -> Result<crate::providers::Registered, UsageError> {
+    pub(crate) fn registered(self) -> Result<crate::providers::Registered, UsageError> {
         let word = clap::ValueEnum::to_possible_value(&self)
             .map(|value| value.get_name().to_owned())
             .unwrap_or_default();
@@ -151,18 +151,18 @@ impl CloudArg {
 )]
 pub struct Cli {
     #[command(flatten)]
-    pub global: GlobalArgs,
+    pub(crate) global: GlobalArgs,
 
     #[command(subcommand)]
-    pub command: Option<Command>,
+    pub(crate) command: Option<Command>,
 
     #[command(flatten)]
-    pub legacy: LegacyArgs,
+    pub(crate) legacy: LegacyArgs,
 
     /// The flags that tell nodeup's unit version, as the command line itself gives them (an
     /// operator's `PROTOKUBE_*` variable never does): filled by [`Cli::parse_from`].
     #[arg(skip)]
-    pub unit: UnitFlags,
+    pub(crate) unit: UnitFlags,
 }
 
 /// What the command line itself says of the flags that tell which kOps version's nodeup wrote
@@ -170,13 +170,13 @@ pub struct Cli {
 /// (`PROTOKUBE_CLUSTER_ID`, …) must not make a 1.21–1.23 unit look like 1.24, nor a container
 /// unit like a host one.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct UnitFlags {
+pub(crate) struct UnitFlags {
     /// `--containerized=…` on the command line.
-    pub containerized: Option<bool>,
+    pub(crate) containerized: Option<bool>,
     /// `--cluster-id` on the command line.
-    pub cluster_id: bool,
+    pub(crate) cluster_id: bool,
     /// `--manage-etcd` on the command line (nodeup writes it up to kOps 1.22, always).
-    pub manage_etcd: bool,
+    pub(crate) manage_etcd: bool,
 }
 
 /// The flags kOps' nodeup and older kOps versions give protokube in its unit
@@ -184,9 +184,9 @@ pub struct UnitFlags {
 /// accepted and named in one warning; the etcd ones apply when no subcommand is given.
 #[derive(Clone, Debug, Default, Args)]
 #[command(next_help_heading = "Without a subcommand (kOps' protokube.service)")]
-pub struct LegacyArgs {
+pub(crate) struct LegacyArgs {
     #[command(flatten)]
-    pub etcd: EtcdArgs,
+    pub(crate) etcd: EtcdArgs,
 
     /// klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv.
     #[arg(
@@ -196,13 +196,13 @@ pub struct LegacyArgs {
         hide = true,
         env = "PROTOKUBE_V"
     )]
-    pub klog_verbosity: Option<u8>,
+    pub(crate) klog_verbosity: Option<u8>,
 
     /// Gossip DNS (the old flag): true means `--dns hosts`.
     #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1,
           require_equals = true, default_missing_value = "true",
           value_parser = BoolishValueParser::new(), env = "PROTOKUBE_GOSSIP")]
-    pub gossip: Option<bool>,
+    pub(crate) gossip: Option<bool>,
 
     /// kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the
     /// host's root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH
@@ -211,20 +211,20 @@ pub struct LegacyArgs {
     #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1,
           require_equals = true, default_missing_value = "true",
           value_parser = BoolishValueParser::new(), env = "PROTOKUBE_CONTAINERIZED")]
-    pub containerized: Option<bool>,
+    pub(crate) containerized: Option<bool>,
 
     /// kOps ≤ 1.22: on a control-plane node, create the `kube-dns` and `kube-proxy`
     /// ServiceAccounts and the `kubeadm:node-proxier` ClusterRoleBinding when missing.
     #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1,
           require_equals = true, default_missing_value = "true",
           value_parser = BoolishValueParser::new(), env = "PROTOKUBE_INITIALIZE_RBAC")]
-    pub initialize_rbac: Option<bool>,
+    pub(crate) initialize_rbac: Option<bool>,
 
     /// kOps ≤ 1.22: false means etcd is not protokube's on this node (etcd-manager runs it).
     #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1,
           require_equals = true, default_missing_value = "true",
           value_parser = BoolishValueParser::new(), env = "PROTOKUBE_MANAGE_ETCD")]
-    pub manage_etcd: Option<bool>,
+    pub(crate) manage_etcd: Option<bool>,
 
     /// kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for
     /// etcd (comma-separated), each removed while it still holds kOps' placeholder address.
@@ -236,15 +236,15 @@ pub struct LegacyArgs {
         value_delimiter = ',',
         env = "PROTOKUBE_REMOVE_DNS_NAMES"
     )]
-    pub remove_dns_names: Vec<String>,
+    pub(crate) remove_dns_names: Vec<String>,
 
     #[command(flatten)]
-    pub ignored: IgnoredLegacyArgs,
+    pub(crate) ignored: IgnoredLegacyArgs,
 }
 
 /// Flags of the old daemon that mean nothing here: accepted, named once in a warning.
 #[derive(Clone, Debug, Default, Args)]
-pub struct IgnoredLegacyArgs {
+pub(crate) struct IgnoredLegacyArgs {
     #[arg(
         long,
         value_name = "PROTOCOL",
@@ -252,7 +252,7 @@ pub struct IgnoredLegacyArgs {
         hide = true,
         env = "PROTOKUBE_GOSSIP_PROTOCOL"
     )]
-    pub gossip_protocol: Option<String>,
+    pub(crate) gossip_protocol: Option<String>,
     #[arg(
         long,
         value_name = "ADDRESS",
@@ -260,7 +260,7 @@ pub struct IgnoredLegacyArgs {
         hide = true,
         env = "PROTOKUBE_GOSSIP_LISTEN"
     )]
-    pub gossip_listen: Option<String>,
+    pub(crate) gossip_listen: Option<String>,
     #[arg(
         long,
         value_name = "SECRET",
@@ -268,7 +268,7 @@ pub struct IgnoredLegacyArgs {
         hide = true,
         env = "PROTOKUBE_GOSSIP_SECRET"
     )]
-    pub gossip_secret: Option<String>,
+    pub(crate) gossip_secret: Option<String>,
     #[arg(
         long,
         value_name = "PROTOCOL",
@@ -276,7 +276,7 @@ pub struct IgnoredLegacyArgs {
         hide = true,
         env = "PROTOKUBE_GOSSIP_PROTOCOL_SECONDARY"
     )]
-    pub gossip_protocol_secondary: Option<String>,
+    pub(crate) gossip_protocol_secondary: Option<String>,
     #[arg(
         long,
         value_name = "ADDRESS",
@@ -284,7 +284,7 @@ pub struct IgnoredLegacyArgs {
         hide = true,
         env = "PROTOKUBE_GOSSIP_LISTEN_SECONDARY"
     )]
-    pub gossip_listen_secondary: Option<String>,
+    pub(crate) gossip_listen_secondary: Option<String>,
     #[arg(
         long,
         value_name = "SECRET",
@@ -292,7 +292,7 @@ pub struct IgnoredLegacyArgs {
         hide = true,
         env = "PROTOKUBE_GOSSIP_SECRET_SECONDARY"
     )]
-    pub gossip_secret_secondary: Option<String>,
+    pub(crate) gossip_secret_secondary: Option<String>,
     #[arg(
         long,
         value_name = "SECONDS",
@@ -300,7 +300,7 @@ pub struct IgnoredLegacyArgs {
         hide = true,
         env = "PROTOKUBE_DNS_UPDATE_INTERVAL"
     )]
-    pub dns_update_interval: Option<String>,
+    pub(crate) dns_update_interval: Option<String>,
     #[arg(
         long,
         value_name = "SERVER",
@@ -308,11 +308,11 @@ pub struct IgnoredLegacyArgs {
         hide = true,
         env = "PROTOKUBE_DNS_SERVER"
     )]
-    pub dns_server: Option<String>,
+    pub(crate) dns_server: Option<String>,
     #[arg(long, value_name = "BOOL", global = true, hide = true, num_args = 0..=1,
           require_equals = true, default_missing_value = "true",
           value_parser = BoolishValueParser::new(), env = "PROTOKUBE_APPLY_TAINTS")]
-    pub apply_taints: Option<bool>,
+    pub(crate) apply_taints: Option<bool>,
     #[arg(
         long,
         value_name = "IMAGE",
@@ -320,7 +320,7 @@ pub struct IgnoredLegacyArgs {
         hide = true,
         env = "PROTOKUBE_ETCD_BACKUP_IMAGE"
     )]
-    pub etcd_backup_image: Option<String>,
+    pub(crate) etcd_backup_image: Option<String>,
     #[arg(
         long,
         value_name = "STORE",
@@ -328,12 +328,12 @@ pub struct IgnoredLegacyArgs {
         hide = true,
         env = "PROTOKUBE_ETCD_BACKUP_STORE"
     )]
-    pub etcd_backup_store: Option<String>,
+    pub(crate) etcd_backup_store: Option<String>,
 }
 
 impl IgnoredLegacyArgs {
     /// The flags given, as typed (`--node-name`), in a fixed order.
-    pub fn given(&self) -> Vec<&'static str> {
+    pub(crate) fn given(&self) -> Vec<&'static str> {
         let taints = self.apply_taints.map(|_| String::new());
         [
             ("--apply-taints", &taints),
@@ -445,7 +445,7 @@ pub enum Command {
 pub struct ResetArgs {
     /// Also detach the etcd volumes from this instance (so another master can claim them).
     #[arg(long, env = "PROTOKUBE_DETACH")]
-    pub detach: bool,
+    pub(crate) detach: bool,
 }
 
 /// Flags of `render-manifests`.
@@ -453,7 +453,7 @@ pub struct ResetArgs {
 #[group(skip)]
 pub struct RenderArgs {
     #[command(flatten)]
-    pub etcd: EtcdArgs,
+    pub(crate) etcd: EtcdArgs,
 }
 
 /// Flags of `publish-dns`.
@@ -462,58 +462,58 @@ pub struct RenderArgs {
 pub struct PublishArgs {
     /// Wait until Route53 reports the change INSYNC (bounded by --timeout).
     #[arg(long, env = "PROTOKUBE_WAIT")]
-    pub wait: bool,
+    pub(crate) wait: bool,
 }
 
 /// Flags of `sync`: those of every step.
 #[derive(Clone, Debug, Default, Args)]
 pub struct SyncArgs {
     #[command(flatten)]
-    pub render: RenderArgs,
+    pub(crate) render: RenderArgs,
 
     #[command(flatten)]
-    pub dns: PublishArgs,
+    pub(crate) dns: PublishArgs,
 }
 
 /// Legacy protokube flags for etcd; they override the spec.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
-pub struct EtcdArgs {
+pub(crate) struct EtcdArgs {
     /// etcd image for every etcd pod [default: spec.etcdClusters[].image, else
     /// registry.k8s.io/etcd:<version>-0].
     #[arg(long, value_name = "IMAGE", env = "PROTOKUBE_ETCD_IMAGE")]
-    pub etcd_image: Option<String>,
+    pub(crate) etcd_image: Option<String>,
 
     /// etcd election timeout in milliseconds [default: spec leaderElectionTimeout].
     #[arg(long, value_name = "MS", env = "PROTOKUBE_ETCD_ELECTION_TIMEOUT")]
-    pub etcd_election_timeout: Option<u32>,
+    pub(crate) etcd_election_timeout: Option<u32>,
 
     /// etcd heartbeat interval in milliseconds [default: spec heartbeatInterval].
     #[arg(long, value_name = "MS", env = "PROTOKUBE_ETCD_HEARTBEAT_INTERVAL")]
-    pub etcd_heartbeat_interval: Option<u32>,
+    pub(crate) etcd_heartbeat_interval: Option<u32>,
 
     /// CA file for etcd clients (ETCD_TRUSTED_CA_FILE).
     #[arg(long, value_name = "FILE", env = "PROTOKUBE_TLS_CA")]
-    pub tls_ca: Option<String>,
+    pub(crate) tls_ca: Option<String>,
 
     /// Server certificate (ETCD_CERT_FILE); with --tls-key, etcd serves https.
     #[arg(long, value_name = "FILE", env = "PROTOKUBE_TLS_CERT")]
-    pub tls_cert: Option<String>,
+    pub(crate) tls_cert: Option<String>,
 
     /// Server key (ETCD_KEY_FILE).
     #[arg(long, value_name = "FILE", env = "PROTOKUBE_TLS_KEY")]
-    pub tls_key: Option<String>,
+    pub(crate) tls_key: Option<String>,
 
     /// CA file for peers (ETCD_PEER_TRUSTED_CA_FILE).
     #[arg(long, value_name = "FILE", env = "PROTOKUBE_PEER_CA")]
-    pub peer_ca: Option<String>,
+    pub(crate) peer_ca: Option<String>,
 
     /// Peer certificate (ETCD_PEER_CERT_FILE).
     #[arg(long, value_name = "FILE", env = "PROTOKUBE_PEER_CERT")]
-    pub peer_cert: Option<String>,
+    pub(crate) peer_cert: Option<String>,
 
     /// Peer key (ETCD_PEER_KEY_FILE).
     #[arg(long, value_name = "FILE", env = "PROTOKUBE_PEER_KEY")]
-    pub peer_key: Option<String>,
+    pub(crate) peer_key: Option<String>,
 
     /// Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH); kOps
     /// writes `--tls-auth=true`.
@@ -527,7 +527,7 @@ pub struct EtcdArgs {
         default_missing_value = "true",
         value_parser = BoolishValueParser::new(),
     )]
-    pub tls_auth: bool,
+    pub(crate) tls_auth: bool,
 }
 
 impl EtcdArgs {
@@ -566,7 +566,7 @@ impl Command {
 
 /// Flags every command takes; they may come before or after the subcommand.
 #[derive(Clone, Debug, Args)]
-pub struct GlobalArgs {
+pub(crate) struct GlobalArgs {
     /// A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes
     /// to its state store.
     #[arg(
@@ -575,11 +575,11 @@ pub struct GlobalArgs {
         value_name = "FILE",
         env = "PROTOKUBE_CLUSTER_SPEC"
     )]
-    pub cluster_spec: Option<PathBuf>,
+    pub(crate) cluster_spec: Option<PathBuf>,
 
     /// Cluster name [default: metadata.name of the spec, else the instance's KubernetesCluster tag].
     #[arg(long, global = true, value_name = "NAME", env = "PROTOKUBE_CLUSTER_ID")]
-    pub cluster_id: Option<String>,
+    pub(crate) cluster_id: Option<String>,
 
     /// The cloud this node runs on.
     #[arg(
@@ -589,7 +589,7 @@ pub struct GlobalArgs {
         default_value = "aws",
         env = "PROTOKUBE_CLOUD"
     )]
-    pub cloud: CloudArg,
+    pub(crate) cloud: CloudArg,
 
     /// This node is a control-plane node (volumes, etcd, control-plane manifests, API records).
     #[arg(
@@ -603,16 +603,16 @@ pub struct GlobalArgs {
         default_missing_value = "true",
         value_parser = BoolishValueParser::new(),
     )]
-    pub master: bool,
+    pub(crate) master: bool,
 
     /// Directory the host's `/` is found at; every host path is taken under it [default: `/`,
     /// `/rootfs` with kOps' `--containerized=true`].
     #[arg(long, global = true, value_name = "DIR", env = "PROTOKUBE_ROOT")]
-    pub root: Option<PathBuf>,
+    pub(crate) root: Option<PathBuf>,
 
     /// This instance's id (on GCE its name) [default: from the instance metadata service].
     #[arg(long, global = true, value_name = "ID", env = "PROTOKUBE_INSTANCE_ID")]
-    pub instance_id: Option<String>,
+    pub(crate) instance_id: Option<String>,
 
     /// This instance's availability zone [default: from the instance metadata service].
     #[arg(
@@ -621,28 +621,28 @@ pub struct GlobalArgs {
         value_name = "ZONE",
         env = "PROTOKUBE_AVAILABILITY_ZONE"
     )]
-    pub availability_zone: Option<String>,
+    pub(crate) availability_zone: Option<String>,
 
     /// The instance's region [default: from the instance metadata service].
     #[arg(long, global = true, value_name = "REGION", env = "PROTOKUBE_REGION")]
-    pub region: Option<String>,
+    pub(crate) region: Option<String>,
 
     /// This instance's private IP address, IPv4 or IPv6 [default: from the instance metadata
     /// service].
     #[arg(long, global = true, value_name = "IP", env = "PROTOKUBE_INTERNAL_IP")]
-    pub internal_ip: Option<IpAddr>,
+    pub(crate) internal_ip: Option<IpAddr>,
 
     /// This instance's public IP address, IPv4 or IPv6 [default: from the instance metadata
     /// service].
     #[arg(long, global = true, value_name = "IP", env = "PROTOKUBE_EXTERNAL_IP")]
-    pub external_ip: Option<IpAddr>,
+    pub(crate) external_ip: Option<IpAddr>,
 
     /// Where DNS records go: `zones` (the cloud's DNS service: Route53 on AWS, Cloud DNS on GCE;
     /// also called by its name, `route53`, `clouddns`, or kOps', `aws-route53`,
     /// `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps' `gossip`) or `none`
     /// [default: hosts for `.k8s.local` clusters, else zones].
     #[arg(long, global = true, value_name = "WHERE", value_parser = parse_dns, env = "PROTOKUBE_DNS")]
-    pub dns: Option<DnsChoice>,
+    pub(crate) dns: Option<DnsChoice>,
 
     /// DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default:
     /// spec.dnsZone, else the longest-suffix zone].
@@ -653,7 +653,7 @@ pub struct GlobalArgs {
         env = "PROTOKUBE_ZONE",
         value_delimiter = ','
     )]
-    pub zones: Vec<String>,
+    pub(crate) zones: Vec<String>,
 
     /// Compute Engine's API root, for tests and private endpoints (with `--cloud gce`)
     /// [default: `https://compute.googleapis.com/compute/v1/`].
@@ -663,7 +663,7 @@ pub struct GlobalArgs {
         value_name = "URL",
         env = "PROTOKUBE_GCE_COMPUTE_ENDPOINT"
     )]
-    pub gce_compute_endpoint: Option<String>,
+    pub(crate) gce_compute_endpoint: Option<String>,
 
     /// Cloud DNS' API root, for tests and private endpoints (with `--cloud gce`)
     /// [default: `https://dns.googleapis.com/dns/v1/`].
@@ -673,7 +673,7 @@ pub struct GlobalArgs {
         value_name = "URL",
         env = "PROTOKUBE_GCE_DNS_ENDPOINT"
     )]
-    pub gce_dns_endpoint: Option<String>,
+    pub(crate) gce_dns_endpoint: Option<String>,
 
     /// Suffix of internal names such as etcd peers [default: `.internal.<cluster>`].
     #[arg(
@@ -682,15 +682,15 @@ pub struct GlobalArgs {
         value_name = "SUFFIX",
         env = "PROTOKUBE_DNS_INTERNAL_SUFFIX"
     )]
-    pub dns_internal_suffix: Option<String>,
+    pub(crate) dns_internal_suffix: Option<String>,
 
     /// Directory of Tera templates that override the built-in ones (same file names).
     #[arg(long, global = true, value_name = "DIR", env = "PROTOKUBE_TEMPLATES")]
-    pub templates: Option<PathBuf>,
+    pub(crate) templates: Option<PathBuf>,
 
     /// Compute and report every change, make none.
     #[arg(long, global = true, env = "PROTOKUBE_DRY_RUN")]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
 
     /// Report format on stdout.
     #[arg(
@@ -701,24 +701,24 @@ pub struct GlobalArgs {
         default_value = "text",
         env = "PROTOKUBE_OUTPUT"
     )]
-    pub output: OutputArg,
+    pub(crate) output: OutputArg,
 
     /// Exit 2 when something was changed (or would be, with --dry-run).
     #[arg(long, global = true, env = "PROTOKUBE_DETAILED_EXITCODE")]
-    pub detailed_exitcode: bool,
+    pub(crate) detailed_exitcode: bool,
 
     /// One deadline for the whole run, e.g. `90s`, `5m` (at least `1s`): every wait, cloud
     /// call, Kubernetes API request, credential plugin and child tool ends by it, then the run
     /// is "not ready" (exit 75).
     #[arg(long, global = true, value_name = "DURATION", default_value = "5m", value_parser = parse_timeout, env = "PROTOKUBE_TIMEOUT")]
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
 
     /// How long a converged node trusts what its last full check of the cloud found: within it,
     /// `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a
     /// gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change,
     /// the cloud is checked in full. `0` checks fully every run.
     #[arg(long, global = true, value_name = "DURATION", default_value = "15m", value_parser = parse_duration, env = "PROTOKUBE_VERIFY_INTERVAL")]
-    pub verify_interval: Duration,
+    pub(crate) verify_interval: Duration,
 
     /// stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal)
     /// or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields).
@@ -729,7 +729,7 @@ pub struct GlobalArgs {
         default_value = "text",
         env = "PROTOKUBE_LOG_FORMAT"
     )]
-    pub log_format: LogFormatArg,
+    pub(crate) log_format: LogFormatArg,
 
     /// After every run (failed runs and dry runs too), write Prometheus text-format metrics to
     /// FILE, atomically, for node-exporter's textfile collector.
@@ -739,15 +739,15 @@ pub struct GlobalArgs {
         value_name = "FILE",
         env = "PROTOKUBE_METRICS_FILE"
     )]
-    pub metrics_file: Option<PathBuf>,
+    pub(crate) metrics_file: Option<PathBuf>,
 
     /// More log output on stderr (-v debug, -vv trace).
     #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet", env = "PROTOKUBE_VERBOSE")]
-    pub verbose: u8,
+    pub(crate) verbose: u8,
 
     /// Only errors on stderr.
     #[arg(short, long, global = true, env = "PROTOKUBE_QUIET")]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
 
     /// How much of a device is read to prove it blank before a format: `sampled` (the first
     /// 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte).
@@ -758,11 +758,11 @@ pub struct GlobalArgs {
         default_value = "sampled",
         env = "PROTOKUBE_BLANK_CHECK"
     )]
-    pub blank_check: BlankCheckArg,
+    pub(crate) blank_check: BlankCheckArg,
 
     /// No progress bars, even on a terminal.
     #[arg(long, global = true, env = "PROTOKUBE_NO_PROGRESS")]
-    pub no_progress: bool,
+    pub(crate) no_progress: bool,
 
     /// Addon channels to apply on a control-plane node with kOps' `channels` tool
     /// (`<root>/opt/kops/bin/channels apply channel URL --v=4 --yes`), comma-separated; part of
@@ -774,7 +774,7 @@ pub struct GlobalArgs {
         value_delimiter = ',',
         env = "PROTOKUBE_CHANNELS"
     )]
-    pub channels: Vec<String>,
+    pub(crate) channels: Vec<String>,
 
     /// Give this control-plane node kOps' mandatory labels through the Kubernetes API
     /// (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with
@@ -790,17 +790,17 @@ pub struct GlobalArgs {
         default_missing_value = "true",
         value_parser = BoolishValueParser::new(),
     )]
-    pub bootstrap_master_node_labels: bool,
+    pub(crate) bootstrap_master_node_labels: bool,
 
     /// This node's name in Kubernetes (its Node object), for the labels.
     #[arg(long, global = true, value_name = "NAME", env = "PROTOKUBE_NODE_NAME")]
-    pub node_name: Option<String>,
+    pub(crate) node_name: Option<String>,
 
     /// Take over DNS names of this cluster's own set that exist with only A/AAAA records and no
     /// ownership TXT (left by kOps' dns-controller or the old protokube): the TXT is written
     /// beside them. Without it such names are left alone with a warning.
     #[arg(long, global = true, env = "PROTOKUBE_ADOPT")]
-    pub adopt: bool,
+    pub(crate) adopt: bool,
 }
 
 impl Cli {
@@ -814,6 +814,21 @@ impl Cli {
         self.command
             .clone()
             .unwrap_or_else(|| Command::Sync(SyncArgs::default()))
+    }
+
+    /// Whether the command is `version`.
+    pub fn is_version(&self) -> bool {
+        matches!(self.command, Some(Command::Version))
+    }
+
+    /// `--quiet`.
+    pub fn quiet(&self) -> bool {
+        self.global.quiet
+    }
+
+    /// `--dry-run`.
+    pub fn dry_run(&self) -> bool {
+        self.global.dry_run
     }
 
     /// The report format (`-o`).
@@ -870,7 +885,7 @@ impl Cli {
 
     /// The flags as plain values for [`crate::settings::Settings::resolve`]. The old daemon's
     /// flags are checked here: its etcd flags before a subcommand are a usage error.
-    pub fn flags(&self) -> Result<Flags, UsageError> {
+    pub(crate) fn flags(&self) -> Result<Flags, UsageError> {
         let g = &self.global;
         let (etcd, wait) = self.etcd_and_wait()?;
         let containerized = self.legacy.containerized == Some(true);

@@ -14,7 +14,7 @@ pub const INTERVAL: Duration = Duration::from_mins(1);
 /// The pause between runs, cut short by a stop signal. The signals are caught from creation
 /// on, so one that arrives during a run lets the run finish and is seen at the next wait: a
 /// node is never left half-changed by a stop.
-pub struct Pause {
+pub(crate) struct Pause {
     interval: Duration,
     terminate: Signal,
     interrupt: Signal,
@@ -22,7 +22,7 @@ pub struct Pause {
 
 impl Pause {
     /// Catches SIGTERM and SIGINT from now on.
-    pub fn new(interval: Duration) -> Result<Self> {
+    pub(crate) fn new(interval: Duration) -> Result<Self> {
         Ok(Self {
             interval,
             terminate: signal(SignalKind::terminate()).context("handling SIGTERM")?,
@@ -31,7 +31,7 @@ impl Pause {
     }
 
     /// Waits one interval: true to run again, false when a stop signal came.
-    pub async fn next(&mut self) -> bool {
+    pub(crate) async fn next(&mut self) -> bool {
         tokio::select! {
             () = tokio::time::sleep(self.interval) => true,
             _ = self.terminate.recv() => false,

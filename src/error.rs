@@ -41,7 +41,7 @@ impl ExitCode {
 }
 
 /// Whether `err` has a cause of type `T` (a typed error anywhere in its chain of contexts).
-pub fn caused_by<T: std::error::Error + Send + Sync + 'static>(err: &anyhow::Error) -> bool {
+pub(crate) fn caused_by<T: std::error::Error + Send + Sync + 'static>(err: &anyhow::Error) -> bool {
     err.chain().any(<dyn std::error::Error>::is::<T>)
 }
 
@@ -61,7 +61,7 @@ impl std::error::Error for NotReady {}
 /// endpoint. Waited for with backoff up to `--timeout` (`cloud/patient.rs`); still not
 /// there then, it is "not ready" (exit 75), never a failure judged on one attempt.
 #[derive(Debug)]
-pub struct Unreachable(pub String);
+pub(crate) struct Unreachable(pub String);
 
 impl fmt::Display for Unreachable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -73,7 +73,7 @@ impl std::error::Error for Unreachable {}
 
 /// A flag or flag value is wrong in a way clap could not see (exit 64).
 #[derive(Debug)]
-pub struct UsageError(pub String);
+pub(crate) struct UsageError(pub String);
 
 impl fmt::Display for UsageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -85,7 +85,7 @@ impl std::error::Error for UsageError {}
 
 /// The error and its causes in one line, each said once: a library error that repeats its
 /// source in its own text (kube-rs', the SDK's) does not say it twice.
-pub fn one_line(err: &anyhow::Error) -> String {
+pub(crate) fn one_line(err: &anyhow::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     for cause in err.chain() {
         let text = cause.to_string();

@@ -11,16 +11,16 @@ use crate::names::is_dns1123_label;
 /// `pkg/wellknownports`: client and peer), their claim rank (kOps claims `main`, then
 /// `events`, then the others) and the pod's CPU request (kOps v1.10).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WellKnownEtcd {
-    pub key: &'static str,
-    pub peer_port: u16,
-    pub client_port: u16,
-    pub claim_rank: u8,
-    pub cpu_request: &'static str,
+pub(crate) struct WellKnownEtcd {
+    pub(crate) key: &'static str,
+    pub(crate) peer_port: u16,
+    pub(crate) client_port: u16,
+    pub(crate) claim_rank: u8,
+    pub(crate) cpu_request: &'static str,
 }
 
 /// kOps' well-known etcd clusters: `main`, `events`, cilium's and kOps 1.36's `leases`.
-pub const WELL_KNOWN_ETCD: [WellKnownEtcd; 4] = [
+pub(crate) const WELL_KNOWN_ETCD: [WellKnownEtcd; 4] = [
     WellKnownEtcd {
         key: "main",
         peer_port: 2380,
@@ -53,16 +53,16 @@ pub const WELL_KNOWN_ETCD: [WellKnownEtcd; 4] = [
 
 /// An etcd cluster key (`main`, `events`, …) and the names and facts that follow from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EtcdKey<'a>(pub &'a str);
+pub(crate) struct EtcdKey<'a>(pub &'a str);
 
 impl EtcdKey<'_> {
     /// The table's entry, for kOps' well-known keys.
-    pub fn well_known(self) -> Option<&'static WellKnownEtcd> {
+    pub(crate) fn well_known(self) -> Option<&'static WellKnownEtcd> {
         WELL_KNOWN_ETCD.iter().find(|w| w.key == self.0)
     }
 
     /// The etcd cluster's name: `etcd` for `main`, else `etcd-<key>`.
-    pub fn cluster_name(self) -> String {
+    pub(crate) fn cluster_name(self) -> String {
         match self.0 {
             "main" => "etcd".to_owned(),
             key => format!("etcd-{key}"),
@@ -70,12 +70,12 @@ impl EtcdKey<'_> {
     }
 
     /// The name of member `member`: `etcd-a`, `etcd-events-a` (its DNS name without the suffix).
-    pub fn member_name(self, member: &str) -> String {
+    pub(crate) fn member_name(self, member: &str) -> String {
         format!("{}-{member}", self.cluster_name())
     }
 
     /// The static pod's name: `etcd-server`, `etcd-server-<key>`.
-    pub fn pod_name(self) -> String {
+    pub(crate) fn pod_name(self) -> String {
         match self.0 {
             "main" => "etcd-server".to_owned(),
             key => format!("etcd-server-{key}"),
@@ -83,7 +83,7 @@ impl EtcdKey<'_> {
     }
 
     /// The data directory's name on the volume: `data`, `data-<key>`.
-    pub fn data_dir_name(self) -> String {
+    pub(crate) fn data_dir_name(self) -> String {
         match self.0 {
             "main" => "data".to_owned(),
             key => format!("data-{key}"),
@@ -91,12 +91,12 @@ impl EtcdKey<'_> {
     }
 
     /// The rank in kOps' claim order (lower first).
-    pub fn claim_rank(self) -> u8 {
+    pub(crate) fn claim_rank(self) -> u8 {
         self.well_known().map_or(2, |w| w.claim_rank)
     }
 
     /// The pod's CPU request.
-    pub fn cpu_request(self) -> &'static str {
+    pub(crate) fn cpu_request(self) -> &'static str {
         self.well_known().map_or("100m", |w| w.cpu_request)
     }
 }

@@ -10,29 +10,29 @@ use crate::cloud::{InstanceMetadata, MetadataItem};
 
 /// Identity values given on the command line (or their `PROTOKUBE_*` variables).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct IdentityOverrides {
-    pub instance_id: Option<String>,
-    pub availability_zone: Option<String>,
-    pub region: Option<String>,
-    pub internal_ip: Option<IpAddr>,
-    pub external_ip: Option<IpAddr>,
+pub(crate) struct IdentityOverrides {
+    pub(crate) instance_id: Option<String>,
+    pub(crate) availability_zone: Option<String>,
+    pub(crate) region: Option<String>,
+    pub(crate) internal_ip: Option<IpAddr>,
+    pub(crate) external_ip: Option<IpAddr>,
 }
 
 /// Who and where this node is.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodeIdentity {
-    pub instance_id: String,
-    pub availability_zone: String,
-    pub region: String,
+pub(crate) struct NodeIdentity {
+    pub(crate) instance_id: String,
+    pub(crate) availability_zone: String,
+    pub(crate) region: String,
     /// Resolved only when asked for with [`Want::Addresses`].
-    pub internal_ip: Option<IpAddr>,
+    pub(crate) internal_ip: Option<IpAddr>,
     /// Absent on instances without a public address.
-    pub external_ip: Option<IpAddr>,
+    pub(crate) external_ip: Option<IpAddr>,
 }
 
 /// What a command needs beyond instance id, zone and region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Want {
+pub(crate) enum Want {
     Placement,
     Addresses,
 }
@@ -72,7 +72,7 @@ const EXTERNAL_IP: Item = Item {
 /// Resolves the node identity: flags first, then the metadata service for what is missing.
 ///
 /// When the metadata service cannot be reached the error names every flag still needed.
-pub async fn resolve(
+pub(crate) async fn resolve(
     overrides: &IdentityOverrides,
     metadata: &dyn InstanceMetadata,
     want: Want,
@@ -176,7 +176,7 @@ fn parse_ip(metadata: &dyn InstanceMetadata, value: &str, item: &Item) -> Result
 }
 
 /// Identity values go into API filters and log lines: plain `[a-z0-9-]` only.
-pub fn check_identity_value(what: &str, value: &str, flag: &str) -> Result<()> {
+pub(crate) fn check_identity_value(what: &str, value: &str, flag: &str) -> Result<()> {
     let ok = !value.is_empty()
         && value.len() <= 64
         && value

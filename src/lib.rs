@@ -6,43 +6,97 @@
 //! `steps`, each planning in `plan` (pure) and applying through `apply` (effects) against the
 //! `cloud` traits; the `report` collects what changed.
 
-pub mod apply;
-pub mod cli;
-pub mod cloud;
-pub mod cmd;
-pub mod daemon;
-pub mod dns;
-pub mod error;
-pub mod etcd;
-pub mod host;
-pub mod identity;
-pub mod kube;
-pub mod logging;
-pub mod metrics;
-pub mod names;
-pub mod paths;
-pub mod plan;
-pub mod providers;
-pub(crate) mod proxy;
-pub mod report;
-pub mod settings;
-pub mod snapshot;
-pub mod spec;
-pub mod state;
-pub mod steps;
-pub mod version;
-pub mod wait;
+#![warn(unreachable_pub)]
+
+mod apply;
+mod cli;
+mod cloud;
+mod cmd;
+mod daemon;
+mod dns;
+mod error;
+mod etcd;
+mod host;
+mod identity;
+mod kube;
+mod logging;
+mod metrics;
+mod names;
+mod paths;
+mod plan;
+mod providers;
+mod proxy;
+mod report;
+mod settings;
+mod snapshot;
+mod spec;
+mod state;
+mod steps;
+mod version;
+mod wait;
+
+// The doors. Everything else is the crate's own (`pub(crate)` or narrower; `unreachable_pub`
+// keeps it so): what the binary needs, and `testing` for this repository's integration tests.
+pub use cli::{scan_args, usage_error_line, Cli, Command};
+pub use daemon::INTERVAL as DAEMON_INTERVAL;
+pub use error::ExitCode;
+pub use host::linux::stderr_is_journal;
+pub use logging::{init as init_logging, print_error_line, set_stderr_is_journal};
+pub use report::{OutputFormat, Report, ReportError};
+pub use version::BuildInfo;
+
+/// What this repository's integration tests (`tests/it`) reach beyond the binary: the traits
+/// their cloud doubles implement, and the pure parsers and renderers they test with arbitrary
+/// input and golden files. Not an interface for anyone else; it changes with the tests.
+#[doc(hidden)]
+pub mod testing {
+    pub use crate::cloud::tags::KopsTags;
+    pub use crate::cloud::{
+        AttachOutcome, AttachmentState, Cloud, CloudClients, CloudVolume, DeviceNaming,
+        InstanceApi, InstanceInfo, InstanceMetadata, MetadataItem, MetadataWords, Placement,
+        VolumeApi, VolumeAttachment, VolumeQuery, VolumeState,
+    };
+    pub use crate::dns::zoned::api::{ZoneApi, ZoneService};
+    pub use crate::error::NotReady;
+    pub use crate::etcd::{parse_etcd_tag, EtcdMembership};
+    pub use crate::host::linux::LinuxHost;
+    pub use crate::names::is_dns1123_label;
+    pub use crate::plan::dns::hosts_block::{
+        managed_records, update_hosts, HostRecords, GUARD_BEGIN, GUARD_END,
+    };
+    pub use crate::plan::manifests::etcd::{EtcdNode, EtcdOptions, EtcdPodParams, EtcdTls};
+    pub use crate::plan::manifests::flags::{format_go_duration, parse_go_duration, FlagTable};
+    pub use crate::plan::manifests::templates::{
+        compile_templates, quote_yaml, render, validate_pod, BUILTIN_TEMPLATES,
+    };
+    pub use crate::plan::manifests::{render_all, Manifest, RenderInputs};
+    pub use crate::plan::mounts::parse_mountinfo;
+    pub use crate::plan::state::MountedVolume;
+    pub use crate::providers::aws::devices::EbsDevices;
+    pub use crate::report::ChangeKind;
+    pub use crate::settings::read_spec;
+    pub use crate::spec::{ClusterDocument, EtcdClusterSpec};
+
+    /// Runs the command line `cli` on this machine, as the binary does, against a test's
+    /// `cloud` and DNS service `zones`.
+    pub async fn run_on_this_node(
+        cli: &crate::Cli,
+        cloud: &dyn Cloud,
+        zones: &dyn ZoneService,
+        report: &mut crate::Report,
+    ) -> anyhow::Result<()> {
+        let settings = crate::settings::Settings::resolve(cli.flags()?, &LinuxHost)?;
+        crate::run_with(&cli.to_run(), &settings, cloud, zones, &LinuxHost, report).await
+    }
+}
 
 use anyhow::{Context as _, Result};
 
-use crate::cli::{Cli, Command};
 use crate::cloud::{AccessDenied, Cloud};
 use crate::dns::zoned::api::ZoneService;
-use crate::error::ExitCode;
 use crate::host::linux::LinuxHost;
 use crate::host::Host;
 use crate::providers::Connected;
-use crate::report::{Report, ReportError};
 use crate::settings::Settings;
 
 /// Runs the parsed command line against its cloud; what it did goes into `report`, also when it fails.
@@ -220,7 +274,7 @@ fn explain_denied(err: anyhow::Error, settings: &Settings) -> anyhow::Error {
 
 /// Runs `command` with validated settings against `cloud`, the DNS service `zones` and the
 /// node `host`.
-pub async fn run_with(
+async fn run_with(
     command: &Command,
     settings: &Settings,
     cloud: &dyn Cloud,
@@ -271,7 +325,6 @@ pub fn error_line(err: &anyhow::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::ExitCode;
     use crate::settings::DnsKind;
 
     /// The settings a command line resolves to (`sync` as the command), on this machine's `/`.

@@ -81,7 +81,7 @@ pub fn print_error_line(line: &str) {
 }
 
 /// The syslog priority journald reads from a line's `<N>` prefix.
-pub fn syslog_priority(level: tracing::Level) -> u8 {
+pub(crate) fn syslog_priority(level: tracing::Level) -> u8 {
     match level {
         tracing::Level::ERROR => 3,
         tracing::Level::WARN => 4,

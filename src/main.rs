@@ -4,22 +4,20 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use protokube::cli::{self, Cli};
-use protokube::error::ExitCode as Code;
-use protokube::report::{OutputFormat, Report};
+use protokube::{Cli, ExitCode as Code, OutputFormat, Report};
 
 fn main() -> ExitCode {
-    protokube::logging::set_stderr_is_journal(protokube::host::linux::stderr_is_journal());
+    protokube::set_stderr_is_journal(protokube::stderr_is_journal());
     let cli = match Cli::parse_args() {
         Ok(cli) => cli,
         Err(err) if err.use_stderr() => {
             // clap exits 2 on usage errors; 2 means "changed" here, so usage errors are 64.
-            let line = cli::usage_error_line(&err);
-            protokube::logging::print_error_line(&line);
-            let (output, command) = cli::scan_args(std::env::args_os().skip(1));
+            let line = protokube::usage_error_line(&err);
+            protokube::print_error_line(&line);
+            let (output, command) = protokube::scan_args(std::env::args_os().skip(1));
             if output != OutputFormat::Text {
                 let mut report = Report::new(&command, false);
-                report.error = Some(protokube::report::ReportError {
+                report.error = Some(protokube::ReportError {
                     message: line.trim_start_matches("protokube: error: ").to_owned(),
                     exit_code: Code::Usage.code(),
                 });
@@ -35,22 +33,22 @@ fn main() -> ExitCode {
     };
     if cli.is_legacy() && std::env::args_os().len() <= 1 {
         // Bare `protokube` is someone at a shell, not nodeup's unit (which always passes flags).
-        protokube::logging::print_error_line(
+        protokube::print_error_line(
             "protokube: error: a subcommand is required (`protokube sync`, …); see `protokube --help`",
         );
         return ExitCode::from(Code::Usage.code());
     }
-    if matches!(cli.command, Some(protokube::cli::Command::Version)) {
+    if cli.is_version() {
         return print_version(cli.output());
     }
-    protokube::logging::init(cli.global.quiet, cli.verbosity(), cli.log_format());
+    protokube::init_logging(cli.quiet(), cli.verbosity(), cli.log_format());
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(runtime) => runtime,
         Err(err) => {
-            protokube::logging::print_error_line(&format!(
+            protokube::print_error_line(&format!(
                 "protokube: error: starting the async runtime: {err}"
             ));
             return ExitCode::from(Code::Failed.code());
@@ -59,18 +57,18 @@ fn main() -> ExitCode {
     if cli.is_legacy() {
         // nodeup's unit: sync every minute until stopped; each run's report and error as usual.
         let output = cli.output();
-        let daemon = protokube::run_daemon(&cli, protokube::daemon::INTERVAL, |report, _| {
+        let daemon = protokube::run_daemon(&cli, protokube::DAEMON_INTERVAL, |report, _| {
             print_report(report, output);
         });
         return match runtime.block_on(daemon) {
             Ok(()) => ExitCode::from(Code::Done.code()),
             Err(err) => {
-                protokube::logging::print_error_line(&protokube::error_line(&err));
+                protokube::print_error_line(&protokube::error_line(&err));
                 ExitCode::from(Code::for_error(&err).code())
             }
         };
     }
-    let mut report = Report::new(cli.to_run().name(), cli.global.dry_run);
+    let mut report = Report::new(cli.to_run().name(), cli.dry_run());
     let started = std::time::SystemTime::now();
     let clock = std::time::Instant::now();
     let result = runtime.block_on(protokube::run(&cli, &mut report));
@@ -86,7 +84,7 @@ fn main() -> ExitCode {
 
 /// `protokube version`: the build, as text or one JSON (or YAML) object.
 fn print_version(output: OutputFormat) -> ExitCode {
-    let info = protokube::version::BuildInfo::current();
+    let info = protokube::BuildInfo::current();
     let text = match output {
         OutputFormat::Text => Ok(info.text()),
         OutputFormat::Json => serde_json::to_string_pretty(&info)
@@ -100,9 +98,7 @@ fn print_version(output: OutputFormat) -> ExitCode {
             ExitCode::from(Code::Done.code())
         }
         Err(err) => {
-            protokube::logging::print_error_line(&format!(
-                "protokube: error: rendering the version: {err}"
-            ));
+            protokube::print_error_line(&format!("protokube: error: rendering the version: {err}"));
             ExitCode::from(Code::Failed.code())
         }
     }
@@ -113,7 +109,7 @@ fn print_report(report: &Report, output: OutputFormat) -> bool {
     let text = match report.render(output) {
         Ok(text) => text,
         Err(err) => {
-            protokube::logging::print_error_line(&protokube::error_line(
+            protokube::print_error_line(&protokube::error_line(
                 &err.context("rendering the report"),
             ));
             return false;
@@ -124,7 +120,7 @@ fn print_report(report: &Report, output: OutputFormat) -> bool {
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
     {
-        protokube::logging::print_error_line(&format!(
+        protokube::print_error_line(&format!(
             "protokube: error: writing the report to stdout: {err}"
         ));
         return false;

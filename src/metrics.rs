@@ -19,13 +19,13 @@ use crate::version::BuildInfo;
 
 /// What one run leaves in the metrics file.
 #[derive(Clone, Debug)]
-pub struct RunMetrics<'a> {
-    pub report: &'a Report,
-    pub exit_code: u8,
-    pub started: SystemTime,
-    pub duration: Duration,
+pub(crate) struct RunMetrics<'a> {
+    pub(crate) report: &'a Report,
+    pub(crate) exit_code: u8,
+    pub(crate) started: SystemTime,
+    pub(crate) duration: Duration,
     /// The etcd volumes mounted here after the run (the state file), when the run knows.
-    pub volumes_mounted: Option<usize>,
+    pub(crate) volumes_mounted: Option<usize>,
 }
 
 /// The largest metrics file read back (ours are a few KiB).
@@ -39,7 +39,7 @@ type Labels = Vec<(String, String)>;
 
 /// The file's text. `previous` is the file as the last run left it: a run that did not succeed
 /// (an error, exit 3, or a dry run, which converges nothing) keeps its last-success time.
-pub fn render(run: &RunMetrics<'_>, previous: Option<&str>) -> Result<String> {
+pub(crate) fn render(run: &RunMetrics<'_>, previous: Option<&str>) -> Result<String> {
     let mut registry = Registry::with_prefix("protokube");
     let build = BuildInfo::current();
     family(
@@ -181,7 +181,7 @@ fn previous_success(text: &str) -> Option<f64> {
 }
 
 /// Reads the previous metrics file, if any (unreadable counts as none).
-pub fn read_previous(files: &dyn Files, path: &Path) -> Option<String> {
+pub(crate) fn read_previous(files: &dyn Files, path: &Path) -> Option<String> {
     let bytes = files.read(path, MAX_METRICS_BYTES).ok()??;
     String::from_utf8(bytes).ok()
 }

@@ -13,13 +13,13 @@ pub fn is_dns1123_label(name: &str) -> bool {
 }
 
 /// True when `name` is a DNS-1123 subdomain: dot-separated labels, 253 characters at most.
-pub fn is_dns1123_subdomain(name: &str) -> bool {
+pub(crate) fn is_dns1123_subdomain(name: &str) -> bool {
     name.len() <= 253 && name.split('.').all(is_dns1123_label)
 }
 
 /// Checks a name protokube publishes: labels of 1 to 63 characters of `[a-z0-9-]`, not starting
 /// or ending with `-` (so no wildcard and no empty label), 253 characters at most in all.
-pub fn check_dns_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_dns_name(name: &str) -> Result<(), String> {
     if name.len() > 253 {
         return Err(format!(
             "`{}` is {} characters long; a DNS name has 253 at most",
@@ -50,7 +50,7 @@ pub fn check_dns_name(name: &str) -> Result<(), String> {
 }
 
 /// Checks a cluster name (it becomes part of DNS names and tag filters).
-pub fn check_cluster_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_cluster_name(name: &str) -> Result<(), String> {
     if is_dns1123_subdomain(name) {
         Ok(())
     } else {
@@ -64,14 +64,14 @@ pub fn check_cluster_name(name: &str) -> Result<(), String> {
 
 /// A DNS name as protokube compares them: lowercase, no trailing dot, a service's octal escape `\052` for `*`
 /// undone.
-pub fn normalize_dns_name(name: &str) -> String {
+pub(crate) fn normalize_dns_name(name: &str) -> String {
     name.trim_end_matches('.')
         .replace("\\052", "*")
         .to_ascii_lowercase()
 }
 
 /// True when `name` is `apex` or a name below it.
-pub fn is_within(name: &str, apex: &str) -> bool {
+pub(crate) fn is_within(name: &str, apex: &str) -> bool {
     name == apex
         || name
             .strip_suffix(apex)

@@ -13,42 +13,44 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Context as _, Result};
 
 /// Directory kubelet reads static pods from.
-pub const MANIFEST_DIR: &str = "/etc/kubernetes/manifests";
+pub(crate) const MANIFEST_DIR: &str = "/etc/kubernetes/manifests";
 /// The hosts file.
-pub const HOSTS_FILE: &str = "/etc/hosts";
+pub(crate) const HOSTS_FILE: &str = "/etc/hosts";
 /// The state file: what `mount` mounted, read by `render-manifests`.
-pub const STATE_FILE: &str = "/var/lib/protokube/state.json";
+pub(crate) const STATE_FILE: &str = "/var/lib/protokube/state.json";
 /// Records of formats in progress, one file per volume.
-pub const FORMATTING_DIR: &str = "/var/lib/protokube/formatting";
+pub(crate) const FORMATTING_DIR: &str = "/var/lib/protokube/formatting";
 /// The run lock.
-pub const LOCK_FILE: &str = "/run/protokube.lock";
+pub(crate) const LOCK_FILE: &str = "/run/protokube.lock";
 /// Written by `reset --detach`: this instance is retired, and claims no etcd volume again until
 /// the file is removed.
-pub const RETIRED_FILE: &str = "/var/lib/protokube/retired";
+pub(crate) const RETIRED_FILE: &str = "/var/lib/protokube/retired";
 /// Directory of a manifest on its etcd volume, relative to the mount point.
-pub const ON_VOLUME_MANIFEST_DIR: &str = "k8s.io/manifests";
+pub(crate) const ON_VOLUME_MANIFEST_DIR: &str = "k8s.io/manifests";
 
 /// Symlinks followed in one resolution before giving up (as Linux's `ELOOP`).
 const MAX_LINKS: usize = 40;
 
 /// What is at a path, symlinks not followed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Entry {
+pub(crate) enum Entry {
     Missing,
     Symlink(PathBuf),
     Other,
 }
 
 /// How resolution looks at a path: the node's `lstat` and `readlink` (the Linux host), or none.
-pub trait Links: Send + Sync + std::fmt::Debug {
+pub(crate) trait Links: Send + Sync + std::fmt::Debug {
     /// What is at `path`, symlinks not followed.
     fn entry(&self, path: &Path) -> std::io::Result<Entry>;
 }
 
 /// No path exists: every path is taken literally (pure code, and tests of it).
+#[cfg(test)]
 #[derive(Clone, Copy, Debug)]
 struct Literal;
 
+#[cfg(test)]
 impl Links for Literal {
     fn entry(&self, _path: &Path) -> std::io::Result<Entry> {
         Ok(Entry::Missing)
@@ -73,23 +75,24 @@ impl Eq for HostRoot {}
 
 impl HostRoot {
     /// A root taken literally: no symlink under it is seen (pure code, tests of it).
-    pub fn new(root: impl Into<PathBuf>) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(root: impl Into<PathBuf>) -> Self {
         Self::on(root.into(), Arc::new(Literal))
     }
 
     /// The root at `dir` (absolute, free of symlinks), its paths looked at through `links`.
-    pub fn on(dir: PathBuf, links: Arc<dyn Links>) -> Self {
+    pub(crate) fn on(dir: PathBuf, links: Arc<dyn Links>) -> Self {
         Self { dir, links }
     }
 
     /// The root directory itself.
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// Where the host path `host_path` (absolute, e.g. `/etc/hosts`) is found from here, taken
     /// literally (no symlink resolved).
-    pub fn path(&self, host_path: impl AsRef<Path>) -> PathBuf {
+    pub(crate) fn path(&self, host_path: impl AsRef<Path>) -> PathBuf {
         let relative = host_path
             .as_ref()
             .strip_prefix("/")
@@ -98,7 +101,7 @@ impl HostRoot {
     }
 
     /// The host path of a path under the root (`<root>/var/mnt/x` → `/var/mnt/x`).
-    pub fn host_path_of(&self, path: &Path) -> PathBuf {
+    pub(crate) fn host_path_of(&self, path: &Path) -> PathBuf {
         match path.strip_prefix(&self.dir) {
             Ok(rest) => Path::new("/").join(rest),
             Err(_) => path.to_owned(),
@@ -108,7 +111,7 @@ impl HostRoot {
     /// Resolves `host_path` under the root as `chroot` would: every symlink followed inside the
     /// root (an absolute target starts again at the root), `..` stopping at the root. The part
     /// that does not exist yet is appended as it is.
-    pub fn resolve(&self, host_path: impl AsRef<Path>) -> Result<PathBuf> {
+    pub(crate) fn resolve(&self, host_path: impl AsRef<Path>) -> Result<PathBuf> {
         let host_path = host_path.as_ref();
         resolve_under(&*self.links, &self.dir, host_path).with_context(|| {
             format!(
@@ -121,7 +124,7 @@ impl HostRoot {
 
     /// Resolves the directory of `host_path` (see [`HostRoot::resolve`]) and appends its last
     /// component, which is protokube's own: a symlink there is refused, never followed.
-    pub fn own(&self, host_path: impl AsRef<Path>) -> Result<PathBuf> {
+    pub(crate) fn own(&self, host_path: impl AsRef<Path>) -> Result<PathBuf> {
         let host_path = host_path.as_ref();
         let name = host_path
             .file_name()
@@ -133,14 +136,18 @@ impl HostRoot {
     }
 
     /// An error when `path` (under the root) is a symlink.
-    pub fn refuse_symlink(&self, path: &Path) -> Result<()> {
+    pub(crate) fn refuse_symlink(&self, path: &Path) -> Result<()> {
         refuse_symlink(&*self.links, path)
     }
 
     /// `relative` (e.g. `k8s.io/manifests/etcd.manifest`) on a volume mounted at `mountpoint`:
     /// every component that exists must be a directory or file of its own, never a symlink, so
     /// what the volume holds cannot send a write anywhere else.
-    pub fn on_volume(&self, mountpoint: &Path, relative: impl AsRef<Path>) -> Result<PathBuf> {
+    pub(crate) fn on_volume(
+        &self,
+        mountpoint: &Path,
+        relative: impl AsRef<Path>,
+    ) -> Result<PathBuf> {
         let mut path = mountpoint.to_owned();
         for component in relative.as_ref().components() {
             match component {
@@ -159,13 +166,13 @@ impl HostRoot {
 
     /// The mount point of an etcd volume, `<root>/mnt/master-<volume id>` resolved (the mount
     /// point itself may not be a symlink).
-    pub fn volume_mountpoint(&self, volume_id: &str) -> Result<PathBuf> {
+    pub(crate) fn volume_mountpoint(&self, volume_id: &str) -> Result<PathBuf> {
         self.own(volume_mountpoint(volume_id))
     }
 }
 
 /// The host path of an etcd volume's mount point, `/mnt/master-<volume id>`.
-pub fn volume_mountpoint(volume_id: &str) -> PathBuf {
+pub(crate) fn volume_mountpoint(volume_id: &str) -> PathBuf {
     PathBuf::from(format!("/mnt/master-{volume_id}"))
 }
 

@@ -40,7 +40,7 @@ pub enum ChangeKind {
 /// What happened (or, with `--dry-run`, would happen) to a target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Action {
+pub(crate) enum Action {
     Attach,
     Detach,
     Format,
@@ -59,21 +59,21 @@ pub enum Action {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Change {
     pub kind: ChangeKind,
-    pub target: String,
-    pub action: Action,
-    pub detail: String,
+    pub(crate) target: String,
+    pub(crate) action: Action,
+    pub(crate) detail: String,
 }
 
 /// One entry of `volumes` (filled by `discover-volumes`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct VolumeReport {
-    pub id: String,
-    pub zone: String,
-    pub state: String,
-    pub attached_to: Option<String>,
-    pub device: Option<String>,
-    pub mountpoint: Option<String>,
-    pub etcd: Vec<EtcdMembership>,
+pub(crate) struct VolumeReport {
+    pub(crate) id: String,
+    pub(crate) zone: String,
+    pub(crate) state: String,
+    pub(crate) attached_to: Option<String>,
+    pub(crate) device: Option<String>,
+    pub(crate) mountpoint: Option<String>,
+    pub(crate) etcd: Vec<EtcdMembership>,
 }
 
 /// Why a run failed: its error line and exit code.
@@ -86,42 +86,42 @@ pub struct ReportError {
 /// The report of one run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Report {
-    pub command: String,
-    pub dry_run: bool,
+    pub(crate) command: String,
+    pub(crate) dry_run: bool,
     /// True when any change is not `unchanged`; kept in step by [`Report::push`].
     pub changed: bool,
     pub changes: Vec<Change>,
-    pub volumes: Vec<VolumeReport>,
+    pub(crate) volumes: Vec<VolumeReport>,
     /// What an operator should fix, or know is degraded.
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// Facts of the node's normal state worth knowing, that ask nothing of anyone (etcd-manager
     /// owns etcd here, the unit's flags that mean nothing here): logged at info level.
-    pub info: Vec<String>,
+    pub(crate) info: Vec<String>,
     /// Set when the run failed; `changes` then holds what was done before the failure.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ReportError>,
     /// Requests sent to the cloud, by operation (for the metrics file and the last log line);
     /// none before the run connected to its cloud.
     #[serde(skip)]
-    pub cloud_calls: Option<CloudCalls>,
+    pub(crate) cloud_calls: Option<CloudCalls>,
     /// This node looks like a master and `--master` is not set (warned; exit 3 with
     /// `--detailed-exitcode`).
     #[serde(skip)]
-    pub master_flag_missing: bool,
+    pub(crate) master_flag_missing: bool,
     /// The etcd volumes the state file records mounted here after the run (for the metrics
     /// file), as the run's snapshot — the state file's one reader — has it; `None` for a run
     /// that has no snapshot (the Kubernetes API's commands) or ended before it had one.
     #[serde(skip)]
-    pub volumes_mounted: Option<usize>,
+    pub(crate) volumes_mounted: Option<usize>,
 }
 
 /// The requests a run sent to its cloud (its DNS service included), by operation, retries
 /// included.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CloudCalls {
+pub(crate) struct CloudCalls {
     /// The provider's name, which the metric is named after (`protokube_<name>_calls`).
-    pub cloud: &'static str,
-    pub by_operation: std::collections::BTreeMap<String, u64>,
+    pub(crate) cloud: &'static str,
+    pub(crate) by_operation: std::collections::BTreeMap<String, u64>,
 }
 
 impl Report {
@@ -142,14 +142,14 @@ impl Report {
     }
 
     /// Records a change; anything but `unchanged` marks the report as changed.
-    pub fn push(&mut self, change: Change) {
+    pub(crate) fn push(&mut self, change: Change) {
         self.changed |= change.action != Action::Unchanged;
         self.changes.push(change);
     }
 
     /// Records a warning; it is also logged at once (stderr) so it shows up in the text form too.
     /// A warning already recorded (several steps see the same skipped volume) is not repeated.
-    pub fn warn(&mut self, warning: String) {
+    pub(crate) fn warn(&mut self, warning: String) {
         if self.warnings.contains(&warning) {
             return;
         }
@@ -159,7 +159,7 @@ impl Report {
 
     /// Records a fact of the node's normal state (not a warning: nobody has to act); it is also
     /// logged at once, at info level. A fact already recorded is not repeated.
-    pub fn note(&mut self, fact: String) {
+    pub(crate) fn note(&mut self, fact: String) {
         if self.info.contains(&fact) {
             return;
         }

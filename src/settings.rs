@@ -33,11 +33,11 @@ use crate::wait::{Deadline, Progress};
 
 /// The etcd image of the old daemon's invocation without a spec or `--etcd-image` (kOps
 /// v1.30's default etcd).
-pub const DEFAULT_ETCD_IMAGE: &str = "registry.k8s.io/etcd:3.5.13-0";
+pub(crate) const DEFAULT_ETCD_IMAGE: &str = "registry.k8s.io/etcd:3.5.13-0";
 
 /// The kind of place names go (`--dns zones|hosts|none`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DnsKind {
+pub(crate) enum DnsKind {
     /// The zones of the cloud's own DNS service (its provider says which).
     Zones,
     /// The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters).
@@ -49,170 +49,163 @@ pub enum DnsKind {
 /// `--dns` as given: the kind of place, and for the zones the name the service was called by
 /// (ours or kOps'), which the cloud's provider must answer to.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DnsChoice {
-    pub kind: DnsKind,
-    pub called: Option<String>,
+pub(crate) struct DnsChoice {
+    pub(crate) kind: DnsKind,
+    pub(crate) called: Option<String>,
 }
 
 impl DnsChoice {
     /// `--dns` of this kind, named by its kind.
-    pub fn of(kind: DnsKind) -> Self {
+    pub(crate) fn of(kind: DnsKind) -> Self {
         Self { kind, called: None }
     }
 }
 
 /// The flags as given (command line or `PROTOKUBE_*` variables), before validation.
 #[derive(Clone, Debug, Default)]
-pub struct Flags {
+pub(crate) struct Flags {
     /// `--cloud`: the provider the registry found for it.
-    pub cloud: Option<&'static Provider>,
+    pub(crate) cloud: Option<&'static Provider>,
     /// The API root flags given (a provider's endpoint flags): flag → value.
-    pub endpoints: BTreeMap<String, String>,
-    pub cluster_spec: Option<PathBuf>,
-    pub cluster_id: Option<String>,
-    pub master: bool,
-    pub root: PathBuf,
-    pub instance_id: Option<String>,
-    pub availability_zone: Option<String>,
-    pub region: Option<String>,
-    pub internal_ip: Option<IpAddr>,
-    pub external_ip: Option<IpAddr>,
-    pub dns: Option<DnsChoice>,
-    pub zones: Vec<String>,
-    pub dns_internal_suffix: Option<String>,
-    pub templates: Option<PathBuf>,
-    pub dry_run: bool,
-    pub timeout: Duration,
-    pub verify_interval: Duration,
-    pub quiet: bool,
-    pub no_progress: bool,
-    pub etcd: EtcdOptions,
+    pub(crate) endpoints: BTreeMap<String, String>,
+    pub(crate) cluster_spec: Option<PathBuf>,
+    pub(crate) cluster_id: Option<String>,
+    pub(crate) master: bool,
+    pub(crate) root: PathBuf,
+    pub(crate) instance_id: Option<String>,
+    pub(crate) availability_zone: Option<String>,
+    pub(crate) region: Option<String>,
+    pub(crate) internal_ip: Option<IpAddr>,
+    pub(crate) external_ip: Option<IpAddr>,
+    pub(crate) dns: Option<DnsChoice>,
+    pub(crate) zones: Vec<String>,
+    pub(crate) dns_internal_suffix: Option<String>,
+    pub(crate) templates: Option<PathBuf>,
+    pub(crate) dry_run: bool,
+    pub(crate) timeout: Duration,
+    pub(crate) verify_interval: Duration,
+    pub(crate) quiet: bool,
+    pub(crate) no_progress: bool,
+    pub(crate) etcd: EtcdOptions,
     /// `publish-dns --wait`: wait for the DNS service to have the changes in effect.
-    pub wait: bool,
-    pub blank_check: BlankCheck,
+    pub(crate) wait: bool,
+    pub(crate) blank_check: BlankCheck,
     /// `--adopt`: take over this cluster's names that have no ownership record.
-    pub adopt: bool,
+    pub(crate) adopt: bool,
     /// `reset --detach`.
-    pub detach: bool,
+    pub(crate) detach: bool,
     /// The command renders manifests (`render-manifests`, `sync`): on a master, every etcd
     /// cluster of the spec must say which etcd to run.
-    pub renders: bool,
+    pub(crate) renders: bool,
     /// The old daemon's invocation (no subcommand): without a spec, only volumes, etcd pods
     /// and DNS, as the old protokube did.
-    pub legacy: bool,
+    pub(crate) legacy: bool,
     /// `--channels`: addon channels to apply.
-    pub channels: Vec<String>,
+    pub(crate) channels: Vec<String>,
     /// `--bootstrap-master-node-labels`.
-    pub bootstrap_master_node_labels: bool,
+    pub(crate) bootstrap_master_node_labels: bool,
     /// `--node-name`.
-    pub node_name: Option<String>,
+    pub(crate) node_name: Option<String>,
     /// `KUBECONFIG` (a host path).
-    pub kubeconfig: String,
+    pub(crate) kubeconfig: String,
     /// The command talks to the Kubernetes API (`label-node`, `apply-channels`).
-    pub talks_to_kubernetes: bool,
+    pub(crate) talks_to_kubernetes: bool,
     /// The kOps version the old daemon's unit flags place this run in.
-    pub kops: KopsUnit,
+    pub(crate) kops: KopsUnit,
     /// `--containerized=true`: protokube runs in kOps' container, the host at `--root`.
-    pub containerized: bool,
+    pub(crate) containerized: bool,
     /// `--initialize-rbac=true`.
-    pub initialize_rbac: bool,
+    pub(crate) initialize_rbac: bool,
     /// `--manage-etcd`, when given.
-    pub manage_etcd: Option<bool>,
+    pub(crate) manage_etcd: Option<bool>,
     /// A unit line of kOps 1.23 or later: the old daemon's invocation with
     /// `--containerized=false` and no `--manage-etcd` on its command line.
-    pub kops_123_unit: bool,
+    pub(crate) kops_123_unit: bool,
     /// `--remove-dns-names` (kOps ≤ 1.22 beside etcd-manager), as given.
-    pub remove_dns_names: Vec<String>,
+    pub(crate) remove_dns_names: Vec<String>,
 }
 
 /// The kubeconfig nodeup writes for protokube on control-plane nodes (`KUBECONFIG` in
 /// `/etc/sysconfig/protokube`).
-pub const DEFAULT_KUBECONFIG: &str = "/var/lib/kops/kubeconfig";
+pub(crate) const DEFAULT_KUBECONFIG: &str = "/var/lib/kops/kubeconfig";
 
 /// The cluster's names, derived from its name, the flags and the spec.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cluster {
-    pub name: String,
+pub(crate) struct Cluster {
+    pub(crate) name: String,
     /// Suffix of internal names, with its leading dot: `.internal.<cluster>` unless overridden.
-    pub internal_suffix: String,
+    pub(crate) internal_suffix: String,
     /// `spec.masterPublicName`, else `api.<cluster>`; lowercase, no trailing dot.
-    pub public_name: String,
+    pub(crate) public_name: String,
     /// Where records go.
-    pub dns: DnsKind,
+    pub(crate) dns: DnsKind,
     /// Why `dns` is not what the cluster name alone suggests (said once by the publish step).
-    pub dns_note: Option<String>,
-}
-
-impl Cluster {
-    /// `api.internal.<cluster>`.
-    pub fn internal_api_name(&self) -> String {
-        format!("api.internal.{}", self.name)
-    }
+    pub(crate) dns_note: Option<String>,
 }
 
 /// Validated settings of one run.
 #[derive(Clone, Debug)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `--cloud`: what is true of the cloud this node runs on.
-    pub provider: &'static Provider,
+    pub(crate) provider: &'static Provider,
     /// The provider's API roots: its endpoint flags as given, else their defaults.
-    pub endpoints: BTreeMap<&'static str, String>,
-    pub spec: Option<ClusterDocument>,
+    pub(crate) endpoints: BTreeMap<&'static str, String>,
+    pub(crate) spec: Option<ClusterDocument>,
     /// The cluster's names when known without asking the cloud (`--cluster-id` or the spec's
     /// `metadata.name`); otherwise the snapshot reads the instance's `KubernetesCluster` tag and
     /// derives them with [`Settings::cluster_named`].
-    pub cluster: Option<Cluster>,
-    pub master: bool,
-    pub root: HostRoot,
-    pub identity: IdentityOverrides,
+    pub(crate) cluster: Option<Cluster>,
+    pub(crate) master: bool,
+    pub(crate) root: HostRoot,
+    pub(crate) identity: IdentityOverrides,
     /// DNS zone rules: `--zone`, else `spec.dnsZone`, else any zone.
-    pub zone_rules: Vec<ZoneRule>,
+    pub(crate) zone_rules: Vec<ZoneRule>,
     /// The templates, compiled (built-in ones, replaced by `--templates` files).
-    pub templates: Arc<tera::Tera>,
-    pub dry_run: bool,
+    pub(crate) templates: Arc<tera::Tera>,
+    pub(crate) dry_run: bool,
     /// `--timeout` from the start of the run: every wait of the run ends by it.
-    pub deadline: Deadline,
+    pub(crate) deadline: Deadline,
     /// How waits are shown.
-    pub progress: Progress,
+    pub(crate) progress: Progress,
     /// `--verify-interval`: how long a converged master trusts its last full check (0: never).
-    pub verify_interval: Duration,
-    pub etcd: EtcdOptions,
-    pub dns_wait: bool,
+    pub(crate) verify_interval: Duration,
+    pub(crate) etcd: EtcdOptions,
+    pub(crate) dns_wait: bool,
     /// How much of a device the blank proof reads.
-    pub blank_check: BlankCheck,
+    pub(crate) blank_check: BlankCheck,
     /// `--adopt`: take over this cluster's names that have no ownership record.
-    pub adopt: bool,
+    pub(crate) adopt: bool,
     /// `reset --detach`: detach the etcd volumes too.
-    pub detach: bool,
+    pub(crate) detach: bool,
     /// Only the etcd pods are rendered (the old daemon's invocation without a spec); the
     /// kube-* pods stay nodeup's.
-    pub etcd_only: bool,
+    pub(crate) etcd_only: bool,
     /// The old daemon's invocation (no subcommand, nodeup's unit).
-    pub legacy: bool,
+    pub(crate) legacy: bool,
     /// Addon channels to apply (`--channels`), each checked.
-    pub channels: Vec<String>,
+    pub(crate) channels: Vec<String>,
     /// `--bootstrap-master-node-labels`: `sync` labels `--node-name`.
-    pub bootstrap_master_node_labels: bool,
+    pub(crate) bootstrap_master_node_labels: bool,
     /// `--node-name`, checked.
-    pub node_name: Option<String>,
+    pub(crate) node_name: Option<String>,
     /// The kubeconfig's host path (`KUBECONFIG`'s first entry, else kOps'
     /// `/var/lib/kops/kubeconfig`; one given inside `--root`, as kOps' container passes
     /// `/rootfs/var/lib/kops/kubeconfig`, is that host path); absolute wherever the run uses it.
-    pub kubeconfig: String,
+    pub(crate) kubeconfig: String,
     /// The kOps version the old daemon's unit flags place this run in: its labels, how the
     /// node is found, whether kubelet is started.
-    pub kops: KopsUnit,
+    pub(crate) kops: KopsUnit,
     /// `--containerized=true`: in kOps' container, the channels tool may be on PATH.
-    pub containerized: bool,
+    pub(crate) containerized: bool,
     /// `--initialize-rbac=true` on a control-plane node: kOps' bootstrap RBAC objects exist.
-    pub initialize_rbac: bool,
+    pub(crate) initialize_rbac: bool,
     /// Why nodeup's unit says etcd is not protokube's on this node, if it does.
-    pub etcd_declined: Option<Declined>,
+    pub(crate) etcd_declined: Option<Declined>,
     /// The members the spec names for each etcd cluster (`etcdMembers`), checked names.
-    pub etcd_members: std::collections::BTreeMap<String, Vec<String>>,
+    pub(crate) etcd_members: std::collections::BTreeMap<String, Vec<String>>,
     /// `--remove-dns-names`: the etcd names kOps precreated, removed while they hold its
     /// placeholder address (checked DNS names).
-    pub remove_dns_names: Vec<String>,
+    pub(crate) remove_dns_names: Vec<String>,
     dns_flag: Option<DnsKind>,
     internal_suffix_flag: Option<String>,
 }
@@ -220,7 +213,7 @@ pub struct Settings {
 impl Settings {
     /// Validates `flags` and loads the spec and templates from the node's `files`; no network,
     /// no lock, no write.
-    pub fn resolve(flags: Flags, files: &dyn Files) -> Result<Self> {
+    pub(crate) fn resolve(flags: Flags, files: &dyn Files) -> Result<Self> {
         for (what, value, flag) in [
             ("instance id", &flags.instance_id, "--instance-id"),
             (
@@ -422,7 +415,7 @@ impl Settings {
 
     /// The node `sync` gives kOps' control-plane labels: `--node-name`, when
     /// `--bootstrap-master-node-labels` asks for it.
-    pub fn node_to_label(&self) -> Option<&str> {
+    pub(crate) fn node_to_label(&self) -> Option<&str> {
         self.node_name
             .as_deref()
             .filter(|_| self.bootstrap_master_node_labels)
@@ -430,13 +423,17 @@ impl Settings {
 
     /// kOps 1.36's unit: the old daemon's invocation naming neither `--master` nor the cluster,
     /// so the instance's tags say both.
-    pub fn learns_node_role(&self) -> bool {
+    pub(crate) fn learns_node_role(&self) -> bool {
         self.legacy && !self.master && self.cluster.is_none()
     }
 
     /// These settings for the node its tags describe: its cluster, and with `role` also
     /// `--master` when it is a control-plane instance.
-    pub fn with_node(mut self, node: &crate::plan::state::LearnedNode, role: bool) -> Result<Self> {
+    pub(crate) fn with_node(
+        mut self,
+        node: &crate::plan::state::LearnedNode,
+        role: bool,
+    ) -> Result<Self> {
         if role {
             self.master = node.control_plane;
         }
@@ -449,7 +446,7 @@ impl Settings {
 
     /// The cluster's names for `name` (already checked as a cluster name): the internal suffix,
     /// the public name (checked like any name from outside) and the DNS provider.
-    pub fn cluster_named(&self, name: &str) -> Result<Cluster> {
+    pub(crate) fn cluster_named(&self, name: &str) -> Result<Cluster> {
         let internal_suffix = self
             .internal_suffix_flag
             .clone()
@@ -753,7 +750,6 @@ mod tests {
         assert_eq!(cluster.internal_suffix, ".internal.c.example.com");
         assert_eq!(cluster.public_name, "api.c.example.com");
         assert_eq!(cluster.dns, DnsKind::Zones);
-        assert_eq!(cluster.internal_api_name(), "api.internal.c.example.com");
         let gossip = Settings::resolve(
             Flags {
                 cluster_id: Some("g.k8s.local".into()),

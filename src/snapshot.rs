@@ -28,13 +28,13 @@ use crate::state::{MountedVolume, State, Verified};
 /// Which of the cluster's volumes a run asks the cloud for: those in this node's zone (mount,
 /// discover-volumes), or those in every zone (DNS needs every member's attachment).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum VolumeScope {
+pub(crate) enum VolumeScope {
     Zone,
     Region,
 }
 
 /// The run's facts, filled on first use.
-pub struct Snapshot<'a> {
+pub(crate) struct Snapshot<'a> {
     settings: &'a Settings,
     cloud: &'a dyn Cloud,
     host: &'a dyn Host,
@@ -60,7 +60,7 @@ pub struct Snapshot<'a> {
 }
 
 impl<'a> Snapshot<'a> {
-    pub fn new(
+    pub(crate) fn new(
         settings: &'a Settings,
         cloud: &'a dyn Cloud,
         host: &'a dyn Host,
@@ -89,7 +89,7 @@ impl<'a> Snapshot<'a> {
     /// This snapshot for `settings` that know more of the node (its cluster and role, learned
     /// from its tags): what does not depend on them — the identity, the cloud clients, the
     /// state file as read or written — is kept, not asked for again.
-    pub fn for_settings<'b>(self, settings: &'b Settings) -> Snapshot<'b>
+    pub(crate) fn for_settings<'b>(self, settings: &'b Settings) -> Snapshot<'b>
     where
         'a: 'b,
     {
@@ -101,22 +101,22 @@ impl<'a> Snapshot<'a> {
     }
 
     /// The node this run works on: its devices and files.
-    pub fn host(&self) -> &'a dyn Host {
+    pub(crate) fn host(&self) -> &'a dyn Host {
         self.host
     }
 
     /// How the cloud names the devices of attached volumes.
-    pub fn devices(&self) -> &'a dyn DeviceNaming {
+    pub(crate) fn devices(&self) -> &'a dyn DeviceNaming {
         self.cloud.devices()
     }
 
     /// How the cloud's operators see kOps' metadata keys.
-    pub fn words(&self) -> &'a dyn MetadataWords {
+    pub(crate) fn words(&self) -> &'a dyn MetadataWords {
         self.cloud.words()
     }
 
     /// What the volume rules need of the cloud.
-    pub fn provider_facts(&self) -> ProviderFacts<'a> {
+    pub(crate) fn provider_facts(&self) -> ProviderFacts<'a> {
         ProviderFacts {
             devices: self.cloud.devices(),
             words: self.cloud.words(),
@@ -124,7 +124,7 @@ impl<'a> Snapshot<'a> {
     }
 
     /// This node's identity: flags first, the metadata service for the rest.
-    pub async fn identity(&mut self) -> Result<&NodeIdentity> {
+    pub(crate) async fn identity(&mut self) -> Result<&NodeIdentity> {
         if self.identity.is_none() {
             let resolved = identity::resolve(
                 &self.settings.identity,
@@ -140,7 +140,7 @@ impl<'a> Snapshot<'a> {
     }
 
     /// The cloud clients for this node's region.
-    pub async fn clients(&mut self) -> Result<CloudClients> {
+    pub(crate) async fn clients(&mut self) -> Result<CloudClients> {
         if self.clients.is_none() {
             let identity = self.identity().await?;
             let placement = Placement {
@@ -155,7 +155,7 @@ impl<'a> Snapshot<'a> {
     }
 
     /// The cluster's names: from the settings, else from this instance's `KubernetesCluster` tag.
-    pub async fn cluster(&mut self) -> Result<Cluster> {
+    pub(crate) async fn cluster(&mut self) -> Result<Cluster> {
         if let Some(cluster) = &self.cluster {
             return Ok(cluster.clone());
         }
@@ -180,12 +180,12 @@ impl<'a> Snapshot<'a> {
 
     /// Leaves the etcd volumes to their owner (etcd-manager): from now on the run sees none and
     /// asks the cloud for none.
-    pub fn leave_volumes(&mut self) {
+    pub(crate) fn leave_volumes(&mut self) {
         self.volumes_left = true;
     }
 
     /// The cluster's etcd volumes (one listing per run, in this run's scope) and the ones skipped.
-    pub async fn discovery(&mut self) -> Result<&Discovery> {
+    pub(crate) async fn discovery(&mut self) -> Result<&Discovery> {
         if self.discovery.is_none() {
             let query = self.volume_query().await?;
             let found = if self.volumes_left {
@@ -202,7 +202,7 @@ impl<'a> Snapshot<'a> {
 
     /// The full check's two independent questions, asked at once: the cluster's volumes and
     /// its running masters.
-    pub async fn fetch_volumes_and_masters(&mut self) -> Result<()> {
+    pub(crate) async fn fetch_volumes_and_masters(&mut self) -> Result<()> {
         let query = self.volume_query().await?;
         let clients = self.clients().await?;
         if self.volumes_left {
@@ -221,29 +221,29 @@ impl<'a> Snapshot<'a> {
     }
 
     /// Takes the volumes from the recorded check instead of asking the cloud.
-    pub async fn trust(&mut self, recorded: &Verified) -> Result<()> {
+    pub(crate) async fn trust(&mut self, recorded: &Verified) -> Result<()> {
         let query = self.volume_query().await?;
         self.record_volume_answer(&query, recorded.volumes.clone());
         Ok(())
     }
 
     /// Takes the masters from a worker's recorded check instead of asking the cloud.
-    pub fn trust_masters(&mut self, masters: Vec<InstanceInfo>) {
+    pub(crate) fn trust_masters(&mut self, masters: Vec<InstanceInfo>) {
         self.masters = Some(masters);
     }
 
     /// The cloud's answer the volumes were classified from (after [`Snapshot::discovery`]).
-    pub fn volume_answer(&self) -> Option<&[CloudVolume]> {
+    pub(crate) fn volume_answer(&self) -> Option<&[CloudVolume]> {
         self.volume_answer.as_deref()
     }
 
     /// The cluster's etcd volumes, when this run has listed them.
-    pub fn discovery_known(&self) -> Option<&Discovery> {
+    pub(crate) fn discovery_known(&self) -> Option<&Discovery> {
         self.discovery.as_ref()
     }
 
     /// The cluster's running masters, when they have been asked for.
-    pub fn masters_known(&self) -> Option<&[InstanceInfo]> {
+    pub(crate) fn masters_known(&self) -> Option<&[InstanceInfo]> {
         self.masters.as_deref()
     }
 
@@ -274,7 +274,7 @@ impl<'a> Snapshot<'a> {
     }
 
     /// The cluster's etcd volumes in this node's zone.
-    pub async fn volumes_here(&mut self) -> Result<Vec<EtcdVolume>> {
+    pub(crate) async fn volumes_here(&mut self) -> Result<Vec<EtcdVolume>> {
         let zone = self.identity().await?.availability_zone.clone();
         Ok(self
             .discovery()
@@ -287,7 +287,7 @@ impl<'a> Snapshot<'a> {
     }
 
     /// The cluster's running control-plane instances.
-    pub async fn masters(&mut self) -> Result<Vec<InstanceInfo>> {
+    pub(crate) async fn masters(&mut self) -> Result<Vec<InstanceInfo>> {
         if self.masters.is_none() {
             let cluster = self.cluster().await?.name;
             let masters = self
@@ -303,7 +303,7 @@ impl<'a> Snapshot<'a> {
 
     /// Records that `volume_id` is now attached to this instance as `device` (or, with
     /// `planned`, would be in this dry run), so later steps see it without asking again.
-    pub fn record_attachment(
+    pub(crate) fn record_attachment(
         &mut self,
         volume_id: &str,
         instance_id: &str,
@@ -330,7 +330,7 @@ impl<'a> Snapshot<'a> {
     }
 
     /// Records that `volume_id` is detached (or, with dry run, would be).
-    pub fn record_detachment(&mut self, volume_id: &str) {
+    pub(crate) fn record_detachment(&mut self, volume_id: &str) {
         if let Some(volume) = self
             .discovery
             .as_mut()
@@ -343,28 +343,28 @@ impl<'a> Snapshot<'a> {
     /// Sets `volume_id` aside for the rest of the run: attached here but not this node's to
     /// mount or publish (a second volume of a key that something else still holds, so it could
     /// not be detached). Seen as attached nowhere, as a detached one is.
-    pub fn set_aside(&mut self, volume_id: &str) {
+    pub(crate) fn set_aside(&mut self, volume_id: &str) {
         self.record_detachment(volume_id);
     }
 
     /// Marks `volume_id` as attached or mounted only in this dry run's plan.
-    pub fn mark_planned(&mut self, volume_id: &str) {
+    pub(crate) fn mark_planned(&mut self, volume_id: &str) {
         self.planned.insert(volume_id.to_owned());
     }
 
     /// Whether `volume_id` is attached or mounted only in this dry run's plan.
-    pub fn is_planned(&self, volume_id: &str) -> bool {
+    pub(crate) fn is_planned(&self, volume_id: &str) -> bool {
         self.planned.contains(volume_id)
     }
 
     /// The state file (`<root>/var/lib/protokube/state.json`), read once per run; missing or
     /// unreadable counts as empty (the mount step rewrites it from what it mounts).
-    pub fn state(&mut self) -> Result<&State> {
+    pub(crate) fn state(&mut self) -> Result<&State> {
         Ok(&self.read_state()?.0)
     }
 
     /// The state file, read once per run; one that cannot be read is an error.
-    pub fn state_strict(&mut self) -> Result<&State> {
+    pub(crate) fn state_strict(&mut self) -> Result<&State> {
         match self.read_state()? {
             (_, Some(why)) => Err(anyhow!("{why}")),
             (state, None) => Ok(state),
@@ -372,7 +372,7 @@ impl<'a> Snapshot<'a> {
     }
 
     /// The state as a step of this run has just written it.
-    pub fn record_state(&mut self, state: State) {
+    pub(crate) fn record_state(&mut self, state: State) {
         self.state = Some((state, None));
     }
 
@@ -394,14 +394,14 @@ impl<'a> Snapshot<'a> {
 
     /// Records the etcd volumes mounted here after the mount step (or as its plan would leave
     /// them).
-    pub fn record_mounted(&mut self, mounted: Vec<MountedVolume>) {
+    pub(crate) fn record_mounted(&mut self, mounted: Vec<MountedVolume>) {
         self.mounted = Some(mounted);
     }
 
     /// The etcd volumes mounted here: what the mount step recorded in this run, else the state
     /// file, trusted only where the mount table agrees: each volume at its own mount point,
     /// mounted from the device the file names (its etcd manifest lives on it).
-    pub fn mounted(&mut self) -> Result<Vec<MountedVolume>> {
+    pub(crate) fn mounted(&mut self) -> Result<Vec<MountedVolume>> {
         if self.mounted.is_none() {
             let volumes = self.state_strict()?.volumes.clone();
             let root = &self.settings.root;
@@ -423,7 +423,7 @@ impl<'a> Snapshot<'a> {
 
     /// The resolved manifest directory and its entries' names, sorted (none when it is
     /// missing): listed once per run.
-    pub fn manifest_dir(&mut self) -> Result<(PathBuf, Vec<String>)> {
+    pub(crate) fn manifest_dir(&mut self) -> Result<(PathBuf, Vec<String>)> {
         if self.manifest_dir.is_none() {
             let dir = self.settings.root.resolve(MANIFEST_DIR)?;
             let names = self
@@ -441,7 +441,7 @@ impl<'a> Snapshot<'a> {
     /// Who owns etcd on this node, decided once per run: nobody protokube knows where the unit
     /// says `--manage-etcd=false`, else from the static-pod manifests: kOps' etcd-manager where
     /// its pods are there (by content, whatever the file names), else protokube.
-    pub fn etcd_owner(&mut self) -> Result<&EtcdOwner> {
+    pub(crate) fn etcd_owner(&mut self) -> Result<&EtcdOwner> {
         let declined = self.settings.etcd_declined;
         if self.etcd_owner.is_none() && declined == Some(Declined::ManageEtcdFalse) {
             self.etcd_owner = Some(EtcdOwner::Declined(Declined::ManageEtcdFalse));
@@ -463,7 +463,7 @@ impl<'a> Snapshot<'a> {
     }
 
     /// The mount table of this mount namespace, read now (a mount changes it).
-    pub fn mount_table(&self) -> Result<Vec<MountEntry>> {
+    pub(crate) fn mount_table(&self) -> Result<Vec<MountEntry>> {
         self.host.mount_table()
     }
 }

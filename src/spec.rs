@@ -8,25 +8,25 @@ use serde::Deserialize;
 use yaml_serde::Mapping;
 
 /// `apiVersion` of the documents kOps writes to its state store.
-pub const API_VERSION: &str = "kops.k8s.io/v1alpha2";
+pub(crate) const API_VERSION: &str = "kops.k8s.io/v1alpha2";
 /// `kind` of a cluster document.
-pub const KIND: &str = "Cluster";
+pub(crate) const KIND: &str = "Cluster";
 
 /// A kOps `Cluster` document.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterDocument {
-    pub api_version: String,
-    pub kind: String,
+    pub(crate) api_version: String,
+    pub(crate) kind: String,
     #[serde(default)]
-    pub metadata: ObjectMeta,
+    pub(crate) metadata: ObjectMeta,
     #[serde(default)]
     pub spec: ClusterSpec,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-pub struct ObjectMeta {
-    pub name: Option<String>,
+pub(crate) struct ObjectMeta {
+    pub(crate) name: Option<String>,
 }
 
 /// `spec` of a cluster: only the fields protokube reads; everything else is ignored.
@@ -41,77 +41,77 @@ pub struct ClusterSpec {
     pub kube_scheduler: Option<Mapping>,
     pub kube_proxy: Option<Mapping>,
     pub master_public_name: Option<String>,
-    pub dns_zone: Option<String>,
+    pub(crate) dns_zone: Option<String>,
     /// `aws`, `kopeio`: webhook authentication nodeup wires into kube-apiserver.
-    pub authentication: Option<Mapping>,
+    pub(crate) authentication: Option<Mapping>,
     /// Encryption at rest: nodeup points kube-apiserver at its encryption config.
-    pub encryption_config: Option<bool>,
+    pub(crate) encryption_config: Option<bool>,
     /// Every node's kubelet settings; `masterKubelet` overrides them on control-plane nodes.
-    pub kubelet: Option<Mapping>,
-    pub master_kubelet: Option<Mapping>,
+    pub(crate) kubelet: Option<Mapping>,
+    pub(crate) master_kubelet: Option<Mapping>,
     /// Control-plane nodes off the pod network: no kube-proxy there.
-    pub isolate_masters: Option<bool>,
+    pub(crate) isolate_masters: Option<bool>,
     /// An IPv6 CIDR (`::/0`) makes the cluster IPv6.
     #[serde(rename = "nonMasqueradeCIDR")]
-    pub non_masquerade_cidr: Option<String>,
+    pub(crate) non_masquerade_cidr: Option<String>,
     /// How the API is reached: `dns` (kOps points `api.<cluster>` at the masters) or a
     /// `loadBalancer` (kOps points it at the load balancer with an alias).
-    pub api: Option<ApiSpec>,
+    pub(crate) api: Option<ApiSpec>,
     /// `topology.dns.type` in older specs (`spec.topology`); newer ones nest it in `networking`.
-    pub topology: Option<TopologySpec>,
-    pub networking: Option<NetworkingSpec>,
-    pub iam: Option<IamSpec>,
+    pub(crate) topology: Option<TopologySpec>,
+    pub(crate) networking: Option<NetworkingSpec>,
+    pub(crate) iam: Option<IamSpec>,
 }
 
 /// `spec.api`.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct ApiSpec {
+pub(crate) struct ApiSpec {
     /// Present (even empty) when the API is published through DNS to the masters.
-    pub dns: Option<yaml_serde::Value>,
-    pub load_balancer: Option<LoadBalancerSpec>,
+    pub(crate) dns: Option<yaml_serde::Value>,
+    pub(crate) load_balancer: Option<LoadBalancerSpec>,
 }
 
 /// `spec.api.loadBalancer`.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct LoadBalancerSpec {
+pub(crate) struct LoadBalancerSpec {
     /// The load balancer serves `api.internal.<cluster>` too.
-    pub use_for_internal_api: Option<bool>,
+    pub(crate) use_for_internal_api: Option<bool>,
 }
 
 /// `spec.topology` / `spec.networking.topology`.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-pub struct TopologySpec {
-    pub dns: Option<TopologyDns>,
+pub(crate) struct TopologySpec {
+    pub(crate) dns: Option<TopologyDns>,
 }
 
 /// `topology.dns`.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-pub struct TopologyDns {
+pub(crate) struct TopologyDns {
     /// `Public`, `Private` or `None`.
     #[serde(rename = "type")]
-    pub kind: Option<String>,
+    pub(crate) kind: Option<String>,
 }
 
 /// `spec.networking`: only its topology is read here.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-pub struct NetworkingSpec {
-    pub topology: Option<TopologySpec>,
+pub(crate) struct NetworkingSpec {
+    pub(crate) topology: Option<TopologySpec>,
 }
 
 /// `spec.iam`.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct IamSpec {
+pub(crate) struct IamSpec {
     /// IRSA: dns-controller's and the volume CSI driver's permissions move to service-account
     /// roles; the control-plane role keeps no DNS writes, no volume tagging, no detach.
-    pub use_service_account_external_permissions: Option<bool>,
+    pub(crate) use_service_account_external_permissions: Option<bool>,
 }
 
 impl ClusterSpec {
     /// Whether the cluster runs on IPv6, as kOps decides it: its non-masquerade CIDR is IPv6.
-    pub fn is_ipv6(&self) -> bool {
+    pub(crate) fn is_ipv6(&self) -> bool {
         self.non_masquerade_cidr
             .as_deref()
             .is_some_and(|cidr| cidr.contains(':'))
@@ -119,7 +119,7 @@ impl ClusterSpec {
 
     /// The cluster has no DNS (`topology.dns.type: None`, under `spec.networking` or `spec`),
     /// kOps' `UsesNoneDNS`: nodeup writes the API's names into `/etc/hosts` itself.
-    pub fn uses_none_dns(&self) -> bool {
+    pub(crate) fn uses_none_dns(&self) -> bool {
         [
             self.networking.as_ref().and_then(|n| n.topology.as_ref()),
             self.topology.as_ref(),
@@ -135,12 +135,12 @@ impl ClusterSpec {
     }
 
     /// The API has a load balancer (`spec.api.loadBalancer`): `api.<cluster>` is its alias.
-    pub fn api_load_balancer(&self) -> bool {
+    pub(crate) fn api_load_balancer(&self) -> bool {
         self.api.as_ref().is_some_and(|a| a.load_balancer.is_some())
     }
 
     /// The load balancer serves the internal API name too (`useForInternalApi`).
-    pub fn load_balancer_serves_internal_api(&self) -> bool {
+    pub(crate) fn load_balancer_serves_internal_api(&self) -> bool {
         self.api
             .as_ref()
             .and_then(|a| a.load_balancer.as_ref())
@@ -149,12 +149,12 @@ impl ClusterSpec {
     }
 
     /// `spec.api.dns` is set: the public API name points at the masters.
-    pub fn api_dns(&self) -> bool {
+    pub(crate) fn api_dns(&self) -> bool {
         self.api.as_ref().is_some_and(|a| a.dns.is_some())
     }
 
     /// IRSA (`spec.iam.useServiceAccountExternalPermissions: true`).
-    pub fn uses_irsa(&self) -> bool {
+    pub(crate) fn uses_irsa(&self) -> bool {
         self.iam
             .as_ref()
             .and_then(|i| i.use_service_account_external_permissions)
@@ -162,7 +162,7 @@ impl ClusterSpec {
     }
 
     /// A kubelet setting on this node: `masterKubelet`'s on control-plane nodes, else `kubelet`'s.
-    pub fn kubelet_setting(&self, master: bool, key: &str) -> Option<&yaml_serde::Value> {
+    pub(crate) fn kubelet_setting(&self, master: bool, key: &str) -> Option<&yaml_serde::Value> {
         fn get<'a>(section: Option<&'a Mapping>, key: &str) -> Option<&'a yaml_serde::Value> {
             section.and_then(|s| s.get(key)).filter(|v| !v.is_null())
         }
@@ -196,7 +196,9 @@ impl ClusterSpec {
     /// The members the spec names for each etcd cluster (`etcdClusters[].etcdMembers[].name`),
     /// by cluster name; each name checked as a DNS-1123 label (it becomes part of DNS names and
     /// pod names). A cluster naming no member is left out.
-    pub fn etcd_members(&self) -> anyhow::Result<std::collections::BTreeMap<String, Vec<String>>> {
+    pub(crate) fn etcd_members(
+        &self,
+    ) -> anyhow::Result<std::collections::BTreeMap<String, Vec<String>>> {
         let mut out = std::collections::BTreeMap::new();
         for (i, cluster) in self.etcd_clusters.iter().enumerate() {
             let mut names = Vec::new();
@@ -224,19 +226,19 @@ impl ClusterSpec {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct EtcdMemberSpec {
-    pub name: String,
-    pub instance_group: Option<String>,
+    pub(crate) name: String,
+    pub(crate) instance_group: Option<String>,
 }
 
 /// The deepest `[`/`{` nesting a spec may have: kOps' completed specs nest a few levels; a
 /// parser fed 100 000 levels spends seconds of CPU per level of doubt.
-pub const MAX_FLOW_NESTING: usize = 64;
+pub(crate) const MAX_FLOW_NESTING: usize = 64;
 /// The largest spec read: kOps' completed specs are a few KiB.
-pub const MAX_SPEC_BYTES: u64 = 16 << 20;
+pub(crate) const MAX_SPEC_BYTES: u64 = 16 << 20;
 
 /// Checks, in one linear pass, that flow collections (`[…]`, `{…}`) outside quotes and comments
 /// nest at most [`MAX_FLOW_NESTING`] deep; returns the offending line otherwise.
-pub fn check_nesting(text: &str) -> Result<(), usize> {
+pub(crate) fn check_nesting(text: &str) -> Result<(), usize> {
     let (mut depth, mut line) = (0usize, 1usize);
     let mut quote: Option<char> = None;
     let mut comment = false;

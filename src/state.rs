@@ -7,14 +7,14 @@ use std::path::Path;
 use anyhow::{bail, Context as _, Result};
 
 use crate::host::Files;
-pub use crate::plan::state::{KnownZones, MountedVolume, State, Verified, STATE_VERSION};
+pub(crate) use crate::plan::state::{KnownZones, MountedVolume, State, Verified, STATE_VERSION};
 
 /// The largest state file read (a cluster's is a few KiB).
 const MAX_STATE_BYTES: u64 = 16 << 20;
 
 impl State {
     /// Reads the state file at `path` on the node's `files`; `None` when there is none yet.
-    pub fn load(files: &dyn Files, path: &Path) -> Result<Option<Self>> {
+    pub(crate) fn load(files: &dyn Files, path: &Path) -> Result<Option<Self>> {
         let Some(bytes) = files
             .read(path, MAX_STATE_BYTES)
             .context("reading the protokube state")?
@@ -36,17 +36,6 @@ impl State {
             );
         }
         Ok(Some(state))
-    }
-
-    /// The state file at `path` as it is, for what only needs its best reading: missing or
-    /// unreadable counts as an empty state (the mount step rewrites it from what it mounts).
-    pub fn load_or_empty(files: &dyn Files, path: &Path) -> Self {
-        State::load(files, path)
-            .unwrap_or_else(|err| {
-                tracing::debug!("{err:#}");
-                None
-            })
-            .unwrap_or_else(|| State::new(Vec::new()))
     }
 }
 
@@ -98,15 +87,5 @@ mod tests {
         std::fs::write(&path, "{").unwrap();
         let err = State::load(&LinuxHost, &path).unwrap_err();
         assert!(format!("{err:#}").contains("state.json"), "{err:#}");
-        // The lenient reading counts garbage and a missing file as an empty state.
-        assert_eq!(
-            State::load_or_empty(&LinuxHost, &path),
-            State::new(Vec::new())
-        );
-        std::fs::remove_file(&path).unwrap();
-        assert_eq!(
-            State::load_or_empty(&LinuxHost, &path),
-            State::new(Vec::new())
-        );
     }
 }

@@ -6,18 +6,18 @@ use serde::Serialize;
 /// The build's facts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct BuildInfo {
-    pub version: &'static str,
+    pub(crate) version: &'static str,
     /// Short git commit, or `unknown` outside a git checkout.
-    pub commit: &'static str,
+    pub(crate) commit: &'static str,
     /// The commit's date (`YYYY-MM-DD`).
-    pub build_date: &'static str,
-    pub rustc: &'static str,
-    pub target: &'static str,
-    pub features: Vec<&'static str>,
+    pub(crate) build_date: &'static str,
+    pub(crate) rustc: &'static str,
+    pub(crate) target: &'static str,
+    pub(crate) features: Vec<&'static str>,
 }
 
 /// `protokube --version`'s long form: version, commit and date.
-pub const LONG_VERSION: &str = concat!(
+pub(crate) const LONG_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (",
     env!("PROTOKUBE_COMMIT"),

@@ -13,14 +13,14 @@ use crate::error::NotReady;
 /// Exponential backoff with "equal jitter": each delay is half the exponential step plus a random
 /// part of the other half, so nodes that started together spread out.
 #[derive(Clone, Debug)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     initial: Duration,
     max: Duration,
     attempt: u32,
 }
 
 impl Backoff {
-    pub fn new(initial: Duration, max: Duration) -> Self {
+    pub(crate) fn new(initial: Duration, max: Duration) -> Self {
         Self {
             initial,
             max,
@@ -29,7 +29,7 @@ impl Backoff {
     }
 
     /// The next delay; `jitter` in `[0, 1)` picks the random part (pure, for tests).
-    pub fn next_delay_with(&mut self, jitter: f64) -> Duration {
+    pub(crate) fn next_delay_with(&mut self, jitter: f64) -> Duration {
         let factor = 2u32.saturating_pow(self.attempt.min(20));
         let step = self.initial.saturating_mul(factor).min(self.max);
         self.attempt = self.attempt.saturating_add(1);
@@ -37,7 +37,7 @@ impl Backoff {
         half + half.mul_f64(jitter.clamp(0.0, 1.0))
     }
 
-    pub fn next_delay(&mut self) -> Duration {
+    pub(crate) fn next_delay(&mut self) -> Duration {
         self.next_delay_with(fastrand::f64())
     }
 }
@@ -54,7 +54,7 @@ pub struct Deadline {
 
 impl Deadline {
     /// `timeout` from now.
-    pub fn after(timeout: Duration) -> Self {
+    pub(crate) fn after(timeout: Duration) -> Self {
         Self {
             at: Instant::now() + timeout,
             timeout,
@@ -62,27 +62,27 @@ impl Deadline {
     }
 
     /// The time left (zero once it passed).
-    pub fn remaining(&self) -> Duration {
+    pub(crate) fn remaining(&self) -> Duration {
         self.at.saturating_duration_since(Instant::now())
     }
 
     /// `--timeout` as given, for messages (`within --timeout (5m)`).
-    pub fn timeout(&self) -> Duration {
+    pub(crate) fn timeout(&self) -> Duration {
         self.timeout
     }
 
     /// `--timeout` in words (`5m`).
-    pub fn timeout_text(&self) -> String {
+    pub(crate) fn timeout_text(&self) -> String {
         humantime::format_duration(self.timeout).to_string()
     }
 
     /// When it is.
-    pub fn instant(&self) -> Instant {
+    pub(crate) fn instant(&self) -> Instant {
         self.at
     }
 
     /// The earlier of this deadline and `other` (said with this one's `--timeout`).
-    pub fn earliest(self, other: Self) -> Self {
+    pub(crate) fn earliest(self, other: Self) -> Self {
         Self {
             at: self.at.min(other.at),
             timeout: self.timeout,
@@ -91,7 +91,7 @@ impl Deadline {
 
     /// Runs `future` until the deadline; `Err(())` when the deadline came first (the future is
     /// dropped there).
-    pub async fn run<T>(&self, future: impl Future<Output = T>) -> Result<T, ()> {
+    pub(crate) async fn run<T>(&self, future: impl Future<Output = T>) -> Result<T, ()> {
         tokio::time::timeout_at(self.at.into(), future)
             .await
             .map_err(|_| ())
@@ -100,11 +100,11 @@ impl Deadline {
 
 /// The shortest `--timeout`: below it a run cannot ask the cloud anything and would only ever
 /// be "not ready".
-pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const MIN_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// How to show a wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Progress {
+pub(crate) enum Progress {
     /// A spinner on stderr (a terminal, progress not turned off).
     Spinner,
     /// Log lines only.
@@ -113,7 +113,7 @@ pub enum Progress {
 
 impl Progress {
     /// A spinner when stderr is a terminal and `--no-progress` was not given.
-    pub fn detect(no_progress: bool) -> Self {
+    pub(crate) fn detect(no_progress: bool) -> Self {
         if !no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
             Progress::Spinner
         } else {
@@ -124,7 +124,7 @@ impl Progress {
 
 /// Calls `check` until it returns `Some`, sleeping with `backoff` in between, until `until`.
 /// `what` completes "waiting for …" in messages. Errors from `check` end the wait.
-pub async fn poll_until<T, F, Fut>(
+pub(crate) async fn poll_until<T, F, Fut>(
     what: &str,
     until: Deadline,
     progress: Progress,

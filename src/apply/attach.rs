@@ -15,7 +15,7 @@ use crate::wait::{poll_until, Backoff, Deadline, Progress};
 
 /// The outcome of trying to attach one volume.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Attached {
+pub(crate) enum Attached {
     /// Attached (or, with dry run, would be) under this device name.
     As(String),
     /// Another node won the race for it.
@@ -25,7 +25,7 @@ pub enum Attached {
 /// Asks to attach `volume_id` to `instance_id` under the first free device name, moving on to
 /// the next name when the cloud says one is in use. `used` holds the names in use on the
 /// instance and grows with the names tried.
-pub async fn attach(
+pub(crate) async fn attach(
     cloud: &dyn VolumeApi,
     naming: &dyn DeviceNaming,
     volume_id: &str,
@@ -100,7 +100,7 @@ async fn attached_device(
 /// whose attachment has been `attaching` longer than allowed (asked at `requested`), if any:
 /// the wait ends there. Another instance's attachment that is `detaching` (a stale read of the
 /// previous owner) is waited out; any other one means another node took the volume.
-pub async fn wait_attached(
+pub(crate) async fn wait_attached(
     cloud: &dyn VolumeApi,
     instance_id: &str,
     ids: &[String],
@@ -155,7 +155,7 @@ pub async fn wait_attached(
 
 /// Waits for the block device `hint` describes (of a volume attached as `requested`) to appear
 /// under `root`.
-pub async fn wait_device(
+pub(crate) async fn wait_device(
     devices: &dyn Devices,
     root: &HostRoot,
     hint: &DeviceHint,

@@ -34,7 +34,7 @@ fn path(root: &HostRoot, volume_id: &str) -> Result<PathBuf> {
 }
 
 /// Records the intent to format `device` of `volume_id` with filesystem UUID `uuid`.
-pub fn record(
+pub(crate) fn record(
     files: &dyn Files,
     root: &HostRoot,
     volume_id: &str,
@@ -46,7 +46,7 @@ pub fn record(
 
 /// Records that the format of `volume_id` with `uuid` finished though the cloud refused its
 /// formatted tag: from now on this record witnesses the filesystem in the tag's place.
-pub fn record_formatted(
+pub(crate) fn record_formatted(
     files: &dyn Files,
     root: &HostRoot,
     volume_id: &str,
@@ -78,7 +78,11 @@ fn write(
 /// The record an earlier run left for `volume_id`, if any, read strictly: anything but exactly
 /// what protokube writes (another volume's id, a field of another type or name, trailing bytes,
 /// an empty file, an older form) is [`IntentUuid::Invalid`], which permits nothing.
-pub fn pending(files: &dyn Files, root: &HostRoot, volume_id: &str) -> Result<Option<IntentUuid>> {
+pub(crate) fn pending(
+    files: &dyn Files,
+    root: &HostRoot,
+    volume_id: &str,
+) -> Result<Option<IntentUuid>> {
     let path = path(root, volume_id)?;
     let Some(bytes) = files
         .read(&path, MAX_RECORD_BYTES)
@@ -134,7 +138,7 @@ fn to_text(record: &Record) -> Result<String> {
 }
 
 /// Removes the record once the format is finished.
-pub fn clear(files: &dyn Files, root: &HostRoot, volume_id: &str) -> Result<()> {
+pub(crate) fn clear(files: &dyn Files, root: &HostRoot, volume_id: &str) -> Result<()> {
     let path = path(root, volume_id)?;
     files
         .apply(&plan_removal(&path, &files.fact(&path)?))

@@ -17,41 +17,41 @@ use super::{
 
 /// The cloud's state; tests build it and read it back.
 #[derive(Clone, Debug, Default)]
-pub struct World {
-    pub volumes: Vec<CloudVolume>,
+pub(crate) struct World {
+    pub(crate) volumes: Vec<CloudVolume>,
     /// Running instances and their tags.
-    pub instances: Vec<(InstanceInfo, BTreeMap<String, String>)>,
+    pub(crate) instances: Vec<(InstanceInfo, BTreeMap<String, String>)>,
     /// Instance metadata by item.
-    pub metadata: BTreeMap<MetadataItem, String>,
+    pub(crate) metadata: BTreeMap<MetadataItem, String>,
     /// Every call, as `Operation` or `Operation <volume>`, in order.
-    pub calls: Vec<String>,
+    pub(crate) calls: Vec<String>,
 }
 
 /// The in-memory cloud.
 #[derive(Clone, Debug, Default)]
-pub struct MemoryCloud {
+pub(crate) struct MemoryCloud {
     world: Arc<Mutex<World>>,
 }
 
 impl MemoryCloud {
-    pub fn new(world: World) -> Self {
+    pub(crate) fn new(world: World) -> Self {
         Self {
             world: Arc::new(Mutex::new(world)),
         }
     }
 
     /// The cloud as it is now.
-    pub fn world(&self) -> World {
+    pub(crate) fn world(&self) -> World {
         self.lock_world().clone()
     }
 
     /// Changes the cloud (a test's own doing, not logged as a call).
-    pub fn change(&self, f: impl FnOnce(&mut World)) {
+    pub(crate) fn change(&self, f: impl FnOnce(&mut World)) {
         f(&mut self.lock_world());
     }
 
     /// The calls that change the cloud (attach, detach, tag).
-    pub fn mutations(&self) -> Vec<String> {
+    pub(crate) fn mutations(&self) -> Vec<String> {
         self.world()
             .calls
             .into_iter()
@@ -244,13 +244,13 @@ impl InstanceMetadata for MemoryCloud {
 
 /// Device names of the in-memory cloud, in order: `/dev/vdb` … `/dev/vdg`; `/dev/vda` is the
 /// root device. The device appears under its requested name.
-pub const DEVICE_NAMES: [&str; 6] = [
+pub(crate) const DEVICE_NAMES: [&str; 6] = [
     "/dev/vdb", "/dev/vdc", "/dev/vdd", "/dev/vde", "/dev/vdf", "/dev/vdg",
 ];
 
 /// The in-memory cloud's device naming.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct MemoryDevices;
+pub(crate) struct MemoryDevices;
 
 impl DeviceNaming for MemoryDevices {
     fn free_name(&self, _volume_id: &str, in_use: &[String]) -> Option<String> {

@@ -4,10 +4,10 @@
 //! folder, its device naming and its [`provider::Provider`] value included.
 
 #[cfg(test)]
-pub mod memory;
-pub mod patient;
-pub mod provider;
-pub mod tags;
+pub(crate) mod memory;
+pub(crate) mod patient;
+pub(crate) mod provider;
+pub(crate) mod tags;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -40,7 +40,7 @@ impl VolumeState {
     ];
 
     /// Its word (`in-use`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Creating => "creating",
             Self::Available => "available",
@@ -52,7 +52,7 @@ impl VolumeState {
     }
 
     /// From its word; another word is no volume state.
-    pub fn parse(word: &str) -> Option<Self> {
+    pub(crate) fn parse(word: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|s| s.as_str() == word)
     }
 }
@@ -79,7 +79,7 @@ impl AttachmentState {
     ];
 
     /// Its word.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Attaching => "attaching",
             Self::Attached => "attached",
@@ -90,12 +90,12 @@ impl AttachmentState {
     }
 
     /// From its word; another word is no attachment state.
-    pub fn parse(word: &str) -> Option<Self> {
+    pub(crate) fn parse(word: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|s| s.as_str() == word)
     }
 
     /// On its way off the instance (a detach under way or done).
-    pub fn is_leaving(self) -> bool {
+    pub(crate) fn is_leaving(self) -> bool {
         matches!(self, Self::Detaching | Self::Detached)
     }
 }
@@ -158,32 +158,32 @@ impl VolumeAttachment {
 /// the region when `zone` is `None`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VolumeQuery {
-    pub cluster: String,
-    pub zone: Option<String>,
+    pub(crate) cluster: String,
+    pub(crate) zone: Option<String>,
 }
 
 /// A running instance: its addresses and the volumes attached to it (kept in the state file as
 /// the last verified answer).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InstanceInfo {
-    pub id: String,
+    pub(crate) id: String,
     /// Its private addresses: the primary private IPv4 and the primary interface's IPv6
     /// addresses (an instance in an IPv6-only subnet has only those), sorted.
-    pub private_ips: Vec<std::net::IpAddr>,
+    pub(crate) private_ips: Vec<std::net::IpAddr>,
     /// Its public addresses: the public IPv4 and its IPv6 addresses (globally routable), sorted.
-    pub public_ips: Vec<std::net::IpAddr>,
+    pub(crate) public_ips: Vec<std::net::IpAddr>,
     /// Its volumes, sorted by device name.
     #[serde(default)]
-    pub volumes: Vec<InstanceVolume>,
+    pub(crate) volumes: Vec<InstanceVolume>,
 }
 
 /// A volume attached to an instance, as the instance reports it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct InstanceVolume {
+pub(crate) struct InstanceVolume {
     /// The device name given at attach time.
-    pub device: String,
-    pub volume_id: String,
-    pub status: AttachmentState,
+    pub(crate) device: String,
+    pub(crate) volume_id: String,
+    pub(crate) status: AttachmentState,
 }
 
 /// The answer to an attach request.
@@ -284,23 +284,23 @@ impl<T: InstanceMetadata + ?Sized> InstanceMetadata for Arc<T> {
 
 /// A place a volume's block device can appear on the node.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeviceCandidate {
+pub(crate) struct DeviceCandidate {
     /// A host path (under `--root`).
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// A link named after the volume that must lead to an NVMe namespace.
-    pub nvme_link: bool,
+    pub(crate) nvme_link: bool,
 }
 
 /// Where the block device of an attached volume appears, and how it is known to be that
 /// volume's: the provider's naming ([`DeviceNaming::hint`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceHint {
-    pub volume_id: String,
+    pub(crate) volume_id: String,
     /// Tried in order; the first that exists is the device.
-    pub candidates: Vec<DeviceCandidate>,
+    pub(crate) candidates: Vec<DeviceCandidate>,
     /// The serial an NVMe namespace must carry to be this volume; `None` where the provider's
     /// NVMe devices carry none that names it.
-    pub nvme_serial: Option<String>,
+    pub(crate) nvme_serial: Option<String>,
 }
 
 /// How a provider names the devices of attached volumes.
@@ -363,18 +363,18 @@ pub trait MetadataWords: Send + Sync + std::fmt::Debug {
 /// The cloud refused an operation for lack of a permission (exit 1). The message names the
 /// permission, whatever the cloud said.
 #[derive(Debug)]
-pub struct AccessDenied {
+pub(crate) struct AccessDenied {
     /// Who refused (`AWS`).
-    pub cloud: &'static str,
+    pub(crate) cloud: &'static str,
     /// The permission in the provider's words.
-    pub permission: String,
+    pub(crate) permission: String,
     /// The cloud's own code and message.
-    pub detail: String,
+    pub(crate) detail: String,
 }
 
 impl AccessDenied {
     /// The refusal among `err`'s causes, if any.
-    pub fn in_chain(err: &anyhow::Error) -> Option<&Self> {
+    pub(crate) fn in_chain(err: &anyhow::Error) -> Option<&Self> {
         err.chain().find_map(|cause| cause.downcast_ref::<Self>())
     }
 }
@@ -394,8 +394,8 @@ impl std::error::Error for AccessDenied {}
 /// Where the node runs, as its identity says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Placement {
-    pub region: String,
-    pub zone: String,
+    pub(crate) region: String,
+    pub(crate) zone: String,
 }
 
 /// The cloud APIs of one region, shared by every step of a run.

@@ -14,14 +14,14 @@ use crate::error::{NotReady, Unreachable};
 use crate::wait::{Backoff, Deadline};
 
 /// The pauses between calls to a cloud not there yet: from 1 s, doubling, up to 20 s.
-pub fn backoff() -> Backoff {
+pub(crate) fn backoff() -> Backoff {
     Backoff::new(Duration::from_secs(1), Duration::from_secs(20))
 }
 
 /// Runs `call` until it succeeds, fails for another reason than [`Unreachable`], or `deadline`
 /// comes (an attempt still running then is cut short), pausing by `backoff`; `what` names what
 /// is waited for in the "not ready" error, with the last failure seen.
-pub async fn until_reachable<T, F, Fut>(
+pub(crate) async fn until_reachable<T, F, Fut>(
     what: &str,
     deadline: Deadline,
     mut backoff: Backoff,
@@ -62,14 +62,14 @@ where
 }
 
 /// A metadata service waited for, until the run's deadline, while it is not there yet.
-pub struct Patient<T> {
+pub(crate) struct Patient<T> {
     inner: T,
     deadline: Deadline,
     backoff: Backoff,
 }
 
 impl<T> Patient<T> {
-    pub fn new(inner: T, deadline: Deadline) -> Self {
+    pub(crate) fn new(inner: T, deadline: Deadline) -> Self {
         Self {
             inner,
             deadline,

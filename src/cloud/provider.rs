@@ -12,50 +12,50 @@ use crate::spec::ClusterSpec;
 
 /// One cloud provider's facts.
 #[derive(Debug)]
-pub struct Provider {
+pub(crate) struct Provider {
     /// `--cloud`'s word for it, and what its calls are counted as (`protokube_<name>_calls`).
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// Its DNS service, whose zones `--dns zones` publishes to, for messages.
-    pub zone_service: &'static str,
+    pub(crate) zone_service: &'static str,
     /// The names `--dns` takes for that service, besides `zones`: ours and kOps' own.
-    pub zone_service_names: &'static [&'static str],
+    pub(crate) zone_service_names: &'static [&'static str],
     /// Variables of the provider's own tools that give the region, read as if given with
     /// `--region` (its SDK's region variable).
-    pub region_variables: &'static [&'static str],
+    pub(crate) region_variables: &'static [&'static str],
     /// Whether kOps labels each etcd volume there with every member of its etcd cluster
     /// (`<me>/<m1,m2,…>`); where it does not (kOps ≥ 1.36 writes `<me>/<me>` on some clouds),
     /// the members come from the spec, else from every volume of the key.
-    pub labels_every_member: bool,
+    pub(crate) labels_every_member: bool,
     /// The API roots its flags may move: each flag, and where it points by default.
-    pub endpoints: &'static [Endpoint],
+    pub(crate) endpoints: &'static [Endpoint],
     /// Why a cluster spec leaves the names to another component on this cloud, if it does
     /// (kOps' IRSA clusters on AWS: the control-plane role has no DNS permission).
-    pub names_left_by_spec: fn(&ClusterSpec) -> Option<&'static str>,
+    pub(crate) names_left_by_spec: fn(&ClusterSpec) -> Option<&'static str>,
     /// Who lacks a permission the cloud refused, in kOps' words for the node's role
     /// (`master`: a control-plane node, of cluster `cluster`), and the page of the project's
     /// documents that lists every permission protokube uses there.
-    pub denied_to: fn(master: bool, cluster: &str) -> (String, &'static str),
+    pub(crate) denied_to: fn(master: bool, cluster: &str) -> (String, &'static str),
 }
 
 /// An API root a flag may move.
 #[derive(Debug)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     /// The flag that moves it.
-    pub flag: &'static str,
+    pub(crate) flag: &'static str,
     /// Where it points unless the flag says otherwise.
-    pub default: &'static str,
+    pub(crate) default: &'static str,
 }
 
 impl Provider {
     /// Whether `name`, given to `--dns`, names this provider's zone service.
-    pub fn answers_to(&self, name: &str) -> bool {
+    pub(crate) fn answers_to(&self, name: &str) -> bool {
         self.zone_service_names.contains(&name)
     }
 
     /// The API roots of this run: each of the provider's endpoint flags as given in `given`
     /// (flag → value; flags of other providers are not looked at), else its default; each an
     /// `http://` or `https://` URL with a host, normalized to end in `/`.
-    pub fn endpoints(
+    pub(crate) fn endpoints(
         &self,
         given: &BTreeMap<String, String>,
     ) -> Result<BTreeMap<&'static str, String>> {

@@ -8,7 +8,7 @@ use crate::report::Report;
 use crate::settings::Settings;
 use crate::steps;
 
-pub async fn run(settings: &Settings, host: &dyn Host, report: &mut Report) -> Result<()> {
+pub(crate) async fn run(settings: &Settings, host: &dyn Host, report: &mut Report) -> Result<()> {
     if settings.channels.is_empty() {
         return Err(UsageError(
             "apply-channels needs --channels URL[,URL…] (nodeup passes the cluster's addon \

@@ -8,7 +8,7 @@ use crate::report::Report;
 use crate::settings::Settings;
 use crate::steps;
 
-pub async fn run(settings: &Settings, host: &dyn Host, report: &mut Report) -> Result<()> {
+pub(crate) async fn run(settings: &Settings, host: &dyn Host, report: &mut Report) -> Result<()> {
     let node = settings.node_name.as_deref().ok_or_else(|| {
         UsageError("label-node needs --node-name NAME (this node's name in Kubernetes)".to_owned())
     })?;

@@ -10,7 +10,7 @@ use crate::settings::Settings;
 use crate::snapshot::{Snapshot, VolumeScope};
 use crate::steps;
 
-pub async fn run(
+pub(crate) async fn run(
     settings: &Settings,
     cloud: &dyn Cloud,
     host: &dyn Host,

@@ -13,7 +13,7 @@ use crate::settings::Settings;
 use crate::snapshot::{Snapshot, VolumeScope};
 use crate::steps::{self, kubelet::KubeletStart};
 
-pub async fn run(
+pub(crate) async fn run(
     settings: &Settings,
     cloud: &dyn Cloud,
     zones: &dyn ZoneService,

@@ -27,10 +27,10 @@ use crate::settings::{Cluster, Settings};
 const HOSTS_ATTEMPTS: u32 = 10;
 
 /// The managed block of `<root>/etc/hosts`, read and written through `files`.
-pub struct HostsFile<'a> {
-    pub settings: &'a Settings,
-    pub cluster: Cluster,
-    pub files: &'a dyn Files,
+pub(crate) struct HostsFile<'a> {
+    pub(crate) settings: &'a Settings,
+    pub(crate) cluster: Cluster,
+    pub(crate) files: &'a dyn Files,
 }
 
 impl HostsFile<'_> {

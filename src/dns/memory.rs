@@ -17,7 +17,7 @@ use crate::plan::dns::zones::Zone;
 use crate::plan::dns::zones::{RecordAction, RecordChange, RecordSet};
 
 /// A record set of `name` and `record_type` holding `values`, with protokube's TTL.
-pub fn record_set(name: &str, record_type: &str, values: &[&str]) -> RecordSet {
+pub(crate) fn record_set(name: &str, record_type: &str, values: &[&str]) -> RecordSet {
     RecordSet {
         name: name.to_owned(),
         record_type: record_type.to_owned(),
@@ -29,30 +29,30 @@ pub fn record_set(name: &str, record_type: &str, values: &[&str]) -> RecordSet {
 
 /// The service's state; tests build it and read it back.
 #[derive(Clone, Debug, Default)]
-pub struct Zones {
-    pub zones: Vec<Zone>,
+pub(crate) struct ZoneServiceState {
+    pub(crate) zones: Vec<Zone>,
     /// Record sets by zone id, then by (name, type).
-    pub records: BTreeMap<String, BTreeMap<(String, String), RecordSet>>,
+    pub(crate) records: BTreeMap<String, BTreeMap<(String, String), RecordSet>>,
     /// Applied to zone `.0` just before the next batch is judged: another writer's change.
-    pub race: Option<(String, Vec<RecordSet>)>,
+    pub(crate) race: Option<(String, Vec<RecordSet>)>,
     /// Polls of a change that answer "pending" before it is in effect.
-    pub pending_polls: u32,
+    pub(crate) pending_polls: u32,
     /// Changes per batch at most (the real services' limits, made small).
-    pub batch_limit: Option<usize>,
+    pub(crate) batch_limit: Option<usize>,
     /// Every call, in order: `ListZones`, `GetZone <id>`, `Read <zone>`, `Change <zone> <n>`,
     /// `GetChange`.
-    pub calls: Vec<String>,
+    pub(crate) calls: Vec<String>,
 }
 
-impl Zones {
+impl ZoneServiceState {
     /// One public zone `name` with id `id`.
-    pub fn with_zone(id: &str, name: &str) -> Self {
+    pub(crate) fn with_zone(id: &str, name: &str) -> Self {
         let mut zones = Self::default();
         zones.add_zone(id, name, false);
         zones
     }
 
-    pub fn add_zone(&mut self, id: &str, name: &str, private: bool) {
+    pub(crate) fn add_zone(&mut self, id: &str, name: &str, private: bool) {
         self.zones.push(Zone {
             id: id.to_owned(),
             name: name.to_owned(),
@@ -62,7 +62,7 @@ impl Zones {
     }
 
     /// Puts `set` into zone `zone_id` as another writer would (not logged as a call).
-    pub fn put(&mut self, zone_id: &str, set: RecordSet) {
+    pub(crate) fn put(&mut self, zone_id: &str, set: RecordSet) {
         self.records
             .entry(zone_id.to_owned())
             .or_default()
@@ -70,14 +70,14 @@ impl Zones {
     }
 
     /// The set of `name` and `record_type` in zone `zone_id`.
-    pub fn get(&self, zone_id: &str, name: &str, record_type: &str) -> Option<&RecordSet> {
+    pub(crate) fn get(&self, zone_id: &str, name: &str, record_type: &str) -> Option<&RecordSet> {
         self.records
             .get(zone_id)?
             .get(&(name.to_owned(), record_type.to_owned()))
     }
 
     /// The calls that change a zone.
-    pub fn changes(&self) -> Vec<&String> {
+    pub(crate) fn changes(&self) -> Vec<&String> {
         self.calls
             .iter()
             .filter(|c| c.starts_with("Change "))
@@ -87,28 +87,28 @@ impl Zones {
 
 /// The in-memory DNS service.
 #[derive(Clone, Debug, Default)]
-pub struct MemoryZones {
-    state: Arc<Mutex<Zones>>,
+pub(crate) struct MemoryZones {
+    state: Arc<Mutex<ZoneServiceState>>,
 }
 
 impl MemoryZones {
-    pub fn new(zones: Zones) -> Self {
+    pub(crate) fn new(zones: ZoneServiceState) -> Self {
         Self {
             state: Arc::new(Mutex::new(zones)),
         }
     }
 
     /// The service as it is now.
-    pub fn zones(&self) -> Zones {
+    pub(crate) fn zones(&self) -> ZoneServiceState {
         self.lock().clone()
     }
 
     /// Changes the service (a test's own doing, not logged as a call).
-    pub fn change(&self, f: impl FnOnce(&mut Zones)) {
+    pub(crate) fn change(&self, f: impl FnOnce(&mut ZoneServiceState)) {
         f(&mut self.lock());
     }
 
-    fn lock(&self) -> MutexGuard<'_, Zones> {
+    fn lock(&self) -> MutexGuard<'_, ZoneServiceState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -270,7 +270,7 @@ mod tests {
 
     #[test]
     fn changes_are_all_or_nothing_with_a_services_rules() {
-        let zones = MemoryZones::new(Zones::with_zone("Z1", "example.com"));
+        let zones = MemoryZones::new(ZoneServiceState::with_zone("Z1", "example.com"));
         let zone = zones.zones().zones[0].clone();
         let a = record_set("a.c.example.com", "A", &["10.0.0.1"]);
         let create = |record: &RecordSet| RecordChange::create(record.clone());
@@ -291,7 +291,7 @@ mod tests {
 
     #[test]
     fn a_read_returns_what_decides_the_names_and_a_gone_zone_says_so() {
-        let mut state = Zones::with_zone("Z1", "example.com");
+        let mut state = ZoneServiceState::with_zone("Z1", "example.com");
         state.put(
             "Z1",
             record_set("etcd-a.internal.c.example.com", "A", &["10.0.0.1"]),

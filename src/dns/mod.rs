@@ -3,12 +3,12 @@
 //! hosts file ([`hosts_file`]), or nowhere ([`none`]) with the reason said once.
 //! The steps ask the chosen [`target::DnsTarget`]; none of them matches on the provider.
 
-pub mod hosts_file;
+pub(crate) mod hosts_file;
 #[cfg(test)]
-pub mod memory;
-pub mod none;
-pub mod target;
-pub mod zoned;
+pub(crate) mod memory;
+pub(crate) mod none;
+pub(crate) mod target;
+pub(crate) mod zoned;
 
 use crate::host::Files;
 use crate::settings::{Cluster, DnsKind, Settings};
@@ -22,7 +22,7 @@ use zoned::ZonedNames;
 /// on every node of a gossip cluster, nowhere for `--dns none` (or a cluster without DNS).
 /// `zones` is the run's client source for the cluster's DNS service, `files` the node's (where
 /// the hosts file is).
-pub fn choose<'a>(
+pub(crate) fn choose<'a>(
     settings: &'a Settings,
     cluster: &Cluster,
     zones: &'a dyn ZoneService,

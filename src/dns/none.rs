@@ -11,8 +11,8 @@ use crate::plan::volumes::EtcdVolume;
 use crate::report::Report;
 
 /// No names from this node.
-pub struct Nowhere {
-    pub why: String,
+pub(crate) struct Nowhere {
+    pub(crate) why: String,
 }
 
 #[async_trait(?Send)]

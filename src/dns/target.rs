@@ -18,7 +18,7 @@ use crate::state::KnownZones;
 
 /// A place names go: a DNS service's zones, the hosts file, or nowhere.
 #[async_trait(?Send)]
-pub trait DnsTarget {
+pub(crate) trait DnsTarget {
     /// Why this node publishes nothing here (said once by the step), or `None` when it does.
     fn idle_reason(&self) -> Option<&str> {
         None
@@ -77,17 +77,17 @@ pub trait DnsTarget {
 
 /// What the run knows that a target acts on, gathered by the step that asks it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RunFacts {
+pub(crate) struct RunFacts {
     /// The node's region, where a DNS service's client connects; only for a target that
     /// [needs the cloud's facts](DnsTarget::needs_cloud_facts).
-    pub region: Option<String>,
+    pub(crate) region: Option<String>,
     /// The owned names no longer the cluster's, as the state file remembers them waited out.
-    pub missing: BTreeMap<String, MissingName>,
+    pub(crate) missing: BTreeMap<String, MissingName>,
 }
 
 impl RunFacts {
     /// The region, which the step gathers for every target that needs the cloud's facts.
-    pub fn region(&self) -> Result<&str> {
+    pub(crate) fn region(&self) -> Result<&str> {
         self.region
             .as_deref()
             .ok_or_else(|| anyhow::anyhow!("the node's region was not gathered for the DNS target"))
@@ -97,57 +97,57 @@ impl RunFacts {
 /// What taking this node out of its names looks at (gathered for a target that needs the
 /// cloud's facts; empty for one that does not).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Releasing {
-    pub facts: RunFacts,
+pub(crate) struct Releasing {
+    pub(crate) facts: RunFacts,
     /// This node's addresses: the records holding them are this node's to take out.
-    pub own_addresses: Vec<IpAddr>,
+    pub(crate) own_addresses: Vec<IpAddr>,
     /// The cluster's names, whose zones and subtrees are read.
-    pub names: Vec<DesiredRecord>,
+    pub(crate) names: Vec<DesiredRecord>,
 }
 
 /// The names a node wants, as the publish step computed them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Desired {
+pub(crate) struct Desired {
     /// The records, their names checked as DNS names.
-    pub records: Vec<DesiredRecord>,
+    pub(crate) records: Vec<DesiredRecord>,
     /// The etcd names of every member some volume of the cloud's full answer lists: only an
     /// etcd name outside this set may go. `None`: the answer named no etcd member at all (a
     /// worker, a glitch, etcd-manager owning etcd): no etcd name goes.
-    pub listed_etcd_names: Option<BTreeSet<String>>,
+    pub(crate) listed_etcd_names: Option<BTreeSet<String>>,
 }
 
 /// What `sync` on a master knows from its last full check (docs/performance.md); nothing for every other
 /// run, which looks in full.
 #[derive(Clone, Debug, Default)]
-pub struct Known {
+pub(crate) struct Known {
     /// The zones the rules chose when last found (remembered in the state file).
-    pub zones: Option<KnownZones>,
+    pub(crate) zones: Option<KnownZones>,
     /// The names the recorded check found published; `Some` only when this run trusts it.
-    pub trusted_names: Option<Vec<DesiredRecord>>,
+    pub(crate) trusted_names: Option<Vec<DesiredRecord>>,
     /// The names that check left alone to their holders.
-    pub left_alone: Vec<LeftAlone>,
+    pub(crate) left_alone: Vec<LeftAlone>,
 }
 
 /// What the publish step found, for the verify step (`sync` on a master).
 #[derive(Clone, Debug)]
-pub struct PublishOutcome {
+pub(crate) struct PublishOutcome {
     /// The names that stand in the zones as desired now, or are left alone to their holders;
     /// an empty list where nothing goes to a DNS service; `None` after a dry run, whose plan is
     /// not in place yet.
-    pub names_in_place: Option<Vec<DesiredRecord>>,
+    pub(crate) names_in_place: Option<Vec<DesiredRecord>>,
     /// The desired names left alone because someone else holds them (warned about).
-    pub left_alone: Vec<LeftAlone>,
+    pub(crate) left_alone: Vec<LeftAlone>,
     /// The zones the rules chose, when a DNS service was looked at.
-    pub zones: Option<KnownZones>,
+    pub(crate) zones: Option<KnownZones>,
     /// The owned names no longer the cluster's, waited out, when the zones were read in full.
-    pub missing: Option<BTreeMap<String, MissingName>>,
+    pub(crate) missing: Option<BTreeMap<String, MissingName>>,
     /// The hosts file's managed block as this run wrote it (or, in a dry run, would).
-    pub hosts_block: Option<HostRecords>,
+    pub(crate) hosts_block: Option<HostRecords>,
 }
 
 impl PublishOutcome {
     /// Nothing published to a DNS service: nothing there to verify.
-    pub fn nothing() -> Self {
+    pub(crate) fn nothing() -> Self {
         Self {
             names_in_place: Some(Vec::new()),
             left_alone: Vec::new(),

@@ -24,7 +24,7 @@ use crate::wait::Deadline;
 
 /// What a probe of a device finds on it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Content {
+pub(crate) enum Content {
     /// Every byte zero: blank.
     Zeros,
     /// No signature, but data (a non-zero byte at this offset).
@@ -41,65 +41,65 @@ pub enum Content {
 
 /// A block device of the node.
 #[derive(Clone, Debug)]
-pub struct Device {
-    pub devno: (u32, u32),
-    pub size: u64,
-    pub content: Content,
+pub(crate) struct Device {
+    pub(crate) devno: (u32, u32),
+    pub(crate) size: u64,
+    pub(crate) content: Content,
 }
 
 /// The node's state; tests build it and read it back.
 #[derive(Clone, Debug, Default)]
-pub struct Node {
+pub(crate) struct Node {
     /// Regular files (bytes, mode) by path.
-    pub files: BTreeMap<PathBuf, (Vec<u8>, u32)>,
-    pub symlinks: BTreeMap<PathBuf, PathBuf>,
+    pub(crate) files: BTreeMap<PathBuf, (Vec<u8>, u32)>,
+    pub(crate) symlinks: BTreeMap<PathBuf, PathBuf>,
     /// Block devices by the path they appear at under the root (`<root>/dev/vdb`).
-    pub devices: BTreeMap<PathBuf, Device>,
+    pub(crate) devices: BTreeMap<PathBuf, Device>,
     /// Mount point → the device number mounted there.
-    pub mounts: BTreeMap<PathBuf, (u32, u32)>,
+    pub(crate) mounts: BTreeMap<PathBuf, (u32, u32)>,
     /// Processes using the filesystem on a device.
-    pub users: BTreeMap<(u32, u32), Vec<String>>,
+    pub(crate) users: BTreeMap<(u32, u32), Vec<String>>,
     /// Mount points of a device in another mount namespace (a container's).
-    pub elsewhere: BTreeMap<(u32, u32), Vec<String>>,
+    pub(crate) elsewhere: BTreeMap<(u32, u32), Vec<String>>,
     /// What keeps a device's filesystem mounted besides processes (a mount below its mount
     /// point, a loop device or swap file on it).
-    pub pinned: BTreeMap<(u32, u32), Vec<Holder>>,
+    pub(crate) pinned: BTreeMap<(u32, u32), Vec<Holder>>,
     /// Whether this process may grow a mounted filesystem.
-    pub grow_online: bool,
+    pub(crate) grow_online: bool,
     /// Set: growing fails with this message (a `resize2fs` that fails).
-    pub grow_fails: Option<String>,
+    pub(crate) grow_fails: Option<String>,
     /// The etcd pods running, by client port: the version each reports.
-    pub etcd_running: BTreeMap<u16, EtcdVersion>,
+    pub(crate) etcd_running: BTreeMap<u16, EtcdVersion>,
     /// What each program does when run, by its path under the root (a program not here does
     /// not exist).
-    pub programs: BTreeMap<PathBuf, ChildOutput>,
+    pub(crate) programs: BTreeMap<PathBuf, ChildOutput>,
     /// The host's systemd units: whether each is active (a unit not here is not).
-    pub services: BTreeMap<String, bool>,
+    pub(crate) services: BTreeMap<String, bool>,
     /// Every effect made on the node, in order (`format /dev/vdb`, `write <path>`,
     /// `run <program> <args>`, …).
-    pub effects: Vec<String>,
+    pub(crate) effects: Vec<String>,
 }
 
 /// The in-memory node.
 #[derive(Debug, Default)]
-pub struct MemoryHost {
+pub(crate) struct MemoryHost {
     node: Mutex<Node>,
 }
 
 impl MemoryHost {
-    pub fn new(node: Node) -> Self {
+    pub(crate) fn new(node: Node) -> Self {
         Self {
             node: Mutex::new(node),
         }
     }
 
     /// The node as it is now.
-    pub fn node(&self) -> Node {
+    pub(crate) fn node(&self) -> Node {
         self.lock_node().clone()
     }
 
     /// Changes the node (a test's own doing, not logged as an effect).
-    pub fn change(&self, f: impl FnOnce(&mut Node)) {
+    pub(crate) fn change(&self, f: impl FnOnce(&mut Node)) {
         f(&mut self.lock_node());
     }
 

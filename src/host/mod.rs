@@ -5,9 +5,9 @@
 //! `rustix`, `libc`, `fs-err` and child processes); `memory` is a node held in memory for
 //! the steps' unit tests.
 
-pub mod linux;
+pub(crate) mod linux;
 #[cfg(test)]
-pub mod memory;
+pub(crate) mod memory;
 
 use std::path::{Path, PathBuf};
 
@@ -23,29 +23,29 @@ use crate::wait::Deadline;
 
 /// Where a volume's block device was found.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FoundDevice {
+pub(crate) struct FoundDevice {
     /// The path it was found at (the by-id link or the requested name), under the root.
-    pub found_at: PathBuf,
+    pub(crate) found_at: PathBuf,
     /// The device node itself, every symlink resolved inside the root: what is probed,
     /// formatted and mounted (so the mount table shows `/dev/nvme1n1`, not the link).
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// `path` as a host path, for the state file.
-    pub host_path: PathBuf,
-    pub devno: (u32, u32),
+    pub(crate) host_path: PathBuf,
+    pub(crate) devno: (u32, u32),
 }
 
 /// What the device itself says of its blankness: `blkid -p`, and only when that finds nothing,
 /// the backup superblocks and the zero check.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Witnesses {
-    pub signature: Signature,
-    pub backups: Vec<String>,
-    pub zeros: Option<Zeros>,
+pub(crate) struct Witnesses {
+    pub(crate) signature: Signature,
+    pub(crate) backups: Vec<String>,
+    pub(crate) zeros: Option<Zeros>,
 }
 
 /// What `fsck -a` said.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FsckResult {
+pub(crate) enum FsckResult {
     Clean,
     /// Errors were corrected (exit 1, 2 or 3).
     Corrected(i32),
@@ -53,7 +53,7 @@ pub enum FsckResult {
 
 /// Where a mount is made so that the host (kubelet) sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MountPlace {
+pub(crate) enum MountPlace {
     /// In this mount namespace: it is the host's, or propagates to it.
     Here,
     /// In the host's mount namespace (this file names it), by host paths: `--root` is the
@@ -92,7 +92,7 @@ pub enum HostsWrite {
 
 /// Something that still holds a device, so that it must not be detached.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Holder {
+pub(crate) enum Holder {
     /// Mounted at `at` (a path in that namespace) in `namespace` (said in words).
     Mount { at: PathBuf, namespace: String },
     /// A process (`pid (command)`) with a file on it, or the device itself, open.
@@ -133,7 +133,7 @@ impl std::fmt::Display for Holder {
 }
 
 /// The node's block devices and mounts.
-pub trait Devices: Send + Sync {
+pub(crate) trait Devices: Send + Sync {
     /// The mounts of this process's mount namespace (read again on every call).
     fn mount_table(&self) -> Result<Vec<MountEntry>>;
 
@@ -196,7 +196,7 @@ pub trait Devices: Send + Sync {
 }
 
 /// The exclusive run lock, held for the life of this value.
-pub type RunLock = Box<dyn std::any::Any + Send>;
+pub(crate) type RunLock = Box<dyn std::any::Any + Send>;
 
 /// The node's files.
 pub trait Files: Send + Sync {
@@ -239,7 +239,7 @@ pub trait Files: Send + Sync {
 
 /// The services of the node: its systemd units (asked and started) and the etcd pod (asked).
 #[async_trait::async_trait]
-pub trait Services: Send + Sync {
+pub(crate) trait Services: Send + Sync {
     /// The version the etcd pod at `endpoint` reports running; `None` when nothing listens
     /// there (not started yet); an error says why else there is none (an answer that is not
     /// etcd's, a refused certificate, no answer in time).
@@ -257,16 +257,16 @@ pub trait Services: Send + Sync {
 
 /// A program of the node a step starts: kOps' `channels` tool, a kubeconfig's credential plugin.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChildCommand {
+pub(crate) struct ChildCommand {
     /// The program, a path under the root.
-    pub program: PathBuf,
-    pub args: Vec<String>,
+    pub(crate) program: PathBuf,
+    pub(crate) args: Vec<String>,
     /// Variables set for it on top of protokube's own environment.
-    pub env: Vec<(String, String)>,
+    pub(crate) env: Vec<(String, String)>,
 }
 
 impl ChildCommand {
-    pub fn new(program: PathBuf, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
+    pub(crate) fn new(program: PathBuf, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
         Self {
             program,
             args: args.into_iter().map(Into::into).collect(),
@@ -277,7 +277,7 @@ impl ChildCommand {
 
 /// How a child ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ChildEnd {
+pub(crate) enum ChildEnd {
     /// It exited (or died of a signal of its own): `status` says how, e.g. `exit status: 1`.
     Exited { success: bool, status: String },
     /// The run's deadline came first: its whole process group was killed.
@@ -286,20 +286,20 @@ pub enum ChildEnd {
 
 /// What a child did: how it ended and the end of what it wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChildOutput {
-    pub end: ChildEnd,
+pub(crate) struct ChildOutput {
+    pub(crate) end: ChildEnd,
     /// The last [`OUTPUT_KEPT`] bytes of its standard output.
-    pub stdout: Vec<u8>,
+    pub(crate) stdout: Vec<u8>,
     /// The last [`OUTPUT_KEPT`] bytes of its standard error.
-    pub stderr: Vec<u8>,
+    pub(crate) stderr: Vec<u8>,
 }
 
 /// How much of each output stream of a child is kept in memory: its end.
-pub const OUTPUT_KEPT: usize = 64 << 10;
+pub(crate) const OUTPUT_KEPT: usize = 64 << 10;
 
 /// The programs the node runs for protokube.
 #[async_trait::async_trait]
-pub trait Processes: Send + Sync {
+pub(crate) trait Processes: Send + Sync {
     /// Runs `command` with no standard input in a process group of its own until it exits or
     /// `deadline` comes, when the whole group is killed. Its output is read until it exits (a
     /// process it leaves behind holding its pipes is not waited for, and is killed with its
@@ -308,6 +308,6 @@ pub trait Processes: Send + Sync {
 }
 
 /// The whole node: its devices, its files, its services and the programs it runs.
-pub trait Host: Devices + Files + Services + Processes {}
+pub(crate) trait Host: Devices + Files + Services + Processes {}
 
 impl<T: Devices + Files + Services + Processes> Host for T {}

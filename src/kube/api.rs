@@ -34,7 +34,7 @@ const MAX_KUBECONFIG_BYTES: u64 = 1 << 20;
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// The API server the kubeconfig names.
-pub struct KubeClient {
+pub(crate) struct KubeClient {
     client: kube::Client,
     server: String,
     deadline: Deadline,
@@ -44,7 +44,7 @@ impl KubeClient {
     /// A client from the kubeconfig at host path `kubeconfig` (absolute, checked by the
     /// settings; taken under `root`) on `host`; connecting, every request and the whole of
     /// every answer end by `deadline`.
-    pub async fn connect(
+    pub(crate) async fn connect(
         host: &dyn Host,
         root: &HostRoot,
         kubeconfig: &str,

@@ -11,13 +11,9 @@ use anyhow::{anyhow, bail, Result};
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-/// Where a piece of the credential came from, for messages: `client-certificate-data of user
-/// kops in kubeconfig /var/lib/kops/kubeconfig`, a file's path, the credential plugin.
-pub type Origin = String;
-
 /// Checks the client certificate (PEM, the first of the chain is this client's) and its key
 /// (PEM) at time `now`.
-pub fn check_client_credential(
+pub(crate) fn check_client_credential(
     certificate: &[u8],
     certificate_from: &str,
     key: &[u8],

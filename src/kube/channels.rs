@@ -12,10 +12,10 @@ use crate::host::{ChildCommand, ChildEnd, Processes};
 use crate::wait::Deadline;
 
 /// Where nodeup installs the tool, under `--root`.
-pub const CHANNELS_TOOL: &str = "/opt/kops/bin/channels";
+pub(crate) const CHANNELS_TOOL: &str = "/opt/kops/bin/channels";
 
 /// The arguments of one run, as kOps' protokube gave them (`protokube/pkg/protokube/channels.go`).
-pub fn channel_args(channel: &str) -> [&str; 5] {
+pub(crate) fn channel_args(channel: &str) -> [&str; 5] {
     ["apply", "channel", channel, "--v=4", "--yes"]
 }
 
@@ -24,7 +24,7 @@ const OUTPUT_TAIL: usize = 4096;
 
 /// Runs the tool at `tool` for `channel` on the node; a run the deadline cuts short is killed
 /// with everything it started and is "not ready" (exit 75).
-pub async fn apply_channel(
+pub(crate) async fn apply_channel(
     processes: &dyn Processes,
     tool: &Path,
     channel: &str,

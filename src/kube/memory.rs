@@ -13,38 +13,33 @@ use crate::plan::kops::BootstrapObject;
 
 /// The API's state; tests build it and read it back.
 #[derive(Clone, Debug, Default)]
-pub struct Cluster {
+pub(crate) struct Cluster {
     /// The server answers; while false every request is "not ready".
-    pub answers: bool,
+    pub(crate) answers: bool,
     /// Nodes by name: their labels.
-    pub nodes: BTreeMap<String, BTreeMap<String, String>>,
+    pub(crate) nodes: BTreeMap<String, BTreeMap<String, String>>,
     /// The bootstrap objects that exist, as the report names them.
-    pub objects: BTreeSet<String>,
+    pub(crate) objects: BTreeSet<String>,
     /// Every request (`GET node/n1`, `PATCH node/n1 {labels}`, `POST ServiceAccount …`).
-    pub requests: Vec<String>,
+    pub(crate) requests: Vec<String>,
 }
 
 /// The in-memory API server.
 #[derive(Debug, Default)]
-pub struct MemoryKube {
+pub(crate) struct MemoryKube {
     cluster: Mutex<Cluster>,
 }
 
 impl MemoryKube {
-    pub fn new(cluster: Cluster) -> Self {
+    pub(crate) fn new(cluster: Cluster) -> Self {
         Self {
             cluster: Mutex::new(cluster),
         }
     }
 
     /// The API's state now.
-    pub fn cluster(&self) -> Cluster {
+    pub(crate) fn cluster(&self) -> Cluster {
         self.lock().clone()
-    }
-
-    /// Changes the API's state (a test's own doing, not recorded as a request).
-    pub fn change(&self, f: impl FnOnce(&mut Cluster)) {
-        f(&mut self.lock());
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Cluster> {

@@ -3,11 +3,11 @@
 //! server or a test double. The kube-rs implementation lives in [`api`], the tool runner in
 //! [`channels`], the double in `memory`.
 
-pub mod api;
-pub mod certificate;
-pub mod channels;
+pub(crate) mod api;
+pub(crate) mod certificate;
+pub(crate) mod channels;
 #[cfg(test)]
-pub mod memory;
+pub(crate) mod memory;
 
 use std::collections::BTreeMap;
 
@@ -19,7 +19,7 @@ use crate::plan::kops::BootstrapObject;
 /// What the steps ask of the Kubernetes API. An API server that does not answer (yet) is
 /// [`crate::error::NotReady`].
 #[async_trait]
-pub trait KubernetesApi: Send + Sync {
+pub(crate) trait KubernetesApi: Send + Sync {
     /// The API server answers and its `kube-system` namespace exists (`GET
     /// /api/v1/namespaces/kube-system`, as kOps' protokube asked from 1.20): before that, an
     /// RBAC object or an addon of that namespace cannot be made yet ("not ready").
@@ -43,11 +43,11 @@ pub trait KubernetesApi: Send + Sync {
 
 /// What a run of the channels tool said.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChannelRun {
+pub(crate) struct ChannelRun {
     /// It succeeded.
-    pub success: bool,
+    pub(crate) success: bool,
     /// Its exit status, as text (`exit status 1`, `signal 9`).
-    pub status: String,
+    pub(crate) status: String,
     /// Its output (stdout and stderr), trimmed to the last lines.
-    pub output: String,
+    pub(crate) output: String,
 }

@@ -6,19 +6,19 @@
 //! has them; a backup GPT header), and the bytes read (all zero). Pure: `apply::blockdev` reads the device.
 
 /// The tag protokube writes on a volume it formatted (see [`crate::cloud::tags::FORMATTED`]).
-pub use crate::cloud::tags::FORMATTED as FORMATTED_TAG;
+pub(crate) use crate::cloud::tags::FORMATTED as FORMATTED_TAG;
 
 /// Bytes the sampled zero check reads at most; a device no larger is read whole.
-pub const SAMPLE_BUDGET: u64 = 64 << 20;
+pub(crate) const SAMPLE_BUDGET: u64 = 64 << 20;
 /// The sampled check reads the first and last bytes of the device whole…
-pub const SAMPLE_HEAD: u64 = 4 << 20;
-pub const SAMPLE_TAIL: u64 = 1 << 20;
+pub(crate) const SAMPLE_HEAD: u64 = 4 << 20;
+pub(crate) const SAMPLE_TAIL: u64 = 1 << 20;
 /// …and the rest of its budget in chunks of this size spread evenly between.
-pub const SAMPLE_CHUNK: u64 = 16 << 10;
+pub(crate) const SAMPLE_CHUNK: u64 = 16 << 10;
 
 /// What `blkid -p` found.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Signature {
+pub(crate) enum Signature {
     /// Nothing (blkid exit 2).
     None,
     /// An ext4 filesystem and nothing else, with its UUID.
@@ -29,7 +29,7 @@ pub enum Signature {
 }
 
 /// Reads `blkid -p -o export`'s exit code and output. Every doubt is [`Signature::Other`].
-pub fn parse_blkid(code: Option<i32>, stdout: &str, stderr: &str) -> Signature {
+pub(crate) fn parse_blkid(code: Option<i32>, stdout: &str, stderr: &str) -> Signature {
     let fields: Vec<(&str, &str)> = stdout.lines().filter_map(|l| l.split_once('=')).collect();
     let get = |key: &str| fields.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
     match code {
@@ -67,7 +67,7 @@ pub fn parse_blkid(code: Option<i32>, stdout: &str, stderr: &str) -> Signature {
 
 /// What the bytes read said.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Zeros {
+pub(crate) enum Zeros {
     /// Every byte read was zero (`bytes` of them).
     All { bytes: u64 },
     /// A non-zero byte at this offset.
@@ -76,7 +76,7 @@ pub enum Zeros {
 
 /// How much of a device the zero check reads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum BlankCheck {
+pub(crate) enum BlankCheck {
     /// The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all
     /// (a device no larger is read whole).
     #[default]
@@ -86,7 +86,7 @@ pub enum BlankCheck {
 }
 
 /// The byte ranges the zero check reads on a device of `size` bytes: `(offset, length)`.
-pub fn zero_check_ranges(size: u64, check: BlankCheck) -> Vec<(u64, u64)> {
+pub(crate) fn zero_check_ranges(size: u64, check: BlankCheck) -> Vec<(u64, u64)> {
     if check == BlankCheck::Full || size <= SAMPLE_BUDGET {
         return vec![(0, size)];
     }
@@ -106,7 +106,7 @@ pub fn zero_check_ranges(size: u64, check: BlankCheck) -> Vec<(u64, u64)> {
 /// A place on the device where a filesystem keeps a copy of its superblock, and how to
 /// recognise it there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackupProbe {
+pub(crate) enum BackupProbe {
     /// An ext2/3/4 backup superblock of block group `group` with blocks of `block_size` bytes.
     Ext { group: u64, block_size: u64 },
     /// An xfs secondary superblock at the start of allocation group `ag`, AG size `ag_bytes`.
@@ -125,11 +125,11 @@ pub enum BackupProbe {
 const XFS_MIN_SIZE: u64 = 16 << 20;
 
 /// Bytes read at each backup-superblock offset.
-pub const BACKUP_READ: u64 = 1024;
+pub(crate) const BACKUP_READ: u64 = 1024;
 
 /// Every offset (below `size`) at which a filesystem whose start was wiped may still keep a
 /// superblock, with what to look for there.
-pub fn backup_superblock_offsets(size: u64) -> Vec<(u64, BackupProbe)> {
+pub(crate) fn backup_superblock_offsets(size: u64) -> Vec<(u64, BackupProbe)> {
     let mut out = Vec::new();
     // ext2/3/4: groups 1, 3^n, 5^n, 7^n (sparse_super) and the last group (sparse_super2),
     // blocks_per_group = 8 × block size (the default of every block size).
@@ -207,7 +207,7 @@ pub fn backup_superblock_offsets(size: u64) -> Vec<(u64, BackupProbe)> {
 
 /// What `bytes` (read at a backup offset) hold, if it is the superblock `probe` looks for: a
 /// description naming the filesystem, where it was found and its UUID.
-pub fn recognise_backup(offset: u64, probe: BackupProbe, bytes: &[u8]) -> Option<String> {
+pub(crate) fn recognise_backup(offset: u64, probe: BackupProbe, bytes: &[u8]) -> Option<String> {
     let u16le = |at: usize| {
         bytes
             .get(at..at + 2)
@@ -270,7 +270,7 @@ pub fn recognise_backup(offset: u64, probe: BackupProbe, bytes: &[u8]) -> Option
 }
 
 /// 16 bytes as a UUID string.
-pub fn format_uuid(bytes: &[u8]) -> String {
+pub(crate) fn format_uuid(bytes: &[u8]) -> String {
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     if hex.len() != 32 {
         return hex;
@@ -287,14 +287,14 @@ pub fn format_uuid(bytes: &[u8]) -> String {
 
 /// The cloud's witness: the volume's `k8s.io/protokube/formatted` tag and what it was made from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CloudWitness {
-    pub formatted_tag: Option<String>,
+pub(crate) struct CloudWitness {
+    pub(crate) formatted_tag: Option<String>,
     /// The formatted tag's key as the provider spells it (a label key where tags are labels)
     /// and what the provider calls it (`tag`, `label`).
-    pub formatted_key: String,
-    pub noun: &'static str,
+    pub(crate) formatted_key: String,
+    pub(crate) noun: &'static str,
     /// What the volume was made from, in the provider's words (``snapshot `snap-1` ``).
-    pub made_from: Option<String>,
+    pub(crate) made_from: Option<String>,
 }
 
 impl Default for CloudWitness {
@@ -310,20 +310,20 @@ impl Default for CloudWitness {
 
 /// Everything known about an unmounted device.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeviceFacts {
-    pub cloud: CloudWitness,
-    pub signature: Signature,
+pub(crate) struct DeviceFacts {
+    pub(crate) cloud: CloudWitness,
+    pub(crate) signature: Signature,
     /// Backup superblocks found (read only when blkid found nothing).
-    pub backups: Vec<String>,
+    pub(crate) backups: Vec<String>,
     /// The zero check (read only when blkid found nothing).
-    pub zeros: Option<Zeros>,
+    pub(crate) zeros: Option<Zeros>,
     /// The UUID an interrupted `mkfs` of protokube's was given (its intent record).
-    pub intent: Option<IntentUuid>,
+    pub(crate) intent: Option<IntentUuid>,
 }
 
 /// The format intent record of an interrupted format.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum IntentUuid {
+pub(crate) enum IntentUuid {
     Uuid(String),
     /// A record that is not exactly one protokube writes (the text names it and says how):
     /// it permits nothing, and the volume is refused.
@@ -335,7 +335,7 @@ pub enum IntentUuid {
 
 /// Why a device is formatted.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FormatReason {
+pub(crate) enum FormatReason {
     /// Every witness agrees it is blank.
     Blank,
     /// protokube's own format, interrupted by a kill (its intent record is there).
@@ -345,7 +345,7 @@ pub enum FormatReason {
 }
 
 impl FormatReason {
-    pub fn describe(&self) -> &'static str {
+    pub(crate) fn describe(&self) -> &'static str {
         match self {
             FormatReason::Blank => "blank",
             FormatReason::Interrupted => "half-formatted (an earlier run was killed formatting it)",
@@ -356,7 +356,7 @@ impl FormatReason {
 
 /// What happens to a device that is not mounted.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DeviceDecision {
+pub(crate) enum DeviceDecision {
     /// Format it (ext4, then tag the volume), then mount it.
     Format(FormatReason),
     /// `fsck` the ext4 and mount it. `unfinished`: it is protokube's own format, interrupted
@@ -374,7 +374,7 @@ const REFUSE_TAIL: &str = "protokube only formats a device every witness proves 
                            the volume by hand";
 
 /// The decision for an unmounted device (docs/safety.md).
-pub fn decide_device(facts: &DeviceFacts) -> DeviceDecision {
+pub(crate) fn decide_device(facts: &DeviceFacts) -> DeviceDecision {
     if let Some(IntentUuid::Invalid(why)) = &facts.intent {
         return DeviceDecision::Refuse(format!(
             "refusing to format or mount: {why}, and a record that does not parse permits \
@@ -458,7 +458,7 @@ pub fn decide_device(facts: &DeviceFacts) -> DeviceDecision {
 }
 
 /// The decision for a volume a dry run has not attached: only the cloud's witness is known.
-pub fn predict_device(cloud: &CloudWitness) -> DeviceDecision {
+pub(crate) fn predict_device(cloud: &CloudWitness) -> DeviceDecision {
     match (&cloud.formatted_tag, &cloud.made_from) {
         (Some(tag), _) => DeviceDecision::CheckAndMount {
             uuid: Some(tag.clone()),

@@ -11,7 +11,7 @@ use crate::plan::static_pods::{read_static_pod, StaticPod};
 
 /// The owner of the etcd volumes, etcd and the etcd names on this node.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum EtcdOwner {
+pub(crate) enum EtcdOwner {
     Protokube,
     /// etcd-manager's pods are in `dir`, in these files (sorted).
     EtcdManager {
@@ -30,7 +30,7 @@ pub enum EtcdOwner {
 
 /// Why nodeup's unit says etcd is not protokube's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Declined {
+pub(crate) enum Declined {
     /// `--manage-etcd=false`: kOps' nodeup up to 1.22 beside etcd-manager.
     ManageEtcdFalse,
     /// A unit of kOps 1.23 or later (`--containerized=false`, no `--manage-etcd`): kOps'
@@ -40,7 +40,7 @@ pub enum Declined {
 
 /// One entry of the manifest directory, as the node gave it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ManifestFile<'a> {
+pub(crate) enum ManifestFile<'a> {
     /// The file's bytes (a symlink followed inside the root).
     Bytes(&'a [u8]),
     /// A link protokube made to an etcd manifest on one of its volumes.
@@ -53,7 +53,7 @@ pub enum ManifestFile<'a> {
 
 impl EtcdOwner {
     /// From the manifest directory's files (dot files, which kubelet ignores, already left out).
-    pub fn from_manifests<'a>(
+    pub(crate) fn from_manifests<'a>(
         dir: PathBuf,
         manifests: impl IntoIterator<Item = (&'a str, ManifestFile<'a>)>,
     ) -> Self {
@@ -87,12 +87,12 @@ impl EtcdOwner {
         }
     }
 
-    pub fn is_protokube(&self) -> bool {
+    pub(crate) fn is_protokube(&self) -> bool {
         matches!(self, Self::Protokube)
     }
 
     /// The sentence said once per run where etcd-manager owns etcd.
-    pub fn notice(&self) -> Option<String> {
+    pub(crate) fn notice(&self) -> Option<String> {
         match self {
             Self::Protokube | Self::Unknown { .. } => None,
             Self::Declined(Declined::ManageEtcdFalse) => Some(
@@ -120,7 +120,7 @@ impl EtcdOwner {
 
     /// Where the owner is unknown: the error that stops every etcd step, naming the files and
     /// what to do.
-    pub fn unknown(&self) -> Option<String> {
+    pub(crate) fn unknown(&self) -> Option<String> {
         let Self::Unknown { dir, unreadable } = self else {
             return None;
         };
@@ -143,7 +143,7 @@ impl EtcdOwner {
 /// older versions did) leads to `<mounts>/master-<volume>/k8s.io/manifests/<the link's name>`,
 /// where `<mounts>` is one of `mount_dirs` (`/mnt`, and where `/mnt` is a symlink the place it
 /// leads to). Such a link may dangle while its volume is not mounted; it is protokube's own.
-pub fn is_own_etcd_link(link: &Path, target: &Path, mount_dirs: &[PathBuf]) -> bool {
+pub(crate) fn is_own_etcd_link(link: &Path, target: &Path, mount_dirs: &[PathBuf]) -> bool {
     let Some(name) = link.file_name() else {
         return false;
     };

@@ -20,7 +20,7 @@ pub enum FileFact {
 
 /// What a path should become.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Desired {
+pub(crate) enum Desired {
     /// A regular file with these bytes and this mode, written atomically.
     File { bytes: Vec<u8>, mode: u32 },
     /// A symlink with this target, replaced atomically.
@@ -35,15 +35,15 @@ pub enum Desired {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileChange {
     /// The path as seen from here (under `--root`).
-    pub path: PathBuf,
-    pub desired: Desired,
-    pub action: Action,
-    pub detail: String,
+    pub(crate) path: PathBuf,
+    pub(crate) desired: Desired,
+    pub(crate) action: Action,
+    pub(crate) detail: String,
 }
 
 impl FileChange {
     /// The report entry.
-    pub fn change(&self) -> Change {
+    pub(crate) fn change(&self) -> Change {
         Change {
             kind: ChangeKind::File,
             target: self.path.display().to_string(),
@@ -54,7 +54,7 @@ impl FileChange {
 }
 
 /// Removing the file or symlink at `path` (`reset`); unchanged when nothing is there.
-pub fn plan_removal(path: &Path, current: &FileFact) -> FileChange {
+pub(crate) fn plan_removal(path: &Path, current: &FileFact) -> FileChange {
     let (action, detail) = match current {
         FileFact::Missing => (Action::Unchanged, "not there".to_owned()),
         FileFact::Symlink(target) => (Action::Delete, format!("link to {}", target.display())),
@@ -71,7 +71,7 @@ pub fn plan_removal(path: &Path, current: &FileFact) -> FileChange {
 
 /// Putting back what `current` was at `path` before a removal (a `reset` that could not finish
 /// leaves the node as it was); `None` for what cannot be put back (nothing, a directory).
-pub fn plan_restore(path: &Path, current: &FileFact) -> Option<FileChange> {
+pub(crate) fn plan_restore(path: &Path, current: &FileFact) -> Option<FileChange> {
     let desired = match current {
         FileFact::File { bytes, mode } => Desired::File {
             bytes: bytes.clone(),
@@ -90,7 +90,7 @@ pub fn plan_restore(path: &Path, current: &FileFact) -> Option<FileChange> {
 
 /// A regular file: created, updated (with a unified diff of the text, or the mode change) or
 /// unchanged when bytes and mode are equal.
-pub fn plan_file(path: &Path, current: &FileFact, contents: &str, mode: u32) -> FileChange {
+pub(crate) fn plan_file(path: &Path, current: &FileFact, contents: &str, mode: u32) -> FileChange {
     let (action, detail) = match current {
         FileFact::Missing => (
             Action::Create,
@@ -128,7 +128,7 @@ pub fn plan_file(path: &Path, current: &FileFact, contents: &str, mode: u32) -> 
 }
 
 /// A symlink to `target`: unchanged when the link already points there.
-pub fn plan_symlink(path: &Path, current: &FileFact, target: &Path) -> FileChange {
+pub(crate) fn plan_symlink(path: &Path, current: &FileFact, target: &Path) -> FileChange {
     let action = match current {
         FileFact::Symlink(existing) if existing == target => Action::Unchanged,
         FileFact::Missing => Action::Create,
@@ -148,7 +148,7 @@ pub fn plan_symlink(path: &Path, current: &FileFact, target: &Path) -> FileChang
 
 /// A log file a pod mounts: created when missing (a missing hostPath would become a directory),
 /// otherwise left alone and not reported.
-pub fn plan_log_file(path: &Path, current: &FileFact, mode: u32) -> Option<FileChange> {
+pub(crate) fn plan_log_file(path: &Path, current: &FileFact, mode: u32) -> Option<FileChange> {
     (*current == FileFact::Missing).then(|| FileChange {
         path: path.to_owned(),
         desired: Desired::LogFile { mode },
@@ -159,7 +159,7 @@ pub fn plan_log_file(path: &Path, current: &FileFact, mode: u32) -> Option<FileC
 
 /// The relative symlink target from `link_host_path` to `target_host_path`, so the link resolves
 /// the same on the host and under `--root`.
-pub fn relative_target(link_host_path: &Path, target_host_path: &Path) -> PathBuf {
+pub(crate) fn relative_target(link_host_path: &Path, target_host_path: &Path) -> PathBuf {
     let link_dir: Vec<_> = link_host_path
         .parent()
         .map(|p| p.components().skip(1).collect())

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 /// The kOps version range a unit's flags (and, in a container, its image) place a run in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum KopsUnit {
+pub(crate) enum KopsUnit {
     /// kOps 1.12–1.18: protokube in its Debian image (`/usr/bin/protokube`, `channels` on its
     /// `PATH`), `--containerized=true`, the host at `/rootfs`.
     DebianImage,
@@ -25,7 +25,7 @@ pub enum KopsUnit {
 
 /// Where the distroless image of kOps 1.19–1.20 keeps its channels tool (outside the host's
 /// root: `release-1.19:protokube/pkg/protokube/channels.go:39`).
-pub const DISTROLESS_CHANNELS_TOOL: &str = "/channels";
+pub(crate) const DISTROLESS_CHANNELS_TOOL: &str = "/channels";
 
 const MASTER: (&str, &str) = ("node-role.kubernetes.io/master", "");
 const CONTROL_PLANE: (&str, &str) = ("node-role.kubernetes.io/control-plane", "");
@@ -41,7 +41,11 @@ impl KopsUnit {
     /// line gives them: a container unit says `--containerized=true` (1.12–1.20; the Debian
     /// image's until [`KopsUnit::in_image`] sees the distroless one); kOps 1.24 and later pass
     /// `--cluster-id` (on every cloud); 1.21–1.23 neither.
-    pub fn from_flags(legacy: bool, containerized: Option<bool>, cluster_id_given: bool) -> Self {
+    pub(crate) fn from_flags(
+        legacy: bool,
+        containerized: Option<bool>,
+        cluster_id_given: bool,
+    ) -> Self {
         match (legacy, containerized, cluster_id_given) {
             (false, _, _) => Self::Current,
             (true, Some(true), _) => Self::DebianImage,
@@ -53,7 +57,7 @@ impl KopsUnit {
     /// A container unit told by its image: kOps 1.19–1.20's distroless image has protokube at
     /// `/protokube` and its channels tool at `/channels` (`distroless`); 1.12–1.18's Debian
     /// image has them under `/usr/bin`.
-    pub fn in_image(self, distroless: bool) -> Self {
+    pub(crate) fn in_image(self, distroless: bool) -> Self {
         match self {
             Self::DebianImage if distroless => Self::DistrolessImage,
             other => other,
@@ -61,7 +65,7 @@ impl KopsUnit {
     }
 
     /// Whether the run is in kOps' container (1.12–1.20), the host at `/rootfs`.
-    pub fn in_container(self) -> bool {
+    pub(crate) fn in_container(self) -> bool {
         matches!(self, Self::DebianImage | Self::DistrolessImage)
     }
 
@@ -70,7 +74,7 @@ impl KopsUnit {
     /// master role and kops-controller's PKI label (unused before 1.19, harmless there);
     /// 1.21–1.23 `BuildMandatoryControlPlaneLabels` with both roles and `kubernetes.io/role`;
     /// from 1.24 the control-plane role, the PKI label and the load-balancer exclusion.
-    pub fn control_plane_labels(self) -> &'static [(&'static str, &'static str)] {
+    pub(crate) fn control_plane_labels(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Self::DebianImage | Self::DistrolessImage => &[MASTER, CONTROLLER_PKI],
             Self::Host => &[
@@ -86,31 +90,21 @@ impl KopsUnit {
 
     /// Whether a node not found by its name is looked for by its `kubernetes.io/hostname`
     /// label, as kOps 1.19–1.20's labeller found it (`Nodes().List`, exactly one).
-    pub fn finds_node_by_hostname(self) -> bool {
+    pub(crate) fn finds_node_by_hostname(self) -> bool {
         self == Self::DistrolessImage
     }
 
     /// Whether kubelet is started on a control-plane node where it is not running: nodeup of
     /// kOps 1.12–1.18 left it stopped there for protokube to start (`startKubeletService`);
     /// from 1.19 nodeup starts it and kOps' protokube no longer did.
-    pub fn starts_kubelet(self) -> bool {
+    pub(crate) fn starts_kubelet(self) -> bool {
         self == Self::DebianImage
-    }
-
-    /// The version range, for messages.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Self::DebianImage => "kOps 1.12–1.18 (protokube in its Debian image)",
-            Self::DistrolessImage => "kOps 1.19–1.20 (protokube in its distroless image)",
-            Self::Host => "kOps 1.21–1.23",
-            Self::Current => "kOps 1.24 and later",
-        }
     }
 }
 
 /// The labels of `wanted` a node carrying `current` lacks or has with another value; empty
 /// when it is converged.
-pub fn missing_labels(
+pub(crate) fn missing_labels(
     wanted: &[(&str, &str)],
     current: &BTreeMap<String, String>,
 ) -> BTreeMap<String, String> {
@@ -123,7 +117,7 @@ pub fn missing_labels(
 
 /// Whether the channels tool's output says it applied nothing (kOps' `channels apply channel`
 /// prints `No update required` when every addon is current).
-pub fn channel_unchanged(output: &str) -> bool {
+pub(crate) fn channel_unchanged(output: &str) -> bool {
     output.contains("No update required")
 }
 
@@ -132,7 +126,7 @@ pub fn channel_unchanged(output: &str) -> bool {
 /// `kube-dns` ServiceAccount it does not define, and kube-proxy is bound to
 /// `system:node-proxier`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BootstrapObject {
+pub(crate) enum BootstrapObject {
     ServiceAccount {
         namespace: &'static str,
         name: &'static str,
@@ -148,7 +142,7 @@ pub enum BootstrapObject {
 
 impl BootstrapObject {
     /// How the report names it: `ServiceAccount kube-system/kube-dns`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Self::ServiceAccount { namespace, name } => {
                 format!("ServiceAccount {namespace}/{name}")
@@ -159,7 +153,7 @@ impl BootstrapObject {
 }
 
 /// The objects `--initialize-rbac=true` makes exist, in kOps' order.
-pub const BOOTSTRAP_RBAC: [BootstrapObject; 3] = [
+pub(crate) const BOOTSTRAP_RBAC: [BootstrapObject; 3] = [
     BootstrapObject::ServiceAccount {
         namespace: "kube-system",
         name: "kube-dns",

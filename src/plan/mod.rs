@@ -1,15 +1,15 @@
 //! Planning, without I/O: from the settings and the snapshot's facts to changes as data. Every
 //! domain rule lives here, with unit tests; `apply/` makes the changes.
 
-pub mod blank;
-pub mod dns;
-pub mod etcd_owner;
-pub mod files;
-pub mod kops;
-pub mod manifests;
-pub mod mounts;
-pub mod reset;
-pub mod state;
-pub mod static_pods;
-pub mod verify;
-pub mod volumes;
+pub(crate) mod blank;
+pub(crate) mod dns;
+pub(crate) mod etcd_owner;
+pub(crate) mod files;
+pub(crate) mod kops;
+pub(crate) mod manifests;
+pub(crate) mod mounts;
+pub(crate) mod reset;
+pub(crate) mod state;
+pub(crate) mod static_pods;
+pub(crate) mod verify;
+pub(crate) mod volumes;

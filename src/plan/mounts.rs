@@ -17,12 +17,12 @@ use crate::report::{Action, Change, ChangeKind};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MountEntry {
     /// `(major, minor)` of the mounted device.
-    pub devno: (u32, u32),
-    pub mountpoint: String,
-    pub fstype: String,
-    pub source: String,
+    pub(crate) devno: (u32, u32),
+    pub(crate) mountpoint: String,
+    pub(crate) fstype: String,
+    pub(crate) source: String,
     /// In a peer group (`shared:N`): mounts below it propagate to the group's other members.
-    pub shared: bool,
+    pub(crate) shared: bool,
 }
 
 /// Undoes the octal escapes (`\040` for space, …) the kernel uses in mountinfo fields.
@@ -73,14 +73,14 @@ pub fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
 }
 
 /// What is mounted at `mountpoint` (the last mount wins, as it hides earlier ones).
-pub fn mounted_at<'a>(table: &'a [MountEntry], mountpoint: &Path) -> Option<&'a MountEntry> {
+pub(crate) fn mounted_at<'a>(table: &'a [MountEntry], mountpoint: &Path) -> Option<&'a MountEntry> {
     let wanted = mountpoint.to_string_lossy();
     table.iter().rev().find(|m| m.mountpoint == wanted)
 }
 
 /// The mount `path` lies on: the one with the longest mount point that contains it (of mounts
 /// stacked there, the last, which hides the others).
-pub fn mount_containing<'a>(table: &'a [MountEntry], path: &Path) -> Option<&'a MountEntry> {
+pub(crate) fn mount_containing<'a>(table: &'a [MountEntry], path: &Path) -> Option<&'a MountEntry> {
     table
         .iter()
         .filter(|m| path.starts_with(&m.mountpoint))
@@ -88,7 +88,11 @@ pub fn mount_containing<'a>(table: &'a [MountEntry], path: &Path) -> Option<&'a 
 }
 
 /// Where the device `devno` stands relative to `mountpoint` in the mount `table`.
-pub fn mount_state(table: &[MountEntry], mountpoint: &Path, devno: (u32, u32)) -> MountState {
+pub(crate) fn mount_state(
+    table: &[MountEntry],
+    mountpoint: &Path,
+    devno: (u32, u32),
+) -> MountState {
     if let Some(entry) = mounted_at(table, mountpoint) {
         return if entry.devno == devno {
             MountState::MountedHere
@@ -107,7 +111,7 @@ pub fn mount_state(table: &[MountEntry], mountpoint: &Path, devno: (u32, u32)) -
 
 /// Where the volume's device stands relative to the mount table.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MountState {
+pub(crate) enum MountState {
     /// Mounted at its mount point from this very device.
     MountedHere,
     /// Its mount point holds another device (`source`, `major:minor`).
@@ -119,7 +123,7 @@ pub enum MountState {
 }
 
 /// The refusal the mount table alone justifies, if any.
-pub fn refusal_from_mounts(state: &MountState, mountpoint: &str) -> Option<String> {
+pub(crate) fn refusal_from_mounts(state: &MountState, mountpoint: &str) -> Option<String> {
     match state {
         MountState::MountPointTaken { source, devno } => Some(format!(
             "`{mountpoint}` is already mounted from `{source}` (device {}:{}), not from this \
@@ -136,7 +140,7 @@ pub fn refusal_from_mounts(state: &MountState, mountpoint: &str) -> Option<Strin
 
 /// What a device node is, by its kernel name.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DeviceKind {
+pub(crate) enum DeviceKind {
     /// An NVMe namespace (`nvme1n1`): a cloud volume on NVMe; its serial may name the volume.
     NvmeNamespace,
     /// A partition (`nvme1n1p1`, `sda2`, `vdb1`): never a volume as attached.
@@ -148,7 +152,7 @@ pub enum DeviceKind {
 /// The kind of the device named `name` (the last component of its resolved path): NVMe
 /// namespaces and their partitions by their `nvme<c>n<n>[p<p>]` form; a disk of the `…d<letters>`
 /// families (`sd`, `vd`, `hd` and the like) followed by digits is a partition.
-pub fn device_kind(name: &str) -> DeviceKind {
+pub(crate) fn device_kind(name: &str) -> DeviceKind {
     let digits_then = |s: &str, sep: char| -> Option<(bool, bool)> {
         let (a, b) = s.split_once(sep)?;
         let all = |t: &str| !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit());
@@ -181,7 +185,7 @@ pub fn device_kind(name: &str) -> DeviceKind {
 /// Checks that the device named `name` may be the block device of the volume `hint` describes,
 /// found through `found_by` (one of its candidates). The serial is the NVMe controller's
 /// (`None` when sysfs has none).
-pub fn check_device(
+pub(crate) fn check_device(
     hint: &DeviceHint,
     name: &str,
     found_by: &DeviceCandidate,
@@ -224,7 +228,7 @@ pub fn check_device(
 
 /// One action of the mount step on a device that is not mounted, in the order made.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DeviceAction {
+pub(crate) enum DeviceAction {
     /// `mkfs.ext4` with a new UUID (recorded first), then the volume's formatted tag.
     Format(FormatReason),
     /// `fsck -a` the existing ext4; `finish`: it is protokube's interrupted format, which a clean
@@ -239,7 +243,7 @@ pub enum DeviceAction {
 
 /// The actions a device decision makes, in order (the one plan of both the dry run and the
 /// run); `grow` is what an existing filesystem its device outgrew needs, once mounted.
-pub fn plan_device(decision: &DeviceDecision, grow: Grow) -> Vec<DeviceAction> {
+pub(crate) fn plan_device(decision: &DeviceDecision, grow: Grow) -> Vec<DeviceAction> {
     let mut actions = Vec::new();
     match decision {
         DeviceDecision::Refuse(_) => return actions,
@@ -259,7 +263,7 @@ pub fn plan_device(decision: &DeviceDecision, grow: Grow) -> Vec<DeviceAction> {
 impl DeviceAction {
     /// The report entry this action makes when it is done as planned (a check that finishes
     /// nothing has none).
-    pub fn change(&self, volume_id: &str, mountpoint: &str, device: &str) -> Option<Change> {
+    pub(crate) fn change(&self, volume_id: &str, mountpoint: &str, device: &str) -> Option<Change> {
         match self {
             Self::Format(reason) => Some(format_change(volume_id, reason, device)),
             Self::Check { uuid, finish } => {
@@ -276,7 +280,7 @@ impl DeviceAction {
 }
 
 /// The report entries of a device decision, as its plan makes them.
-pub fn decision_changes(
+pub(crate) fn decision_changes(
     decision: &DeviceDecision,
     volume_id: &str,
     mountpoint: &str,
@@ -289,7 +293,7 @@ pub fn decision_changes(
 }
 
 /// The report entry of a mount point.
-pub fn mount_change(action: Action, mountpoint: &str, detail: String) -> Change {
+pub(crate) fn mount_change(action: Action, mountpoint: &str, detail: String) -> Change {
     Change {
         kind: ChangeKind::Mount,
         target: mountpoint.to_owned(),
@@ -299,7 +303,7 @@ pub fn mount_change(action: Action, mountpoint: &str, detail: String) -> Change 
 }
 
 /// The report entry of a format, targeted by the volume id (a device path may not exist yet).
-pub fn format_change(volume_id: &str, reason: &FormatReason, device: &str) -> Change {
+pub(crate) fn format_change(volume_id: &str, reason: &FormatReason, device: &str) -> Change {
     Change {
         kind: ChangeKind::Filesystem,
         target: volume_id.to_owned(),
@@ -313,7 +317,7 @@ pub fn format_change(volume_id: &str, reason: &FormatReason, device: &str) -> Ch
 }
 
 /// The report entry of finishing an interrupted format: the volume gets its formatted tag.
-pub fn finish_change(volume_id: &str, uuid: &str) -> Change {
+pub(crate) fn finish_change(volume_id: &str, uuid: &str) -> Change {
     Change {
         kind: ChangeKind::Volume,
         target: volume_id.to_owned(),
@@ -327,7 +331,11 @@ pub fn finish_change(volume_id: &str, uuid: &str) -> Change {
 
 /// The change that writes `state` to the state file at `path` (mode 0644) given what is there
 /// now. An empty state and no file are the same: nothing is created for it.
-pub fn state_file_change(state: &State, path: &Path, current: &FileFact) -> Result<FileChange> {
+pub(crate) fn state_file_change(
+    state: &State,
+    path: &Path,
+    current: &FileFact,
+) -> Result<FileChange> {
     let text = String::from_utf8(state.to_bytes()?).context("serializing the state")?;
     let mut change = plan_file(path, current, &text, 0o644);
     if state.volumes.is_empty() && *current == FileFact::Missing {
@@ -339,11 +347,11 @@ pub fn state_file_change(state: &State, path: &Path, current: &FileFact) -> Resu
 
 /// A filesystem is grown when its device is larger by at least this much: less could be
 /// a partial last block group `resize2fs` would not add, and the run would never converge.
-pub const GROW_MIN_BYTES: u64 = 16 << 20;
+pub(crate) const GROW_MIN_BYTES: u64 = 16 << 20;
 
 /// The size in bytes of the ext2/3/4 filesystem whose superblock (the 1 024 bytes at offset
 /// 1 024) is `superblock`; `None` when it is not one.
-pub fn ext4_size(superblock: &[u8]) -> Option<u64> {
+pub(crate) fn ext4_size(superblock: &[u8]) -> Option<u64> {
     let u32_at = |at: usize| -> Option<u64> {
         let bytes: [u8; 4] = superblock.get(at..at + 4)?.try_into().ok()?;
         Some(u64::from(u32::from_le_bytes(bytes)))
@@ -369,7 +377,7 @@ pub fn ext4_size(superblock: &[u8]) -> Option<u64> {
 /// once mounted (as Kubernetes and etcd-manager do): an offline `resize2fs` cut short (a
 /// timeout, a stop, an OOM kill) can leave a half-grown ext4 that `fsck -a` then refuses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Grow {
+pub(crate) enum Grow {
     /// It fills its device.
     No,
     /// `resize2fs` on the mounted filesystem (the kernel grows it).
@@ -379,7 +387,7 @@ pub enum Grow {
 }
 
 /// Whether and how a filesystem of `fs_bytes` on a device of `device_bytes` is grown. Pure.
-pub fn plan_grow(fs_bytes: u64, device_bytes: u64, may_grow_online: bool) -> Grow {
+pub(crate) fn plan_grow(fs_bytes: u64, device_bytes: u64, may_grow_online: bool) -> Grow {
     if device_bytes < fs_bytes.saturating_add(GROW_MIN_BYTES) {
         return Grow::No;
     }
@@ -392,7 +400,7 @@ pub fn plan_grow(fs_bytes: u64, device_bytes: u64, may_grow_online: bool) -> Gro
 }
 
 /// The report entry of a grow, targeted by the volume id.
-pub fn grow_change(volume_id: &str, device: &str, from: u64, to: u64) -> Change {
+pub(crate) fn grow_change(volume_id: &str, device: &str, from: u64, to: u64) -> Change {
     Change {
         kind: ChangeKind::Filesystem,
         target: volume_id.to_owned(),
@@ -407,7 +415,7 @@ pub fn grow_change(volume_id: &str, device: &str, from: u64, to: u64) -> Change 
 
 /// The warning for a filesystem smaller than its device that is not grown now: `why` (no
 /// `CAP_SYS_RESOURCE`, or the grow's own error). etcd runs on it meanwhile.
-pub fn grow_warning(volume_id: &str, device: &str, from: u64, to: u64, why: &str) -> String {
+pub(crate) fn grow_warning(volume_id: &str, device: &str, from: u64, to: u64, why: &str) -> String {
     format!(
         "the filesystem of volume `{volume_id}` on `{device}` ({} MiB) is smaller than its \
          device ({} MiB) and was not grown: {why}; it stays mounted as it is, and the next run \
@@ -418,7 +426,7 @@ pub fn grow_warning(volume_id: &str, device: &str, from: u64, to: u64, why: &str
 }
 
 /// Why a grow is refused without `CAP_SYS_RESOURCE`.
-pub const NO_CAP_SYS_RESOURCE: &str =
+pub(crate) const NO_CAP_SYS_RESOURCE: &str =
     "growing a mounted ext4 needs CAP_SYS_RESOURCE, which protokube does not have here (run it \
      as root on the host)";
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crate::plan::files::relative_target;
 
 /// The control-plane manifests protokube renders from a cluster spec.
-pub const SPEC_MANIFESTS: [&str; 4] = [
+pub(crate) const SPEC_MANIFESTS: [&str; 4] = [
     "kube-apiserver",
     "kube-controller-manager",
     "kube-scheduler",
@@ -15,20 +15,20 @@ pub const SPEC_MANIFESTS: [&str; 4] = [
 
 /// An entry of the manifest directory.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ManifestEntry {
+pub(crate) struct ManifestEntry {
     /// File name, e.g. `etcd.manifest`.
-    pub name: String,
+    pub(crate) name: String,
     /// The target, when the entry is a symlink.
-    pub link: Option<PathBuf>,
+    pub(crate) link: Option<PathBuf>,
 }
 
 /// Where protokube's etcd links lead, as host paths (without `--root`): the manifest directory
 /// (`/etc/kubernetes/manifests`) and, per etcd volume of this node, the manifest directory on
 /// it (`/mnt/master-<id>/k8s.io/manifests`, and where `/mnt` is a symlink the resolved place).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct OwnLinks {
-    pub manifest_dir: PathBuf,
-    pub volume_dirs: Vec<PathBuf>,
+pub(crate) struct OwnLinks {
+    pub(crate) manifest_dir: PathBuf,
+    pub(crate) volume_dirs: Vec<PathBuf>,
 }
 
 impl OwnLinks {
@@ -51,7 +51,7 @@ impl OwnLinks {
 /// into this node's volumes first (kubelet stops etcd before its volume is unmounted), then, when
 /// protokube renders them here (a spec is given), the control-plane manifests. Anything else
 /// (nodeup's files, etcd-manager's, a user's links) is left.
-pub fn manifests_to_remove(
+pub(crate) fn manifests_to_remove(
     entries: &[ManifestEntry],
     renders_spec_manifests: bool,
     own: &OwnLinks,

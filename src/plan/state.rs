@@ -18,85 +18,85 @@ use crate::plan::dns::records::DesiredRecord;
 use crate::plan::dns::zones::{Zone, ZoneRule};
 
 /// The state file's format version; a newer one is refused rather than misread.
-pub const STATE_VERSION: u32 = 1;
+pub(crate) const STATE_VERSION: u32 = 1;
 
 /// The state file.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct State {
-    pub version: u32,
+pub(crate) struct State {
+    pub(crate) version: u32,
     /// Mounted etcd volumes, sorted by volume id.
-    pub volumes: Vec<MountedVolume>,
+    pub(crate) volumes: Vec<MountedVolume>,
     /// What the last full check of the cloud found, when it found the node converged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verified: Option<Verified>,
+    pub(crate) verified: Option<Verified>,
     /// A gossip worker's last full check: the masters it wrote into the hosts file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worker: Option<WorkerVerified>,
+    pub(crate) worker: Option<WorkerVerified>,
     /// The hosted zones the `--zone` rules chose, once found (zones do not move).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub zones: Option<KnownZones>,
+    pub(crate) zones: Option<KnownZones>,
     /// What this instance's kOps tags say it is, asked once for kOps 1.36's unit (which names
     /// neither the cluster nor the role).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node: Option<LearnedNode>,
+    pub(crate) node: Option<LearnedNode>,
     /// Names the cluster owns in a DNS service's zones and no longer has, as full reads found them: deleted
     /// only once missing for `--verify-interval` (docs/safety.md).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub missing_names: BTreeMap<String, MissingName>,
+    pub(crate) missing_names: BTreeMap<String, MissingName>,
     /// Device names an attachment got stuck `attaching` on here: the next attach tries another
     /// name first (as clouds' CSI drivers do).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub stuck_device_names: Vec<String>,
+    pub(crate) stuck_device_names: Vec<String>,
     /// The `--remove-dns-names` list whose placeholders were removed (kOps removed them once
     /// per start): not looked at again while the unit lists the same names.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub placeholders_removed: Vec<String>,
+    pub(crate) placeholders_removed: Vec<String>,
 }
 
 /// An owned name first found missing from the cluster's names at `since`, holding `values`
 /// then. Values that change later mean another master still publishes it: the wait restarts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MissingName {
+pub(crate) struct MissingName {
     #[serde(with = "rfc3339")]
-    pub since: std::time::SystemTime,
-    pub values: Vec<String>,
+    pub(crate) since: std::time::SystemTime,
+    pub(crate) values: Vec<String>,
 }
 
 /// This instance's cluster and role, from its `KubernetesCluster` and kOps' control-plane tags.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LearnedNode {
+pub(crate) struct LearnedNode {
     /// The instance the tags were read from (another instance id: asked again).
-    pub instance_id: String,
-    pub cluster: String,
-    pub control_plane: bool,
+    pub(crate) instance_id: String,
+    pub(crate) cluster: String,
+    pub(crate) control_plane: bool,
 }
 
 /// What the last full check found: the cloud's two answers, and the names as they stood
 /// afterwards. A converged `sync` compares one fresh `DescribeInstances` answer with `masters`
 /// and, while they agree and `--verify-interval` has not passed since `at`, trusts the rest.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Verified {
+pub(crate) struct Verified {
     /// When the check was made (RFC 3339, UTC, seconds).
     #[serde(with = "rfc3339")]
-    pub at: std::time::SystemTime,
+    pub(crate) at: std::time::SystemTime,
     /// The cluster's running masters (`DescribeInstances`).
-    pub masters: Vec<InstanceInfo>,
+    pub(crate) masters: Vec<InstanceInfo>,
     /// The cluster's volumes in every zone (`DescribeVolumes`).
-    pub volumes: Vec<CloudVolume>,
+    pub(crate) volumes: Vec<CloudVolume>,
     /// The names published to a DNS service and verified there (none for the hosts file, which is
     /// read on every run anyway).
-    pub published: Vec<DesiredRecord>,
+    pub(crate) published: Vec<DesiredRecord>,
     /// Desired names the check found held by someone else and left alone (warned about then):
     /// a stable outcome, so trusted runs neither ask nor warn again until the next full check.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub left_alone: Vec<LeftAlone>,
+    pub(crate) left_alone: Vec<LeftAlone>,
 }
 
 /// A desired name left alone because someone else holds it: why, as the warning said.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LeftAlone {
-    pub name: String,
-    pub reason: String,
+pub(crate) struct LeftAlone {
+    pub(crate) name: String,
+    pub(crate) reason: String,
 }
 
 /// What a gossip worker's last full check found (docs/performance.md): the masters' addresses and the
@@ -105,28 +105,28 @@ pub struct LeftAlone {
 /// spread out), while the block on
 /// disk is the one written.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WorkerVerified {
+pub(crate) struct WorkerVerified {
     #[serde(with = "rfc3339")]
-    pub at: std::time::SystemTime,
-    pub jitter_seconds: u64,
+    pub(crate) at: std::time::SystemTime,
+    pub(crate) jitter_seconds: u64,
     /// The cluster checked.
-    pub cluster: String,
+    pub(crate) cluster: String,
     /// The cluster's running masters (`DescribeInstances`).
-    pub masters: Vec<InstanceInfo>,
+    pub(crate) masters: Vec<InstanceInfo>,
     /// The hosts file's managed block as written then: name → addresses.
-    pub hosts: HostRecords,
+    pub(crate) hosts: HostRecords,
 }
 
 /// The hosted zones found for a set of `--zone` rules.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KnownZones {
-    pub rules: Vec<ZoneRule>,
-    pub zones: Vec<Zone>,
+pub(crate) struct KnownZones {
+    pub(crate) rules: Vec<ZoneRule>,
+    pub(crate) zones: Vec<Zone>,
 }
 
 impl KnownZones {
     /// The zones, when they were found for these `rules`.
-    pub fn for_rules(&self, rules: &[ZoneRule]) -> Option<&[Zone]> {
+    pub(crate) fn for_rules(&self, rules: &[ZoneRule]) -> Option<&[Zone]> {
         (self.rules == rules).then_some(self.zones.as_slice())
     }
 }
@@ -163,7 +163,7 @@ pub struct MountedVolume {
 }
 
 impl State {
-    pub fn new(mut volumes: Vec<MountedVolume>) -> Self {
+    pub(crate) fn new(mut volumes: Vec<MountedVolume>) -> Self {
         volumes.sort_by(|a, b| a.volume_id.cmp(&b.volume_id));
         Self {
             version: STATE_VERSION,
@@ -173,7 +173,7 @@ impl State {
     }
 
     /// This state with `volumes` mounted, the rest kept.
-    pub fn with_volumes(self, volumes: Vec<MountedVolume>) -> Self {
+    pub(crate) fn with_volumes(self, volumes: Vec<MountedVolume>) -> Self {
         Self {
             version: STATE_VERSION,
             volumes: Self::new(volumes).volumes,
@@ -182,7 +182,7 @@ impl State {
     }
 
     /// The serialized form: pretty JSON with a final newline; same state, same bytes.
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+    pub(crate) fn to_bytes(&self) -> Result<Vec<u8>> {
         let mut bytes = serde_json::to_vec_pretty(self).context("serializing the state")?;
         bytes.push(b'\n');
         Ok(bytes)

@@ -11,16 +11,16 @@ use serde::de::{self, Deserialize, Deserializer, EnumAccess, MapAccess, SeqAcces
 
 /// The first line of every manifest protokube writes: what tells its own pods from anyone
 /// else's, whatever image they run.
-pub const MANIFEST_MARKER: &str =
+pub(crate) const MANIFEST_MARKER: &str =
     "# Written by protokube (render-manifests): changes here are replaced on its next run.";
 
 /// The largest manifest kubelet reads (its `maxConfigLength`, 10 MB); a larger file is one
 /// protokube cannot read either.
-pub const MAX_STATIC_POD_BYTES: u64 = 10 << 20;
+pub(crate) const MAX_STATIC_POD_BYTES: u64 = 10 << 20;
 
 /// What a file of the manifest directory is, read as kubelet reads it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StaticPod {
+pub(crate) enum StaticPod {
     /// One of protokube's own manifests (its first line is [`MANIFEST_MARKER`]).
     Protokube,
     /// A pod kubelet runs: its names and images (every value of a duplicated key).
@@ -31,18 +31,18 @@ pub enum StaticPod {
 
 /// What a pod is, as far as telling etcd-manager's from others goes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PodFacts {
+pub(crate) struct PodFacts {
     /// `metadata.name`, every value given.
-    pub names: Vec<String>,
+    pub(crate) names: Vec<String>,
     /// The images of its containers and init containers.
-    pub images: Vec<String>,
+    pub(crate) images: Vec<String>,
 }
 
 impl PodFacts {
     /// Whether this is one of kOps' etcd-manager pods: named `etcd-manager-…`, or running an
     /// etcd-manager image (a path segment of the image's repository starting with
     /// `etcd-manager`, e.g. `registry.k8s.io/etcd-manager/etcd-manager-slim:v3.0.20260707`).
-    pub fn is_etcd_manager(&self) -> bool {
+    pub(crate) fn is_etcd_manager(&self) -> bool {
         self.names.iter().any(|n| n.starts_with("etcd-manager-"))
             || self.images.iter().any(|i| is_etcd_manager_image(i))
     }
@@ -50,7 +50,7 @@ impl PodFacts {
 
 /// Reads a manifest's bytes as kubelet does; an error says why they cannot be read (not
 /// UTF-8/UTF-16 text, not YAML).
-pub fn read_static_pod(bytes: &[u8]) -> Result<StaticPod, String> {
+pub(crate) fn read_static_pod(bytes: &[u8]) -> Result<StaticPod, String> {
     let text = decode_text(bytes)?;
     if text.lines().next().map(|l| l.trim_end_matches('\r')) == Some(MANIFEST_MARKER) {
         return Ok(StaticPod::Protokube);

@@ -13,7 +13,7 @@ use crate::plan::volumes::{classify, plan_claims, ClaimPlan, ProviderFacts};
 
 /// What this run does with the cloud.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Check {
+pub(crate) enum Check {
     /// The recorded check still holds: the volumes and the names are taken from it.
     Trusted,
     /// Ask the cloud for everything, for this reason.
@@ -22,7 +22,11 @@ pub enum Check {
 
 /// Whether a full check is due before asking anything: nothing recorded, or the interval
 /// passed (an interval of 0 never trusts). `Some(reason)` when it is.
-pub fn due(recorded: Option<&Verified>, now: SystemTime, interval: Duration) -> Option<String> {
+pub(crate) fn due(
+    recorded: Option<&Verified>,
+    now: SystemTime,
+    interval: Duration,
+) -> Option<String> {
     if interval.is_zero() {
         return Some("--verify-interval is 0".to_owned());
     }
@@ -49,7 +53,7 @@ fn expired(at: SystemTime, now: SystemTime, trusted_for: Duration, limit: &str) 
 /// Whether a gossip worker's recorded check holds at `now`: of this `cluster`, younger than
 /// `interval` less its jitter (at most a tenth of `interval`), and the hosts file's managed block (`on_disk`) still the one it
 /// wrote. `Some(reason)` when a full check is due.
-pub fn worker_due(
+pub(crate) fn worker_due(
     recorded: Option<&WorkerVerified>,
     now: SystemTime,
     interval: Duration,
@@ -85,22 +89,22 @@ pub fn worker_due(
 
 /// The facts of this node a trusted run relies on.
 #[derive(Clone, Debug)]
-pub struct Local<'a> {
-    pub cluster: &'a str,
-    pub instance_id: &'a str,
-    pub zone: &'a str,
+pub(crate) struct Local<'a> {
+    pub(crate) cluster: &'a str,
+    pub(crate) instance_id: &'a str,
+    pub(crate) zone: &'a str,
     /// The volumes mounted at protokube's own mount points here (from the mount table, whatever
     /// the record says).
-    pub mounted: &'a BTreeSet<String>,
+    pub(crate) mounted: &'a BTreeSet<String>,
     /// What the volume rules need of the provider (its root devices, its words).
-    pub provider: ProviderFacts<'a>,
+    pub(crate) provider: ProviderFacts<'a>,
 }
 
 /// Decides, once the masters have been asked for, whether the recorded check (not yet due, see
 /// [`due`]) holds: the answer is the recorded one, this instance is among the masters (so a
 /// change of its own attachments shows in the answer), and the recorded volumes leave nothing
 /// to claim, release or mount here.
-pub fn decide(recorded: &Verified, masters: &[InstanceInfo], local: &Local<'_>) -> Check {
+pub(crate) fn decide(recorded: &Verified, masters: &[InstanceInfo], local: &Local<'_>) -> Check {
     if let Some(change) = masters_change(&recorded.masters, masters) {
         return Check::Full(change);
     }
@@ -179,7 +183,7 @@ pub fn decide(recorded: &Verified, masters: &[InstanceInfo], local: &Local<'_>) 
 
 /// What differs between the recorded masters and the fresh answer, in words; `None` when
 /// nothing does.
-pub fn masters_change(recorded: &[InstanceInfo], fresh: &[InstanceInfo]) -> Option<String> {
+pub(crate) fn masters_change(recorded: &[InstanceInfo], fresh: &[InstanceInfo]) -> Option<String> {
     let find = |list: &[InstanceInfo], id: &str| list.iter().find(|m| m.id == id).cloned();
     for master in fresh {
         match find(recorded, &master.id) {

@@ -15,25 +15,25 @@ use crate::plan::blank::{CloudWitness, FORMATTED_TAG};
 
 /// A volume of this cluster that holds at least one etcd member.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EtcdVolume {
-    pub id: String,
-    pub zone: String,
+pub(crate) struct EtcdVolume {
+    pub(crate) id: String,
+    pub(crate) zone: String,
     /// Its state: `available`, `in-use`, …
-    pub state: VolumeState,
+    pub(crate) state: VolumeState,
     /// Where it is attached, if anywhere.
-    pub attachment: Option<VolumeAttachment>,
+    pub(crate) attachment: Option<VolumeAttachment>,
     /// Its memberships, sorted by cluster key.
-    pub etcd: Vec<EtcdMembership>,
+    pub(crate) etcd: Vec<EtcdMembership>,
     /// What the cloud says about its contents (the blank proof's first witness).
-    pub cloud: CloudWitness,
+    pub(crate) cloud: CloudWitness,
 }
 
 /// A volume that matched the filters but is not used, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SkippedVolume {
-    pub id: String,
-    pub zone: String,
-    pub reason: String,
+pub(crate) struct SkippedVolume {
+    pub(crate) id: String,
+    pub(crate) zone: String,
+    pub(crate) reason: String,
 }
 
 impl fmt::Display for SkippedVolume {
@@ -50,17 +50,17 @@ impl fmt::Display for SkippedVolume {
 
 /// The outcome of discovery: usable etcd volumes (sorted by id) and skipped ones.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Discovery {
-    pub volumes: Vec<EtcdVolume>,
-    pub skipped: Vec<SkippedVolume>,
+pub(crate) struct Discovery {
+    pub(crate) volumes: Vec<EtcdVolume>,
+    pub(crate) skipped: Vec<SkippedVolume>,
 }
 
 /// What the volume rules need of the provider: its root device names (for clouds whose
 /// attachments do not say which is the root device) and its words for kOps' keys.
 #[derive(Clone, Copy, Debug)]
-pub struct ProviderFacts<'a> {
-    pub devices: &'a dyn DeviceNaming,
-    pub words: &'a dyn MetadataWords,
+pub(crate) struct ProviderFacts<'a> {
+    pub(crate) devices: &'a dyn DeviceNaming,
+    pub(crate) words: &'a dyn MetadataWords,
 }
 
 /// Sorts the volumes the cloud returned for `cluster` (in `zone`, or in any zone for `None`) into
@@ -68,7 +68,7 @@ pub struct ProviderFacts<'a> {
 ///
 /// The cloud query already filters by cluster tag, role tag and zone; they are checked again here
 /// so that a lenient or misbehaving API can never hand us another cluster's volume.
-pub fn classify(
+pub(crate) fn classify(
     cluster: &str,
     zone: Option<&str>,
     cloud_volumes: Vec<CloudVolume>,
@@ -272,7 +272,7 @@ fn classify_one(
 /// members of (the spec is kOps' truth), else every member some volume of the key names — its
 /// own and those its label lists — among `volumes` (every zone's, where the run asked for the
 /// region). Pure.
-pub fn cluster_members(
+pub(crate) fn cluster_members(
     spec: &std::collections::BTreeMap<String, Vec<String>>,
     volumes: &[EtcdVolume],
 ) -> std::collections::BTreeMap<String, Vec<String>> {
@@ -296,7 +296,7 @@ pub fn cluster_members(
 /// ([`cluster_members`]) where a list says fewer or others; a list holding the same members
 /// keeps its order, and one whose own member the cluster's list lacks (a spec that names the
 /// members otherwise than the labels do) is kept as the label says it. Pure.
-pub fn complete_members(
+pub(crate) fn complete_members(
     memberships: &mut [EtcdMembership],
     members: &std::collections::BTreeMap<String, Vec<String>>,
 ) {
@@ -324,39 +324,39 @@ fn claim_rank(etcd: &[EtcdMembership]) -> u8 {
 
 /// Orders claim candidates as kOps does: volumes holding `main` before `events` before others;
 /// the sort is stable, so equal volumes keep their order.
-pub fn sort_for_claiming(volumes: &mut [EtcdVolume]) {
+pub(crate) fn sort_for_claiming(volumes: &mut [EtcdVolume]) {
     volumes.sort_by_key(|v| claim_rank(&v.etcd));
 }
 
 /// How long an attachment may stay `attaching` before it is given up (as clouds' CSI drivers
 /// do): then it is detached, and the run ends "not ready".
-pub const STUCK_ATTACHING: Duration = Duration::from_secs(90);
+pub(crate) const STUCK_ATTACHING: Duration = Duration::from_secs(90);
 
 /// What `mount` does with the discovered volumes on this instance.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ClaimPlan {
+pub(crate) struct ClaimPlan {
     /// Volumes attached (or attaching) here already: kept, one per etcd cluster key.
-    pub kept: Vec<EtcdVolume>,
+    pub(crate) kept: Vec<EtcdVolume>,
     /// Volumes attached here that hold a cluster key a kept volume holds too, and are not
     /// mounted: detached, so the node that needs one can claim it (kops#5185).
-    pub extra: Vec<EtcdVolume>,
+    pub(crate) extra: Vec<EtcdVolume>,
     /// Kept volumes holding a cluster key another kept volume holds too: mounted, so not
     /// detached under whoever uses them; warned about.
-    pub doubled: Vec<EtcdVolume>,
+    pub(crate) doubled: Vec<EtcdVolume>,
     /// Kept volumes whose attachment has been `attaching` longer than [`STUCK_ATTACHING`]:
     /// detached, the run ends "not ready".
-    pub stuck: Vec<EtcdVolume>,
+    pub(crate) stuck: Vec<EtcdVolume>,
     /// Volumes to try to attach, in claim order. A candidate is attached only if none of its
     /// cluster keys is held by the time its turn comes (see [`ClaimPlan::still_wanted`]).
-    pub candidates: Vec<EtcdVolume>,
+    pub(crate) candidates: Vec<EtcdVolume>,
     /// Cluster keys held through the kept volumes.
-    pub held_keys: Vec<String>,
+    pub(crate) held_keys: Vec<String>,
 }
 
 impl ClaimPlan {
     /// Whether `volume` should still be claimed when `held_keys` are held: at most one volume
     /// per etcd cluster key per node (kops#5185).
-    pub fn still_wanted(volume: &EtcdVolume, held_keys: &[String]) -> bool {
+    pub(crate) fn still_wanted(volume: &EtcdVolume, held_keys: &[String]) -> bool {
         !volume.etcd.iter().any(|m| held_keys.contains(&m.cluster))
     }
 }
@@ -365,7 +365,11 @@ impl ClaimPlan {
 /// (the node's clock): measured from its attach time, which the cloud's adapter has moved onto the
 /// node's clock with the answer's own date, or for as long as this run has waited on it
 /// (`waited`, from its monotonic clock), whichever is longer.
-pub fn attachment_stuck(attachment: &VolumeAttachment, waited: Duration, now: SystemTime) -> bool {
+pub(crate) fn attachment_stuck(
+    attachment: &VolumeAttachment,
+    waited: Duration,
+    now: SystemTime,
+) -> bool {
     let since_begun = attachment
         .attach_time
         .map(|t| now.duration_since(t).unwrap_or_default())
@@ -380,7 +384,7 @@ pub fn attachment_stuck(attachment: &VolumeAttachment, waited: Duration, now: Sy
 /// A volume attached to another instance is never a candidate (the emulator would silently move
 /// an attachment; AWS answers `VolumeInUse`). Volumes that are not `available` are not
 /// candidates either.
-pub fn plan_claims(
+pub(crate) fn plan_claims(
     volumes: &[EtcdVolume],
     instance_id: &str,
     mounted: &BTreeSet<String>,

@@ -6,7 +6,7 @@ use crate::cloud::Cloud;
 use crate::dns::zoned::api::ZoneService;
 
 /// A provider's clients for one run.
-pub struct Connected {
-    pub cloud: Box<dyn Cloud>,
-    pub zones: Box<dyn ZoneService>,
+pub(crate) struct Connected {
+    pub(crate) cloud: Box<dyn Cloud>,
+    pub(crate) zones: Box<dyn ZoneService>,
 }

@@ -3,32 +3,32 @@
 //! that picks one, by `--cloud`'s word (as afterburn's `fetch_metadata`): adding a cloud adds
 //! its folder and one arm here.
 
-pub mod aws;
-pub mod connected;
-pub mod gce;
+pub(crate) mod aws;
+pub(crate) mod connected;
+pub(crate) mod gce;
 
 use anyhow::Result;
 
 use crate::cloud::provider::Provider;
 use crate::host::Files;
 use crate::settings::Settings;
-pub use connected::Connected;
+pub(crate) use connected::Connected;
 
 /// A provider as the registry holds it: what is true of it, and how its cloud and zone service
 /// are made for a run — given the node's files (a cloud whose credentials live in a file on
 /// the node reads them there, under `--root`).
 #[derive(Clone, Copy)]
-pub struct Registered {
-    pub provider: &'static Provider,
-    pub connect: fn(&Settings, &dyn Files) -> Result<Connected>,
+pub(crate) struct Registered {
+    pub(crate) provider: &'static Provider,
+    pub(crate) connect: fn(&Settings, &dyn Files) -> Result<Connected>,
 }
 
 /// `--cloud`'s words, in the order the help lists them.
-pub const WORDS: [&str; 2] = ["aws", "gce"];
+pub(crate) const WORDS: [&str; 2] = ["aws", "gce"];
 
 /// The registry: the provider `--cloud`'s `word` names, if any — the one `match` on the
 /// provider.
-pub fn registry(word: &str) -> Option<Registered> {
+pub(crate) fn registry(word: &str) -> Option<Registered> {
     match word {
         "aws" => Some(Registered {
             provider: &aws::PROVIDER,

@@ -10,11 +10,11 @@ use crate::settings::Settings;
 use crate::wait::Deadline;
 
 /// How often an API not there yet is asked again (kOps' protokube: every 5 s).
-pub const API_POLL: Duration = Duration::from_secs(5);
+pub(crate) const API_POLL: Duration = Duration::from_secs(5);
 
 /// The deadline of the run's Kubernetes API steps: the run's, and in the old daemon's loop no
 /// later than a minute from now (the loop comes back then).
-pub fn api_deadline(settings: &Settings) -> Deadline {
+pub(crate) fn api_deadline(settings: &Settings) -> Deadline {
     let deadline = settings.deadline;
     if settings.legacy {
         deadline.earliest(Deadline::after(INTERVAL))

@@ -14,7 +14,7 @@ use crate::plan::kops::{channel_unchanged, DISTROLESS_CHANNELS_TOOL};
 use crate::report::{Action, Change, ChangeKind, Report};
 use crate::settings::Settings;
 
-pub async fn run(settings: &Settings, host: &dyn Host, report: &mut Report) -> Result<()> {
+pub(crate) async fn run(settings: &Settings, host: &dyn Host, report: &mut Report) -> Result<()> {
     let tool = channels_tool(settings, host)?;
     let mut failed = Vec::new();
     let mut all_not_ready = true;

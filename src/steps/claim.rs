@@ -27,9 +27,9 @@ const STUCK_WHY: &str = "stuck in `attaching` for over 90 s";
 /// What the claim step leaves for the end of the run.
 #[derive(Debug, Default)]
 #[must_use = "a detach the cloud refused makes the run end not ready: call `finish`"]
-pub struct Claimed {
+pub(crate) struct Claimed {
     /// A volume was attached to or detached from this instance (or would be, in a dry run).
-    pub volumes_changed: bool,
+    pub(crate) volumes_changed: bool,
     /// Detaches the cloud refused (kOps' IRSA control-plane role may not detach): the rest of
     /// the run goes on — what is safe is mounted — and it ends "not ready".
     refused_detaches: Vec<String>,
@@ -39,7 +39,7 @@ pub struct Claimed {
 
 impl Claimed {
     /// The run's end: exit 75 naming the volumes whose detach was refused, if any.
-    pub fn finish(self) -> Result<()> {
+    pub(crate) fn finish(self) -> Result<()> {
         if self.refused_detaches.is_empty() {
             return Ok(());
         }
@@ -57,7 +57,7 @@ impl Claimed {
 }
 
 /// The claim and mount steps where protokube owns etcd (nothing where etcd-manager does).
-pub async fn claim_and_mount(
+pub(crate) async fn claim_and_mount(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     owns_etcd: bool,
@@ -71,7 +71,7 @@ pub async fn claim_and_mount(
     Ok((claimed, mounted))
 }
 
-pub async fn run(
+pub(crate) async fn run(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     report: &mut Report,

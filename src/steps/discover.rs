@@ -8,7 +8,7 @@ use crate::report::{Report, VolumeReport};
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
 
-pub async fn run(
+pub(crate) async fn run(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     report: &mut Report,
@@ -39,7 +39,7 @@ pub async fn run(
 }
 
 /// Names every volume discovery skipped, with the reason, in the report's warnings.
-pub async fn warn_skipped(snapshot: &mut Snapshot<'_>, report: &mut Report) -> Result<()> {
+pub(crate) async fn warn_skipped(snapshot: &mut Snapshot<'_>, report: &mut Report) -> Result<()> {
     for skipped in &snapshot.discovery().await?.skipped {
         report.warn(skipped.to_string());
     }

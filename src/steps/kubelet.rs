@@ -12,11 +12,11 @@ use crate::report::{Action, Change, ChangeKind, Report};
 use crate::settings::Settings;
 
 /// The host's kubelet unit.
-pub const KUBELET: &str = "kubelet";
+pub(crate) const KUBELET: &str = "kubelet";
 
 /// When kubelet is started where kOps left it to protokube (every node of kOps 1.12–1.18).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KubeletStart {
+pub(crate) enum KubeletStart {
     /// Not protokube's to start (kOps 1.19 and later: nodeup starts it).
     Never,
     /// First in the run, whatever its cloud and DNS steps then do (workers, and masters whose
@@ -31,7 +31,7 @@ pub enum KubeletStart {
 
 impl KubeletStart {
     /// The rule for this run's settings.
-    pub fn of(settings: &Settings) -> Self {
+    pub(crate) fn of(settings: &Settings) -> Self {
         if !settings.kops.starts_kubelet() {
             Self::Never
         } else if settings.master && settings.etcd_declined.is_none() {
@@ -44,7 +44,7 @@ impl KubeletStart {
 
 /// Starts kubelet first in the run where that is its place ([`KubeletStart::First`]);
 /// `start` is the rule decided once, from the settings the run was started with.
-pub async fn first(
+pub(crate) async fn first(
     start: KubeletStart,
     settings: &Settings,
     host: &dyn Services,
@@ -59,7 +59,7 @@ pub async fn first(
 
 /// Starts kubelet once the etcd volumes are mounted where that is its place
 /// ([`KubeletStart::AfterMount`]); the caller calls it only after a mount that succeeded.
-pub async fn after_mount(
+pub(crate) async fn after_mount(
     start: KubeletStart,
     settings: &Settings,
     host: &dyn Services,
@@ -72,7 +72,11 @@ pub async fn after_mount(
     }
 }
 
-pub async fn run(settings: &Settings, host: &dyn Services, report: &mut Report) -> Result<()> {
+pub(crate) async fn run(
+    settings: &Settings,
+    host: &dyn Services,
+    report: &mut Report,
+) -> Result<()> {
     let deadline = settings.deadline;
     let running = host
         .service_active(&settings.root, KUBELET, deadline)

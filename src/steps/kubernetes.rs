@@ -20,7 +20,7 @@ use crate::steps::{channels, labels, rbac};
 use crate::wait::{poll_until, Backoff};
 
 /// The Kubernetes API as `KUBECONFIG` reaches it, its files and credential plugin on `host`.
-pub async fn connect(settings: &Settings, host: &dyn Host) -> Result<KubeClient> {
+pub(crate) async fn connect(settings: &Settings, host: &dyn Host) -> Result<KubeClient> {
     KubeClient::connect(
         host,
         &settings.root,
@@ -32,7 +32,7 @@ pub async fn connect(settings: &Settings, host: &dyn Host) -> Result<KubeClient>
 
 /// The steps a control-plane node's `sync` runs after the etcd and DNS steps, when their flags
 /// ask for them.
-pub async fn run(settings: &Settings, host: &dyn Host, report: &mut Report) -> Result<()> {
+pub(crate) async fn run(settings: &Settings, host: &dyn Host, report: &mut Report) -> Result<()> {
     if settings.node_to_label().is_none() && !after_api(settings) {
         return Ok(());
     }
@@ -88,7 +88,7 @@ async fn after_api_answers(
 /// Waits, within the API steps' deadline ([`api_deadline`]), for the API server to answer with
 /// its `kube-system` namespace, asking every 5 s: kOps' protokube of 1.20 and later applied
 /// nothing before, and applied at once after.
-pub async fn wait_for_api(settings: &Settings, api: &dyn KubernetesApi) -> Result<()> {
+pub(crate) async fn wait_for_api(settings: &Settings, api: &dyn KubernetesApi) -> Result<()> {
     let last = std::sync::Mutex::new(String::new());
     let waited = poll_until(
         "the Kubernetes API to answer",

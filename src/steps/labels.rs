@@ -19,7 +19,7 @@ use crate::settings::Settings;
 use crate::steps::api_wait::{api_deadline, API_POLL};
 use crate::wait::{poll_until, Backoff};
 
-pub async fn run(
+pub(crate) async fn run(
     settings: &Settings,
     api: &dyn KubernetesApi,
     node: &str,

@@ -3,22 +3,22 @@
 //! seams (the node's `host`, the `cloud`, through `apply/` where an effect has steps of its own),
 //! then updates the snapshot for the steps after it.
 
-pub mod api_wait;
-pub mod channels;
-pub mod claim;
-pub mod discover;
-pub mod kubelet;
-pub mod kubernetes;
-pub mod labels;
-pub mod mount;
-pub mod node_role;
-pub mod publish;
-pub mod rbac;
-pub mod render;
-pub mod reset;
+pub(crate) mod api_wait;
+pub(crate) mod channels;
+pub(crate) mod claim;
+pub(crate) mod discover;
+pub(crate) mod kubelet;
+pub(crate) mod kubernetes;
+pub(crate) mod labels;
+pub(crate) mod mount;
+pub(crate) mod node_role;
+pub(crate) mod publish;
+pub(crate) mod rbac;
+pub(crate) mod render;
+pub(crate) mod reset;
 #[cfg(test)]
-pub mod testing;
-pub mod verify;
+pub(crate) mod testing;
+pub(crate) mod verify;
 
 use anyhow::{Context as _, Result};
 
@@ -31,7 +31,7 @@ use crate::snapshot::Snapshot;
 use crate::state::State;
 
 /// The run lock for a mutating command; none with `--dry-run`, which changes nothing.
-pub fn lock(settings: &Settings, files: &dyn Files) -> Result<Option<RunLock>> {
+pub(crate) fn lock(settings: &Settings, files: &dyn Files) -> Result<Option<RunLock>> {
     if settings.dry_run {
         Ok(None)
     } else {
@@ -45,7 +45,7 @@ pub fn lock(settings: &Settings, files: &dyn Files) -> Result<Option<RunLock>> {
 /// owns etcd here. Not a master, or an owner that cannot be told (a
 /// manifest that cannot be read, [`etcd_owner_unknown`] ends the run with it): nothing of etcd
 /// is protokube's.
-pub fn announce_etcd_owner(
+pub(crate) fn announce_etcd_owner(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     report: &mut Report,
@@ -66,7 +66,7 @@ pub fn announce_etcd_owner(
 
 /// The error that ends a master's run whose etcd steps stood aside because a static-pod
 /// manifest could not be read (exit 1, naming it): the rest of the run was done.
-pub fn etcd_owner_unknown(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<()> {
+pub(crate) fn etcd_owner_unknown(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<()> {
     if !settings.master {
         return Ok(());
     }
@@ -81,7 +81,7 @@ pub fn etcd_owner_unknown(settings: &Settings, snapshot: &mut Snapshot<'_>) -> R
 /// masters — known from the masters answer the run fetched anyway, or, when `ask`, from one
 /// `DescribeInstances` (skipped when this node cannot ask the cloud). Warned, naming the flag, and marked for exit 3 with
 /// `--detailed-exitcode`.
-pub async fn check_master_flag(
+pub(crate) async fn check_master_flag(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     ask: bool,
@@ -138,7 +138,11 @@ pub async fn check_master_flag(
 
 /// Writes the state file atomically, when its bytes change (bookkeeping: never reported), and
 /// makes `state` what the rest of the run reads.
-pub fn save_state(settings: &Settings, snapshot: &mut Snapshot<'_>, state: State) -> Result<()> {
+pub(crate) fn save_state(
+    settings: &Settings,
+    snapshot: &mut Snapshot<'_>,
+    state: State,
+) -> Result<()> {
     let path = settings.root.own(STATE_FILE)?;
     let files = snapshot.host();
     let current = files.fact(&path)?;
@@ -154,7 +158,7 @@ pub fn save_state(settings: &Settings, snapshot: &mut Snapshot<'_>, state: State
 /// Runs `body` on the run's snapshot, then notes in the report how many etcd volumes the state
 /// file records mounted here, as the run leaves it (failed runs too): read through the
 /// snapshot, the state file's one reader, which already holds it when a step read or wrote it.
-pub async fn noting_mounted<'a>(
+pub(crate) async fn noting_mounted<'a>(
     snapshot: &mut Snapshot<'a>,
     report: &mut Report,
     body: impl AsyncFnOnce(&mut Snapshot<'a>, &mut Report) -> Result<()>,
@@ -188,7 +192,7 @@ pub(crate) fn own_mounted_volumes(
 }
 
 /// The first error of several outcomes (the run's error line); the other errors are logged.
-pub fn first_error(outcomes: impl IntoIterator<Item = Result<()>>) -> Result<()> {
+pub(crate) fn first_error(outcomes: impl IntoIterator<Item = Result<()>>) -> Result<()> {
     let mut errors = outcomes.into_iter().filter_map(Result::err);
     match errors.next() {
         Some(first) => {

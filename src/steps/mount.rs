@@ -27,12 +27,12 @@ use crate::state::MountedVolume;
 
 /// What the mount step did that the verify step must know.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Mounted {
+pub(crate) struct Mounted {
     /// A volume was formatted, or its formatted tag written (the cloud's volumes changed).
-    pub formatted: bool,
+    pub(crate) formatted: bool,
 }
 
-pub async fn run(
+pub(crate) async fn run(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     report: &mut Report,

@@ -14,7 +14,7 @@ use crate::snapshot::Snapshot;
 
 /// This instance's cluster and role: remembered, else read from its tags (and remembered,
 /// except by a dry run). `snapshot` is the run's, before it knows them.
-pub async fn learn(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<LearnedNode> {
+pub(crate) async fn learn(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<LearnedNode> {
     let instance_id = snapshot.identity().await?.instance_id.clone();
     let mut state = snapshot.state()?.clone();
     if let Some(known) = state.node.as_ref().filter(|n| n.instance_id == instance_id) {

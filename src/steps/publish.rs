@@ -13,7 +13,7 @@ use crate::state::State;
 use crate::steps::discover::warn_skipped;
 
 /// Publishes this node's names to `dns` (chosen once for the run).
-pub async fn run(
+pub(crate) async fn run(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     dns: &dyn DnsTarget,
@@ -252,10 +252,12 @@ mod tests {
         let missing = outcome.unwrap().missing.unwrap();
         assert!(missing.contains_key(lost), "{missing:?}");
         // Remembered in the state file for the next run.
-        let state = State::load_or_empty(
+        let state = State::load(
             &bench.host,
             &bench.settings.root.own(crate::paths::STATE_FILE).unwrap(),
-        );
+        )
+        .unwrap()
+        .unwrap();
         assert!(state.missing_names.contains_key(lost));
         assert!(bench.zones.zones().get("Z1", lost, "A").is_some());
         let (report, outcome) = publish(&bench);

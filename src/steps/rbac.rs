@@ -10,7 +10,11 @@ use crate::plan::kops::BOOTSTRAP_RBAC;
 use crate::report::{Action, Change, ChangeKind, Report};
 use crate::settings::Settings;
 
-pub async fn run(settings: &Settings, api: &dyn KubernetesApi, report: &mut Report) -> Result<()> {
+pub(crate) async fn run(
+    settings: &Settings,
+    api: &dyn KubernetesApi,
+    report: &mut Report,
+) -> Result<()> {
     for object in &BOOTSTRAP_RBAC {
         let target = object.describe();
         let (action, detail) = if api.exists(object).await? {

@@ -26,12 +26,12 @@ const VERSION_RECORD_MAX: u64 = 64;
 
 /// What the render step changed in the cloud, for the verify step (`sync` on a master).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Rendered {
+pub(crate) struct Rendered {
     /// A volume's version tag was written: the cloud's volumes changed.
-    pub tagged: bool,
+    pub(crate) tagged: bool,
 }
 
-pub async fn run(
+pub(crate) async fn run(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     report: &mut Report,

@@ -38,7 +38,7 @@ struct NodeVolume {
 }
 
 /// Resets this node's part; its names are taken out of `dns` (the run's target).
-pub async fn run(
+pub(crate) async fn run(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     dns: &dyn DnsTarget,

@@ -11,7 +11,7 @@ use crate::cloud::memory::{MemoryCloud, World};
 use crate::cloud::{
     tags, AttachmentState, CloudVolume, InstanceInfo, VolumeAttachment, VolumeState,
 };
-use crate::dns::memory::{MemoryZones, Zones};
+use crate::dns::memory::{MemoryZones, ZoneServiceState};
 use crate::dns::target::DnsTarget;
 use crate::host::memory::{Content, Device, MemoryHost, Node};
 use crate::report::Report;
@@ -171,7 +171,7 @@ impl Bench {
             _root: dir,
             settings,
             cloud,
-            zones: MemoryZones::new(Zones::with_zone("Z1", "example.com")),
+            zones: MemoryZones::new(ZoneServiceState::with_zone("Z1", "example.com")),
             host,
         }
     }

@@ -17,7 +17,7 @@ use crate::state::{State, Verified};
 
 /// What [`begin`] decided, for [`finish`]: a master's check or a gossip worker's.
 #[derive(Clone, Debug)]
-pub enum Verify {
+pub(crate) enum Verify {
     Master(MasterVerify),
     Worker(WorkerVerify),
 }
@@ -25,7 +25,7 @@ pub enum Verify {
 impl Verify {
     /// What the publish step may take from a master's recorded check (a worker's trusted
     /// masters are in the snapshot already).
-    pub fn known(&self) -> Option<&Known> {
+    pub(crate) fn known(&self) -> Option<&Known> {
         match self {
             Verify::Master(verify) => Some(&verify.known),
             Verify::Worker(_) => None,
@@ -34,7 +34,7 @@ impl Verify {
 }
 
 /// What the run's check knows for the publish step: nothing without one (a worker's, none).
-pub fn known(verify: Option<&Verify>) -> &Known {
+pub(crate) fn known(verify: Option<&Verify>) -> &Known {
     static NOTHING: Known = Known {
         zones: None,
         trusted_names: None,
@@ -46,7 +46,7 @@ pub fn known(verify: Option<&Verify>) -> &Known {
 /// The verify step's question: a master asks the cloud once while its last full check holds,
 /// a gossip worker not at all; `None` for a worker that needs no masters (its names, `dns`,
 /// are not kept on the node).
-pub async fn begin(
+pub(crate) async fn begin(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     dns: &dyn DnsTarget,
@@ -62,7 +62,7 @@ pub async fn begin(
 
 /// The verify step's record, after the other steps succeeded (`volumes_changed`: a step
 /// attached, detached, formatted or tagged a volume).
-pub fn finish(
+pub(crate) fn finish(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     verify: &Verify,
@@ -79,17 +79,17 @@ pub fn finish(
 
 /// What [`begin_master`] decided, for [`finish_master`].
 #[derive(Clone, Debug)]
-pub struct MasterVerify {
-    pub check: Check,
+pub(crate) struct MasterVerify {
+    pub(crate) check: Check,
     /// What the publish step may take from the recorded check.
-    pub known: Known,
+    pub(crate) known: Known,
     /// When the cloud was asked: a full check is recorded as of this moment.
     started: SystemTime,
 }
 
 /// Asks the cloud what this run needs: the masters alone while the recorded check holds, else
 /// the volumes and the masters at once. The snapshot then holds both.
-pub async fn begin_master(
+pub(crate) async fn begin_master(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
 ) -> Result<MasterVerify> {
@@ -152,7 +152,7 @@ pub async fn begin_master(
 /// stable outcome, warned about once per check) is recorded as verified; any
 /// other full check forgets the record, so the next run checks in full again. A trusted run
 /// keeps the record (with the names, if it had to publish them). The zones found are kept.
-pub fn finish_master(
+pub(crate) fn finish_master(
     settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     verify: &MasterVerify,
@@ -202,7 +202,7 @@ pub fn finish_master(
 
 /// What a gossip worker's check decided at the start of the run, for its record at the end.
 #[derive(Clone, Debug)]
-pub struct WorkerVerify {
+pub(crate) struct WorkerVerify {
     /// Why the cloud is asked this run; `None` when the recorded check holds.
     full: Option<String>,
     started: SystemTime,

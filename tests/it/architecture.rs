@@ -655,8 +655,9 @@ fn test_support_is_compiled_for_tests_only() {
         let declaring = format!("src/{}/mod.rs", parent.replace("::", "/"));
         let text = std::fs::read_to_string(crate::support::repo().join(&declaring)).unwrap();
         assert!(
-            text.contains(&format!("#[cfg(test)]\npub mod {name};"))
-                || text.contains(&format!("#[cfg(test)]\nmod {name};")),
+            ["pub ", "pub(crate) ", ""]
+                .iter()
+                .any(|vis| text.contains(&format!("#[cfg(test)]\n{vis}mod {name};"))),
             "{declaring} declares {name} without #[cfg(test)]"
         );
     }
@@ -763,4 +764,40 @@ fn no_message_carries_a_line_broken_without_a_backslash() {
         "let a = 'x'; let b: &'static str = \"one \\\n  two\"; // \"not\"\nlet c = \"x\n    y\";";
     assert_eq!(string_literals(sample).len(), 2);
     assert_eq!(string_literals(sample)[1], (3, "x\n    y"));
+}
+
+/// Every item of the crate is `pub(crate)` or narrower unless it is a door: `lib.rs` declares
+/// its modules private and names the doors (what the binary uses, and `testing` for these
+/// tests), and `unreachable_pub` (denied in CI by clippy's `-D warnings`) turns any `pub` that
+/// no door reaches into a warning. Counted here so that the balance is seen to hold.
+#[test]
+fn pub_is_a_door() {
+    let lib =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    assert!(
+        lib.contains("#![warn(unreachable_pub)]"),
+        "lib.rs lost the lint"
+    );
+    let public_modules: Vec<&str> = lib
+        .lines()
+        .filter(|line| line.starts_with("pub mod ") && !line.starts_with("pub mod testing "))
+        .collect();
+    assert!(
+        public_modules.is_empty(),
+        "modules are private; doors are re-exports: {public_modules:?}"
+    );
+    let (mut doors, mut restricted) = (0, 0);
+    for (_, text) in sources() {
+        for line in text.lines().map(str::trim_start) {
+            if line.starts_with("pub ") {
+                doors += 1;
+            } else if line.starts_with("pub(") {
+                restricted += 1;
+            }
+        }
+    }
+    assert!(
+        doors * 4 < restricted,
+        "{doors} `pub` against {restricted} restricted: a `pub` is a door, not the default"
+    );
 }

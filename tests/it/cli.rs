@@ -157,7 +157,7 @@ fn bad_cluster_specs_exit_1_naming_the_file() {
 fn every_reference_cluster_spec_loads() {
     for name in support::COMPLETED_SPECS {
         let path = fixture(&format!("cluster-completed/{name}.yaml"));
-        let doc = protokube::settings::read_spec(&protokube::host::linux::LinuxHost, &path)
+        let doc = protokube::testing::read_spec(&protokube::testing::LinuxHost, &path)
             .unwrap_or_else(|e| panic!("{name}: {e:#}"));
         let cluster_name = doc.name().unwrap();
         assert!(cluster_name.ends_with(".example.com") || cluster_name.ends_with(".k8s.local"));

@@ -3,7 +3,7 @@
 //! `PROTOKUBE_BLESS=1 cargo test --test it generated_files`.
 
 use clap::CommandFactory;
-use protokube::cli::Cli;
+use protokube::Cli;
 
 /// A man page: clap_mangen's sections (options include the global flags, propagated by
 /// `build`), then EXIT STATUS, ENVIRONMENT (every flag's variable, from the clap definitions),

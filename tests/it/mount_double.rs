@@ -7,18 +7,16 @@ use crate::support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use anyhow::Result;
 use async_trait::async_trait;
-use protokube::cli::Command;
-use protokube::cloud::{
+use protokube::testing::NotReady;
+use protokube::testing::{
     AttachOutcome, AttachmentState, CloudVolume, VolumeApi, VolumeAttachment, VolumeQuery,
     VolumeState,
 };
-use protokube::error::NotReady;
-use protokube::report::Report;
-use protokube::settings::{Flags, Settings};
+use protokube::Cli;
+use protokube::Report;
 use support::block::{LoopDevice, TestRoot};
 use support::double::DoubleCloud;
 
@@ -183,36 +181,32 @@ impl VolumeApi for StrictVolumes {
     }
 }
 
-fn settings(root: &TestRoot) -> Settings {
-    Settings::resolve(
-        Flags {
-            cloud: Some(&protokube::providers::aws::PROVIDER),
-            cluster_id: Some(CLUSTER.into()),
-            master: true,
-            root: root.path().to_owned(),
-            instance_id: Some(ME.into()),
-            availability_zone: Some(ZONE.into()),
-            region: Some("us-test-1".into()),
-            timeout: Duration::from_millis(1500),
-            no_progress: true,
-            ..Default::default()
-        },
-        &protokube::host::linux::LinuxHost,
-    )
+/// `protokube mount` as an operator would run it on this node of the double's cloud.
+fn mount_command(root: &TestRoot) -> Cli {
+    Cli::parse_from([
+        "protokube".to_owned(),
+        "mount".to_owned(),
+        "--cloud=aws".to_owned(),
+        format!("--cluster-id={CLUSTER}"),
+        "--master".to_owned(),
+        format!("--root={}", root.path().display()),
+        format!("--instance-id={ME}"),
+        format!("--availability-zone={ZONE}"),
+        "--region=us-test-1".to_owned(),
+        "--timeout=1500ms".to_owned(),
+        "--no-progress".to_owned(),
+    ])
     .unwrap()
 }
 
 /// Runs `mount` against the double; on success, the volume ids the state file records.
 fn run(cloud: &Arc<StrictVolumes>, root: &TestRoot) -> (Result<Vec<String>>, Report) {
-    let settings = settings(root);
     let double = DoubleCloud::with_volumes(cloud.clone());
     let mut report = Report::new("mount", false);
-    let result = support::runtime().block_on(protokube::run_with(
-        &Command::Mount,
-        &settings,
+    let result = support::runtime().block_on(protokube::testing::run_on_this_node(
+        &mount_command(root),
         &double,
         &support::double::Absent,
-        &protokube::host::linux::LinuxHost,
         &mut report,
     ));
     let result = result.map(|()| {
@@ -318,7 +312,7 @@ fn an_attachment_stuck_in_attaching_ends_in_not_ready() {
     assert!(report
         .changes
         .iter()
-        .all(|c| c.kind != protokube::report::ChangeKind::Mount));
+        .all(|c| c.kind != protokube::testing::ChangeKind::Mount));
 }
 
 #[test]

@@ -4,12 +4,10 @@
 //! `PROPTEST_CASES` raises the number of cases for a longer run (scripts/fuzz).
 
 use proptest::prelude::*;
-use protokube::etcd::parse_etcd_tag;
-use protokube::names::is_dns1123_label;
-use protokube::plan::dns::hosts_block::{
-    managed_records, update_hosts, HostRecords, GUARD_BEGIN, GUARD_END,
-};
-use protokube::plan::manifests::templates::quote_yaml;
+use protokube::testing::is_dns1123_label;
+use protokube::testing::parse_etcd_tag;
+use protokube::testing::quote_yaml;
+use protokube::testing::{managed_records, update_hosts, HostRecords, GUARD_BEGIN, GUARD_END};
 
 fn config() -> ProptestConfig {
     ProptestConfig {
@@ -128,7 +126,7 @@ proptest! {
 
     #[test]
     fn spec_loader_never_panics(text in any::<String>()) {
-        let _ = protokube::spec::ClusterDocument::parse(&text, "fuzz");
+        let _ = protokube::testing::ClusterDocument::parse(&text, "fuzz");
     }
 
     #[test]
@@ -140,18 +138,18 @@ proptest! {
             "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata:\n  name: {name}\nspec:\n  {}\n",
             body.join("\n  ")
         );
-        let _ = protokube::spec::ClusterDocument::parse(&text, "fuzz");
+        let _ = protokube::testing::ClusterDocument::parse(&text, "fuzz");
     }
 
     #[test]
     fn go_durations_round_trip(nanos in -1_000_000_000_000_000i64..1_000_000_000_000_000i64) {
-        let text = protokube::plan::manifests::flags::format_go_duration(i128::from(nanos));
-        prop_assert_eq!(protokube::plan::manifests::flags::parse_go_duration(&text), Ok(i128::from(nanos)));
+        let text = protokube::testing::format_go_duration(i128::from(nanos));
+        prop_assert_eq!(protokube::testing::parse_go_duration(&text), Ok(i128::from(nanos)));
     }
 
     #[test]
     fn duration_and_mountinfo_parsers_never_panic(text in any::<String>()) {
-        let _ = protokube::plan::manifests::flags::parse_go_duration(&text);
-        let _ = protokube::plan::mounts::parse_mountinfo(&text);
+        let _ = protokube::testing::parse_go_duration(&text);
+        let _ = protokube::testing::parse_mountinfo(&text);
     }
 }

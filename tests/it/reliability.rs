@@ -74,7 +74,7 @@ fn assert_no_torn_files(root: &TestRoot, context: &str) {
                 continue;
             };
             assert!(!text.is_empty(), "{context}: empty {name}");
-            protokube::plan::manifests::templates::validate_pod(&text, &name)
+            protokube::testing::validate_pod(&text, &name)
                 .unwrap_or_else(|e| panic!("{context}: torn {name}: {e:#}"));
         }
     }
@@ -85,12 +85,8 @@ fn assert_no_torn_files(root: &TestRoot, context: &str) {
     }
     if let Ok(text) = std::fs::read_to_string(root.join("/etc/hosts")) {
         assert!(!text.is_empty(), "{context}: empty hosts file");
-        let begin = text
-            .matches(protokube::plan::dns::hosts_block::GUARD_BEGIN)
-            .count();
-        let end = text
-            .matches(protokube::plan::dns::hosts_block::GUARD_END)
-            .count();
+        let begin = text.matches(protokube::testing::GUARD_BEGIN).count();
+        let end = text.matches(protokube::testing::GUARD_END).count();
         assert_eq!((begin, end), (1, 1), "{context}: torn hosts file {text:?}");
         assert!(text.ends_with('\n'), "{context}: torn hosts file {text:?}");
     }

@@ -3,13 +3,13 @@
 
 use crate::support;
 
-use protokube::etcd::EtcdMembership;
-use protokube::plan::manifests::etcd::{EtcdNode, EtcdOptions, EtcdPodParams, EtcdTls};
-use protokube::plan::manifests::flags::FlagTable;
-use protokube::plan::manifests::templates::{compile_templates, render, validate_pod};
-use protokube::plan::manifests::{render_all, Manifest, RenderInputs};
-use protokube::spec::ClusterDocument;
-use protokube::state::MountedVolume;
+use protokube::testing::ClusterDocument;
+use protokube::testing::EtcdMembership;
+use protokube::testing::FlagTable;
+use protokube::testing::MountedVolume;
+use protokube::testing::{compile_templates, render, validate_pod};
+use protokube::testing::{render_all, Manifest, RenderInputs};
+use protokube::testing::{EtcdNode, EtcdOptions, EtcdPodParams, EtcdTls};
 use support::fixture;
 use yaml_serde::Value;
 
@@ -108,8 +108,8 @@ fn render_spec(
     master: bool,
     mounted: &[MountedVolume],
 ) -> (Vec<Manifest>, ClusterDocument) {
-    let doc = protokube::settings::read_spec(
-        &protokube::host::linux::LinuxHost,
+    let doc = protokube::testing::read_spec(
+        &protokube::testing::LinuxHost,
         &fixture(&format!("cluster-completed/{name}.yaml")),
     )
     .unwrap();
@@ -399,15 +399,15 @@ fn leases_and_cilium_etcd_on_kops_ports_serve_every_api_server_endpoint() {
         &["main", "events", "leases"][..],
         &["main", "events", "leases", "cilium"],
     ] {
-        let mut doc = protokube::settings::read_spec(
-            &protokube::host::linux::LinuxHost,
+        let mut doc = protokube::testing::read_spec(
+            &protokube::testing::LinuxHost,
             &fixture("cluster-completed/ha.yaml"),
         )
         .unwrap();
         let template = doc.spec.etcd_clusters[0].clone();
         doc.spec.etcd_clusters = keys
             .iter()
-            .map(|key| protokube::spec::EtcdClusterSpec {
+            .map(|key| protokube::testing::EtcdClusterSpec {
                 name: (*key).into(),
                 ..template.clone()
             })

@@ -266,7 +266,7 @@ fn a_failing_render_writes_nothing_and_names_template_and_field() {
     let root = TestRoot::new();
     let templates = root.join("/templates");
     std::fs::create_dir_all(&templates).unwrap();
-    let broken = protokube::plan::manifests::templates::BUILTIN_TEMPLATES
+    let broken = protokube::testing::BUILTIN_TEMPLATES
         .iter()
         .find(|(name, _)| *name == "kube-scheduler.yaml")
         .unwrap()

@@ -65,8 +65,8 @@ pub trait ZoneService: Send + Sync {
 
 /// A zone protokube remembered does not exist any more: the zones are looked up again.
 #[derive(Debug)]
-pub struct ZoneGone {
-    pub zone_id: String,
+pub(crate) struct ZoneGone {
+    pub(crate) zone_id: String,
 }
 
 impl std::fmt::Display for ZoneGone {

@@ -3,8 +3,8 @@
 //! guard) sent and re-planned when another writer was first ([`walk`]), through the service's
 //! client behind [`api::ZoneApi`].
 
-pub mod api;
-pub mod walk;
+pub(crate) mod api;
+pub(crate) mod walk;
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -25,10 +25,10 @@ use walk::{PublishOptions, Remembered};
 use super::target::{Desired, DnsTarget, Known, PublishOutcome, Releasing, RunFacts};
 
 /// The cluster's names in the zones of the DNS service `service` that the zone rules choose.
-pub struct ZonedNames<'a> {
-    pub settings: &'a Settings,
-    pub cluster: Cluster,
-    pub service: &'a dyn ZoneService,
+pub(crate) struct ZonedNames<'a> {
+    pub(crate) settings: &'a Settings,
+    pub(crate) cluster: Cluster,
+    pub(crate) service: &'a dyn ZoneService,
 }
 
 impl ZonedNames<'_> {

@@ -22,45 +22,45 @@ use crate::wait::{poll_until, Backoff, Deadline, Progress};
 
 /// How publishing behaves.
 #[derive(Clone, Debug)]
-pub struct PublishOptions {
-    pub dry_run: bool,
+pub(crate) struct PublishOptions {
+    pub(crate) dry_run: bool,
     /// Wait for the changes to be in effect, until this deadline.
-    pub wait: Option<Deadline>,
+    pub(crate) wait: Option<Deadline>,
     /// The pauses between looks at a change not in effect yet ([`change_backoff`]).
-    pub wait_backoff: Backoff,
-    pub progress: Progress,
-    pub policy: ZonePolicy,
+    pub(crate) wait_backoff: Backoff,
+    pub(crate) progress: Progress,
+    pub(crate) policy: ZonePolicy,
 }
 
 /// The pauses between looks at a change not in effect yet: from 1 s up to 5 s (a DNS service
 /// takes seconds to a minute).
-pub fn change_backoff() -> Backoff {
+pub(crate) fn change_backoff() -> Backoff {
     Backoff::new(Duration::from_secs(1), Duration::from_secs(5))
 }
 
 /// What publishing remembers between runs (`sync` on a master, docs/performance.md).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Remembered<'a> {
+pub(crate) struct Remembered<'a> {
     /// The zones found for the rules by an earlier run: not looked up again, unless the
     /// service answers that one of them does not exist.
-    pub zones: Option<&'a [Zone]>,
+    pub(crate) zones: Option<&'a [Zone]>,
     /// The names as the last full check found them in the zones, when this run trusts it: if
     /// they are the desired ones, the service is not asked at all.
-    pub names: Option<&'a [DesiredRecord]>,
+    pub(crate) names: Option<&'a [DesiredRecord]>,
     /// The names that check left alone (someone else's), with why.
-    pub left_alone: &'a [LeftAlone],
+    pub(crate) left_alone: &'a [LeftAlone],
 }
 
 /// What a publish found.
 #[derive(Clone, Debug)]
-pub struct Published {
+pub(crate) struct Published {
     /// The zones the rules chose (to remember).
-    pub zones: Vec<Zone>,
+    pub(crate) zones: Vec<Zone>,
     /// The desired names left alone because someone else holds them (each warned about).
-    pub left_alone: Vec<LeftAlone>,
+    pub(crate) left_alone: Vec<LeftAlone>,
     /// The owned names the cluster no longer has, kept while they are waited out; `None` when
     /// the zones were not read (the trusted names were the desired ones).
-    pub missing: Option<BTreeMap<String, MissingName>>,
+    pub(crate) missing: Option<BTreeMap<String, MissingName>>,
 }
 
 /// Publishes `desired` (names already checked as DNS names) to the zones the rules allow. Every
@@ -69,7 +69,7 @@ pub struct Published {
 /// has), send the changes in the service's batches; when another writer changed a name first,
 /// read and plan again what is left (three times at most); optionally wait for the changes to
 /// be in effect. With names `remembered` as desired, only reports them.
-pub async fn publish(
+pub(crate) async fn publish(
     dns: &dyn ZoneApi,
     desired: &[DesiredRecord],
     rules: &[ZoneRule],
@@ -114,7 +114,7 @@ pub async fn publish(
 /// Takes this node's `own` addresses out of the names `cluster` owns among `names` (`reset`),
 /// deleting a name with its TXT when no address is left; same reads, batches and retries as
 /// [`publish`].
-pub async fn release(
+pub(crate) async fn release(
     dns: &dyn ZoneApi,
     names: &[DesiredRecord],
     own: &[IpAddr],
@@ -135,7 +135,7 @@ pub async fn release(
 
 /// Removes kOps' precreated placeholder names among `names` (`--remove-dns-names`), same reads,
 /// batches and retries as [`publish`].
-pub async fn remove_placeholders(
+pub(crate) async fn remove_placeholders(
     dns: &dyn ZoneApi,
     names: &[DesiredRecord],
     rules: &[ZoneRule],
@@ -481,7 +481,7 @@ async fn wait_in_sync(
 /// The zones the rules allow, with the calls kOps' control-plane role may make: the zone by id
 /// for `*/ID` and `NAME/ID`, and the zone listing for `*` and `NAME` (never a lookup by name,
 /// which kOps does not grant on every service).
-pub async fn find_zones(dns: &dyn ZoneApi, rules: &[ZoneRule]) -> Result<Vec<Zone>> {
+pub(crate) async fn find_zones(dns: &dyn ZoneApi, rules: &[ZoneRule]) -> Result<Vec<Zone>> {
     let mut zones: Vec<Zone> = Vec::new();
     if rules
         .iter()
@@ -504,7 +504,7 @@ pub async fn find_zones(dns: &dyn ZoneApi, rules: &[ZoneRule]) -> Result<Vec<Zon
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dns::memory::{record_set as set, MemoryZones, Zones};
+    use crate::dns::memory::{record_set as set, MemoryZones, ZoneServiceState};
     use crate::error::NotReady;
     use crate::plan::dns::records::RecordRole;
     use crate::plan::dns::zone_plan::ownership_value;
@@ -549,7 +549,7 @@ mod tests {
 
     /// The service with zone `Z1` (`example.com`).
     fn service() -> MemoryZones {
-        MemoryZones::new(Zones::with_zone("Z1", "example.com"))
+        MemoryZones::new(ZoneServiceState::with_zone("Z1", "example.com"))
     }
 
     /// Why publishing `name` under `rules` is refused (and that nothing was written).
@@ -777,7 +777,7 @@ mod tests {
 
     #[test]
     fn zones_are_found_with_the_calls_the_rules_need() {
-        let mut state = Zones::with_zone("Z1", "example.com");
+        let mut state = ZoneServiceState::with_zone("Z1", "example.com");
         state.add_zone("Z2", "example.com", true);
         state.add_zone("Z3", "other.com", false);
         let dns = MemoryZones::new(state);

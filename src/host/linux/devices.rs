@@ -20,20 +20,20 @@ use crate::plan::blank::{
 use crate::plan::mounts::{check_device, mount_containing, parse_mountinfo, MountEntry};
 
 /// The current mounts of this process's mount namespace.
-pub fn mount_table() -> Result<Vec<MountEntry>> {
+pub(crate) fn mount_table() -> Result<Vec<MountEntry>> {
     let text = fs_err::read_to_string("/proc/self/mountinfo").context("reading the mount table")?;
     Ok(parse_mountinfo(&text))
 }
 
 /// `(major, minor)` of a `dev_t` (glibc's encoding).
-pub fn split_devno(dev: u64) -> (u32, u32) {
+pub(crate) fn split_devno(dev: u64) -> (u32, u32) {
     let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
     let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
     (major as u32, minor as u32)
 }
 
 /// `(major, minor)` of the block device at `path` (symlinks followed).
-pub fn device_number(path: &Path) -> Result<(u32, u32)> {
+pub(crate) fn device_number(path: &Path) -> Result<(u32, u32)> {
     let meta = fs_err::metadata(path).context("reading the block device")?;
     if !std::os::unix::fs::FileTypeExt::is_block_device(&meta.file_type()) {
         bail!("`{}` is not a block device", path.display());
@@ -45,7 +45,7 @@ pub fn device_number(path: &Path) -> Result<(u32, u32)> {
 /// and checks it may be that volume's ([`check_device`]: a partition is refused, a by-id link
 /// must lead to an NVMe namespace, an NVMe namespace must carry the volume's serial in sysfs
 /// where the provider names one).
-pub fn find_device(root: &HostRoot, hint: &DeviceHint) -> Result<Option<FoundDevice>> {
+pub(crate) fn find_device(root: &HostRoot, hint: &DeviceHint) -> Result<Option<FoundDevice>> {
     for candidate in &hint.candidates {
         let found_at = root.path(&candidate.path);
         if fs_err::symlink_metadata(&found_at).is_err() {
@@ -85,7 +85,7 @@ pub fn find_device(root: &HostRoot, hint: &DeviceHint) -> Result<Option<FoundDev
 }
 
 /// `blkid -p` on the device.
-pub fn signature(path: &Path) -> Result<Signature> {
+pub(crate) fn signature(path: &Path) -> Result<Signature> {
     let output = run_tool("blkid", &["-p", "-o", "export"], path, Orphan::DiesWith)?;
     Ok(parse_blkid(
         output.status.code(),
@@ -95,7 +95,7 @@ pub fn signature(path: &Path) -> Result<Signature> {
 }
 
 /// The size of the device in bytes; 0 or an error refuses any format.
-pub fn device_size(file: &mut fs_err::File, path: &Path) -> Result<u64> {
+pub(crate) fn device_size(file: &mut fs_err::File, path: &Path) -> Result<u64> {
     let size = file
         .seek(SeekFrom::End(0))
         .with_context(|| format!("finding the size of `{}`", path.display()))?;
@@ -107,7 +107,7 @@ pub fn device_size(file: &mut fs_err::File, path: &Path) -> Result<u64> {
 
 /// Reads what the zero check reads; stops at the first non-zero byte. Any open or read error is
 /// an error (and so no format).
-pub fn read_zeros(path: &Path, check: BlankCheck) -> Result<Zeros> {
+pub(crate) fn read_zeros(path: &Path, check: BlankCheck) -> Result<Zeros> {
     let mut file = fs_err::File::open(path).context("opening the device for reading")?;
     let size = device_size(&mut file, path)?;
     let mut buffer = vec![0u8; 1 << 20];
@@ -134,7 +134,7 @@ pub fn read_zeros(path: &Path, check: BlankCheck) -> Result<Zeros> {
 
 /// The backup superblocks found at their standard offsets (docs/safety.md: a filesystem whose start
 /// was wiped still has them).
-pub fn read_backup_superblocks(path: &Path) -> Result<Vec<String>> {
+pub(crate) fn read_backup_superblocks(path: &Path) -> Result<Vec<String>> {
     let mut file = fs_err::File::open(path).context("opening the device for reading")?;
     let size = device_size(&mut file, path)?;
     let mut buffer = vec![0u8; BACKUP_READ as usize];
@@ -154,7 +154,7 @@ pub fn read_backup_superblocks(path: &Path) -> Result<Vec<String>> {
 
 /// The witnesses the device itself gives: `blkid -p`, and only when that finds nothing, the
 /// backup superblocks and the zero check.
-pub fn read_witnesses(path: &Path, check: BlankCheck) -> Result<Witnesses> {
+pub(crate) fn read_witnesses(path: &Path, check: BlankCheck) -> Result<Witnesses> {
     let signature = signature(path)?;
     if signature != Signature::None {
         return Ok(Witnesses {
@@ -216,7 +216,7 @@ fn run_tool(
 
 /// Creates an ext4 filesystem with the UUID `uuid`, then checks the device probes as exactly
 /// that. Only call on a device every witness proved blank (or protokube's own interrupted one).
-pub fn format_ext4(path: &Path, uuid: &str) -> Result<()> {
+pub(crate) fn format_ext4(path: &Path, uuid: &str) -> Result<()> {
     let output = run_tool("mkfs.ext4", &["-q", "-U", uuid], path, Orphan::DiesWith)?;
     if !output.status.success() {
         bail!(
@@ -241,7 +241,7 @@ pub fn format_ext4(path: &Path, uuid: &str) -> Result<()> {
 }
 
 /// `fsck -a` before mounting an existing filesystem: 0 clean; 1–3 corrected; 4 or more refuse.
-pub fn fsck(path: &Path) -> Result<FsckResult> {
+pub(crate) fn fsck(path: &Path) -> Result<FsckResult> {
     let output = run_tool("fsck", &["-a", "-T"], path, Orphan::RunsOn)?;
     match output.status.code() {
         Some(0) => Ok(FsckResult::Clean),
@@ -263,14 +263,14 @@ pub fn fsck(path: &Path) -> Result<FsckResult> {
 }
 
 /// The device a path is on (`st_dev`): for a mount point, the device mounted there.
-pub fn mounted_device(path: &Path) -> Result<(u32, u32)> {
+pub(crate) fn mounted_device(path: &Path) -> Result<(u32, u32)> {
     Ok(split_devno(fs_err::metadata(path)?.dev()))
 }
 
 /// Where mounts under `mountpoint` go; refused when the host would not see them: this process
 /// in a mount namespace of its own that does not propagate to init's (a unit with
 /// `PrivateMounts=`, a container without the host's /proc under `--root`).
-pub fn mount_place(root: &HostRoot, mountpoint: &Path) -> Result<MountPlace> {
+pub(crate) fn mount_place(root: &HostRoot, mountpoint: &Path) -> Result<MountPlace> {
     if let Some(host) = host_mount_namespace(root) {
         return Ok(MountPlace::Host(host));
     }
@@ -281,7 +281,7 @@ pub fn mount_place(root: &HostRoot, mountpoint: &Path) -> Result<MountPlace> {
 /// Creates the mount point (mode 0750) and mounts the ext4 device there (`noatime`) in `place`
 /// (and here too when the host's mount does not propagate back), then checks the mount point
 /// shows that device here.
-pub fn mount_ext4(
+pub(crate) fn mount_ext4(
     root: &HostRoot,
     place: &MountPlace,
     device: &FoundDevice,
@@ -354,7 +354,7 @@ fn namespace_id(path: &Path) -> Option<(u64, u64)> {
 }
 
 /// The host's mount namespace, when `--root` is the host's root seen from another one.
-pub fn host_mount_namespace(root: &HostRoot) -> Option<PathBuf> {
+pub(crate) fn host_mount_namespace(root: &HostRoot) -> Option<PathBuf> {
     if root.dir() == Path::new("/") {
         return None;
     }
@@ -514,7 +514,7 @@ fn in_namespace(namespace: &Path, op: NamespaceOp<'_>) -> Result<()> {
 /// The processes that use the filesystem on device `devno` (open files, working or root
 /// directory, executable or mapped files), as `pid (command)`, this process excluded; what
 /// `fuser -m` finds, read from `/proc` so it works across mount namespaces.
-pub fn users_of(devno: (u32, u32)) -> Vec<String> {
+pub(crate) fn users_of(devno: (u32, u32)) -> Vec<String> {
     let own = std::process::id().to_string();
     let Ok(procs) = fs_err::read_dir("/proc") else {
         return Vec::new();
@@ -561,7 +561,7 @@ pub fn users_of(devno: (u32, u32)) -> Vec<String> {
 /// Unmounts the filesystem at `mountpoint` (not lazily: a filesystem in use stays mounted and
 /// the error says so), here and, where protokube mounted it in the host's mount namespace too
 /// (`--root` the host's root seen from a container), there.
-pub fn unmount(root: &HostRoot, mountpoint: &Path) -> Result<()> {
+pub(crate) fn unmount(root: &HostRoot, mountpoint: &Path) -> Result<()> {
     let here = mount_table()?
         .iter()
         .any(|m| Path::new(&m.mountpoint) == mountpoint);
@@ -598,7 +598,7 @@ pub fn unmount(root: &HostRoot, mountpoint: &Path) -> Result<()> {
 /// `--root`, every other process's, containers' included), processes with a file on it or the
 /// device itself open, and kernel holders (device-mapper, md, a loop device). Empty: nothing
 /// holds it, and it may be detached.
-pub fn holders(root: &HostRoot, devno: (u32, u32)) -> Vec<Holder> {
+pub(crate) fn holders(root: &HostRoot, devno: (u32, u32)) -> Vec<Holder> {
     let mut found = BTreeSet::new();
     let mut seen_namespaces = BTreeSet::new();
     let mut tables: Vec<(String, PathBuf)> = vec![(
@@ -665,7 +665,7 @@ pub fn holders(root: &HostRoot, devno: (u32, u32)) -> Vec<Holder> {
 /// loop devices whose backing file is on it (sysfs' `backing_file`), swap files on it
 /// (`/proc/swaps`). A file is on the filesystem when it lives on its device, or — deleted or
 /// out of sight — when its path is under the mount point.
-pub fn pinned_by(root: &HostRoot, mountpoint: &Path, devno: (u32, u32)) -> Vec<Holder> {
+pub(crate) fn pinned_by(root: &HostRoot, mountpoint: &Path, devno: (u32, u32)) -> Vec<Holder> {
     let mut found = BTreeSet::new();
     let mut tables = vec![(
         "this mount namespace".to_owned(),
@@ -755,7 +755,7 @@ fn unescape_octal(text: &str) -> String {
 }
 
 /// The size in bytes of the ext4 filesystem on `path` (from its superblock) and of the device.
-pub fn filesystem_and_device_size(path: &Path) -> Result<(u64, u64)> {
+pub(crate) fn filesystem_and_device_size(path: &Path) -> Result<(u64, u64)> {
     let mut file = fs_err::File::open(path).context("opening the device for reading")?;
     let device = device_size(&mut file, path)?;
     let mut superblock = vec![0u8; 1024];
@@ -769,7 +769,7 @@ pub fn filesystem_and_device_size(path: &Path) -> Result<(u64, u64)> {
 
 /// Whether this process may grow a mounted ext4 filesystem: the kernel asks for
 /// `CAP_SYS_RESOURCE` (containers and some units drop it).
-pub fn may_grow_online() -> bool {
+pub(crate) fn may_grow_online() -> bool {
     const CAP_SYS_RESOURCE: u32 = 24;
     fs_err::read_to_string("/proc/self/status").is_ok_and(|status| {
         status
@@ -782,7 +782,7 @@ pub fn may_grow_online() -> bool {
 
 /// Grows the ext4 filesystem on `path` to the device's size with `resize2fs`: mounted, the
 /// kernel grows it online; not mounted, after the forced check `resize2fs` asks for.
-pub fn grow_ext4(path: &Path) -> Result<()> {
+pub(crate) fn grow_ext4(path: &Path) -> Result<()> {
     let output = run_tool("resize2fs", &[], path, Orphan::RunsOn)?;
     if !output.status.success() {
         bail!(

@@ -33,7 +33,10 @@ const MAX_PEM: u64 = 1 << 20;
 
 /// The version the etcd at `endpoint` reports running; `None` when nothing listens there; an
 /// error says why else there is none.
-pub fn etcd_version(root: &HostRoot, endpoint: &EtcdEndpoint) -> Result<Option<EtcdVersion>> {
+pub(crate) fn etcd_version(
+    root: &HostRoot,
+    endpoint: &EtcdEndpoint,
+) -> Result<Option<EtcdVersion>> {
     let ip = if endpoint.ipv6 {
         IpAddr::V6(Ipv6Addr::LOCALHOST)
     } else {

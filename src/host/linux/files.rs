@@ -20,13 +20,13 @@ use crate::wait::Deadline;
 /// Writes `bytes` to `path` with `mode` so that readers see the old file or the new one, never a
 /// torn one: a dot-prefixed temporary file in the same directory, fsync, rename, fsync of the
 /// directory. Nothing is written when the file already holds exactly these bytes and this mode.
-pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<WriteOutcome> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<WriteOutcome> {
     write_atomic_owned(path, bytes, mode, None)
 }
 
 /// [`write_atomic`], the new file owned by `owner` (uid, gid) when given: a file some other
 /// tool owns keeps its owner and group.
-pub fn write_atomic_owned(
+pub(crate) fn write_atomic_owned(
     path: &Path,
     bytes: &[u8],
     mode: u32,
@@ -86,7 +86,7 @@ pub fn write_atomic_owned(
 /// Removes temporary files an earlier, killed run left beside `name` (`.<name>.<pid>.tmp`):
 /// those of this process and of processes that no longer exist. A live process's file is its
 /// own (a concurrent run writing the metrics file, which it does outside the run lock).
-pub fn remove_stale_temps(dir: &Path, name: &str) {
+pub(crate) fn remove_stale_temps(dir: &Path, name: &str) {
     let prefix = format!(".{name}.");
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -115,7 +115,7 @@ pub fn remove_stale_temps(dir: &Path, name: &str) {
 }
 
 /// What is at `path` now (symlinks not followed).
-pub fn read_fact(path: &Path) -> Result<FileFact> {
+pub(crate) fn read_fact(path: &Path) -> Result<FileFact> {
     let meta = match fs_err::symlink_metadata(path) {
         Ok(meta) => meta,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(FileFact::Missing),
@@ -134,7 +134,7 @@ pub fn read_fact(path: &Path) -> Result<FileFact> {
 }
 
 /// What kind of entry is at `path`, symlinks not followed, its contents not read.
-pub fn kind(path: &Path) -> Result<FileKind> {
+pub(crate) fn kind(path: &Path) -> Result<FileKind> {
     let meta = match fs_err::symlink_metadata(path) {
         Ok(meta) => meta,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(FileKind::Missing),
@@ -153,7 +153,7 @@ pub fn kind(path: &Path) -> Result<FileKind> {
 }
 
 /// The names of the entries of `dir`, sorted; `None` when it does not exist.
-pub fn list(dir: &Path) -> Result<Option<Vec<String>>> {
+pub(crate) fn list(dir: &Path) -> Result<Option<Vec<String>>> {
     let entries = match fs_err::read_dir(dir) {
         Ok(entries) => entries,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -169,7 +169,7 @@ pub fn list(dir: &Path) -> Result<Option<Vec<String>>> {
 
 /// The bytes of the file at `path` (symlinks followed); `None` when it is missing. Anything
 /// but a regular file of at most `max` bytes is an error.
-pub fn read_limited(path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
+pub(crate) fn read_limited(path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
     let meta = match fs_err::metadata(path) {
         Ok(meta) => meta,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -193,7 +193,7 @@ pub fn read_limited(path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
 }
 
 /// Makes one planned file change (nothing for `unchanged`).
-pub fn apply(change: &FileChange) -> Result<()> {
+pub(crate) fn apply(change: &FileChange) -> Result<()> {
     if change.action == Action::Unchanged {
         return Ok(());
     }
@@ -260,13 +260,13 @@ fn file_name(path: &Path) -> Result<String> {
 
 /// The exclusive run lock, `<root>/run/protokube.lock`: held for the life of this value.
 #[derive(Debug)]
-pub struct FileLock {
+pub(crate) struct FileLock {
     _file: std::fs::File,
 }
 
 impl FileLock {
     /// Takes the lock, waiting up to `timeout` for another run to release it; exit 75 after that.
-    pub fn acquire(root: &HostRoot, deadline: Deadline) -> Result<Self> {
+    pub(crate) fn acquire(root: &HostRoot, deadline: Deadline) -> Result<Self> {
         let path = root.own(LOCK_FILE)?;
         if let Some(dir) = path.parent() {
             fs_err::create_dir_all(dir).context("creating the lock directory")?;

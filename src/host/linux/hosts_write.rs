@@ -25,7 +25,7 @@ const SETTLE_MS: std::ops::RangeInclusive<u64> = 1..=20;
 /// Reads the hosts file as bytes (it need not be UTF-8); a missing one reads as empty. Anything
 /// but a regular file is refused at once: a FIFO would hold the run (and its lock) until
 /// someone wrote into it.
-pub fn read_hosts(path: &Path) -> Result<Vec<u8>> {
+pub(crate) fn read_hosts(path: &Path) -> Result<Vec<u8>> {
     let Some(mut file) = open_regular(path, false)? else {
         return Ok(Vec::new());
     };
@@ -77,7 +77,7 @@ fn open_regular(path: &Path, write: bool) -> Result<Option<fs_err::File>> {
 /// Writes `new` to the hosts file at `path` (symlinks already resolved), which held `old` when
 /// the plan was made, when they differ: in place where it exists (whoever holds it mounted sees
 /// the change), created whole where it does not (nobody can hold it yet).
-pub fn write_hosts(path: &Path, old: &[u8], new: &[u8]) -> Result<HostsWrite> {
+pub(crate) fn write_hosts(path: &Path, old: &[u8], new: &[u8]) -> Result<HostsWrite> {
     let Some(file) = open_regular(path, true)? else {
         return write_atomic_owned(path, new, 0o644, None).map(HostsWrite::Done);
     };
@@ -95,7 +95,7 @@ pub fn write_hosts(path: &Path, old: &[u8], new: &[u8]) -> Result<HostsWrite> {
 /// writer (etcd-manager writes its own blocks into the host's file, without a lock) is seen
 /// twice: in the file read again just before the write, and in the file read back after a
 /// pause; either way the caller plans again from what is there.
-pub fn write_in_place(
+pub(crate) fn write_in_place(
     file: &fs_err::File,
     path: &Path,
     old: &[u8],

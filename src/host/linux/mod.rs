@@ -8,11 +8,11 @@
 // The one place `std::fs` is meant to be used.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-pub mod devices;
-pub mod etcd_probe;
-pub mod files;
-pub mod hosts_write;
-pub mod process;
+pub(crate) mod devices;
+pub(crate) mod etcd_probe;
+pub(crate) mod files;
+pub(crate) mod hosts_write;
+pub(crate) mod process;
 
 use std::path::Path;
 
@@ -195,7 +195,7 @@ impl Links for LinuxHost {
 /// The host's root at `dir` on this machine: made absolute and free of symlinks, `.` and `..`
 /// (a relative `--root`, or one with `/./`, names the same directory the mount table does);
 /// an error unless it is a directory.
-pub fn root(dir: &Path) -> Result<HostRoot> {
+pub(crate) fn root(dir: &Path) -> Result<HostRoot> {
     let canonical = fs_err::canonicalize(dir)?;
     if !canonical.is_dir() {
         anyhow::bail!("`{}` is not a directory", dir.display());

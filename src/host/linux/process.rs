@@ -21,7 +21,7 @@ use crate::wait::Deadline;
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
 
 /// Runs `command` until it exits or `deadline` comes (then its whole process group is killed).
-pub async fn run(command: &ChildCommand, deadline: Deadline) -> Result<ChildOutput> {
+pub(crate) async fn run(command: &ChildCommand, deadline: Deadline) -> Result<ChildOutput> {
     let program = &command.program;
     let mut child = tokio::process::Command::new(program)
         .args(&command.args)
@@ -121,7 +121,11 @@ async fn run_systemctl(
 }
 
 /// Whether the host's unit is active.
-pub async fn service_active(root: &HostRoot, unit: &str, deadline: Deadline) -> Result<bool> {
+pub(crate) async fn service_active(
+    root: &HostRoot,
+    unit: &str,
+    deadline: Deadline,
+) -> Result<bool> {
     Ok(
         run_systemctl(root, &["is-active", "--quiet", unit], deadline)
             .await?
@@ -130,7 +134,7 @@ pub async fn service_active(root: &HostRoot, unit: &str, deadline: Deadline) -> 
 }
 
 /// Starts the host's unit, not waiting for it to be up.
-pub async fn start_service(root: &HostRoot, unit: &str, deadline: Deadline) -> Result<()> {
+pub(crate) async fn start_service(root: &HostRoot, unit: &str, deadline: Deadline) -> Result<()> {
     match run_systemctl(root, &["start", "--no-block", unit], deadline).await? {
         (true, _) => Ok(()),
         (false, said) => anyhow::bail!("`systemctl start --no-block {unit}` failed: {said}"),

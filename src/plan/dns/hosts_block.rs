@@ -25,7 +25,7 @@ fn lines(content: &[u8]) -> impl Iterator<Item = &[u8]> {
 /// writes left), or another writer's block begun and never ended (etcd-manager truncates the
 /// file and writes it whole, without a lock). A plan is never made from such a read unless the
 /// same bytes are read again after a pause (then that is simply what the file holds).
-pub fn caught_mid_write(content: &[u8]) -> bool {
+pub(crate) fn caught_mid_write(content: &[u8]) -> bool {
     const BEGIN: &[u8] = b"# Begin host entries managed by ";
     const END: &[u8] = b"# End host entries managed by ";
     if content.contains(&0) {
@@ -190,18 +190,18 @@ fn unmanaged_lines(content: &[u8]) -> Vec<&[u8]> {
 /// block (nodeup writes the load balancer's addresses there on clusters without DNS) is kept
 /// as it is.
 #[derive(Clone, Copy, Debug)]
-pub struct ManagedNames<'a> {
-    pub cluster: &'a str,
+pub(crate) struct ManagedNames<'a> {
+    pub(crate) cluster: &'a str,
     /// With its leading dot.
-    pub internal_suffix: &'a str,
-    pub public_name: &'a str,
+    pub(crate) internal_suffix: &'a str,
+    pub(crate) public_name: &'a str,
     /// The API and kops-controller names are protokube's (not on a cluster without DNS, where
     /// nodeup writes them).
-    pub api_names: bool,
+    pub(crate) api_names: bool,
 }
 
 impl ManagedNames<'_> {
-    pub fn manages(&self, name: &str) -> bool {
+    pub(crate) fn manages(&self, name: &str) -> bool {
         let api = name == format!("api.internal.{}", self.cluster)
             || name == format!("kops-controller.internal.{}", self.cluster)
             || name == self.public_name;
@@ -215,7 +215,11 @@ impl ManagedNames<'_> {
 /// Plans the hosts file without protokube's names (`reset`): one `delete` per name it manages,
 /// the block's other lines and the file's other lines kept; the block goes when nothing else
 /// is left in it. A file without a block (or a guard line) is left as it is.
-pub fn plan_hosts_removal(target: &str, content: &[u8], names: &ManagedNames<'_>) -> HostsPlan {
+pub(crate) fn plan_hosts_removal(
+    target: &str,
+    content: &[u8],
+    names: &ManagedNames<'_>,
+) -> HostsPlan {
     let has_guard = lines(content).any(|line| {
         let trimmed = line.trim_ascii();
         trimmed == GUARD_BEGIN.as_bytes() || trimmed == GUARD_END.as_bytes()
@@ -286,7 +290,7 @@ pub fn plan_hosts_removal(target: &str, content: &[u8], names: &ManagedNames<'_>
 
 /// The block's new records: the desired addresses, or for a name whose addresses are unknown
 /// right now the ones it has; names the cloud no longer supports are dropped.
-pub fn hosts_records(desired: &[DesiredRecord], current: &HostRecords) -> HostRecords {
+pub(crate) fn hosts_records(desired: &[DesiredRecord], current: &HostRecords) -> HostRecords {
     desired
         .iter()
         .filter_map(|record| {
@@ -302,17 +306,17 @@ pub fn hosts_records(desired: &[DesiredRecord], current: &HostRecords) -> HostRe
 
 /// A planned rewrite of the hosts file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HostsPlan {
+pub(crate) struct HostsPlan {
     /// The new content (equal to the current one when nothing changes).
-    pub content: Vec<u8>,
+    pub(crate) content: Vec<u8>,
     /// One entry per name, and one for a layout-only repair.
-    pub changes: Vec<Change>,
+    pub(crate) changes: Vec<Change>,
 }
 
 /// Plans the hosts file at `target` (its path, for the report) from its current `content` and the
 /// desired records: one change per name (create, update, delete or unchanged), and when only the
 /// block's layout needs repairing (duplicate or broken blocks), one `update` of the file itself.
-pub fn plan_hosts(
+pub(crate) fn plan_hosts(
     target: &str,
     content: &[u8],
     desired: &[DesiredRecord],

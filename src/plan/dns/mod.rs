@@ -2,7 +2,7 @@
 //! to (`zones`), a zone's minimal changes with ownership records, placeholders and the deletion
 //! guard (`zone_plan`), and the hosts file's managed block (`hosts_block`). `dns/` applies them.
 
-pub mod hosts_block;
-pub mod records;
-pub mod zone_plan;
-pub mod zones;
+pub(crate) mod hosts_block;
+pub(crate) mod records;
+pub(crate) mod zone_plan;
+pub(crate) mod zones;

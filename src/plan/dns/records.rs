@@ -14,7 +14,7 @@ use crate::spec::ClusterSpec;
 /// What a record is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum RecordRole {
+pub(crate) enum RecordRole {
     /// `etcd-<member>` / `etcd-<key>-<member>` + internal suffix → private IP of the instance the
     /// member's volume is attached to.
     EtcdMember,
@@ -29,7 +29,7 @@ pub enum RecordRole {
 
 impl RecordRole {
     /// What a name of this role is, in words.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Self::EtcdMember => "an etcd member's name",
             Self::ApiInternal => "the internal API name",
@@ -43,27 +43,28 @@ impl RecordRole {
 /// current record is kept (a member whose volume is attached nowhere keeps its record, so DNS
 /// does not flap during a failover).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct DesiredRecord {
-    pub name: String,
-    pub role: RecordRole,
+pub(crate) struct DesiredRecord {
+    pub(crate) name: String,
+    pub(crate) role: RecordRole,
     /// Sorted (IPv4 before IPv6), without duplicates.
-    pub addresses: Vec<IpAddr>,
+    pub(crate) addresses: Vec<IpAddr>,
 }
 
 /// Which API names protokube publishes to a DNS service (kOps' `dns.go` and nodeup's annotations):
 /// with an API load balancer `api.<cluster>` is the load balancer's alias, and with
 /// `useForInternalApi` so is `api.internal.<cluster>`; neither is then protokube's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ApiNames<'a> {
+pub(crate) struct ApiNames<'a> {
     /// `spec.masterPublicName` (or `api.<cluster>`), unless a load balancer serves it.
-    pub public: Option<&'a str>,
+    pub(crate) public: Option<&'a str>,
     /// `api.internal.<cluster>`, unless the load balancer serves it.
-    pub internal: bool,
+    pub(crate) internal: bool,
 }
 
 impl<'a> ApiNames<'a> {
     /// Both names, at the masters.
-    pub fn both(public_name: &'a str) -> Self {
+    #[cfg(test)]
+    pub(crate) fn both(public_name: &'a str) -> Self {
         Self {
             public: Some(public_name),
             internal: true,
@@ -71,7 +72,7 @@ impl<'a> ApiNames<'a> {
     }
 
     /// The names the spec leaves to protokube.
-    pub fn for_spec(spec: Option<&ClusterSpec>, public_name: &'a str) -> Self {
+    pub(crate) fn for_spec(spec: Option<&ClusterSpec>, public_name: &'a str) -> Self {
         let load_balancer = spec.is_some_and(ClusterSpec::api_load_balancer);
         let internal_by_lb = spec.is_some_and(ClusterSpec::load_balancer_serves_internal_api);
         Self {
@@ -87,7 +88,7 @@ impl<'a> ApiNames<'a> {
 /// family an instance has is published: IPv4 as `A`, IPv6 as `AAAA`. kOps'
 /// `kops-controller.internal.<cluster>` (where every worker fetches its configuration) goes to
 /// the masters too.
-pub fn desired_records(
+pub(crate) fn desired_records(
     cluster: &str,
     internal_suffix: &str,
     api: ApiNames<'_>,
@@ -117,7 +118,7 @@ pub fn desired_records(
 /// purpose: `api.internal.<cluster>`, `kops-controller.internal.<cluster>`, or a name under the
 /// internal suffix (the etcd members') or under kOps' `internal.<cluster>`. Two records of one
 /// name would each overwrite the other.
-pub fn own_name_taken(cluster: &str, internal_suffix: &str, name: &str) -> Option<String> {
+pub(crate) fn own_name_taken(cluster: &str, internal_suffix: &str, name: &str) -> Option<String> {
     let fixed = [
         (
             format!("api.internal.{cluster}"),
@@ -154,7 +155,7 @@ fn kops_controller_record(cluster: &str, masters: &[InstanceInfo]) -> DesiredRec
 /// The hosts-file records of a control-plane node of a cluster without a DNS service, as
 /// current kOps' nodeup writes them: its own API names (`api.internal.<cluster>` and the
 /// spec's public name, when set) at `127.0.0.1`, and the etcd members' names.
-pub fn gossip_master_records(
+pub(crate) fn gossip_master_records(
     cluster: &str,
     internal_suffix: &str,
     spec_public_name: Option<&str>,
@@ -181,7 +182,7 @@ pub fn gossip_master_records(
 /// This node's addresses, whose records are its own to take out: those the cloud lists for
 /// instance `instance_id` among `masters`, and those its metadata gives (`internal`,
 /// `external`); sorted, each once.
-pub fn own_addresses(
+pub(crate) fn own_addresses(
     instance_id: &str,
     internal: Option<IpAddr>,
     external: Option<IpAddr>,
@@ -202,7 +203,7 @@ pub fn own_addresses(
 /// The records a node that is not a master needs: `api.internal.<cluster>` and
 /// `kops-controller.internal.<cluster>` → the running masters' private addresses. They come
 /// from the masters alone (one `DescribeInstances`, all kOps' node role may call).
-pub fn worker_records(cluster: &str, masters: &[InstanceInfo]) -> Vec<DesiredRecord> {
+pub(crate) fn worker_records(cluster: &str, masters: &[InstanceInfo]) -> Vec<DesiredRecord> {
     vec![
         DesiredRecord {
             name: format!("api.internal.{cluster}"),
@@ -218,7 +219,7 @@ pub fn worker_records(cluster: &str, masters: &[InstanceInfo]) -> Vec<DesiredRec
 /// The etcd names of every member that some volume lists in its member lists (not only the
 /// member each volume holds): an etcd name outside this set is one no volume speaks of any
 /// more. `None` when no volume names any member.
-pub fn listed_etcd_names(
+pub(crate) fn listed_etcd_names(
     internal_suffix: &str,
     etcd_volumes: &[EtcdVolume],
 ) -> Option<std::collections::BTreeSet<String>> {

@@ -13,11 +13,11 @@ use crate::plan::state::MissingName;
 use crate::report::Action;
 
 /// TTL of every record protokube writes.
-pub const TTL: i64 = 60;
+pub(crate) const TTL: i64 = 60;
 /// The address kOps puts in `A` records before the cluster is up; protokube replaces it.
-pub const PLACEHOLDER: &str = "203.0.113.123";
+pub(crate) const PLACEHOLDER: &str = "203.0.113.123";
 /// The address kOps puts in `AAAA` records of IPv6 clusters before the cluster is up.
-pub const PLACEHOLDER_V6: &str = "fd00:dead:add::";
+pub(crate) const PLACEHOLDER_V6: &str = "fd00:dead:add::";
 
 /// Whether a record set holds nothing but kOps' placeholder address of its family.
 fn is_placeholder(set: &RecordSet) -> bool {
@@ -38,11 +38,14 @@ fn is_placeholder(set: &RecordSet) -> bool {
 }
 
 /// The prefixes current external-dns puts before a name to hold its ownership TXT there.
-pub const EXTERNAL_DNS_PREFIXES: [&str; 3] = ["a-", "aaaa-", "cname-"];
+pub(crate) const EXTERNAL_DNS_PREFIXES: [&str; 3] = ["a-", "aaaa-", "cname-"];
 
 /// The external-dns ownership record of `name`, if any: a TXT with `heritage=external-dns` at
 /// the name or at `a-`/`aaaa-`/`cname-<name>` (the prefix on the first label).
-pub fn external_dns_owner<'a>(name: &str, existing: &'a [RecordSet]) -> Option<&'a RecordSet> {
+pub(crate) fn external_dns_owner<'a>(
+    name: &str,
+    existing: &'a [RecordSet],
+) -> Option<&'a RecordSet> {
     let at: Vec<String> = std::iter::once(name.to_owned())
         .chain(EXTERNAL_DNS_PREFIXES.iter().map(|p| format!("{p}{name}")))
         .collect();
@@ -55,32 +58,32 @@ pub fn external_dns_owner<'a>(name: &str, existing: &'a [RecordSet]) -> Option<&
 
 /// The ownership TXT value beside each name protokube manages (with its quotes, as DNS services
 /// store TXT values).
-pub fn ownership_value(cluster: &str) -> String {
+pub(crate) fn ownership_value(cluster: &str) -> String {
     format!("\"heritage=protokube,protokube/cluster={cluster}\"")
 }
 
 /// The record types protokube writes; a name holding any other type is someone else's.
-pub const WRITTEN_TYPES: [&str; 3] = ["A", "AAAA", "TXT"];
+pub(crate) const WRITTEN_TYPES: [&str; 3] = ["A", "AAAA", "TXT"];
 
 /// What happens to one name.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NameOutcome {
-    pub name: String,
-    pub action: Action,
-    pub from: Vec<String>,
-    pub to: Vec<String>,
+pub(crate) struct NameOutcome {
+    pub(crate) name: String,
+    pub(crate) action: Action,
+    pub(crate) from: Vec<String>,
+    pub(crate) to: Vec<String>,
     /// Set when the name is left alone because someone else owns it.
-    pub warning: Option<String>,
+    pub(crate) warning: Option<String>,
     /// Taken over with `--adopt` (its ownership TXT written now).
-    pub adopted: bool,
+    pub(crate) adopted: bool,
     /// An owned name the cluster no longer has, kept until it has been missing long enough:
     /// since when, with which values (for the state file).
-    pub missing: Option<MissingName>,
+    pub(crate) missing: Option<MissingName>,
 }
 
 impl NameOutcome {
     /// A name that stands as desired.
-    pub fn unchanged(record: &DesiredRecord) -> Self {
+    pub(crate) fn unchanged(record: &DesiredRecord) -> Self {
         let addresses: Vec<String> = record
             .addresses
             .iter()
@@ -100,29 +103,29 @@ impl NameOutcome {
 
 /// What a zone's plan may do beyond writing the desired names.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ZonePolicy {
+pub(crate) struct ZonePolicy {
     /// `--adopt`: take over a name of the cluster's own set that holds only A/AAAA records and
     /// no ownership TXT at all (left by kOps' dns-controller or the old protokube).
-    pub adopt: bool,
+    pub(crate) adopt: bool,
     /// When an owned name the cluster no longer has may go.
-    pub deletion: DeletionGuard,
+    pub(crate) deletion: DeletionGuard,
 }
 
 /// When an owned name the cluster no longer has is deleted (docs/safety.md): never on a partial
 /// view. A deleted name is cached as NXDOMAIN for the zone's SOA minimum, so in doubt, keep.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeletionGuard {
+pub(crate) struct DeletionGuard {
     /// The etcd names of every member some volume of the full answer lists (in any volume's
     /// member list, not only its own volume's tag): only an etcd name outside this set goes.
     /// `None`: the answer named no etcd member at all (a glitch, a permission gone, etcd-manager
     /// owning etcd): no etcd name goes.
-    pub listed_etcd_names: Option<BTreeSet<String>>,
+    pub(crate) listed_etcd_names: Option<BTreeSet<String>>,
     /// Any other name goes once missing on consecutive full reads spanning `grace`: the names
     /// found missing before, since when and with which values (from the state file).
-    pub missing: BTreeMap<String, MissingName>,
-    pub now: SystemTime,
+    pub(crate) missing: BTreeMap<String, MissingName>,
+    pub(crate) now: SystemTime,
     /// `--verify-interval`.
-    pub grace: Duration,
+    pub(crate) grace: Duration,
 }
 
 impl Default for DeletionGuard {
@@ -204,7 +207,7 @@ fn owned_names<'a>(existing: &'a [RecordSet], owner: &str) -> BTreeSet<&'a str> 
 /// Plans the changes for the names of one zone against what the zone holds: the desired names
 /// written, and the names this cluster owns that it no longer has deleted with their TXT.
 /// Pure.
-pub fn plan_zone(
+pub(crate) fn plan_zone(
     desired: &[&DesiredRecord],
     existing: &[RecordSet],
     cluster: &str,
@@ -412,7 +415,7 @@ pub fn plan_zone(
 /// name, which follows its volume (the master that claims it next points it there: deleting it
 /// would leave the peers with NXDOMAIN cached); names not owned, and other nodes' addresses,
 /// are never touched. Pure.
-pub fn plan_release(
+pub(crate) fn plan_release(
     existing: &[RecordSet],
     own: &[IpAddr],
     cluster: &str,
@@ -488,7 +491,7 @@ pub fn plan_release(
 /// which etcd-manager does not use): every A record set of each listed name, whatever
 /// addresses it holds, as kOps' `removeDNSRecords` removed them (`dns_cleanup.go`); an alias
 /// holds no addresses and stays, as does every other type.
-pub fn plan_placeholder_removal(
+pub(crate) fn plan_placeholder_removal(
     existing: &[RecordSet],
     names: &[&str],
 ) -> (Vec<RecordChange>, Vec<NameOutcome>) {

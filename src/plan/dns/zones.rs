@@ -8,15 +8,15 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Zone {
     /// The service's id of it (without any path prefix).
-    pub id: String,
-    pub name: String,
-    pub private: bool,
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) private: bool,
 }
 
 /// One `--zone` rule.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum ZoneRule {
+pub(crate) enum ZoneRule {
     /// `*` or `*/*`: any hosted zone.
     Any,
     /// `*/ID`.
@@ -29,7 +29,7 @@ pub enum ZoneRule {
 
 impl ZoneRule {
     /// Parses a `--zone` value.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         let bad = || {
             format!(
                 "--zone `{}` is not `*`, `*/*`, `*/ID`, `NAME` or `NAME/ID`",
@@ -60,7 +60,7 @@ impl ZoneRule {
 
     /// The rule for `spec.dnsZone`, which kOps lets be a zone id or a zone name: as kOps
     /// decides, a value without a dot is an id.
-    pub fn from_spec(dns_zone: &str) -> Result<Self, String> {
+    pub(crate) fn from_spec(dns_zone: &str) -> Result<Self, String> {
         let looks_like_id = !dns_zone.contains('.')
             && !dns_zone.is_empty()
             && dns_zone.len() <= 32
@@ -72,7 +72,7 @@ impl ZoneRule {
         }
     }
 
-    pub fn allows(&self, zone: &Zone) -> bool {
+    pub(crate) fn allows(&self, zone: &Zone) -> bool {
         match self {
             ZoneRule::Any => true,
             ZoneRule::Id(id) => zone.id == *id,
@@ -84,7 +84,7 @@ impl ZoneRule {
 
 /// The zone a name goes to: the allowed zone with the longest name that is a suffix of it.
 /// Two zones of that name (a public and a private one) are ambiguous: the error says how to pick.
-pub fn zone_for<'a>(name: &str, zones: &'a [Zone]) -> Result<Option<&'a Zone>> {
+pub(crate) fn zone_for<'a>(name: &str, zones: &'a [Zone]) -> Result<Option<&'a Zone>> {
     let matching: Vec<&Zone> = zones
         .iter()
         .filter(|z| name == z.name || name.ends_with(&format!(".{}", z.name)))
@@ -112,18 +112,18 @@ pub fn zone_for<'a>(name: &str, zones: &'a [Zone]) -> Result<Option<&'a Zone>> {
 /// A record set. Names are lowercase, without the trailing dot; TXT values keep their quotes.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct RecordSet {
-    pub name: String,
-    pub record_type: String,
-    pub ttl: Option<i64>,
-    pub values: Vec<String>,
+    pub(crate) name: String,
+    pub(crate) record_type: String,
+    pub(crate) ttl: Option<i64>,
+    pub(crate) values: Vec<String>,
     /// Served by the service from something else (an alias to a load balancer, …): it has no
     /// values of its own, and protokube never writes it.
-    pub alias: bool,
+    pub(crate) alias: bool,
 }
 
 /// What a change does to a record set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RecordAction {
+pub(crate) enum RecordAction {
     /// Adds a record set; refused when one of that name and type exists (another writer was
     /// first).
     Create,
@@ -136,16 +136,16 @@ pub enum RecordAction {
 /// One change of a zone's changes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecordChange {
-    pub action: RecordAction,
-    pub record: RecordSet,
+    pub(crate) action: RecordAction,
+    pub(crate) record: RecordSet,
     /// For an upsert, the set it replaces as read (a service that changes by exact deletions
     /// and additions deletes it).
-    pub replaces: Option<RecordSet>,
+    pub(crate) replaces: Option<RecordSet>,
 }
 
 impl RecordChange {
     /// Adds `record`.
-    pub fn create(record: RecordSet) -> Self {
+    pub(crate) fn create(record: RecordSet) -> Self {
         Self {
             action: RecordAction::Create,
             record,
@@ -154,7 +154,7 @@ impl RecordChange {
     }
 
     /// Puts `record` in place of `held`, the set of its name and type as read.
-    pub fn upsert(record: RecordSet, held: RecordSet) -> Self {
+    pub(crate) fn upsert(record: RecordSet, held: RecordSet) -> Self {
         Self {
             action: RecordAction::Upsert,
             record,
@@ -163,7 +163,7 @@ impl RecordChange {
     }
 
     /// Removes `record`, exactly as held.
-    pub fn delete(record: RecordSet) -> Self {
+    pub(crate) fn delete(record: RecordSet) -> Self {
         Self {
             action: RecordAction::Delete,
             record,

@@ -14,18 +14,18 @@ use crate::spec::EtcdClusterSpec;
 /// The legacy protokube etcd flags (`--etcd-image`, `--tls-*`, …); they override the spec.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EtcdOptions {
-    pub etcd_image: Option<String>,
+    pub(crate) etcd_image: Option<String>,
     /// Milliseconds.
-    pub etcd_election_timeout: Option<u32>,
+    pub(crate) etcd_election_timeout: Option<u32>,
     /// Milliseconds.
-    pub etcd_heartbeat_interval: Option<u32>,
-    pub tls_ca: Option<String>,
-    pub tls_cert: Option<String>,
-    pub tls_key: Option<String>,
-    pub peer_ca: Option<String>,
-    pub peer_cert: Option<String>,
-    pub peer_key: Option<String>,
-    pub tls_auth: bool,
+    pub(crate) etcd_heartbeat_interval: Option<u32>,
+    pub(crate) tls_ca: Option<String>,
+    pub(crate) tls_cert: Option<String>,
+    pub(crate) tls_key: Option<String>,
+    pub(crate) peer_ca: Option<String>,
+    pub(crate) peer_cert: Option<String>,
+    pub(crate) peer_key: Option<String>,
+    pub(crate) tls_auth: bool,
 }
 
 /// One etcd peer: its name and the DNS name others reach it at.
@@ -89,7 +89,7 @@ struct TlsDir {
 
 impl EtcdPodParams {
     /// `https` when the server has both a certificate and a key, else `http`.
-    pub fn scheme(&self) -> &'static str {
+    pub(crate) fn scheme(&self) -> &'static str {
         if self.tls.cert.is_some() && self.tls.key.is_some() {
             "https"
         } else {
@@ -98,7 +98,7 @@ impl EtcdPodParams {
     }
 
     /// Where this pod, once running, answers on this node.
-    pub fn client_endpoint(&self, ipv6: bool) -> EtcdEndpoint {
+    pub(crate) fn client_endpoint(&self, ipv6: bool) -> EtcdEndpoint {
         let tls = (self.scheme() == "https").then(|| EtcdClientTls {
             ca: self.tls.ca.clone(),
             identity: self
@@ -186,7 +186,7 @@ impl EtcdPodParams {
     }
 
     /// `name=scheme://dns-name:peer-port,…` in member order.
-    pub fn initial_cluster(&self) -> String {
+    pub(crate) fn initial_cluster(&self) -> String {
         self.nodes
             .iter()
             .map(|n| {
@@ -300,7 +300,7 @@ fn key_facts(key: &str) -> KeyFacts {
 /// `events` 2381/4002, `cilium` 2382/4003, `leases` 2383/4004; any other key the spec's `peerPort`/`clientPort`, else the next pair no
 /// other cluster uses (from 2382/4003), in the order of `spec.etcdClusters`, then keys found only
 /// on volumes (`extra_keys`) by name. Every port is used once.
-pub fn etcd_ports<'a>(
+pub(crate) fn etcd_ports<'a>(
     clusters: &'a [EtcdClusterSpec],
     extra_keys: impl IntoIterator<Item = &'a str>,
 ) -> Result<BTreeMap<String, (u16, u16)>> {
@@ -361,7 +361,7 @@ pub fn etcd_ports<'a>(
 /// `etcdServersOverrides`, as `--etcd-servers` and `--etcd-servers-overrides`) is a client
 /// port of one of the etcd clusters (`ports`, from [`etcd_ports`]); an endpoint on another
 /// host is an external etcd, not checked. An error names the endpoint and the ports served.
-pub fn check_api_server_etcd_ports(
+pub(crate) fn check_api_server_etcd_ports(
     api_server: Option<&yaml_serde::Mapping>,
     ports: &BTreeMap<String, (u16, u16)>,
 ) -> Result<()> {
@@ -455,7 +455,7 @@ fn local_endpoint(url: &str) -> Option<(String, Option<u16>)> {
 
 /// The image of etcd cluster `key`: `--etcd-image`, else its spec entry's `image`, else
 /// `registry.k8s.io/etcd:<version>-0`. Neither is an error naming the field to set.
-pub fn etcd_image(
+pub(crate) fn etcd_image(
     options: &EtcdOptions,
     clusters: &[EtcdClusterSpec],
     key: &str,
@@ -513,17 +513,17 @@ fn milliseconds(flag: Option<u32>, spec: Option<&String>, field: &str) -> Result
 /// legacy flags, the ports, the internal DNS suffix (starting with a dot) and whether the
 /// cluster runs on IPv6.
 #[derive(Clone, Copy, Debug)]
-pub struct MemberInputs<'a> {
-    pub spec: Option<&'a EtcdClusterSpec>,
-    pub options: &'a EtcdOptions,
-    pub image: &'a str,
-    pub ports: (u16, u16),
-    pub internal_suffix: &'a str,
-    pub ipv6: bool,
+pub(crate) struct MemberInputs<'a> {
+    pub(crate) spec: Option<&'a EtcdClusterSpec>,
+    pub(crate) options: &'a EtcdOptions,
+    pub(crate) image: &'a str,
+    pub(crate) ports: (u16, u16),
+    pub(crate) internal_suffix: &'a str,
+    pub(crate) ipv6: bool,
 }
 
 /// The pod parameters for `membership`, held by a volume mounted at `mount_host_path`.
-pub fn pod_params(
+pub(crate) fn pod_params(
     membership: &EtcdMembership,
     mount_host_path: &str,
     inputs: &MemberInputs<'_>,

@@ -11,7 +11,7 @@ const TABLE_TSV: &str = include_str!("../../../templates/componentconfig-flags.t
 
 /// How a field's value becomes a flag value (from its Go type).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FieldType {
+pub(crate) enum FieldType {
     String,
     Bool,
     Int,
@@ -44,14 +44,14 @@ impl FieldType {
 
 /// One row of the table.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FlagField {
-    pub section: String,
-    pub key: String,
-    pub field_type: FieldType,
-    pub flag: Option<String>,
-    pub repeat: bool,
-    pub flag_empty: Option<String>,
-    pub include_empty: bool,
+pub(crate) struct FlagField {
+    pub(crate) section: String,
+    pub(crate) key: String,
+    pub(crate) field_type: FieldType,
+    pub(crate) flag: Option<String>,
+    pub(crate) repeat: bool,
+    pub(crate) flag_empty: Option<String>,
+    pub(crate) include_empty: bool,
 }
 
 /// The field → flag table.
@@ -62,7 +62,7 @@ pub struct FlagTable {
 
 impl FlagTable {
     /// Parses the TSV form: `struct, json_key, go_type, flag, options, flag_empty, flag_include_empty`.
-    pub fn parse(tsv: &str) -> Result<Self> {
+    pub(crate) fn parse(tsv: &str) -> Result<Self> {
         let mut fields = Vec::new();
         for (number, line) in tsv.lines().enumerate().skip(1) {
             if line.trim().is_empty() {
@@ -93,7 +93,10 @@ impl FlagTable {
     }
 
     /// The rows of one struct, e.g. `KubeAPIServerConfig`.
-    pub fn section<'a>(&'a self, section: &'a str) -> impl Iterator<Item = &'a FlagField> + 'a {
+    pub(crate) fn section<'a>(
+        &'a self,
+        section: &'a str,
+    ) -> impl Iterator<Item = &'a FlagField> + 'a {
         self.fields.iter().filter(move |f| f.section == section)
     }
 
@@ -239,7 +242,7 @@ fn scalar_text(value: &Value, path: &str) -> Result<String> {
 /// `resource.Quantity.AsDec().String()`, the decimal form a component's float flag parses
 /// (`500m` → `0.500`, `2k` → `2000`). Follows apimachinery's `ParseQuantity`: the digits keep
 /// their scale, and a value it cannot hold exactly in 64 bits is rounded up to nano units.
-pub fn format_quantity(text: &str) -> Result<String, String> {
+pub(crate) fn format_quantity(text: &str) -> Result<String, String> {
     if text.is_empty() {
         return Err("empty".into());
     }

@@ -2,11 +2,11 @@
 //! template engine and Pod validation (`templates`), and here which manifests a node gets, their
 //! template contexts, and the file changes that put them in place. Pure.
 
-pub mod etcd;
-pub mod flags;
-pub mod nodeup;
-pub mod templates;
-pub mod upgrade;
+pub(crate) mod etcd;
+pub(crate) mod flags;
+pub(crate) mod nodeup;
+pub(crate) mod templates;
+pub(crate) mod upgrade;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,7 +27,7 @@ use crate::spec::ClusterSpec;
 
 /// Where a manifest goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Placement {
+pub(crate) enum Placement {
     /// `/etc/kubernetes/manifests/<name>.manifest`.
     Static,
     /// On the etcd volume mounted at this host path (`<mount>/k8s.io/manifests/<name>.manifest`),
@@ -52,11 +52,11 @@ pub enum Placement {
 pub struct Manifest {
     /// File stem: `etcd`, `etcd-events`, `kube-apiserver`, …
     pub name: String,
-    pub template: String,
+    pub(crate) template: String,
     pub contents: String,
-    pub placement: Placement,
+    pub(crate) placement: Placement,
     /// Host path of a log file the pod mounts (created if missing, never truncated) and its mode.
-    pub log_file: (String, u32),
+    pub(crate) log_file: (String, u32),
 }
 
 /// What a node renders from.
@@ -187,7 +187,7 @@ fn component_context(
 /// `nodeup/pkg/model/kube_apiserver.go`): none on a cluster without DNS; `internal` unless the
 /// API's load balancer serves the internal name; `external` (the public name) only when
 /// `spec.api.dns` is set — with a load balancer, kOps' alias stays in place.
-pub fn api_server_dns_annotations(
+pub(crate) fn api_server_dns_annotations(
     spec: &ClusterSpec,
     internal_api_name: &str,
 ) -> (Option<String>, Option<String>) {
@@ -357,30 +357,30 @@ fn render_component(
 /// Where a node's manifests go on this host, resolved by the render step (so `/etc/kubernetes`
 /// or `/var/log` may be symlinks) and given to planning.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Layout {
-    pub root: HostRoot,
+pub(crate) struct Layout {
+    pub(crate) root: HostRoot,
     /// The manifest directory kubelet reads, resolved.
-    pub manifest_dir: PathBuf,
+    pub(crate) manifest_dir: PathBuf,
     /// The directory of the pods' log files, resolved.
-    pub log_dir: PathBuf,
+    pub(crate) log_dir: PathBuf,
     /// Per etcd volume id: its manifest directory on the volume, resolved and checked.
-    pub volume_dirs: BTreeMap<String, PathBuf>,
+    pub(crate) volume_dirs: BTreeMap<String, PathBuf>,
 }
 
 /// Where a manifest's files go, as paths under the root.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ManifestPaths {
+pub(crate) struct ManifestPaths {
     /// The manifest file: in the manifest directory, or on its etcd volume.
-    pub file: PathBuf,
+    pub(crate) file: PathBuf,
     /// For a manifest on a volume: the link in the manifest directory and its relative target.
-    pub link: Option<(PathBuf, PathBuf)>,
+    pub(crate) link: Option<(PathBuf, PathBuf)>,
     /// The log file the pod mounts.
-    pub log: PathBuf,
+    pub(crate) log: PathBuf,
 }
 
 impl Manifest {
     /// The paths this manifest occupies in `layout`.
-    pub fn paths(&self, layout: &Layout) -> Result<ManifestPaths> {
+    pub(crate) fn paths(&self, layout: &Layout) -> Result<ManifestPaths> {
         let file_name = format!("{}.manifest", self.name);
         let in_manifest_dir = layout.manifest_dir.join(&file_name);
         let (file, link) = match &self.placement {
@@ -434,10 +434,10 @@ fn pods_by_volume(manifests: &[Manifest]) -> BTreeMap<&str, Vec<VolumePod<'_>>> 
 
 /// The etcd versions the members of each etcd cluster recorded on their volumes, as the cloud's
 /// answer shows them (the volumes' version tags): etcd cluster key → `[(volume id, version)]`.
-pub type MemberVersions = BTreeMap<String, Vec<(String, EtcdVersion)>>;
+pub(crate) type MemberVersions = BTreeMap<String, Vec<(String, EtcdVersion)>>;
 
 /// A volume's version tag to write: `(volume id, etcd cluster key, version)`.
-pub type VersionTag = (String, String, EtcdVersion);
+pub(crate) type VersionTag = (String, String, EtcdVersion);
 
 /// The whole etcd cluster may go to `wanted` only when no other member is more than one minor
 /// behind it (etcd needs every member on 3.5 before any runs 3.6).
@@ -485,7 +485,10 @@ fn volume_dir<'a>(layout: &'a Layout, volume_id: &str) -> Result<&'a PathBuf> {
 }
 
 /// Where each etcd cluster records the etcd version its data last ran.
-pub fn version_record_paths(layout: &Layout, manifests: &[Manifest]) -> Result<Vec<PathBuf>> {
+pub(crate) fn version_record_paths(
+    layout: &Layout,
+    manifests: &[Manifest],
+) -> Result<Vec<PathBuf>> {
     let mut paths = Vec::new();
     for (volume_id, pods) in pods_by_volume(manifests) {
         let dir = volume_dir(layout, volume_id)?;
@@ -499,7 +502,7 @@ pub fn version_record_paths(layout: &Layout, manifests: &[Manifest]) -> Result<V
 
 /// The etcd version each running etcd pod reported on its client port this run, by manifest
 /// name (`etcd`, `etcd-events`); a pod that did not answer is absent.
-pub type ReportedVersions = BTreeMap<String, EtcdVersion>;
+pub(crate) type ReportedVersions = BTreeMap<String, EtcdVersion>;
 
 /// The etcd version guard: each etcd pod's version checked against the version its etcd
 /// cluster's data last ran — what the running etcd reports now, else the record on this volume
@@ -508,7 +511,7 @@ pub type ReportedVersions = BTreeMap<String, EtcdVersion>;
 /// is written only with a version etcd reported (a version written but never run does not
 /// block going back), and the volume's version tag follows the record. Checked before anything
 /// is written; the records are written before the manifests.
-pub fn plan_version_records(
+pub(crate) fn plan_version_records(
     layout: &Layout,
     manifests: &[Manifest],
     facts: &BTreeMap<PathBuf, FileFact>,
@@ -575,7 +578,7 @@ pub fn plan_version_records(
 /// The file changes that put `manifests` in place in `layout`, given what is at each path now
 /// (`facts`, keyed by the paths of [`Manifest::paths`]; a path missing from `facts` counts as
 /// missing): per manifest its file, its link, and its log file when missing. Mode 0644.
-pub fn plan_writes(
+pub(crate) fn plan_writes(
     layout: &Layout,
     manifests: &[Manifest],
     facts: &BTreeMap<PathBuf, FileFact>,

@@ -32,7 +32,7 @@ pub enum Distribution {
 
 impl Distribution {
     /// From the text of `/etc/os-release` (its `ID`).
-    pub fn from_os_release(text: &str) -> Self {
+    pub(crate) fn from_os_release(text: &str) -> Self {
         let id = text
             .lines()
             .find_map(|l| l.strip_prefix("ID="))
@@ -56,21 +56,21 @@ impl Distribution {
 
 /// A host path a pod mounts beyond its template's own.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct HostMount {
-    pub name: String,
-    pub path: String,
-    pub read_only: bool,
+pub(crate) struct HostMount {
+    pub(crate) name: String,
+    pub(crate) path: String,
+    pub(crate) read_only: bool,
 }
 
 /// A component's arguments after its binary, in kOps' order, and what else the spec asks of it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ComponentArgs {
-    pub flags: Vec<String>,
+pub(crate) struct ComponentArgs {
+    pub(crate) flags: Vec<String>,
     /// Host paths to mount, in nodeup's order, after the template's own.
-    pub mounts: Vec<HostMount>,
+    pub(crate) mounts: Vec<HostMount>,
     /// kube-controller-manager's flex-volume plugin directory (mounted read-write).
-    pub volume_plugin_dir: Option<String>,
-    pub warnings: Vec<String>,
+    pub(crate) volume_plugin_dir: Option<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 /// A component's spec section as nodeup edits it before building the flags.
@@ -231,7 +231,7 @@ fn describe(value: &Value) -> String {
 }
 
 /// kube-apiserver (`kube_apiserver.go`).
-pub fn api_server(
+pub(crate) fn api_server(
     table: &FlagTable,
     spec: &ClusterSpec,
     values: &Mapping,
@@ -361,7 +361,7 @@ pub fn api_server(
 }
 
 /// kube-controller-manager (`kube_controller_manager.go`).
-pub fn controller_manager(
+pub(crate) fn controller_manager(
     table: &FlagTable,
     spec: &ClusterSpec,
     values: &Mapping,
@@ -406,7 +406,7 @@ pub fn controller_manager(
 }
 
 /// kube-scheduler (`kube_scheduler.go`).
-pub fn scheduler(table: &FlagTable, values: &Mapping) -> Result<ComponentArgs> {
+pub(crate) fn scheduler(table: &FlagTable, values: &Mapping) -> Result<ComponentArgs> {
     let sched = format!("{SRV}/kube-scheduler");
     let mut s = Section::new(table, "KubeSchedulerConfig", "spec.kubeScheduler", values);
     if s.is_unset("tlsCertFile") {
@@ -423,7 +423,11 @@ pub fn scheduler(table: &FlagTable, values: &Mapping) -> Result<ComponentArgs> {
 }
 
 /// kube-proxy (`kube_proxy.go`); `api_server_url` is where it finds the API.
-pub fn proxy(table: &FlagTable, values: &Mapping, api_server_url: &str) -> Result<ComponentArgs> {
+pub(crate) fn proxy(
+    table: &FlagTable,
+    values: &Mapping,
+    api_server_url: &str,
+) -> Result<ComponentArgs> {
     let mut s = Section::new(table, "KubeProxyConfig", "spec.kubeProxy", values);
     s.fill_when_empty("master", api_server_url);
     s.fill_when_unset("conntrackMaxPerCore", Value::from(131_072));

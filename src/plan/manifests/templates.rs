@@ -60,7 +60,7 @@ pub fn compile_templates(overrides: &[(String, String)]) -> Result<Tera> {
 }
 
 /// Tera's errors keep the useful part in their sources.
-pub fn tera_error_chain(err: &tera::Error) -> String {
+pub(crate) fn tera_error_chain(err: &tera::Error) -> String {
     let mut parts = vec![err.to_string()];
     let mut source = std::error::Error::source(err);
     while let Some(inner) = source {

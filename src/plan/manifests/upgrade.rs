@@ -6,14 +6,14 @@
 use std::fmt;
 
 /// The file on a volume, beside its manifests, that records the etcd version its data last ran.
-pub const VERSION_FILE: &str = "etcd-version";
+pub(crate) const VERSION_FILE: &str = "etcd-version";
 
 /// An etcd version, `major.minor.patch`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct EtcdVersion {
-    pub major: u64,
-    pub minor: u64,
-    pub patch: u64,
+pub(crate) struct EtcdVersion {
+    pub(crate) major: u64,
+    pub(crate) minor: u64,
+    pub(crate) patch: u64,
 }
 
 impl fmt::Display for EtcdVersion {
@@ -24,7 +24,7 @@ impl fmt::Display for EtcdVersion {
 
 impl EtcdVersion {
     /// `3.5.13`, `v3.5.13`, `3.5.13-0` (an image tag's build suffix ignored).
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         let text = text.trim().trim_start_matches('v');
         let core = text.split(['-', '+']).next()?;
         let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
@@ -38,7 +38,7 @@ impl EtcdVersion {
 
     /// The version an etcd image runs, from its tag (`registry.k8s.io/etcd:3.5.13-0`); `None`
     /// for a tag that is not a version (`latest`, a digest).
-    pub fn of_image(image: &str) -> Option<Self> {
+    pub(crate) fn of_image(image: &str) -> Option<Self> {
         let name = image.split('@').next()?;
         let (_, tag) = name.rsplit_once(':')?;
         if tag.contains('/') {
@@ -51,25 +51,25 @@ impl EtcdVersion {
 /// Where a running etcd pod answers `GET /version`: its client port on this node's loopback
 /// (the pod has the host's network and listens on every address).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EtcdEndpoint {
-    pub port: u16,
+pub(crate) struct EtcdEndpoint {
+    pub(crate) port: u16,
     /// An IPv6 cluster's etcd listens on `[::]`: asked at `[::1]`.
-    pub ipv6: bool,
+    pub(crate) ipv6: bool,
     /// `https`, with what the pod's flags name (host paths, as the pod mounts them).
-    pub tls: Option<EtcdClientTls>,
+    pub(crate) tls: Option<EtcdClientTls>,
 }
 
 /// How to speak TLS to an etcd pod: its CA to verify it, and the certificate and key to show
 /// when it asks for client certificates (`--tls-auth`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EtcdClientTls {
-    pub ca: Option<String>,
-    pub identity: Option<(String, String)>,
+pub(crate) struct EtcdClientTls {
+    pub(crate) ca: Option<String>,
+    pub(crate) identity: Option<(String, String)>,
 }
 
 impl EtcdEndpoint {
     /// `http://127.0.0.1:4001`, as said in messages.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         let scheme = if self.tls.is_some() { "https" } else { "http" };
         let host = if self.ipv6 { "[::1]" } else { "127.0.0.1" };
         format!("{scheme}://{host}:{}", self.port)
@@ -78,7 +78,7 @@ impl EtcdEndpoint {
 
 /// The version this etcd server runs, from the body of its `GET /version` answer
 /// (`{"etcdserver":"3.5.13","etcdcluster":"3.5.0"}`).
-pub fn parse_version_answer(body: &[u8]) -> Result<EtcdVersion, String> {
+pub(crate) fn parse_version_answer(body: &[u8]) -> Result<EtcdVersion, String> {
     #[derive(serde::Deserialize)]
     struct Answer {
         etcdserver: String,
@@ -95,7 +95,7 @@ pub fn parse_version_answer(body: &[u8]) -> Result<EtcdVersion, String> {
 
 /// Whether data last run by `recorded` may run `wanted`: the same minor (any patch), or the
 /// next minor; never back a minor, never two ahead. The refusal says what to do.
-pub fn check_upgrade(recorded: EtcdVersion, wanted: EtcdVersion) -> Result<(), String> {
+pub(crate) fn check_upgrade(recorded: EtcdVersion, wanted: EtcdVersion) -> Result<(), String> {
     let (from, to) = (
         (recorded.major, recorded.minor),
         (wanted.major, wanted.minor),

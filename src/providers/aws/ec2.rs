@@ -26,14 +26,14 @@ const VOLUME_PAGE_SIZE: i32 = 500;
 
 /// EC2 through the AWS SDK.
 #[derive(Clone, Debug)]
-pub struct Ec2 {
+pub(crate) struct Ec2 {
     client: aws_sdk_ec2::Client,
     answered: AnswerClock,
 }
 
 impl Ec2 {
     /// A client on `config`; every request it sends is counted by `counter`.
-    pub fn new(config: &SdkConfig, counter: &CallCounter) -> Self {
+    pub(crate) fn new(config: &SdkConfig, counter: &CallCounter) -> Self {
         let answered = AnswerClock::default();
         let config = aws_sdk_ec2::config::Builder::from(config)
             .interceptor(counter.clone())

@@ -18,12 +18,12 @@ use crate::error::Unreachable;
 /// host at boot). Honours `AWS_EC2_METADATA_SERVICE_ENDPOINT` and
 /// `AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE=IPv6` (`http://[fd00:ec2::254]`).
 #[derive(Clone, Debug)]
-pub struct Imds {
+pub(crate) struct Imds {
     client: aws_config::imds::Client,
 }
 
 impl Imds {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             client: aws_config::imds::Client::builder()
                 // Never through a proxy: the SDK's default client would take the environment's.
@@ -53,7 +53,7 @@ const HOP_LIMIT_HINT: &str = "if protokube runs in a container without host netw
      run with host networking or raise the hop limit to 2";
 
 /// Where IMDS keeps `item`, relative to `/latest/meta-data/`.
-pub fn path(item: MetadataItem) -> &'static str {
+pub(crate) fn path(item: MetadataItem) -> &'static str {
     match item {
         MetadataItem::InstanceId => "instance-id",
         MetadataItem::Zone => "placement/availability-zone",

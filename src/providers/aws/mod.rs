@@ -3,12 +3,12 @@
 //! ([`imds`]), EBS device naming ([`devices`]), Route53 behind the zone seam ([`route53`]),
 //! and [`connect`], which makes the run's cloud and zone service together.
 
-pub mod devices;
-pub mod ec2;
-pub mod imds;
-pub mod patient;
-pub mod route53;
-pub mod sdk;
+pub(crate) mod devices;
+pub(crate) mod ec2;
+pub(crate) mod imds;
+pub(crate) mod patient;
+pub(crate) mod route53;
+pub(crate) mod sdk;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -31,7 +31,7 @@ use sdk::AwsSdk;
 /// `aws-route53`); the SDK's region variables count as `--region`; an IRSA cluster leaves its
 /// names to dns-controller (the control-plane role has no Route53 permission); a refused call
 /// names kOps' IAM role of the node.
-pub const PROVIDER: Provider = Provider {
+pub(crate) const PROVIDER: Provider = Provider {
     name: "aws",
     zone_service: "Route53",
     zone_service_names: &["route53", "aws-route53"],
@@ -59,7 +59,11 @@ pub const PROVIDER: Provider = Provider {
 /// The run's AWS: EC2 and Route53 on one SDK configuration, every call ending by the run's
 /// deadline. Credentials come from the SDK's chain (its own files under `$HOME`, not the
 /// node's `--root`), so the node's files are not read here.
-pub fn connect(settings: &Settings, _files: &dyn Files) -> Result<Connected> {
+#[allow(
+    clippy::unnecessary_wraps,
+    reason = "the registry's signature, shared by every provider"
+)]
+pub(crate) fn connect(settings: &Settings, _files: &dyn Files) -> Result<Connected> {
     let sdk = AwsSdk::new(settings.deadline);
     Ok(Connected {
         cloud: Box::new(AwsCloud::new(sdk.clone())),
@@ -69,14 +73,14 @@ pub fn connect(settings: &Settings, _files: &dyn Files) -> Result<Connected> {
 
 /// AWS: IMDSv2 for the metadata, EC2 on the run's shared SDK configuration; each waits for a
 /// metadata service, credentials or endpoint not there yet, up to the run's deadline.
-pub struct AwsCloud {
+pub(crate) struct AwsCloud {
     imds: Patient<imds::Imds>,
     sdk: Arc<AwsSdk>,
 }
 
 impl AwsCloud {
     /// AWS on `sdk` (shared with the run's other AWS clients).
-    pub fn new(sdk: Arc<AwsSdk>) -> Self {
+    pub(crate) fn new(sdk: Arc<AwsSdk>) -> Self {
         Self {
             imds: Patient::new(imds::Imds::new(), sdk.deadline()),
             sdk,

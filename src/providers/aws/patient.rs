@@ -13,7 +13,7 @@ use super::sdk::AwsSdk;
 use crate::cloud::{AttachOutcome, CloudVolume, InstanceApi, InstanceInfo, VolumeApi, VolumeQuery};
 
 /// [`Ec2`] with the run's patience.
-pub struct PatientEc2 {
+pub(crate) struct PatientEc2 {
     pub(super) ec2: Ec2,
     pub(super) sdk: Arc<AwsSdk>,
 }

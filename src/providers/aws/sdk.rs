@@ -34,7 +34,7 @@ const MAX_ATTEMPTS: u32 = 6;
 /// credentials are resolved once), the call counter, and patience with an endpoint or
 /// credentials not there yet, bounded by the run's deadline.
 #[derive(Debug)]
-pub struct AwsSdk {
+pub(crate) struct AwsSdk {
     deadline: Deadline,
     counter: CallCounter,
     config: tokio::sync::Mutex<Option<(String, SdkConfig)>>,
@@ -42,7 +42,7 @@ pub struct AwsSdk {
 
 impl AwsSdk {
     /// The SDK for a run that ends by `deadline`.
-    pub fn new(deadline: Deadline) -> Arc<Self> {
+    pub(crate) fn new(deadline: Deadline) -> Arc<Self> {
         Arc::new(Self {
             deadline,
             counter: CallCounter::default(),
@@ -51,7 +51,7 @@ impl AwsSdk {
     }
 
     /// The configuration for `region`, loaded on first use.
-    pub async fn config(&self, region: &str) -> SdkConfig {
+    pub(crate) async fn config(&self, region: &str) -> SdkConfig {
         let mut cached = self.config.lock().await;
         if let Some((loaded_for, config)) = cached.as_ref() {
             if loaded_for == region {
@@ -66,18 +66,18 @@ impl AwsSdk {
     }
 
     /// Counts every request of the clients it is given to.
-    pub fn counter(&self) -> &CallCounter {
+    pub(crate) fn counter(&self) -> &CallCounter {
         &self.counter
     }
 
     /// The run's deadline.
-    pub fn deadline(&self) -> Deadline {
+    pub(crate) fn deadline(&self) -> Deadline {
         self.deadline
     }
 
     /// Runs `call` (the AWS operation `operation`, e.g. `ec2:AttachVolume`) until it is
     /// answered, waiting for an endpoint or credentials not there yet.
-    pub async fn wait<T, F, Fut>(&self, operation: &str, call: F) -> Result<T>
+    pub(crate) async fn wait<T, F, Fut>(&self, operation: &str, call: F) -> Result<T>
     where
         F: FnMut() -> Fut + Send,
         Fut: Future<Output = Result<T>> + Send,
@@ -90,10 +90,10 @@ impl AwsSdk {
 /// Counts the requests the AWS clients send, by operation, retries included (an SDK
 /// interceptor: each attempt passes `read_before_transmit` once).
 #[derive(Clone, Debug, Default)]
-pub struct CallCounter(Arc<Mutex<BTreeMap<String, u64>>>);
+pub(crate) struct CallCounter(Arc<Mutex<BTreeMap<String, u64>>>);
 
 impl CallCounter {
-    pub fn counts(&self) -> BTreeMap<String, u64> {
+    pub(crate) fn counts(&self) -> BTreeMap<String, u64> {
         self.0.lock().map(|c| c.clone()).unwrap_or_default()
     }
 }
@@ -133,7 +133,7 @@ fn operator_retry_config() -> bool {
 /// bounded timeouts (each attempt 30 s, each operation with its retries `operation_timeout`),
 /// no stalled-stream ticking. Endpoint and credentials come from the SDK's standard chain, so
 /// `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, profiles and instance roles work.
-pub async fn load_sdk_config(region: &str, operation_timeout: Duration) -> SdkConfig {
+pub(crate) async fn load_sdk_config(region: &str, operation_timeout: Duration) -> SdkConfig {
     let mut loader =
         aws_config::defaults(BehaviorVersion::latest()).region(Region::new(region.to_owned()));
     if !operator_retry_config() {
@@ -189,7 +189,7 @@ fn egress_http_client(proxies: &EgressProxies) -> SharedHttpClient {
 
 /// The client of the instance metadata service: never through a proxy, whatever the
 /// environment says (only the node itself reaches it).
-pub fn direct_http_client() -> SharedHttpClient {
+pub(crate) fn direct_http_client() -> SharedHttpClient {
     https_client(ProxyConfig::disabled())
 }
 

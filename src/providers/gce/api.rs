@@ -42,23 +42,23 @@ const MAX_ANSWER_BYTES: usize = 16 << 20;
 /// Where the Google APIs of a run are: Compute Engine's and Cloud DNS' roots, each an
 /// `http(s)://` URL ending in `/`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GceEndpoints {
-    pub compute: String,
-    pub dns: String,
+pub(crate) struct GceEndpoints {
+    pub(crate) compute: String,
+    pub(crate) dns: String,
 }
 
 /// A Google API's error answer, as its JSON body says it.
 #[derive(Debug)]
-pub struct GoogleError {
+pub(crate) struct GoogleError {
     /// The API method, e.g. `compute.disks.setLabels`.
-    pub method: String,
-    pub status: u16,
+    pub(crate) method: String,
+    pub(crate) status: u16,
     /// The first error's `reason` (`resourceInUseByAnotherResource`, `conditionNotMet`, …), else
     /// the body's `status`.
-    pub reason: String,
-    pub message: String,
+    pub(crate) reason: String,
+    pub(crate) message: String,
     /// Every reason the body gives (`errors[].reason`, `details[].reason`, `status`).
-    pub reasons: Vec<String>,
+    pub(crate) reasons: Vec<String>,
 }
 
 impl std::fmt::Display for GoogleError {
@@ -75,14 +75,14 @@ impl std::error::Error for GoogleError {}
 
 impl GoogleError {
     /// The Google error among `err`'s causes, if any.
-    pub fn in_chain(err: &anyhow::Error) -> Option<&Self> {
+    pub(crate) fn in_chain(err: &anyhow::Error) -> Option<&Self> {
         err.chain().find_map(|cause| cause.downcast_ref::<Self>())
     }
 }
 
 /// Which of Google's APIs a call goes to (each at its own root, `GceEndpoints`).
 #[derive(Clone, Copy, Debug)]
-pub enum GoogleService {
+pub(crate) enum GoogleService {
     Compute,
     Dns,
 }
@@ -108,7 +108,7 @@ fn busy_to_the_end(call: &Call<'_>, said: &str) -> anyhow::Error {
 
 /// The IAM permission API method `method_id` needs: its own id, but for the methods Google
 /// checks under another one's.
-pub fn permission(method_id: &str) -> &str {
+pub(crate) fn permission(method_id: &str) -> &str {
     match method_id {
         "compute.disks.aggregatedList" => "compute.disks.list",
         "compute.instances.aggregatedList" => "compute.instances.list",
@@ -118,7 +118,7 @@ pub fn permission(method_id: &str) -> &str {
 }
 
 /// Google's APIs for one run.
-pub struct GoogleApi {
+pub(crate) struct GoogleApi {
     http: HttpClient,
     metadata: Arc<MetadataServer>,
     deadline: Deadline,
@@ -126,12 +126,12 @@ pub struct GoogleApi {
     /// Methods a rate quota refused, and when they may be asked again.
     held: Mutex<BTreeMap<String, tokio::time::Instant>>,
     project: tokio::sync::OnceCell<String>,
-    pub endpoints: GceEndpoints,
+    pub(crate) endpoints: GceEndpoints,
 }
 
 impl GoogleApi {
     /// The APIs at `endpoints`, with tokens from `metadata`, for a run that ends by `deadline`.
-    pub fn new(
+    pub(crate) fn new(
         endpoints: GceEndpoints,
         metadata: Arc<MetadataServer>,
         deadline: Deadline,
@@ -151,17 +151,17 @@ impl GoogleApi {
     }
 
     /// The metadata server the tokens come from.
-    pub fn metadata(&self) -> &Arc<MetadataServer> {
+    pub(crate) fn metadata(&self) -> &Arc<MetadataServer> {
         &self.metadata
     }
 
     /// The run's deadline.
-    pub fn deadline(&self) -> Deadline {
+    pub(crate) fn deadline(&self) -> Deadline {
         self.deadline
     }
 
     /// The project this instance runs in (from the metadata server, asked once).
-    pub async fn project(&self) -> Result<String> {
+    pub(crate) async fn project(&self) -> Result<String> {
         let metadata = &self.metadata;
         self.project
             .get_or_try_init(|| async {
@@ -178,14 +178,14 @@ impl GoogleApi {
     }
 
     /// The requests sent so far, by API method, retries included.
-    pub fn calls(&self) -> BTreeMap<String, u64> {
+    pub(crate) fn calls(&self) -> BTreeMap<String, u64> {
         self.calls.lock().map(|c| c.clone()).unwrap_or_default()
     }
 
     /// Calls API method `method_id` (`http_method` on `path` under `service`'s root, with
     /// `query` and `body`) and reads its answer: waited for while Google or the token cannot
     /// be reached (up to the run's deadline), retried while Google answers busy.
-    pub async fn call<T: DeserializeOwned>(
+    pub(crate) async fn call<T: DeserializeOwned>(
         &self,
         service: GoogleService,
         method_id: &str,
@@ -486,12 +486,12 @@ fn read_error(method_id: &str, status: u16, body: &[u8]) -> GoogleError {
 }
 
 /// A field Google must send: its absence is an error naming it and the answer.
-pub fn required<T>(value: Option<T>, field: &str, answer: &str) -> Result<T> {
+pub(crate) fn required<T>(value: Option<T>, field: &str, answer: &str) -> Result<T> {
     value.ok_or_else(|| anyhow!("the `{answer}` answer has no `{field}`"))
 }
 
 /// `value` as one URL path segment or query value: unreserved bytes kept, the rest `%XX`.
-pub fn escape(value: &str) -> String {
+pub(crate) fn escape(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for byte in value.bytes() {
         if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
@@ -506,12 +506,12 @@ pub fn escape(value: &str) -> String {
 /// A new id for one mutating request (Compute Engine's `requestId`, Cloud DNS'
 /// `clientOperationId`): sent again with each retry of that request, so a request whose answer
 /// was lost is not carried out twice.
-pub fn request_id() -> String {
+pub(crate) fn request_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
 /// `base` followed by `path` (already escaped) and the query `pairs` (escaped here).
-pub fn url(base: &str, path: &str, pairs: &[(&str, &str)]) -> String {
+pub(crate) fn url(base: &str, path: &str, pairs: &[(&str, &str)]) -> String {
     let mut url = format!("{base}{path}");
     for (i, (key, value)) in pairs.iter().enumerate() {
         url.push(if i == 0 { '?' } else { '&' });

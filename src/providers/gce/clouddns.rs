@@ -26,12 +26,12 @@ use crate::providers::gce::api::{
 const CHANGE_LIMIT: usize = 1000;
 
 /// Cloud DNS clients on the run's Google API layer.
-pub struct CloudDnsService {
+pub(crate) struct CloudDnsService {
     api: Arc<GoogleApi>,
 }
 
 impl CloudDnsService {
-    pub fn new(api: Arc<GoogleApi>) -> Self {
+    pub(crate) fn new(api: Arc<GoogleApi>) -> Self {
         Self { api }
     }
 }
@@ -89,7 +89,7 @@ struct Change {
 }
 
 /// Cloud DNS' managed zones of one project.
-pub struct CloudDns {
+pub(crate) struct CloudDns {
     api: Arc<GoogleApi>,
     project: String,
 }

@@ -235,7 +235,7 @@ struct OperationErrorItem {
 }
 
 /// Compute Engine for a node at `placement` in `project`.
-pub struct Compute {
+pub(crate) struct Compute {
     api: Arc<GoogleApi>,
     project: String,
     placement: Placement,
@@ -250,7 +250,7 @@ pub struct Compute {
 type Attachments = BTreeMap<String, Vec<AttachedDisk>>;
 
 impl Compute {
-    pub fn new(api: Arc<GoogleApi>, project: String, placement: Placement) -> Self {
+    pub(crate) fn new(api: Arc<GoogleApi>, project: String, placement: Placement) -> Self {
         Self {
             api,
             project,

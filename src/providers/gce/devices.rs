@@ -10,7 +10,7 @@ use crate::cloud::{DeviceCandidate, DeviceHint, DeviceNaming};
 
 /// Compute Engine's naming.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct PersistentDiskDevices;
+pub(crate) struct PersistentDiskDevices;
 
 impl DeviceNaming for PersistentDiskDevices {
     fn free_name(&self, volume_id: &str, in_use: &[String]) -> Option<String> {

@@ -9,19 +9,19 @@ use crate::cloud::tags;
 use crate::cloud::tags::FORMATTED as FORMATTED_TAG;
 
 /// The cluster label (its value is the cluster name with `.` as `-`, not encoded).
-pub const CLUSTER_LABEL: &str = "k8s-io-cluster-name";
+pub(crate) const CLUSTER_LABEL: &str = "k8s-io-cluster-name";
 /// Role labels: `k8s-io-role-<role>`.
-pub const ROLE_PREFIX: &str = "k8s-io-role-";
+pub(crate) const ROLE_PREFIX: &str = "k8s-io-role-";
 /// Membership labels: `k8s-io-etcd-<cluster key>=<EncodeGCELabel("me/m1,m2,…")>`.
-pub const ETCD_PREFIX: &str = "k8s-io-etcd-";
+pub(crate) const ETCD_PREFIX: &str = "k8s-io-etcd-";
 /// The label protokube sets on a disk it formatted: the filesystem's UUID (label-safe as it is).
-pub const FORMATTED_LABEL: &str = "k8s-io-protokube-formatted";
+pub(crate) const FORMATTED_LABEL: &str = "k8s-io-protokube-formatted";
 /// The labels of the etcd versions protokube records, values encoded.
-pub const ETCD_VERSION_PREFIX: &str = "k8s-io-protokube-etcd-version-";
+pub(crate) const ETCD_VERSION_PREFIX: &str = "k8s-io-protokube-etcd-version-";
 
 /// kOps' `EncodeGCELabel`: every byte outside `[0-9a-z]` as `-` and two hex digits
 /// (`a/a,b` → `a-2fa-2cb`).
-pub fn encode(value: &str) -> String {
+pub(crate) fn encode(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for byte in value.bytes() {
         if byte.is_ascii_digit() || byte.is_ascii_lowercase() {
@@ -34,7 +34,7 @@ pub fn encode(value: &str) -> String {
 }
 
 /// kOps' `DecodeGCELabel`, the reverse of [`encode`]: `None` for a value that is not one.
-pub fn decode(label: &str) -> Option<String> {
+pub(crate) fn decode(label: &str) -> Option<String> {
     let bytes = label.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -55,7 +55,7 @@ pub fn decode(label: &str) -> Option<String> {
 /// `cluster`: `<cluster, '.' → '-'>-k8s-io-role-<role>`, as kOps ≤ 1.22 writes it
 /// (`GCETagForRole`), and as kOps ≥ 1.23 writes it (`TagForRole`: `ClusterPrefixedName`, the
 /// cluster part cut to fit 63 characters with a hash of it).
-pub fn role_tags(cluster: &str, role: &str) -> [String; 2] {
+pub(crate) fn role_tags(cluster: &str, role: &str) -> [String; 2] {
     let suffix = format!("-{ROLE_PREFIX}{role}");
     let safe = cluster_value(cluster);
     let plain = format!("{safe}{suffix}");
@@ -87,12 +87,12 @@ fn kops_hash(value: &str) -> String {
 
 /// The list filter of the cluster's resources: kOps' cluster label (AIP-160,
 /// `labels.k8s-io-cluster-name="<value>"`). What it returns is checked again where it is read.
-pub fn cluster_filter(cluster: &str) -> String {
+pub(crate) fn cluster_filter(cluster: &str) -> String {
     format!("labels.{CLUSTER_LABEL}=\"{}\"", cluster_value(cluster))
 }
 
 /// The cluster label's value for `cluster`: kOps' `SafeClusterName`.
-pub fn cluster_value(cluster: &str) -> String {
+pub(crate) fn cluster_value(cluster: &str) -> String {
     cluster.replace('.', "-")
 }
 
@@ -102,7 +102,7 @@ pub fn cluster_value(cluster: &str) -> String {
 /// As for kOps, two clusters whose names differ only in `.` and `-` are one to GCE's labels.
 /// A membership or version label that does not decode keeps its raw value, so the volume is
 /// refused as malformed where it is read.
-pub fn to_tags(
+pub(crate) fn to_tags(
     labels: &BTreeMap<String, String>,
     cluster: Option<&str>,
 ) -> BTreeMap<String, String> {
@@ -138,7 +138,7 @@ pub fn to_tags(
 /// kOps' keys as GCE labels, for messages: the key an operator finds on the disk or instance,
 /// and the value as stored (encoded where kOps encodes it).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct GceLabels;
+pub(crate) struct GceLabels;
 
 impl crate::cloud::MetadataWords for GceLabels {
     fn noun(&self) -> &'static str {
@@ -176,7 +176,7 @@ impl crate::cloud::MetadataWords for GceLabels {
 
 /// The GCE label for a key and value protokube writes (`tag_volume`): the formatted tag as it
 /// is (a UUID), an etcd version encoded; `None` for a key protokube never writes.
-pub fn from_tag(key: &str, value: &str) -> Option<(String, String)> {
+pub(crate) fn from_tag(key: &str, value: &str) -> Option<(String, String)> {
     if key == FORMATTED_TAG {
         return Some((FORMATTED_LABEL.to_owned(), value.to_owned()));
     }

@@ -31,7 +31,7 @@ const TOKEN_MARGIN: Duration = Duration::from_mins(1);
 const MAX_ANSWER_BYTES: usize = 64 << 10;
 
 /// The metadata server of this instance.
-pub struct MetadataServer {
+pub(crate) struct MetadataServer {
     http: HttpClient,
     root: String,
     token: Mutex<Option<(String, Instant)>>,
@@ -46,7 +46,7 @@ struct TokenAnswer {
 
 impl MetadataServer {
     /// The server at `GCE_METADATA_HOST` (`host:port`), else `169.254.169.254`.
-    pub fn from_env() -> Result<Self> {
+    pub(crate) fn from_env() -> Result<Self> {
         let host = std::env::var("GCE_METADATA_HOST")
             .ok()
             .filter(|h| !h.trim().is_empty())
@@ -67,7 +67,7 @@ impl MetadataServer {
 
     /// The value at `path` (relative to `computeMetadata/v1/`), `None` when the server says it
     /// does not exist.
-    pub async fn get(&self, path: &str) -> Result<Option<String>> {
+    pub(crate) async fn get(&self, path: &str) -> Result<Option<String>> {
         let request = Request::get(format!("{}{path}", self.root))
             .header("metadata-flavor", "Google")
             .body(Full::new(Bytes::new()))?;
@@ -121,17 +121,17 @@ impl MetadataServer {
     }
 
     /// The project this instance runs in.
-    pub async fn project_id(&self) -> Result<String> {
+    pub(crate) async fn project_id(&self) -> Result<String> {
         self.required("project/project-id").await
     }
 
     /// Forgets the access token (Google rejected it): the next call fetches a new one.
-    pub async fn forget_token(&self) {
+    pub(crate) async fn forget_token(&self) {
         *self.token.lock().await = None;
     }
 
     /// The default service account's access token, fetched again shortly before it expires.
-    pub async fn token(&self) -> Result<String> {
+    pub(crate) async fn token(&self) -> Result<String> {
         let mut cached = self.token.lock().await;
         if let Some((token, renew_at)) = cached.as_ref() {
             if Instant::now() < *renew_at {
@@ -153,12 +153,12 @@ impl MetadataServer {
 
 /// The last `/`-separated part of a resource URL or path (`projects/1/zones/us-test1-a` →
 /// `us-test1-a`).
-pub fn last_part(value: &str) -> &str {
+pub(crate) fn last_part(value: &str) -> &str {
     value.rsplit('/').next().unwrap_or(value)
 }
 
 /// The region of zone `zone`: all before its last `-` (`us-central1-b` → `us-central1`).
-pub fn region_of(zone: &str) -> Option<&str> {
+pub(crate) fn region_of(zone: &str) -> Option<&str> {
     zone.rsplit_once('-').map(|(region, _)| region)
 }
 

@@ -4,13 +4,13 @@
 //! JSON-over-HTTPS layer ([`api`], [`http`]), kOps' GCE labels ([`labels`]), persistent disk
 //! device naming ([`devices`]), and [`connect`], which makes the run's cloud and zone service.
 
-pub mod api;
-pub mod clouddns;
-pub mod compute;
-pub mod devices;
-pub mod http;
-pub mod labels;
-pub mod metadata;
+pub(crate) mod api;
+pub(crate) mod clouddns;
+pub(crate) mod compute;
+pub(crate) mod devices;
+pub(crate) mod http;
+pub(crate) mod labels;
+pub(crate) mod metadata;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -33,7 +33,7 @@ use metadata::MetadataServer;
 /// `google-clouddns`); Compute Engine's and Cloud DNS' API roots move with
 /// `--gce-compute-endpoint` and `--gce-dns-endpoint`; a refused call names the instance's
 /// service account.
-pub const PROVIDER: Provider = Provider {
+pub(crate) const PROVIDER: Provider = Provider {
     name: "gce",
     zone_service: "Cloud DNS",
     zone_service_names: &["clouddns", "google-clouddns"],
@@ -60,15 +60,15 @@ pub const PROVIDER: Provider = Provider {
 };
 
 /// The flag that moves Compute Engine's API root.
-pub const COMPUTE_ENDPOINT_FLAG: &str = "--gce-compute-endpoint";
+pub(crate) const COMPUTE_ENDPOINT_FLAG: &str = "--gce-compute-endpoint";
 /// The flag that moves Cloud DNS' API root.
-pub const DNS_ENDPOINT_FLAG: &str = "--gce-dns-endpoint";
+pub(crate) const DNS_ENDPOINT_FLAG: &str = "--gce-dns-endpoint";
 
 /// The run's GCE: Compute Engine and Cloud DNS on one Google API layer, tokens from the
 /// metadata server, every call ending by the run's deadline (the registry's way of making
 /// GCE's cloud and zone service). The metadata server holds the credentials: no file of the
 /// node is read.
-pub fn connect(settings: &Settings, _files: &dyn Files) -> Result<Connected> {
+pub(crate) fn connect(settings: &Settings, _files: &dyn Files) -> Result<Connected> {
     let endpoint = |flag: &str| {
         settings
             .endpoints
@@ -89,7 +89,7 @@ pub fn connect(settings: &Settings, _files: &dyn Files) -> Result<Connected> {
 }
 
 /// GCE: the metadata server waited for while it is not there, Compute Engine on `api`.
-pub struct GceCloud {
+pub(crate) struct GceCloud {
     metadata: Patient<Arc<MetadataServer>>,
     api: Arc<GoogleApi>,
 }
@@ -97,7 +97,7 @@ pub struct GceCloud {
 impl GceCloud {
     /// GCE on `api` (shared with Cloud DNS), its metadata server the one `api` takes tokens
     /// from.
-    pub fn new(api: Arc<GoogleApi>) -> Self {
+    pub(crate) fn new(api: Arc<GoogleApi>) -> Self {
         Self {
             metadata: Patient::new(api.metadata().clone(), api.deadline()),
             api,

@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use anyhow::{bail, Result};
 use async_trait::async_trait;
-use protokube::cloud::{
+use protokube::testing::EbsDevices;
+use protokube::testing::{
     Cloud, CloudClients, DeviceNaming, InstanceApi, InstanceInfo, InstanceMetadata, MetadataItem,
     VolumeApi,
 };
-use protokube::dns::zoned::api::{ZoneApi, ZoneService};
-use protokube::providers::aws::devices::EbsDevices;
+use protokube::testing::{ZoneApi, ZoneService};
 
 /// The clients a test gives; the ones it leaves out fail when used.
 pub(crate) struct DoubleCloud {
@@ -39,11 +39,11 @@ impl Cloud for DoubleCloud {
         &EbsDevices
     }
 
-    fn words(&self) -> &dyn protokube::cloud::MetadataWords {
-        &protokube::cloud::tags::KopsTags
+    fn words(&self) -> &dyn protokube::testing::MetadataWords {
+        &protokube::testing::KopsTags
     }
 
-    async fn connect(&self, _placement: &protokube::cloud::Placement) -> Result<CloudClients> {
+    async fn connect(&self, _placement: &protokube::testing::Placement) -> Result<CloudClients> {
         Ok(self.clients.clone())
     }
 }
@@ -77,11 +77,11 @@ impl ZoneService for Absent {
 impl VolumeApi for Absent {
     async fn find_volumes(
         &self,
-        _: &protokube::cloud::VolumeQuery,
-    ) -> Result<Vec<protokube::cloud::CloudVolume>> {
+        _: &protokube::testing::VolumeQuery,
+    ) -> Result<Vec<protokube::testing::CloudVolume>> {
         bail!("no volume API in this test")
     }
-    async fn volumes_by_id(&self, _: &[String]) -> Result<Vec<protokube::cloud::CloudVolume>> {
+    async fn volumes_by_id(&self, _: &[String]) -> Result<Vec<protokube::testing::CloudVolume>> {
         bail!("no volume API in this test")
     }
     async fn attach_volume(
@@ -90,7 +90,7 @@ impl VolumeApi for Absent {
         _: &str,
         _: &str,
         _: bool,
-    ) -> Result<protokube::cloud::AttachOutcome> {
+    ) -> Result<protokube::testing::AttachOutcome> {
         bail!("no volume API in this test")
     }
     async fn instance_device_names(&self, _: &str) -> Result<Vec<String>> {

@@ -5,12 +5,12 @@ use crate::plan::dns::zones::{RecordAction, RecordChange};
 
 /// Route53's limits on one change batch: resource record values (an UPSERT counts twice) and
 /// characters of those values (likewise).
-pub const BATCH_MAX_RECORDS: usize = 1000;
-pub const BATCH_MAX_CHARS: usize = 32_000;
+pub(crate) const BATCH_MAX_RECORDS: usize = 1000;
+pub(crate) const BATCH_MAX_CHARS: usize = 32_000;
 
 /// Splits the changes of a zone into batches within Route53's limits, in order, keeping the
 /// changes of one name (its address records and its TXT) in the same batch.
-pub fn batches(changes: &[RecordChange]) -> Vec<Vec<RecordChange>> {
+pub(crate) fn batches(changes: &[RecordChange]) -> Vec<Vec<RecordChange>> {
     let weight = |c: &RecordChange| {
         let factor = if c.action == RecordAction::Upsert {
             2

@@ -18,13 +18,13 @@ const RECORD_PAGE_SIZE: i32 = 64;
 
 /// Route53 through the AWS SDK.
 #[derive(Clone, Debug)]
-pub struct Route53 {
+pub(crate) struct Route53 {
     client: aws_sdk_route53::Client,
 }
 
 impl Route53 {
     /// A client on `config`; every request it sends is counted by `counter`.
-    pub fn new(config: &SdkConfig, counter: &CallCounter) -> Self {
+    pub(crate) fn new(config: &SdkConfig, counter: &CallCounter) -> Self {
         let config = aws_sdk_route53::config::Builder::from(config)
             .interceptor(counter.clone())
             .build();
@@ -45,7 +45,7 @@ fn zone_from_sdk(zone: &aws_sdk_route53::types::HostedZone) -> Zone {
 }
 
 impl Route53 {
-    pub async fn zone_by_id(&self, id: &str) -> Result<Option<Zone>> {
+    pub(crate) async fn zone_by_id(&self, id: &str) -> Result<Option<Zone>> {
         match self.client.get_hosted_zone().id(id).send().await {
             Ok(output) => Ok(Some(zone_from_sdk(required(
                 output.hosted_zone(),
@@ -58,7 +58,7 @@ impl Route53 {
         }
     }
 
-    pub async fn all_zones(&self) -> Result<Vec<Zone>> {
+    pub(crate) async fn all_zones(&self) -> Result<Vec<Zone>> {
         let mut zones = Vec::new();
         let mut marker: Option<String> = None;
         loop {
@@ -82,7 +82,7 @@ impl Route53 {
     /// The record sets at or below `apex` in the zone, read from `apex` on (Route53 lists by
     /// reversed labels, so a subtree is contiguous): cost does not grow with the rest of the
     /// zone. A zone that does not exist (any more) is the error [`ZoneGone`].
-    pub async fn records_under(&self, zone_id: &str, apex: &str) -> Result<Vec<RecordSet>> {
+    pub(crate) async fn records_under(&self, zone_id: &str, apex: &str) -> Result<Vec<RecordSet>> {
         let mut records = Vec::new();
         let mut start: Option<(String, aws_sdk_route53::types::RrType)> = None;
         loop {
@@ -145,7 +145,7 @@ impl Route53 {
         }
     }
 
-    pub async fn change_records(
+    pub(crate) async fn change_records(
         &self,
         zone_id: &str,
         changes: &[RecordChange],
@@ -211,7 +211,7 @@ impl Route53 {
     }
 
     /// Whether the change is `INSYNC`.
-    pub async fn change_in_sync(&self, change_id: &str) -> Result<bool> {
+    pub(crate) async fn change_in_sync(&self, change_id: &str) -> Result<bool> {
         let output = self
             .client
             .get_change()

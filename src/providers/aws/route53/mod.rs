@@ -3,8 +3,8 @@
 //! zone by reversed labels), and each call waited for while AWS cannot be reached, named by the
 //! permission it needs.
 
-pub mod batch;
-pub mod client;
+pub(crate) mod batch;
+pub(crate) mod client;
 
 use std::sync::Arc;
 
@@ -20,12 +20,12 @@ use crate::providers::aws::sdk::AwsSdk;
 use client::Route53;
 
 /// Route53 clients on the run's shared SDK configuration.
-pub struct Route53Service {
+pub(crate) struct Route53Service {
     sdk: Arc<AwsSdk>,
 }
 
 impl Route53Service {
-    pub fn new(sdk: Arc<AwsSdk>) -> Self {
+    pub(crate) fn new(sdk: Arc<AwsSdk>) -> Self {
         Self { sdk }
     }
 }
@@ -42,7 +42,7 @@ impl ZoneService for Route53Service {
 }
 
 /// Route53's hosted zones.
-pub struct Route53Zones {
+pub(crate) struct Route53Zones {
     client: Route53,
     sdk: Arc<AwsSdk>,
 }
@@ -126,7 +126,7 @@ impl ZoneApi for Route53Zones {
 
 /// The subtrees to read in a zone: the cluster's own names under one read from the cluster
 /// name; any other name (a custom public name or suffix) from itself.
-pub fn apexes(names: &[&str], cluster: &str) -> Vec<String> {
+pub(crate) fn apexes(names: &[&str], cluster: &str) -> Vec<String> {
     let mut apexes: Vec<String> = names
         .iter()
         .map(|n| {
