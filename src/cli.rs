@@ -3,129 +3,27 @@
 // `<root>` and `[default: …]`), not rustdoc: rustdoc's HTML and link checks do not apply.
 #![allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
 
-use std::net::IpAddr;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::builder::BoolishValueParser;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::error::UsageError;
+use crate::flags::{CloudArg, DnsChoice, DnsKind, Flags, OutputArg};
 use crate::logging::LogFormat;
-use crate::plan::blank::BlankCheck;
 use crate::plan::kops::KopsUnit;
 use crate::plan::manifests::etcd::EtcdOptions;
 use crate::report::OutputFormat;
-use crate::settings::{DnsChoice, DnsKind, Flags, DEFAULT_KUBECONFIG};
-
-/// The values of the flags that take one of a few words, as clap parses and documents them;
-/// each maps onto the domain's own type (clap stays in this file).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum OutputArg {
-    #[default]
-    Text,
-    Json,
-    Yaml,
-}
-
-impl From<OutputArg> for OutputFormat {
-    fn from(arg: OutputArg) -> Self {
-        match arg {
-            OutputArg::Text => Self::Text,
-            OutputArg::Json => Self::Json,
-            OutputArg::Yaml => Self::Yaml,
-        }
-    }
-}
+use crate::settings::DEFAULT_KUBECONFIG;
 
 /// Where kOps' protokube container (`--containerized=true`, kOps 1.12–1.20) has the host's root.
 pub(crate) const CONTAINER_ROOT: &str = "/rootfs";
-
-/// `--log-format`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum LogFormatArg {
-    /// Human-readable lines.
-    #[default]
-    Text,
-    /// One JSON object per line, for log shippers.
-    Json,
-}
-
-impl From<LogFormatArg> for LogFormat {
-    fn from(arg: LogFormatArg) -> Self {
-        match arg {
-            LogFormatArg::Text => Self::Text,
-            LogFormatArg::Json => Self::Json,
-        }
-    }
-}
-
-/// `--blank-check`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum BlankCheckArg {
-    /// The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all
-    /// (a device no larger is read whole).
-    #[default]
-    Sampled,
-    /// Every byte of the device.
-    Full,
-}
-
-impl From<BlankCheckArg> for BlankCheck {
-    fn from(arg: BlankCheckArg) -> Self {
-        match arg {
-            BlankCheckArg::Sampled => Self::Sampled,
-            BlankCheckArg::Full => Self::Full,
-        }
-    }
-}
-
-/// `--cloud`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum CloudArg {
-    /// Amazon Web Services: EC2 instances, EBS volumes, Route53.
-    Aws,
-    /// Google Compute Engine: instances, persistent disks, Cloud DNS.
-    Gce,
-}
-
-/// `--dns`: `zones` (the cloud's own DNS service), `hosts` (kOps' `gossip`), `none`, or a name
-/// of a cloud's zone service (ours, `route53`, and kOps', `aws-route53`), which the cloud's
-/// provider must answer to.
-fn parse_dns(value: &str) -> Result<DnsChoice, String> {
-    match value {
-        "zones" => Ok(DnsChoice::of(DnsKind::Zones)),
-        "hosts" | "gossip" => Ok(DnsChoice::of(DnsKind::Hosts)),
-        "none" => Ok(DnsChoice::of(DnsKind::None)),
-        called if zone_service_names().contains(&called) => Ok(DnsChoice {
-            kind: DnsKind::Zones,
-            called: Some(called.to_owned()),
-        }),
-        other => Err(format!(
-            "`{}` is not where names go: `zones` (the cloud's DNS service: {}), `hosts` or `none`",
-            other.escape_debug(),
-            zone_service_names().join(", ")
-        )),
-    }
-}
-
-/// The names of every registered provider's zone service.
-fn zone_service_names() -> Vec<&'static str> {
-    crate::providers::WORDS
-        .iter()
-        .filter_map(|word| crate::providers::registry(word))
-        .flat_map(|registered| registered.provider.zone_service_names)
-        .copied()
-        .collect()
-}
 
 impl CloudArg {
     /// The provider this value of `--cloud` names, as the registry holds it (keyed by the
     /// value's own word: `aws`, `gce`).
     pub(crate) fn registered(self) -> Result<crate::providers::Registered, UsageError> {
-        let word = clap::ValueEnum::to_possible_value(&self)
-            .map(|value| value.get_name().to_owned())
-            .unwrap_or_default();
+        let word = self.word();
         crate::providers::registry(&word)
             .ok_or_else(|| UsageError(format!("`--cloud {word}` names no registered provider")))
     }
@@ -151,7 +49,7 @@ impl CloudArg {
 )]
 pub struct Cli {
     #[command(flatten)]
-    pub(crate) global: GlobalArgs,
+    pub(crate) global: Flags,
 
     #[command(subcommand)]
     pub(crate) command: Option<Command>,
@@ -564,245 +462,6 @@ impl Command {
     }
 }
 
-/// Flags every command takes; they may come before or after the subcommand.
-#[derive(Clone, Debug, Args)]
-pub(crate) struct GlobalArgs {
-    /// A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes
-    /// to its state store.
-    #[arg(
-        long,
-        global = true,
-        value_name = "FILE",
-        env = "PROTOKUBE_CLUSTER_SPEC"
-    )]
-    pub(crate) cluster_spec: Option<PathBuf>,
-
-    /// Cluster name [default: metadata.name of the spec, else the instance's KubernetesCluster tag].
-    #[arg(long, global = true, value_name = "NAME", env = "PROTOKUBE_CLUSTER_ID")]
-    pub(crate) cluster_id: Option<String>,
-
-    /// The cloud this node runs on.
-    #[arg(
-        long,
-        global = true,
-        value_enum,
-        default_value = "aws",
-        env = "PROTOKUBE_CLOUD"
-    )]
-    pub(crate) cloud: CloudArg,
-
-    /// This node is a control-plane node (volumes, etcd, control-plane manifests, API records).
-    #[arg(
-        long,
-        global = true,
-        env = "PROTOKUBE_MASTER",
-        value_name = "BOOL",
-        num_args = 0..=1,
-        require_equals = true,
-        default_value = "false",
-        default_missing_value = "true",
-        value_parser = BoolishValueParser::new(),
-    )]
-    pub(crate) master: bool,
-
-    /// Directory the host's `/` is found at; every host path is taken under it [default: `/`,
-    /// `/rootfs` with kOps' `--containerized=true`].
-    #[arg(long, global = true, value_name = "DIR", env = "PROTOKUBE_ROOT")]
-    pub(crate) root: Option<PathBuf>,
-
-    /// This instance's id (on GCE its name) [default: from the instance metadata service].
-    #[arg(long, global = true, value_name = "ID", env = "PROTOKUBE_INSTANCE_ID")]
-    pub(crate) instance_id: Option<String>,
-
-    /// This instance's availability zone [default: from the instance metadata service].
-    #[arg(
-        long,
-        global = true,
-        value_name = "ZONE",
-        env = "PROTOKUBE_AVAILABILITY_ZONE"
-    )]
-    pub(crate) availability_zone: Option<String>,
-
-    /// The instance's region [default: from the instance metadata service].
-    #[arg(long, global = true, value_name = "REGION", env = "PROTOKUBE_REGION")]
-    pub(crate) region: Option<String>,
-
-    /// This instance's private IP address, IPv4 or IPv6 [default: from the instance metadata
-    /// service].
-    #[arg(long, global = true, value_name = "IP", env = "PROTOKUBE_INTERNAL_IP")]
-    pub(crate) internal_ip: Option<IpAddr>,
-
-    /// This instance's public IP address, IPv4 or IPv6 [default: from the instance metadata
-    /// service].
-    #[arg(long, global = true, value_name = "IP", env = "PROTOKUBE_EXTERNAL_IP")]
-    pub(crate) external_ip: Option<IpAddr>,
-
-    /// Where DNS records go: `zones` (the cloud's DNS service: Route53 on AWS, Cloud DNS on GCE;
-    /// also called by its name, `route53`, `clouddns`, or kOps', `aws-route53`,
-    /// `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps' `gossip`) or `none`
-    /// [default: hosts for `.k8s.local` clusters, else zones].
-    #[arg(long, global = true, value_name = "WHERE", value_parser = parse_dns, env = "PROTOKUBE_DNS")]
-    pub(crate) dns: Option<DnsChoice>,
-
-    /// DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default:
-    /// spec.dnsZone, else the longest-suffix zone].
-    #[arg(
-        long = "zone",
-        global = true,
-        value_name = "RULE",
-        env = "PROTOKUBE_ZONE",
-        value_delimiter = ','
-    )]
-    pub(crate) zones: Vec<String>,
-
-    /// Compute Engine's API root, for tests and private endpoints (with `--cloud gce`)
-    /// [default: `https://compute.googleapis.com/compute/v1/`].
-    #[arg(
-        long,
-        global = true,
-        value_name = "URL",
-        env = "PROTOKUBE_GCE_COMPUTE_ENDPOINT"
-    )]
-    pub(crate) gce_compute_endpoint: Option<String>,
-
-    /// Cloud DNS' API root, for tests and private endpoints (with `--cloud gce`)
-    /// [default: `https://dns.googleapis.com/dns/v1/`].
-    #[arg(
-        long,
-        global = true,
-        value_name = "URL",
-        env = "PROTOKUBE_GCE_DNS_ENDPOINT"
-    )]
-    pub(crate) gce_dns_endpoint: Option<String>,
-
-    /// Suffix of internal names such as etcd peers [default: `.internal.<cluster>`].
-    #[arg(
-        long,
-        global = true,
-        value_name = "SUFFIX",
-        env = "PROTOKUBE_DNS_INTERNAL_SUFFIX"
-    )]
-    pub(crate) dns_internal_suffix: Option<String>,
-
-    /// Directory of Tera templates that override the built-in ones (same file names).
-    #[arg(long, global = true, value_name = "DIR", env = "PROTOKUBE_TEMPLATES")]
-    pub(crate) templates: Option<PathBuf>,
-
-    /// Compute and report every change, make none.
-    #[arg(long, global = true, env = "PROTOKUBE_DRY_RUN")]
-    pub(crate) dry_run: bool,
-
-    /// Report format on stdout.
-    #[arg(
-        short = 'o',
-        long,
-        global = true,
-        value_enum,
-        default_value = "text",
-        env = "PROTOKUBE_OUTPUT"
-    )]
-    pub(crate) output: OutputArg,
-
-    /// Exit 2 when something was changed (or would be, with --dry-run).
-    #[arg(long, global = true, env = "PROTOKUBE_DETAILED_EXITCODE")]
-    pub(crate) detailed_exitcode: bool,
-
-    /// One deadline for the whole run, e.g. `90s`, `5m` (at least `1s`): every wait, cloud
-    /// call, Kubernetes API request, credential plugin and child tool ends by it, then the run
-    /// is "not ready" (exit 75).
-    #[arg(long, global = true, value_name = "DURATION", default_value = "5m", value_parser = parse_timeout, env = "PROTOKUBE_TIMEOUT")]
-    pub(crate) timeout: Duration,
-
-    /// How long a converged node trusts what its last full check of the cloud found: within it,
-    /// `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a
-    /// gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change,
-    /// the cloud is checked in full. `0` checks fully every run.
-    #[arg(long, global = true, value_name = "DURATION", default_value = "15m", value_parser = parse_duration, env = "PROTOKUBE_VERIFY_INTERVAL")]
-    pub(crate) verify_interval: Duration,
-
-    /// stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal)
-    /// or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields).
-    #[arg(
-        long,
-        global = true,
-        value_enum,
-        default_value = "text",
-        env = "PROTOKUBE_LOG_FORMAT"
-    )]
-    pub(crate) log_format: LogFormatArg,
-
-    /// After every run (failed runs and dry runs too), write Prometheus text-format metrics to
-    /// FILE, atomically, for node-exporter's textfile collector.
-    #[arg(
-        long,
-        global = true,
-        value_name = "FILE",
-        env = "PROTOKUBE_METRICS_FILE"
-    )]
-    pub(crate) metrics_file: Option<PathBuf>,
-
-    /// More log output on stderr (-v debug, -vv trace).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet", env = "PROTOKUBE_VERBOSE")]
-    pub(crate) verbose: u8,
-
-    /// Only errors on stderr.
-    #[arg(short, long, global = true, env = "PROTOKUBE_QUIET")]
-    pub(crate) quiet: bool,
-
-    /// How much of a device is read to prove it blank before a format: `sampled` (the first
-    /// 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte).
-    #[arg(
-        long,
-        global = true,
-        value_enum,
-        default_value = "sampled",
-        env = "PROTOKUBE_BLANK_CHECK"
-    )]
-    pub(crate) blank_check: BlankCheckArg,
-
-    /// No progress bars, even on a terminal.
-    #[arg(long, global = true, env = "PROTOKUBE_NO_PROGRESS")]
-    pub(crate) no_progress: bool,
-
-    /// Addon channels to apply on a control-plane node with kOps' `channels` tool
-    /// (`<root>/opt/kops/bin/channels apply channel URL --v=4 --yes`), comma-separated; part of
-    /// `sync` when given.
-    #[arg(
-        long,
-        global = true,
-        value_name = "URL",
-        value_delimiter = ',',
-        env = "PROTOKUBE_CHANNELS"
-    )]
-    pub(crate) channels: Vec<String>,
-
-    /// Give this control-plane node kOps' mandatory labels through the Kubernetes API
-    /// (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with
-    /// --node-name.
-    #[arg(
-        long,
-        global = true,
-        env = "PROTOKUBE_BOOTSTRAP_MASTER_NODE_LABELS",
-        value_name = "BOOL",
-        num_args = 0..=1,
-        require_equals = true,
-        default_value = "false",
-        default_missing_value = "true",
-        value_parser = BoolishValueParser::new(),
-    )]
-    pub(crate) bootstrap_master_node_labels: bool,
-
-    /// This node's name in Kubernetes (its Node object), for the labels.
-    #[arg(long, global = true, value_name = "NAME", env = "PROTOKUBE_NODE_NAME")]
-    pub(crate) node_name: Option<String>,
-
-    /// Take over DNS names of this cluster's own set that exist with only A/AAAA records and no
-    /// ownership TXT (left by kOps' dns-controller or the old protokube): the TXT is written
-    /// beside them. Without it such names are left alone with a warning.
-    #[arg(long, global = true, env = "PROTOKUBE_ADOPT")]
-    pub(crate) adopt: bool,
-}
-
 impl Cli {
     /// Whether this is the old daemon's invocation: no subcommand.
     pub fn is_legacy(&self) -> bool {
@@ -886,85 +545,58 @@ impl Cli {
     /// The flags as plain values for [`crate::settings::Settings::resolve`]. The old daemon's
     /// flags are checked here: its etcd flags before a subcommand are a usage error.
     pub(crate) fn flags(&self) -> Result<Flags, UsageError> {
-        let g = &self.global;
         let (etcd, wait) = self.etcd_and_wait()?;
         let containerized = self.legacy.containerized == Some(true);
+        let mut flags = self.global.clone();
         // kOps' container mounts the host at /rootfs; a --root given wins.
-        let root = g
+        flags.root = flags
             .root
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(if containerized { CONTAINER_ROOT } else { "/" }));
-        let dns = g.dns.clone().or(match self.legacy.gossip {
-            Some(true) => Some(DnsChoice::of(DnsKind::Hosts)),
-            _ => None,
-        });
-        Ok(Flags {
-            cluster_spec: g.cluster_spec.clone(),
-            cluster_id: g.cluster_id.clone(),
-            cloud: Some(g.cloud.registered()?.provider),
-            endpoints: [
-                ("--gce-compute-endpoint", &g.gce_compute_endpoint),
-                ("--gce-dns-endpoint", &g.gce_dns_endpoint),
-            ]
-            .into_iter()
-            .filter_map(|(flag, value)| Some((flag.to_owned(), value.clone()?)))
-            .collect(),
-            master: g.master,
-            root,
-            instance_id: g.instance_id.clone(),
-            availability_zone: g.availability_zone.clone(),
-            region: g.region.clone(),
-            internal_ip: g.internal_ip,
-            external_ip: g.external_ip,
-            dns,
-            zones: g.zones.clone(),
-            dns_internal_suffix: g.dns_internal_suffix.clone(),
-            templates: g.templates.clone(),
-            dry_run: g.dry_run,
-            timeout: g.timeout,
-            verify_interval: g.verify_interval,
-            quiet: g.quiet,
-            no_progress: g.no_progress,
-            etcd,
-            wait,
-            blank_check: g.blank_check.into(),
-            adopt: g.adopt,
-            detach: matches!(&self.command, Some(Command::Reset(args)) if args.detach),
-            renders: matches!(
-                self.command,
-                None | Some(Command::RenderManifests(_) | Command::Sync(_))
-            ),
-            legacy: self.is_legacy(),
-            channels: g.channels.clone(),
-            bootstrap_master_node_labels: g.bootstrap_master_node_labels,
-            node_name: g.node_name.clone(),
-            kubeconfig: std::env::var("KUBECONFIG")
-                .ok()
-                .filter(|v| !v.is_empty())
-                .unwrap_or_else(|| DEFAULT_KUBECONFIG.to_owned()),
-            talks_to_kubernetes: matches!(
-                self.command,
-                Some(Command::LabelNode | Command::ApplyChannels)
-            ),
-            kops: KopsUnit::from_flags(
-                self.is_legacy(),
-                self.unit.containerized,
-                self.unit.cluster_id,
-            ),
-            containerized,
-            initialize_rbac: self.legacy.initialize_rbac == Some(true),
-            manage_etcd: self.legacy.manage_etcd,
-            remove_dns_names: self
-                .legacy
-                .remove_dns_names
-                .iter()
-                .map(|n| n.trim().to_owned())
-                .filter(|n| !n.is_empty())
-                .collect(),
-            kops_123_unit: self.is_legacy()
-                && self.unit.containerized == Some(false)
-                && !self.unit.manage_etcd,
-        })
+            .or_else(|| containerized.then(|| PathBuf::from(CONTAINER_ROOT)));
+        if flags.dns.is_none() && self.legacy.gossip == Some(true) {
+            flags.dns = Some(DnsChoice::of(DnsKind::Hosts));
+        }
+        flags.provider = Some(flags.cloud.registered()?.provider);
+        flags.endpoints = [
+            ("--gce-compute-endpoint", &flags.gce_compute_endpoint),
+            ("--gce-dns-endpoint", &flags.gce_dns_endpoint),
+        ]
+        .into_iter()
+        .filter_map(|(flag, value)| Some((flag.to_owned(), value.clone()?)))
+        .collect();
+        flags.etcd = etcd;
+        flags.wait = wait;
+        flags.detach = matches!(&self.command, Some(Command::Reset(args)) if args.detach);
+        flags.renders = matches!(
+            self.command,
+            None | Some(Command::RenderManifests(_) | Command::Sync(_))
+        );
+        flags.legacy = self.is_legacy();
+        flags.kubeconfig = std::env::var("KUBECONFIG")
+            .ok()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| DEFAULT_KUBECONFIG.to_owned());
+        flags.talks_to_kubernetes = matches!(
+            self.command,
+            Some(Command::LabelNode | Command::ApplyChannels)
+        );
+        flags.kops = KopsUnit::from_flags(
+            self.is_legacy(),
+            self.unit.containerized,
+            self.unit.cluster_id,
+        );
+        flags.containerized = containerized;
+        flags.initialize_rbac = self.legacy.initialize_rbac == Some(true);
+        flags.manage_etcd = self.legacy.manage_etcd;
+        flags.remove_dns_names = self
+            .legacy
+            .remove_dns_names
+            .iter()
+            .map(|n| n.trim().to_owned())
+            .filter(|n| !n.is_empty())
+            .collect();
+        flags.kops_123_unit =
+            self.is_legacy() && self.unit.containerized == Some(false) && !self.unit.manage_etcd;
+        Ok(flags)
     }
 
     /// The etcd flags and `--wait` of the command given: the old daemon's etcd flags before a
@@ -1065,23 +697,6 @@ pub fn scan_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> (OutputF
     (format, command)
 }
 
-/// `--timeout`: a duration of at least [`crate::wait::MIN_TIMEOUT`].
-fn parse_timeout(value: &str) -> Result<Duration, String> {
-    let timeout = parse_duration(value)?;
-    if timeout < crate::wait::MIN_TIMEOUT {
-        return Err(format!(
-            "`{value}` is under one second: a run could not even ask the cloud who it is and              would never converge; give at least `1s` (e.g. `90s`, `5m`)"
-        ));
-    }
-    Ok(timeout)
-}
-
-/// Parses a Go-style or humantime duration: `90s`, `5m`, `1h30m`, `1m0s`.
-fn parse_duration(value: &str) -> Result<Duration, String> {
-    humantime::parse_duration(value)
-        .map_err(|err| format!("`{value}` is not a duration like `90s` or `5m` ({err})"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1171,15 +786,18 @@ mod tests {
             assert_eq!(cli.legacy.ignored.apply_taints, Some(expected));
             let flags = cli.flags().unwrap();
             assert_eq!(flags.initialize_rbac, expected);
-            assert_eq!(
-                flags.root,
-                PathBuf::from(if expected { "/rootfs" } else { "/" })
-            );
+            assert_eq!(flags.root, expected.then(|| PathBuf::from("/rootfs")));
         }
         // A --root given wins over kOps' container root.
         let cli =
             Cli::try_parse_from(["protokube", "--containerized=true", "--root=/host"]).unwrap();
-        assert_eq!(cli.flags().unwrap().root, PathBuf::from("/host"));
+        assert_eq!(cli.flags().unwrap().root, Some(PathBuf::from("/host")));
+    }
+
+    #[test]
+    fn a_timeout_under_a_second_is_a_usage_error() {
+        let err = Cli::try_parse_from(["protokube", "--timeout", "0", "sync"]).unwrap_err();
+        assert!(usage_error_line(&err).contains("--timeout"), "{err}");
     }
 
     #[test]
@@ -1211,23 +829,5 @@ mod tests {
         );
         assert_eq!(scan(&["-ojson"]).0, OutputFormat::Json);
         assert_eq!(scan(&["-o", "xml"]).0, OutputFormat::Text);
-    }
-
-    #[test]
-    fn a_timeout_under_a_second_is_refused() {
-        for short in ["0", "0s", "1ms", "999ms"] {
-            let err = parse_timeout(short).unwrap_err();
-            assert!(err.contains("under one second"), "{short}: {err}");
-        }
-        assert_eq!(parse_timeout("1s"), Ok(Duration::from_secs(1)));
-        let err = Cli::try_parse_from(["protokube", "--timeout", "0", "sync"]).unwrap_err();
-        assert!(usage_error_line(&err).contains("--timeout"), "{err}");
-    }
-
-    #[test]
-    fn durations_in_go_and_human_form() {
-        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
-        assert!(parse_duration("soon").is_err());
     }
 }

@@ -16,6 +16,7 @@ mod daemon;
 mod dns;
 mod error;
 mod etcd;
+mod flags;
 mod host;
 mod identity;
 mod kube;
@@ -400,7 +401,11 @@ mod tests {
                 assert_eq!(settings.cluster.unwrap().dns, kind, "{cloud} {name}");
             }
         }
-        // A name no provider answers to is clap's usage error.
-        assert!(Cli::parse_from(["protokube", "sync", "--dns", "digitalocean"]).is_err());
+        // A name no provider answers to is a usage error naming it; a word that is no name at
+        // all is clap's.
+        let err = settings(&["--cloud", "aws", "--dns", "digitalocean"]).unwrap_err();
+        assert_eq!(ExitCode::for_error(&err), ExitCode::Usage);
+        assert!(err.to_string().contains("--dns digitalocean"), "{err}");
+        assert!(Cli::parse_from(["protokube", "sync", "--dns", "Route 53"]).is_err());
     }
 }

@@ -4,7 +4,6 @@
 //! either way nothing has been locked, asked of the cloud or written yet.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,99 +30,11 @@ use crate::plan::manifests::templates::{compile_templates, BUILTIN_TEMPLATES};
 use crate::spec::{ClusterDocument, MAX_SPEC_BYTES};
 use crate::wait::{Deadline, Progress};
 
+pub(crate) use crate::flags::{DnsChoice, DnsKind, Flags};
+
 /// The etcd image of the old daemon's invocation without a spec or `--etcd-image` (kOps
 /// v1.30's default etcd).
 pub(crate) const DEFAULT_ETCD_IMAGE: &str = "registry.k8s.io/etcd:3.5.13-0";
-
-/// The kind of place names go (`--dns zones|hosts|none`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum DnsKind {
-    /// The zones of the cloud's own DNS service (its provider says which).
-    Zones,
-    /// The guarded block in /etc/hosts (gossip-style `.k8s.local` clusters).
-    Hosts,
-    /// Publish nothing.
-    None,
-}
-
-/// `--dns` as given: the kind of place, and for the zones the name the service was called by
-/// (ours or kOps'), which the cloud's provider must answer to.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct DnsChoice {
-    pub(crate) kind: DnsKind,
-    pub(crate) called: Option<String>,
-}
-
-impl DnsChoice {
-    /// `--dns` of this kind, named by its kind.
-    pub(crate) fn of(kind: DnsKind) -> Self {
-        Self { kind, called: None }
-    }
-}
-
-/// The flags as given (command line or `PROTOKUBE_*` variables), before validation.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Flags {
-    /// `--cloud`: the provider the registry found for it.
-    pub(crate) cloud: Option<&'static Provider>,
-    /// The API root flags given (a provider's endpoint flags): flag → value.
-    pub(crate) endpoints: BTreeMap<String, String>,
-    pub(crate) cluster_spec: Option<PathBuf>,
-    pub(crate) cluster_id: Option<String>,
-    pub(crate) master: bool,
-    pub(crate) root: PathBuf,
-    pub(crate) instance_id: Option<String>,
-    pub(crate) availability_zone: Option<String>,
-    pub(crate) region: Option<String>,
-    pub(crate) internal_ip: Option<IpAddr>,
-    pub(crate) external_ip: Option<IpAddr>,
-    pub(crate) dns: Option<DnsChoice>,
-    pub(crate) zones: Vec<String>,
-    pub(crate) dns_internal_suffix: Option<String>,
-    pub(crate) templates: Option<PathBuf>,
-    pub(crate) dry_run: bool,
-    pub(crate) timeout: Duration,
-    pub(crate) verify_interval: Duration,
-    pub(crate) quiet: bool,
-    pub(crate) no_progress: bool,
-    pub(crate) etcd: EtcdOptions,
-    /// `publish-dns --wait`: wait for the DNS service to have the changes in effect.
-    pub(crate) wait: bool,
-    pub(crate) blank_check: BlankCheck,
-    /// `--adopt`: take over this cluster's names that have no ownership record.
-    pub(crate) adopt: bool,
-    /// `reset --detach`.
-    pub(crate) detach: bool,
-    /// The command renders manifests (`render-manifests`, `sync`): on a master, every etcd
-    /// cluster of the spec must say which etcd to run.
-    pub(crate) renders: bool,
-    /// The old daemon's invocation (no subcommand): without a spec, only volumes, etcd pods
-    /// and DNS, as the old protokube did.
-    pub(crate) legacy: bool,
-    /// `--channels`: addon channels to apply.
-    pub(crate) channels: Vec<String>,
-    /// `--bootstrap-master-node-labels`.
-    pub(crate) bootstrap_master_node_labels: bool,
-    /// `--node-name`.
-    pub(crate) node_name: Option<String>,
-    /// `KUBECONFIG` (a host path).
-    pub(crate) kubeconfig: String,
-    /// The command talks to the Kubernetes API (`label-node`, `apply-channels`).
-    pub(crate) talks_to_kubernetes: bool,
-    /// The kOps version the old daemon's unit flags place this run in.
-    pub(crate) kops: KopsUnit,
-    /// `--containerized=true`: protokube runs in kOps' container, the host at `--root`.
-    pub(crate) containerized: bool,
-    /// `--initialize-rbac=true`.
-    pub(crate) initialize_rbac: bool,
-    /// `--manage-etcd`, when given.
-    pub(crate) manage_etcd: Option<bool>,
-    /// A unit line of kOps 1.23 or later: the old daemon's invocation with
-    /// `--containerized=false` and no `--manage-etcd` on its command line.
-    pub(crate) kops_123_unit: bool,
-    /// `--remove-dns-names` (kOps ≤ 1.22 beside etcd-manager), as given.
-    pub(crate) remove_dns_names: Vec<String>,
-}
 
 /// The kubeconfig nodeup writes for protokube on control-plane nodes (`KUBECONFIG` in
 /// `/etc/sysconfig/protokube`).
@@ -214,113 +125,26 @@ impl Settings {
     /// Validates `flags` and loads the spec and templates from the node's `files`; no network,
     /// no lock, no write.
     pub(crate) fn resolve(flags: Flags, files: &dyn Files) -> Result<Self> {
-        for (what, value, flag) in [
-            ("instance id", &flags.instance_id, "--instance-id"),
-            (
-                "availability zone",
-                &flags.availability_zone,
-                "--availability-zone",
-            ),
-            ("region", &flags.region, "--region"),
-        ] {
-            if let Some(value) = value {
-                check_identity_value(what, value, flag).map_err(usage)?;
-            }
-        }
-        if let Some(name) = &flags.cluster_id {
-            check_cluster_name(name).map_err(|msg| UsageError(format!("--cluster-id: {msg}")))?;
-        }
+        check_identity_flags(&flags)?;
         let internal_suffix_flag = flags
             .dns_internal_suffix
             .as_deref()
             .map(parse_internal_suffix)
             .transpose()?;
-        let spec = flags
-            .cluster_spec
-            .as_deref()
-            .map(|path| read_spec(files, path))
-            .transpose()?;
-        let spec_origin = flags
-            .cluster_spec
-            .as_deref()
-            .map_or_else(String::new, |p| p.display().to_string());
-        if let Some(name) = spec.as_ref().and_then(|s| s.name()) {
-            check_cluster_name(name)
-                .map_err(|msg| anyhow!("cluster spec `{spec_origin}`: metadata.name: {msg}"))?;
-        }
-        let etcd_members = spec
-            .as_ref()
-            .map(|doc| doc.spec.etcd_members())
-            .transpose()
-            .with_context(|| format!("cluster spec `{spec_origin}`"))?
-            .unwrap_or_default();
-        if let (true, true, Some(doc)) = (flags.master, flags.renders, &spec) {
-            let clusters = &doc.spec.etcd_clusters;
-            etcd_ports(clusters, [])
-                .and_then(|ports| {
-                    check_api_server_etcd_ports(doc.spec.kube_api_server.as_ref(), &ports)
-                })
-                .and_then(|()| {
-                    clusters
-                        .iter()
-                        .try_for_each(|c| etcd_image(&flags.etcd, clusters, &c.name).map(drop))
-                })
-                .with_context(|| format!("cluster spec `{spec_origin}`"))?;
-        }
-        let zone_rules = zone_rules(
-            &flags.zones,
-            spec.as_ref().and_then(|s| s.spec.dns_zone.as_deref()),
-        )
-        .with_context(|| format!("cluster spec `{spec_origin}`"))?;
+        let spec = LoadedSpec::read(files, &flags)?;
         let templates = Arc::new(load_templates_dir(files, flags.templates.as_deref())?);
-        for channel in &flags.channels {
-            check_channel(channel).map_err(usage)?;
-        }
-        if let Some(name) = &flags.node_name {
-            if !is_dns1123_subdomain(name) {
-                return Err(UsageError(format!(
-                    "--node-name: `{}` is not a Kubernetes node name (lowercase letters, digits, \
-                     `-` and `.`)",
-                    name.escape_debug()
-                ))
-                .into());
-            }
-        }
-        // Checked only where the run talks to the Kubernetes API, so an operator's own
-        // KUBECONFIG never stops a command that does not use it. It may list several files
-        // (`a:b`); the first is the one nodeup writes.
-        let kubeconfig = match flags.kubeconfig.split(':').next().unwrap_or_default() {
-            "" => DEFAULT_KUBECONFIG.to_owned(),
-            first => first.to_owned(),
-        };
-        let labels_here = flags.bootstrap_master_node_labels && flags.node_name.is_some();
-        let api_here =
-            labels_here || (flags.master && (flags.initialize_rbac || !flags.channels.is_empty()));
-        if (flags.talks_to_kubernetes || api_here) && !kubeconfig.starts_with('/') {
-            return Err(UsageError(format!(
-                "KUBECONFIG: `{}` is not an absolute host path (kOps: {DEFAULT_KUBECONFIG})",
-                flags.kubeconfig.escape_debug()
-            ))
-            .into());
-        }
-        let root = files.root(&flags.root).map_err(|err| {
+        check_kubernetes_flags(&flags)?;
+        let given_root = flags.root.clone().unwrap_or_else(|| PathBuf::from("/"));
+        let root = files.root(&given_root).map_err(|err| {
             UsageError(format!(
                 "--root: `{}` is not a directory protokube can use ({})",
-                flags.root.display(),
+                given_root.display(),
                 crate::error::one_line(&err)
             ))
         })?;
-        // kOps' container passes the kubeconfig as it sees it, under its `/rootfs`: the host
-        // path is what follows the root (as given, or resolved).
-        let kubeconfig = [flags.root.as_path(), root.dir()]
-            .into_iter()
-            .filter(|dir| *dir != Path::new("/"))
-            .find_map(|dir| Path::new(&kubeconfig).strip_prefix(dir).ok())
-            .map_or(kubeconfig.clone(), |inside| {
-                Path::new("/").join(inside).display().to_string()
-            });
+        let kubeconfig = host_kubeconfig(&flags, &given_root, &root)?;
         let provider = flags
-            .cloud
+            .provider
             .ok_or_else(|| UsageError("--cloud: no cloud given".to_owned()))?;
         let dns_flag = flags
             .dns
@@ -328,33 +152,21 @@ impl Settings {
             .map(|dns| check_dns_for_cloud(dns, provider))
             .transpose()
             .map_err(usage)?;
-        let endpoints = provider.endpoints(&flags.endpoints).map_err(usage)?;
+        let etcd_only = flags.legacy && spec.document.is_none();
         let mut settings = Self {
             provider,
-            endpoints,
+            endpoints: provider.endpoints(&flags.endpoints).map_err(usage)?,
             cluster: None,
             master: flags.master,
             root,
-            identity: IdentityOverrides {
-                instance_id: flags.instance_id,
-                availability_zone: flags.availability_zone,
-                // The provider's own tools' region variables count as a region given by the user.
-                region: flags.region.or_else(|| {
-                    provider
-                        .region_variables
-                        .iter()
-                        .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
-                }),
-                internal_ip: flags.internal_ip,
-                external_ip: flags.external_ip,
-            },
-            zone_rules,
+            identity: identity_overrides(&flags, provider),
+            zone_rules: spec.zone_rules,
             templates,
             dry_run: flags.dry_run,
             deadline: Deadline::after(flags.timeout),
             progress: Progress::detect(flags.no_progress || flags.quiet),
             verify_interval: flags.verify_interval,
-            etcd_only: flags.legacy && spec.is_none(),
+            etcd_only,
             legacy: flags.legacy,
             channels: flags.channels.clone(),
             bootstrap_master_node_labels: flags.bootstrap_master_node_labels,
@@ -363,17 +175,8 @@ impl Settings {
             kops: flags.kops.in_image(distroless_image(files, flags.kops)?),
             containerized: flags.containerized,
             initialize_rbac: flags.initialize_rbac,
-            etcd_members,
-            remove_dns_names: flags
-                .remove_dns_names
-                .iter()
-                .map(|name| {
-                    let name = normalize_dns_name(name);
-                    check_dns_name(&name)
-                        .map(|()| name)
-                        .map_err(|why| UsageError(format!("--remove-dns-names: {why}")))
-                })
-                .collect::<Result<_, _>>()?,
+            etcd_members: spec.etcd_members,
+            remove_dns_names: checked_remove_dns_names(&flags.remove_dns_names)?,
             etcd_declined: if flags.manage_etcd == Some(false) {
                 Some(Declined::ManageEtcdFalse)
             } else if flags.kops_123_unit {
@@ -381,22 +184,22 @@ impl Settings {
             } else {
                 None
             },
-            etcd: match (&flags.etcd.etcd_image, flags.legacy && spec.is_none()) {
+            etcd: match (&flags.etcd.etcd_image, etcd_only) {
                 (None, true) => EtcdOptions {
                     etcd_image: Some(DEFAULT_ETCD_IMAGE.to_owned()),
-                    ..flags.etcd
+                    ..flags.etcd.clone()
                 },
-                _ => flags.etcd,
+                _ => flags.etcd.clone(),
             },
             dns_wait: flags.wait,
-            blank_check: flags.blank_check,
+            blank_check: flags.blank_check.into(),
             adopt: flags.adopt,
             detach: flags.detach,
             dns_flag,
             internal_suffix_flag,
-            spec,
+            spec: spec.document,
         };
-        let offline_name = flags.cluster_id.or_else(|| {
+        let offline_name = flags.cluster_id.clone().or_else(|| {
             settings
                 .spec
                 .as_ref()
@@ -407,7 +210,7 @@ impl Settings {
             settings.cluster = Some(
                 settings
                     .cluster_named(&name)
-                    .with_context(|| format!("cluster spec `{spec_origin}`"))?,
+                    .with_context(|| format!("cluster spec `{}`", spec.origin))?,
             );
         }
         Ok(settings)
@@ -492,6 +295,163 @@ impl Settings {
 
 /// Whether a container unit runs in kOps 1.19–1.20's distroless image: its channels tool at
 /// `/channels`, at the container's own root (outside the host's, at `/rootfs`). Nothing is
+/// The identity flags (`--instance-id`, `--availability-zone`, `--region`) and `--cluster-id`,
+/// checked as values of the cloud would be.
+fn check_identity_flags(flags: &Flags) -> Result<()> {
+    for (what, value, flag) in [
+        ("instance id", &flags.instance_id, "--instance-id"),
+        (
+            "availability zone",
+            &flags.availability_zone,
+            "--availability-zone",
+        ),
+        ("region", &flags.region, "--region"),
+    ] {
+        if let Some(value) = value {
+            check_identity_value(what, value, flag).map_err(usage)?;
+        }
+    }
+    if let Some(name) = &flags.cluster_id {
+        check_cluster_name(name).map_err(|msg| UsageError(format!("--cluster-id: {msg}")))?;
+    }
+    Ok(())
+}
+
+/// The identity the flags give (the provider's own tools' region variables count as a region
+/// given by the user).
+fn identity_overrides(flags: &Flags, provider: &Provider) -> IdentityOverrides {
+    IdentityOverrides {
+        instance_id: flags.instance_id.clone(),
+        availability_zone: flags.availability_zone.clone(),
+        region: flags.region.clone().or_else(|| {
+            provider
+                .region_variables
+                .iter()
+                .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
+        }),
+        internal_ip: flags.internal_ip,
+        external_ip: flags.external_ip,
+    }
+}
+
+/// `--cluster-spec`, read and checked, with what derives from it.
+struct LoadedSpec {
+    document: Option<ClusterDocument>,
+    /// The spec's path, for messages (empty without one).
+    origin: String,
+    etcd_members: BTreeMap<String, Vec<String>>,
+    zone_rules: Vec<ZoneRule>,
+}
+
+impl LoadedSpec {
+    fn read(files: &dyn Files, flags: &Flags) -> Result<Self> {
+        let document = flags
+            .cluster_spec
+            .as_deref()
+            .map(|path| read_spec(files, path))
+            .transpose()?;
+        let origin = flags
+            .cluster_spec
+            .as_deref()
+            .map_or_else(String::new, |p| p.display().to_string());
+        let in_spec = || format!("cluster spec `{origin}`");
+        if let Some(name) = document.as_ref().and_then(|s| s.name()) {
+            check_cluster_name(name)
+                .map_err(|msg| anyhow!("cluster spec `{origin}`: metadata.name: {msg}"))?;
+        }
+        let etcd_members = document
+            .as_ref()
+            .map(|doc| doc.spec.etcd_members())
+            .transpose()
+            .with_context(in_spec)?
+            .unwrap_or_default();
+        if let (true, true, Some(doc)) = (flags.master, flags.renders, &document) {
+            let clusters = &doc.spec.etcd_clusters;
+            etcd_ports(clusters, [])
+                .and_then(|ports| {
+                    check_api_server_etcd_ports(doc.spec.kube_api_server.as_ref(), &ports)
+                })
+                .and_then(|()| {
+                    clusters
+                        .iter()
+                        .try_for_each(|c| etcd_image(&flags.etcd, clusters, &c.name).map(drop))
+                })
+                .with_context(in_spec)?;
+        }
+        let zone_rules = zone_rules(
+            &flags.zones,
+            document.as_ref().and_then(|s| s.spec.dns_zone.as_deref()),
+        )
+        .with_context(in_spec)?;
+        Ok(Self {
+            document,
+            origin,
+            etcd_members,
+            zone_rules,
+        })
+    }
+}
+
+/// `--channels` and `--node-name`, checked.
+fn check_kubernetes_flags(flags: &Flags) -> Result<()> {
+    for channel in &flags.channels {
+        check_channel(channel).map_err(usage)?;
+    }
+    if let Some(name) = &flags.node_name {
+        if !is_dns1123_subdomain(name) {
+            return Err(UsageError(format!(
+                "--node-name: `{}` is not a Kubernetes node name (lowercase letters, digits, `-` \
+                 and `.`)",
+                name.escape_debug()
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// The kubeconfig's host path: `KUBECONFIG`'s first entry (it may list several, `a:b`; the
+/// first is the one nodeup writes), else kOps'. Checked only where the run talks to the
+/// Kubernetes API, so an operator's own KUBECONFIG never stops a command that does not use it.
+/// kOps' container passes it as it sees it, under its `/rootfs`: the host path is what follows
+/// the root (as given, or resolved).
+fn host_kubeconfig(flags: &Flags, given_root: &Path, root: &HostRoot) -> Result<String> {
+    let kubeconfig = match flags.kubeconfig.split(':').next().unwrap_or_default() {
+        "" => DEFAULT_KUBECONFIG.to_owned(),
+        first => first.to_owned(),
+    };
+    let labels_here = flags.bootstrap_master_node_labels && flags.node_name.is_some();
+    let api_here =
+        labels_here || (flags.master && (flags.initialize_rbac || !flags.channels.is_empty()));
+    if (flags.talks_to_kubernetes || api_here) && !kubeconfig.starts_with('/') {
+        return Err(UsageError(format!(
+            "KUBECONFIG: `{}` is not an absolute host path (kOps: {DEFAULT_KUBECONFIG})",
+            flags.kubeconfig.escape_debug()
+        ))
+        .into());
+    }
+    Ok([given_root, root.dir()]
+        .into_iter()
+        .filter(|dir| *dir != Path::new("/"))
+        .find_map(|dir| Path::new(&kubeconfig).strip_prefix(dir).ok())
+        .map_or(kubeconfig.clone(), |inside| {
+            Path::new("/").join(inside).display().to_string()
+        }))
+}
+
+/// `--remove-dns-names`, each a checked DNS name.
+fn checked_remove_dns_names(names: &[String]) -> Result<Vec<String>> {
+    Ok(names
+        .iter()
+        .map(|name| {
+            let name = normalize_dns_name(name);
+            check_dns_name(&name)
+                .map(|()| name)
+                .map_err(|why| UsageError(format!("--remove-dns-names: {why}")))
+        })
+        .collect::<Result<_, _>>()?)
+}
+
 /// looked at outside a container unit.
 fn distroless_image(files: &dyn Files, kops: KopsUnit) -> Result<bool> {
     if !kops.in_container() {
@@ -725,8 +685,8 @@ mod tests {
 
     fn flags() -> Flags {
         Flags {
-            cloud: Some(&crate::providers::aws::PROVIDER),
-            root: "/".into(),
+            provider: Some(&crate::providers::aws::PROVIDER),
+            root: Some("/".into()),
             timeout: Duration::from_mins(1),
             ..Default::default()
         }
@@ -812,7 +772,7 @@ mod tests {
                 ..flags()
             },
             Flags {
-                root: "/nonexistent/root".into(),
+                root: Some("/nonexistent/root".into()),
                 ..flags()
             },
         ] {

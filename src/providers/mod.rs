@@ -23,9 +23,6 @@ pub(crate) struct Registered {
     pub(crate) connect: fn(&Settings, &dyn Files) -> Result<Connected>,
 }
 
-/// `--cloud`'s words, in the order the help lists them.
-pub(crate) const WORDS: [&str; 2] = ["aws", "gce"];
-
 /// The registry: the provider `--cloud`'s `word` names, if any — the one `match` on the
 /// provider.
 pub(crate) fn registry(word: &str) -> Option<Registered> {
@@ -45,12 +42,13 @@ pub(crate) fn registry(word: &str) -> Option<Registered> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::flags::CloudArg;
     use crate::steps::testing::Bench;
 
     #[test]
     fn every_word_is_registered_under_its_own_name() {
-        for word in WORDS {
-            let registered = registry(word).unwrap();
+        for word in CloudArg::words() {
+            let registered = registry(&word).unwrap();
             assert_eq!(registered.provider.name, word);
         }
         assert!(registry("azure").is_none());
@@ -60,9 +58,9 @@ mod tests {
     /// without a call (nothing is asked before the run needs it), counted under its name.
     #[test]
     fn each_providers_connect_makes_its_cloud_and_zones_without_a_call() {
-        for word in WORDS {
-            let registered = registry(word).unwrap();
-            let bench = Bench::with_flags(&[], |flags| flags.cloud = Some(registered.provider));
+        for word in CloudArg::words() {
+            let registered = registry(&word).unwrap();
+            let bench = Bench::with_flags(&[], |flags| flags.provider = Some(registered.provider));
             let connected = (registered.connect)(&bench.settings, &bench.host).unwrap();
             assert!(connected.cloud.calls().values().all(|n| *n == 0), "{word}");
             assert!(

@@ -140,10 +140,10 @@ impl Bench {
     pub(crate) fn with_flags(volumes: &[Vol], adjust: impl FnOnce(&mut Flags)) -> Self {
         let dir = tempfile::tempdir().expect("a temporary root");
         let mut flags = Flags {
-            cloud: Some(&crate::providers::aws::PROVIDER),
+            provider: Some(&crate::providers::aws::PROVIDER),
             cluster_id: Some(CLUSTER.to_owned()),
             master: true,
-            root: dir.path().to_owned(),
+            root: Some(dir.path().to_owned()),
             instance_id: Some(INSTANCE.to_owned()),
             availability_zone: Some(ZONE.to_owned()),
             region: Some("us-east-1".to_owned()),

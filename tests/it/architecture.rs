@@ -677,10 +677,15 @@ fn every_file_says_what_it_is_for() {
 #[test]
 fn clap_is_used_by_the_cli_layer_only() {
     // The domain's enums (output, log format, blank check, DNS provider) are plain types; the
-    // CLI layer maps its own clap types onto them.
+    // CLI layer (the flags, declared once, and the command line around them) maps its own clap
+    // types onto them.
     for (path, text) in sources() {
         if text.contains("clap::") || text.contains("use clap") {
-            assert_eq!(path, Path::new("cli.rs"), "{} uses clap", path.display());
+            assert!(
+                [Path::new("cli.rs"), Path::new("flags.rs")].contains(&path.as_path()),
+                "{} uses clap",
+                path.display()
+            );
         }
     }
 }

@@ -217,13 +217,51 @@ pub(crate) fn plan_zone(
     let mut changes = Vec::new();
     let mut outcomes = Vec::new();
     for record in desired {
+        let name = NameInZone::read(record, existing, &owner, policy.adopt);
+        outcomes.push(plan_name(&name, cluster, &owner, &mut changes));
+    }
+    plan_names_gone(
+        desired,
+        existing,
+        &owner,
+        policy,
+        &mut changes,
+        &mut outcomes,
+    );
+    (changes, outcomes)
+}
+
+/// What one zone holds at a desired name, and whose it is.
+struct NameInZone<'a> {
+    record: &'a DesiredRecord,
+    a: Option<&'a RecordSet>,
+    aaaa: Option<&'a RecordSet>,
+    txt: Option<&'a RecordSet>,
+    /// Record sets there protokube never writes (aliases, other types), described.
+    held_otherwise: Vec<String>,
+    external_dns: Option<&'a RecordSet>,
+    /// Our ownership TXT is there.
+    owned: bool,
+    /// Taken over (`--adopt`): no ownership record of anyone, only address records.
+    adopted: bool,
+    /// Address records other than kOps' placeholders (which count as unset).
+    foreign_addresses: bool,
+}
+
+impl<'a> NameInZone<'a> {
+    fn read(
+        record: &'a DesiredRecord,
+        existing: &'a [RecordSet],
+        owner: &str,
+        adopt: bool,
+    ) -> Self {
         let find = |t: &str| {
             existing
                 .iter()
                 .find(|r| r.name == record.name && r.record_type == t)
         };
         let (a, aaaa, txt) = (find("A"), find("AAAA"), find("TXT"));
-        let held_otherwise: Vec<String> = existing
+        let held_otherwise = existing
             .iter()
             .filter(|r| r.name == record.name)
             .filter_map(|r| {
@@ -236,139 +274,175 @@ pub(crate) fn plan_zone(
                 }
             })
             .collect();
-        let current: Vec<String> = [a, aaaa]
+        let owned = txt.is_some_and(|t| t.values.iter().any(|v| v == owner));
+        let external_dns = external_dns_owner(&record.name, existing);
+        Self {
+            record,
+            a,
+            aaaa,
+            txt,
+            held_otherwise,
+            external_dns,
+            owned,
+            adopted: !owned && txt.is_none() && external_dns.is_none() && adopt,
+            foreign_addresses: [a, aaaa]
+                .into_iter()
+                .flatten()
+                .any(|set| !is_placeholder(set)),
+        }
+    }
+
+    /// The addresses the zone holds at the name.
+    fn current(&self) -> Vec<String> {
+        [self.a, self.aaaa]
             .into_iter()
             .flatten()
             .flat_map(|set| set.values.clone())
-            .collect();
-        let wanted: Vec<String> = record
-            .addresses
-            .iter()
-            .map(std::string::ToString::to_string)
-            .collect();
-        let mut outcome = NameOutcome {
-            name: record.name.clone(),
-            action: Action::Unchanged,
-            from: current.clone(),
-            to: wanted.clone(),
-            warning: None,
-            adopted: false,
-            missing: None,
-        };
-        let owned = txt.is_some_and(|t| t.values.contains(&owner));
-        let external_dns = external_dns_owner(&record.name, existing);
-        // Adopted: no ownership record of anyone, only address records (checked below).
-        let adopted = !owned && txt.is_none() && external_dns.is_none() && policy.adopt;
-        if wanted.is_empty() {
-            // Unknown right now (no master running, volume attached nowhere): keep what is there.
-            outcome.to = current;
-            outcomes.push(outcome);
-            continue;
-        }
-        if !held_otherwise.is_empty() {
-            outcome.to = current;
-            outcome.warning = Some(format!(
-                "DNS name `{}` is held through {}, which protokube does not write; left alone",
-                record.name,
-                held_otherwise.join(" and ")
+            .collect()
+    }
+
+    /// Why the name is left alone, if it is: held through records protokube does not write,
+    /// owned by external-dns, or held by someone else.
+    fn refusal(&self, cluster: &str, owner: &str) -> Option<String> {
+        let name = &self.record.name;
+        if !self.held_otherwise.is_empty() {
+            return Some(format!(
+                "DNS name `{name}` is held through {}, which protokube does not write; left alone",
+                self.held_otherwise.join(" and ")
             ));
-            outcomes.push(outcome);
-            continue;
         }
-        // kOps' placeholders (A and AAAA) count as unset.
-        let foreign_addresses = [a, aaaa]
-            .into_iter()
-            .flatten()
-            .any(|set| !is_placeholder(set));
-        if let (false, Some(ownership)) = (owned, external_dns) {
-            outcome.to = current;
-            outcome.warning = Some(format!(
-                "DNS name `{}` is owned by external-dns (ownership TXT at `{}`); left alone",
-                record.name, ownership.name
+        if let (false, Some(ownership)) = (self.owned, self.external_dns) {
+            return Some(format!(
+                "DNS name `{name}` is owned by external-dns (ownership TXT at `{}`); left alone",
+                ownership.name
             ));
-            outcomes.push(outcome);
-            continue;
         }
-        if !owned && !adopted && (txt.is_some() || foreign_addresses) {
-            outcome.to = current;
-            let hint = if txt.is_none() {
+        if !self.owned && !self.adopted && (self.txt.is_some() || self.foreign_addresses) {
+            let hint = if self.txt.is_none() {
                 "; if it is this cluster's (written by kOps' dns-controller or the old \
                  protokube), pass --adopt to take it over"
             } else {
                 ""
             };
-            outcome.warning = Some(format!(
-                "DNS record `{}` exists and is not owned by cluster `{cluster}` (no ownership TXT \
-                 record {owner}); left alone{hint}",
-                record.name
+            return Some(format!(
+                "DNS record `{name}` exists and is not owned by cluster `{cluster}` (no ownership \
+                 TXT record {owner}); left alone{hint}"
             ));
-            outcomes.push(outcome);
-            continue;
         }
-        // One record set per address family: A for IPv4, AAAA for IPv6; a family the name no
-        // longer has is deleted.
-        let family = |v6: bool| -> Vec<String> {
-            record
-                .addresses
-                .iter()
-                .filter(|a| a.is_ipv6() == v6)
-                .map(std::string::ToString::to_string)
-                .collect()
-        };
-        let before = changes.len();
-        for (record_type, want, have) in [("A", family(false), a), ("AAAA", family(true), aaaa)] {
-            let set = RecordSet {
-                name: record.name.clone(),
-                record_type: record_type.into(),
-                ttl: Some(TTL),
-                values: want.clone(),
-                alias: false,
-            };
-            let change = match have {
-                None if want.is_empty() => None,
-                None => Some(RecordChange::create(set)),
-                Some(have) if want.is_empty() => Some(RecordChange::delete(have.clone())),
-                Some(have)
-                    if same_values(&have.values, &want)
-                        && have.ttl == Some(TTL)
-                        && (owned || adopted) =>
-                {
-                    None
-                }
-                Some(have) => Some(RecordChange::upsert(set, have.clone())),
-            };
-            changes.extend(change);
-        }
-        if changes.len() > before || adopted {
-            outcome.action = if a.is_none() && aaaa.is_none() {
-                Action::Create
-            } else {
-                Action::Update
-            };
-        }
-        if adopted && foreign_addresses {
-            outcome.adopted = true;
-        }
-        if !owned {
-            changes.push(RecordChange::create(RecordSet {
-                name: record.name.clone(),
-                record_type: "TXT".into(),
-                ttl: Some(TTL),
-                values: vec![owner.clone()],
-                alias: false,
-            }));
-        }
-        outcomes.push(outcome);
+        None
     }
-    // Owned names the cluster no longer has: every record set of ours there goes, once the
-    // guard says it is really gone.
+}
+
+/// Plans one desired name: its address record sets (one per family) and our TXT beside them,
+/// or why it is left alone.
+fn plan_name(
+    name: &NameInZone<'_>,
+    cluster: &str,
+    owner: &str,
+    changes: &mut Vec<RecordChange>,
+) -> NameOutcome {
+    let record = name.record;
+    let current = name.current();
+    let mut outcome = NameOutcome {
+        name: record.name.clone(),
+        action: Action::Unchanged,
+        from: current.clone(),
+        to: record.addresses.iter().map(ToString::to_string).collect(),
+        warning: None,
+        adopted: false,
+        missing: None,
+    };
+    if record.addresses.is_empty() {
+        // Unknown right now (no master running, volume attached nowhere): keep what is there.
+        outcome.to = current;
+        return outcome;
+    }
+    if let Some(warning) = name.refusal(cluster, owner) {
+        outcome.to = current;
+        outcome.warning = Some(warning);
+        return outcome;
+    }
+    let before = changes.len();
+    changes.extend(address_changes(name));
+    if changes.len() > before || name.adopted {
+        outcome.action = if name.a.is_none() && name.aaaa.is_none() {
+            Action::Create
+        } else {
+            Action::Update
+        };
+    }
+    outcome.adopted = name.adopted && name.foreign_addresses;
+    if !name.owned {
+        changes.push(RecordChange::create(RecordSet {
+            name: record.name.clone(),
+            record_type: "TXT".into(),
+            ttl: Some(TTL),
+            values: vec![owner.to_owned()],
+            alias: false,
+        }));
+    }
+    outcome
+}
+
+/// One record set per address family: A for IPv4, AAAA for IPv6; a family the name no longer
+/// has is deleted.
+fn address_changes(name: &NameInZone<'_>) -> Vec<RecordChange> {
+    let record = name.record;
+    let family = |v6: bool| -> Vec<String> {
+        record
+            .addresses
+            .iter()
+            .filter(|a| a.is_ipv6() == v6)
+            .map(ToString::to_string)
+            .collect()
+    };
+    let mut changes = Vec::new();
+    for (record_type, want, have) in [
+        ("A", family(false), name.a),
+        ("AAAA", family(true), name.aaaa),
+    ] {
+        let set = RecordSet {
+            name: record.name.clone(),
+            record_type: record_type.into(),
+            ttl: Some(TTL),
+            values: want.clone(),
+            alias: false,
+        };
+        let change = match have {
+            None if want.is_empty() => None,
+            None => Some(RecordChange::create(set)),
+            Some(have) if want.is_empty() => Some(RecordChange::delete(have.clone())),
+            Some(have)
+                if same_values(&have.values, &want)
+                    && have.ttl == Some(TTL)
+                    && (name.owned || name.adopted) =>
+            {
+                None
+            }
+            Some(have) => Some(RecordChange::upsert(set, have.clone())),
+        };
+        changes.extend(change);
+    }
+    changes
+}
+
+/// Owned names the cluster no longer has: every record set of ours there goes, once the guard
+/// says it is really gone.
+fn plan_names_gone(
+    desired: &[&DesiredRecord],
+    existing: &[RecordSet],
+    owner: &str,
+    policy: &ZonePolicy,
+    changes: &mut Vec<RecordChange>,
+    outcomes: &mut Vec<NameOutcome>,
+) {
     let wanted: BTreeSet<&str> = desired.iter().map(|r| r.name.as_str()).collect();
-    for name in owned_names(existing, &owner) {
+    for name in owned_names(existing, owner) {
         if wanted.contains(name) {
             continue;
         }
         let sets: Vec<&RecordSet> = existing.iter().filter(|r| r.name == name).collect();
-        if sets.iter().any(|r| !protokube_wrote(r, &owner)) {
+        if sets.iter().any(|r| !protokube_wrote(r, owner)) {
             // Something else lives there too: not protokube's to remove.
             continue;
         }
@@ -377,37 +451,31 @@ pub(crate) fn plan_zone(
             .filter(|r| r.record_type != "TXT")
             .flat_map(|r| r.values.clone())
             .collect();
-        match policy.deletion.verdict(name, &addresses) {
-            Verdict::Delete => {}
-            Verdict::Keep(missing) => {
-                if missing.is_some() {
-                    outcomes.push(NameOutcome {
-                        name: name.to_owned(),
-                        action: Action::Unchanged,
-                        from: addresses.clone(),
-                        to: addresses,
-                        warning: None,
-                        adopted: false,
-                        missing,
-                    });
-                }
-                continue;
-            }
-        }
-        for set in sets {
-            changes.push(RecordChange::delete(set.clone()));
+        let (action, missing) = match policy.deletion.verdict(name, &addresses) {
+            Verdict::Delete => (Action::Delete, None),
+            Verdict::Keep(None) => continue,
+            Verdict::Keep(missing) => (Action::Unchanged, missing),
+        };
+        if action == Action::Delete {
+            changes.extend(
+                sets.into_iter()
+                    .map(|set| RecordChange::delete(set.clone())),
+            );
         }
         outcomes.push(NameOutcome {
             name: name.to_owned(),
-            action: Action::Delete,
+            action,
+            to: if action == Action::Delete {
+                Vec::new()
+            } else {
+                addresses.clone()
+            },
             from: addresses,
-            to: Vec::new(),
             warning: None,
             adopted: false,
-            missing: None,
+            missing,
         });
     }
-    (changes, outcomes)
 }
 
 /// Plans taking this node's `own` addresses out of the names of one zone that `cluster` owns
