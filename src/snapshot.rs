@@ -6,6 +6,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context as _, Result};
 
@@ -35,7 +36,9 @@ pub(crate) enum VolumeScope {
 
 /// The run's facts, filled on first use.
 pub(crate) struct Snapshot<'a> {
-    settings: &'a Settings,
+    /// The run's settings: the run's one carrier of them (steps ask the snapshot), replaced
+    /// when the node's cluster and role are learned.
+    settings: Arc<Settings>,
     cloud: &'a dyn Cloud,
     host: &'a dyn Host,
     scope: VolumeScope,
@@ -61,14 +64,14 @@ pub(crate) struct Snapshot<'a> {
 
 impl<'a> Snapshot<'a> {
     pub(crate) fn new(
-        settings: &'a Settings,
+        settings: &Settings,
         cloud: &'a dyn Cloud,
         host: &'a dyn Host,
         scope: VolumeScope,
     ) -> Self {
         Self {
             cluster: settings.cluster.clone(),
-            settings,
+            settings: Arc::new(settings.clone()),
             cloud,
             host,
             scope,
@@ -86,14 +89,16 @@ impl<'a> Snapshot<'a> {
         }
     }
 
+    /// The run's settings.
+    pub(crate) fn settings(&self) -> Arc<Settings> {
+        Arc::clone(&self.settings)
+    }
+
     /// This snapshot for `settings` that know more of the node (its cluster and role, learned
     /// from its tags): what does not depend on them — the identity, the cloud clients, the
     /// state file as read or written — is kept, not asked for again.
-    pub(crate) fn for_settings<'b>(self, settings: &'b Settings) -> Snapshot<'b>
-    where
-        'a: 'b,
-    {
-        let mut next = Snapshot::new(settings, self.cloud, self.host, self.scope);
+    pub(crate) fn learned(self, settings: Settings) -> Self {
+        let mut next = Snapshot::new(&settings, self.cloud, self.host, self.scope);
         next.identity = self.identity;
         next.clients = self.clients;
         next.state = self.state;

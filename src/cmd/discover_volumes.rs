@@ -17,7 +17,7 @@ pub(crate) async fn run(
 ) -> Result<()> {
     let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Zone);
     steps::noting_mounted(&mut snapshot, report, async |snapshot, report| {
-        steps::discover::run(settings, snapshot, report).await
+        steps::discover::run(snapshot, report).await
     })
     .await
 }

@@ -20,7 +20,7 @@ pub(crate) async fn run(
     steps::noting_mounted(&mut snapshot, report, async |snapshot, report| {
         if !settings.master {
             // Nothing to mount; but a master run without the flag would leave etcd absent.
-            steps::check_master_flag(settings, snapshot, true, report).await?;
+            steps::check_master_flag(snapshot, true, report).await?;
             report.warn(
                 "not a control-plane node (--master is not set): no etcd volumes to mount"
                     .to_owned(),
@@ -37,8 +37,8 @@ pub(crate) async fn run(
             anyhow::bail!(why);
         }
         let _lock = steps::lock(settings, host)?;
-        let claimed = steps::claim::run(settings, snapshot, report).await?;
-        steps::mount::run(settings, snapshot, report).await?;
+        let claimed = steps::claim::run(snapshot, report).await?;
+        steps::mount::run(snapshot, report).await?;
         claimed.finish()
     })
     .await

@@ -24,9 +24,9 @@ pub(crate) async fn run(
         let cluster = snapshot.cluster().await?;
         let dns = dns::choose(settings, &cluster, zones, host);
         let _lock = steps::lock(settings, host)?;
-        steps::announce_etcd_owner(settings, snapshot, report)?;
-        steps::publish::run(settings, snapshot, &*dns, &Default::default(), report).await?;
-        steps::etcd_owner_unknown(settings, snapshot)
+        steps::announce_etcd_owner(snapshot, report)?;
+        steps::publish::run(snapshot, &*dns, &Default::default(), report).await?;
+        steps::etcd_owner_unknown(snapshot)
     })
     .await
 }

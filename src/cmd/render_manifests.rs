@@ -21,9 +21,9 @@ pub(crate) async fn run(
         // The cluster's names are checked before anything is locked or changed.
         snapshot.cluster().await?;
         let _lock = steps::lock(settings, host)?;
-        steps::announce_etcd_owner(settings, snapshot, report)?;
-        steps::render::run(settings, snapshot, report).await?;
-        steps::etcd_owner_unknown(settings, snapshot)
+        steps::announce_etcd_owner(snapshot, report)?;
+        steps::render::run(snapshot, report).await?;
+        steps::etcd_owner_unknown(snapshot)
     })
     .await
 }

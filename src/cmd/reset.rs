@@ -25,11 +25,10 @@ pub(crate) async fn run(
         let dns = dns::choose(settings, &cluster, zones, host);
         // Where etcd-manager owns etcd, its volumes and names are left; the rest is reset.
         // Where that cannot be told, nothing is.
-        steps::etcd_owner_unknown(settings, snapshot)
-            .map_err(|err| err.context("nothing was reset"))?;
+        steps::etcd_owner_unknown(snapshot).map_err(|err| err.context("nothing was reset"))?;
         let _lock = steps::lock(settings, host)?;
-        steps::announce_etcd_owner(settings, snapshot, report)?;
-        steps::reset::run(settings, snapshot, &*dns, report).await
+        steps::announce_etcd_owner(snapshot, report)?;
+        steps::reset::run(snapshot, &*dns, report).await
     })
     .await
 }

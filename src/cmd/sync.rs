@@ -39,41 +39,39 @@ async fn after_kubelet(
     // the cloud once while its last full check holds, a gossip worker never.
     let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Region);
     // Not given the cluster (kOps 1.36's unit): the instance's tags, asked once, remembered.
-    let learned;
-    let (settings, mut snapshot) = if settings.cluster.is_none() {
-        let node = steps::node_role::learn(settings, &mut snapshot).await?;
-        learned = settings
+    if settings.cluster.is_none() {
+        let node = steps::node_role::learn(&mut snapshot).await?;
+        let learned = settings
             .clone()
             .with_node(&node, settings.learns_node_role())?;
-        (&learned, snapshot.for_settings(&learned))
-    } else {
-        (settings, snapshot)
-    };
+        snapshot = snapshot.learned(learned);
+    }
     steps::noting_mounted(&mut snapshot, report, async |snapshot, report| {
+        let settings = snapshot.settings();
+        let settings = settings.as_ref();
         // The cluster's names are checked before anything is locked or changed.
         let cluster = snapshot.cluster().await?;
         let dns = dns::choose(settings, &cluster, zones, host);
         let _lock = steps::lock(settings, host)?;
-        let owns_etcd = steps::announce_etcd_owner(settings, snapshot, report)?;
-        let verify = steps::verify::begin(settings, snapshot, &*dns).await?;
-        let (claimed, mounted) =
-            steps::claim::claim_and_mount(settings, snapshot, owns_etcd, report).await?;
+        let owns_etcd = steps::announce_etcd_owner(snapshot, report)?;
+        let verify = steps::verify::begin(snapshot, &*dns).await?;
+        let (claimed, mounted) = steps::claim::claim_and_mount(snapshot, owns_etcd, report).await?;
         steps::kubelet::after_mount(kubelet, settings, host, report).await?;
-        let rendered = steps::render::run(settings, snapshot, report).await?;
+        let rendered = steps::render::run(snapshot, report).await?;
         let known = steps::verify::known(verify.as_ref());
-        let published = steps::publish::run(settings, snapshot, &*dns, known, report).await?;
+        let published = steps::publish::run(snapshot, &*dns, known, report).await?;
         // A worker asks the cloud nothing more to see whether it should have been a master.
-        steps::check_master_flag(settings, snapshot, false, report).await?;
+        steps::check_master_flag(snapshot, false, report).await?;
         if let Some(verify) = verify {
             // What the steps changed, as their typed outcomes say it.
             let changed = claimed.volumes_changed || mounted.formatted || rendered.tagged;
-            steps::verify::finish(settings, snapshot, &verify, changed, &published)?;
+            steps::verify::finish(snapshot, &verify, changed, &published)?;
         }
         if settings.master {
             steps::kubernetes::run(settings, host, report).await?;
         }
         claimed.finish()?;
-        steps::etcd_owner_unknown(settings, snapshot)
+        steps::etcd_owner_unknown(snapshot)
     })
     .await
 }

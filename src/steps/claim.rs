@@ -16,7 +16,6 @@ use crate::plan::files::FileFact;
 use crate::plan::mounts::mounted_at;
 use crate::plan::volumes::{plan_claims, ClaimPlan, EtcdVolume};
 use crate::report::{Action, Change, ChangeKind, Report};
-use crate::settings::Settings;
 use crate::snapshot::Snapshot;
 use crate::steps::discover::warn_skipped;
 
@@ -58,7 +57,6 @@ impl Claimed {
 
 /// The claim and mount steps where protokube owns etcd (nothing where etcd-manager does).
 pub(crate) async fn claim_and_mount(
-    settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     owns_etcd: bool,
     report: &mut Report,
@@ -66,16 +64,14 @@ pub(crate) async fn claim_and_mount(
     if !owns_etcd {
         return Ok(Default::default());
     }
-    let claimed = run(settings, snapshot, report).await?;
-    let mounted = super::mount::run(settings, snapshot, report).await?;
+    let claimed = run(snapshot, report).await?;
+    let mounted = super::mount::run(snapshot, report).await?;
     Ok((claimed, mounted))
 }
 
-pub(crate) async fn run(
-    settings: &Settings,
-    snapshot: &mut Snapshot<'_>,
-    report: &mut Report,
-) -> Result<Claimed> {
+pub(crate) async fn run(snapshot: &mut Snapshot<'_>, report: &mut Report) -> Result<Claimed> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     let mut claimed = Claimed::default();
     let instance_id = snapshot.identity().await?.instance_id.clone();
     // A node retired with `reset --detach` claims nothing: its unit or timer keeps running.
@@ -111,16 +107,7 @@ pub(crate) async fn run(
         .map(|v| (v, "a second volume of the same etcd cluster on this node"))
         .chain(plan.stuck.iter().map(|v| (v, STUCK_WHY)))
     {
-        detach(
-            settings,
-            snapshot,
-            &instance_id,
-            volume,
-            why,
-            &mut claimed,
-            report,
-        )
-        .await?;
+        detach(snapshot, &instance_id, volume, why, &mut claimed, report).await?;
     }
     for volume in &plan.doubled {
         report.warn(format!(
@@ -228,7 +215,6 @@ pub(crate) async fn run(
         for id in &stuck_now {
             if let Some(volume) = here.iter().find(|v| &v.id == id) {
                 detach(
-                    settings,
                     snapshot,
                     &instance_id,
                     volume,
@@ -244,7 +230,7 @@ pub(crate) async fn run(
     if !stuck.is_empty() {
         let names: Vec<&String> = stuck.iter().filter_map(|id| attached_as.get(id)).collect();
         if !settings.dry_run {
-            remember_stuck_names(settings, snapshot, &names)?;
+            remember_stuck_names(snapshot, &names)?;
         }
         return Err(NotReady(format!(
             "the attachment of `{}` stayed in `attaching` for over 90 s; it was detached so the \
@@ -258,11 +244,7 @@ pub(crate) async fn run(
 
 /// Records device names attachments got stuck on (the state file), so the next attach tries
 /// another name first; at most one entry per name protokube uses.
-fn remember_stuck_names(
-    settings: &Settings,
-    snapshot: &mut Snapshot<'_>,
-    names: &[&String],
-) -> Result<()> {
+fn remember_stuck_names(snapshot: &mut Snapshot<'_>, names: &[&String]) -> Result<()> {
     let mut state = snapshot.state()?.clone();
     for name in names {
         if !state.stuck_device_names.contains(name) {
@@ -274,7 +256,7 @@ fn remember_stuck_names(
         .len()
         .saturating_sub(snapshot.devices().name_count());
     state.stuck_device_names.drain(..keep_from);
-    super::save_state(settings, snapshot, state)?;
+    super::save_state(snapshot, state)?;
     Ok(())
 }
 
@@ -283,7 +265,6 @@ fn remember_stuck_names(
 /// or held by the kernel — is not detached: a warning names where. A detach the cloud refuses
 /// for lack of permission is a warning, and `claimed` ends the run not ready.
 async fn detach(
-    settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     instance_id: &str,
     volume: &EtcdVolume,
@@ -291,6 +272,8 @@ async fn detach(
     claimed: &mut Claimed,
     report: &mut Report,
 ) -> Result<()> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     if let Some(attachment) = &volume.attachment {
         let host = snapshot.host();
         let hint = snapshot.devices().hint(&volume.id, &attachment.device);
@@ -370,7 +353,7 @@ mod tests {
         ]);
         let mut snapshot = bench.snapshot(VolumeScope::Zone);
         let mut report = bench.report();
-        let claimed = Bench::block_on(run(&bench.settings, &mut snapshot, &mut report)).unwrap();
+        let claimed = Bench::block_on(run(&mut snapshot, &mut report)).unwrap();
         assert!(claimed.volumes_changed);
         claimed.finish().unwrap();
         // kOps' order: a `main` volume before `events`; one volume per key; the volume
@@ -401,7 +384,7 @@ mod tests {
         bench.dry_run();
         let mut snapshot = bench.snapshot(VolumeScope::Zone);
         let mut report = bench.report();
-        let claimed = Bench::block_on(run(&bench.settings, &mut snapshot, &mut report)).unwrap();
+        let claimed = Bench::block_on(run(&mut snapshot, &mut report)).unwrap();
         claimed.finish().unwrap();
         assert_eq!(report.changes.len(), 1);
         assert_eq!(report.changes[0].action, Action::Attach);
@@ -433,7 +416,7 @@ mod tests {
         });
         let mut snapshot = bench.snapshot(VolumeScope::Zone);
         let mut report = bench.report();
-        let result = Bench::block_on(run(&bench.settings, &mut snapshot, &mut report));
+        let result = Bench::block_on(run(&mut snapshot, &mut report));
         let Err(err) = result else {
             panic!("a name was free");
         };

@@ -5,14 +5,11 @@ use anyhow::Result;
 
 use crate::plan::mounts::mounted_at;
 use crate::report::{Report, VolumeReport};
-use crate::settings::Settings;
 use crate::snapshot::Snapshot;
 
-pub(crate) async fn run(
-    settings: &Settings,
-    snapshot: &mut Snapshot<'_>,
-    report: &mut Report,
-) -> Result<()> {
+pub(crate) async fn run(snapshot: &mut Snapshot<'_>, report: &mut Report) -> Result<()> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     let instance_id = snapshot.identity().await?.instance_id.clone();
     let discovery = snapshot.discovery().await?.clone();
     let table = snapshot.mount_table()?;

@@ -46,10 +46,11 @@ pub(crate) fn lock(settings: &Settings, files: &dyn Files) -> Result<Option<RunL
 /// manifest that cannot be read, [`etcd_owner_unknown`] ends the run with it): nothing of etcd
 /// is protokube's.
 pub(crate) fn announce_etcd_owner(
-    settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     report: &mut Report,
 ) -> Result<bool> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     if !settings.master {
         return Ok(false);
     }
@@ -66,7 +67,9 @@ pub(crate) fn announce_etcd_owner(
 
 /// The error that ends a master's run whose etcd steps stood aside because a static-pod
 /// manifest could not be read (exit 1, naming it): the rest of the run was done.
-pub(crate) fn etcd_owner_unknown(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<()> {
+pub(crate) fn etcd_owner_unknown(snapshot: &mut Snapshot<'_>) -> Result<()> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     if !settings.master {
         return Ok(());
     }
@@ -82,11 +85,12 @@ pub(crate) fn etcd_owner_unknown(settings: &Settings, snapshot: &mut Snapshot<'_
 /// `DescribeInstances` (skipped when this node cannot ask the cloud). Warned, naming the flag, and marked for exit 3 with
 /// `--detailed-exitcode`.
 pub(crate) async fn check_master_flag(
-    settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     ask: bool,
     report: &mut Report,
 ) -> Result<()> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     if settings.master {
         return Ok(());
     }
@@ -138,11 +142,9 @@ pub(crate) async fn check_master_flag(
 
 /// Writes the state file atomically, when its bytes change (bookkeeping: never reported), and
 /// makes `state` what the rest of the run reads.
-pub(crate) fn save_state(
-    settings: &Settings,
-    snapshot: &mut Snapshot<'_>,
-    state: State,
-) -> Result<()> {
+pub(crate) fn save_state(snapshot: &mut Snapshot<'_>, state: State) -> Result<()> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     let path = settings.root.own(STATE_FILE)?;
     let files = snapshot.host();
     let current = files.fact(&path)?;
@@ -227,15 +229,15 @@ mod tests {
         bench.file("/etc/kubernetes/manifests/main.yaml", ETCD_MANAGER_POD);
         let mut snapshot = bench.snapshot(VolumeScope::Region);
         let mut report = bench.report();
-        let owns_etcd = announce_etcd_owner(&bench.settings, &mut snapshot, &mut report).unwrap();
+        let owns_etcd = announce_etcd_owner(&mut snapshot, &mut report).unwrap();
         assert!(!owns_etcd);
         // The normal state of a kOps master: a fact, not a warning.
         assert!(report.warnings.is_empty(), "{:?}", report.warnings);
         assert_eq!(report.info.len(), 1, "{:?}", report.info);
         assert!(report.info[0].contains("main.yaml"), "{:?}", report.info);
         Bench::block_on(async {
-            let claimed = claim::run(&bench.settings, &mut snapshot, &mut report).await?;
-            mount::run(&bench.settings, &mut snapshot, &mut report).await?;
+            let claimed = claim::run(&mut snapshot, &mut report).await?;
+            mount::run(&mut snapshot, &mut report).await?;
             claimed.finish()
         })
         .unwrap();
@@ -269,14 +271,14 @@ mod tests {
         prepare(&bench);
         let mut snapshot = bench.snapshot(VolumeScope::Region);
         let mut report = bench.report();
-        let owns_etcd = announce_etcd_owner(&bench.settings, &mut snapshot, &mut report).unwrap();
+        let owns_etcd = announce_etcd_owner(&mut snapshot, &mut report).unwrap();
         let result = Bench::block_on(async {
             if owns_etcd {
-                let claimed = claim::run(&bench.settings, &mut snapshot, &mut report).await?;
-                mount::run(&bench.settings, &mut snapshot, &mut report).await?;
+                let claimed = claim::run(&mut snapshot, &mut report).await?;
+                mount::run(&mut snapshot, &mut report).await?;
                 claimed.finish()?;
             }
-            etcd_owner_unknown(&bench.settings, &mut snapshot)
+            etcd_owner_unknown(&mut snapshot)
         });
         let touched = bench
             .cloud
@@ -451,7 +453,7 @@ mod tests {
         );
         let mut snapshot = bench.snapshot(VolumeScope::Region);
         let mut report = bench.report();
-        assert!(announce_etcd_owner(&bench.settings, &mut snapshot, &mut report).unwrap());
+        assert!(announce_etcd_owner(&mut snapshot, &mut report).unwrap());
         assert!(report.warnings.is_empty());
     }
 }

@@ -32,11 +32,9 @@ pub(crate) struct Mounted {
     pub(crate) formatted: bool,
 }
 
-pub(crate) async fn run(
-    settings: &Settings,
-    snapshot: &mut Snapshot<'_>,
-    report: &mut Report,
-) -> Result<Mounted> {
+pub(crate) async fn run(snapshot: &mut Snapshot<'_>, report: &mut Report) -> Result<Mounted> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     let instance_id = snapshot.identity().await?.instance_id.clone();
     let targets: Vec<EtcdVolume> = snapshot
         .volumes_here()
@@ -55,7 +53,7 @@ pub(crate) async fn run(
     let mut errors = Vec::new();
     let mut untagged = Vec::new();
     for volume in &targets {
-        match mount_volume(settings, snapshot, volume, &mut untagged, report).await {
+        match mount_volume(snapshot, volume, &mut untagged, report).await {
             Ok((record, mounted_now)) => {
                 if settings.dry_run && !mounted_now {
                     snapshot.mark_planned(&volume.id);
@@ -85,7 +83,7 @@ pub(crate) async fn run(
             mounted.push(recorded);
         }
     }
-    let volumes = record_state(settings, snapshot, mounted, report)?;
+    let volumes = record_state(snapshot, mounted, report)?;
     snapshot.record_mounted(volumes);
     super::first_error(errors.into_iter().map(Err))?;
     Ok(Mounted {
@@ -98,12 +96,13 @@ pub(crate) async fn run(
 /// Mounts one attached volume (or, with dry run, reports what that would do); says whether it
 /// is mounted now.
 async fn mount_volume(
-    settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     volume: &EtcdVolume,
     untagged: &mut Vec<Untagged>,
     report: &mut Report,
 ) -> Result<(MountedVolume, bool)> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     if let Some(attachment) = volume.attachment.as_ref().filter(|a| a.read_only) {
         bail!(
             "it is attached here read-only (as `{}`), the cloud says: etcd's data must be written, \
@@ -155,17 +154,9 @@ async fn mount_volume(
         )
         .await?
     };
-    let mounted_now = mount_device(
-        settings,
-        snapshot,
-        volume,
-        &device,
-        &mountpoint,
-        untagged,
-        report,
-    )
-    .await
-    .with_context(|| format!("device `{}`", device.path.display()))?;
+    let mounted_now = mount_device(snapshot, volume, &device, &mountpoint, untagged, report)
+        .await
+        .with_context(|| format!("device `{}`", device.path.display()))?;
     Ok((
         record(device.host_path.display().to_string()),
         mounted_now || !settings.dry_run,
@@ -177,7 +168,6 @@ async fn mount_volume(
 /// actions of one plan, reported by a dry run and made by a run. Says whether the device was
 /// mounted already.
 async fn mount_device(
-    settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     volume: &EtcdVolume,
     device: &FoundDevice,
@@ -185,6 +175,8 @@ async fn mount_device(
     untagged: &mut Vec<Untagged>,
     report: &mut Report,
 ) -> Result<bool> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     let host = snapshot.host();
     let root = &settings.root;
     let text = mountpoint.display().to_string();
@@ -239,8 +231,7 @@ async fn mount_device(
         for action in actions {
             match action {
                 DeviceAction::Format(reason) => {
-                    format_volume(settings, snapshot, volume, device, reason, untagged, report)
-                        .await?;
+                    format_volume(snapshot, volume, device, reason, untagged, report).await?;
                 }
                 DeviceAction::Check { uuid, finish } => match host.fsck(&device.path) {
                     Ok(result) => {
@@ -252,15 +243,8 @@ async fn mount_device(
                         }
                         if finish {
                             let uuid = uuid.unwrap_or_default();
-                            if tag_formatted(
-                                settings,
-                                snapshot,
-                                volume,
-                                &device.host_path,
-                                &uuid,
-                                untagged,
-                            )
-                            .await?
+                            if tag_formatted(snapshot, volume, &device.host_path, &uuid, untagged)
+                                .await?
                             {
                                 report.push(finish_change(&volume.id, &uuid));
                             }
@@ -272,7 +256,6 @@ async fn mount_device(
                     Err(_) if finish => {
                         formatted_again = true;
                         format_volume(
-                            settings,
                             snapshot,
                             volume,
                             device,
@@ -364,7 +347,6 @@ fn grow_mounted(
 /// Formats the device with a new UUID (recorded first, so an interrupted format is recognised
 /// as protokube's own), tags the volume with it, and clears the record.
 async fn format_volume(
-    settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     volume: &EtcdVolume,
     device: &FoundDevice,
@@ -372,6 +354,8 @@ async fn format_volume(
     untagged: &mut Vec<Untagged>,
     report: &mut Report,
 ) -> Result<()> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     if reason == FormatReason::Interrupted {
         report.warn(format!(
             "an earlier run was killed while formatting volume `{}`; formatting it again",
@@ -387,15 +371,7 @@ async fn format_volume(
     let host = snapshot.host();
     intent::record(host, &settings.root, &volume.id, &device.host_path, &uuid)?;
     host.format_ext4(&device.path, &uuid)?;
-    tag_formatted(
-        settings,
-        snapshot,
-        volume,
-        &device.host_path,
-        &uuid,
-        untagged,
-    )
-    .await?;
+    tag_formatted(snapshot, volume, &device.host_path, &uuid, untagged).await?;
     report.push(format_change(
         &volume.id,
         &reason,
@@ -409,13 +385,14 @@ async fn format_volume(
 /// not tag volumes (kOps' IRSA control-plane role), the format is recorded on the node instead —
 /// that record is then the witness — and the volume is listed in `untagged`.
 async fn tag_formatted(
-    settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     volume: &EtcdVolume,
     device: &std::path::Path,
     uuid: &str,
     untagged: &mut Vec<Untagged>,
 ) -> Result<bool> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     let volumes = snapshot.clients().await?.volumes;
     match volumes.tag_volume(&volume.id, FORMATTED_TAG, uuid).await {
         Ok(()) => {
@@ -479,11 +456,12 @@ fn warn_untagged(
 /// none: a run that mounts nothing creates no file. A state file that cannot be read is
 /// rewritten from what is mounted.
 fn record_state(
-    settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     mounted: Vec<MountedVolume>,
     report: &mut Report,
 ) -> Result<Vec<MountedVolume>> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     let path = settings.root.own(STATE_FILE)?;
     let state = snapshot.state()?.clone().with_volumes(mounted);
     let current = snapshot.host().fact(&path)?;
@@ -524,7 +502,7 @@ mod tests {
     fn mount(bench: &Bench) -> (Report, Result<Mounted>) {
         let mut snapshot = bench.snapshot(VolumeScope::Zone);
         let mut report = bench.report();
-        let result = Bench::block_on(run(&bench.settings, &mut snapshot, &mut report));
+        let result = Bench::block_on(run(&mut snapshot, &mut report));
         (report, result)
     }
 
@@ -769,9 +747,8 @@ mod tests {
         let mut snapshot = bench.snapshot(VolumeScope::Zone);
         let mut report = bench.report();
         let result = Bench::block_on(async {
-            let claimed =
-                crate::steps::claim::run(&bench.settings, &mut snapshot, &mut report).await?;
-            run(&bench.settings, &mut snapshot, &mut report).await?;
+            let claimed = crate::steps::claim::run(&mut snapshot, &mut report).await?;
+            run(&mut snapshot, &mut report).await?;
             claimed.finish()
         });
         let changes = report

@@ -9,12 +9,13 @@ use anyhow::Result;
 
 use crate::cloud::tags;
 use crate::plan::state::LearnedNode;
-use crate::settings::Settings;
 use crate::snapshot::Snapshot;
 
 /// This instance's cluster and role: remembered, else read from its tags (and remembered,
 /// except by a dry run). `snapshot` is the run's, before it knows them.
-pub(crate) async fn learn(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<LearnedNode> {
+pub(crate) async fn learn(snapshot: &mut Snapshot<'_>) -> Result<LearnedNode> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     let instance_id = snapshot.identity().await?.instance_id.clone();
     let mut state = snapshot.state()?.clone();
     if let Some(known) = state.node.as_ref().filter(|n| n.instance_id == instance_id) {
@@ -50,7 +51,7 @@ pub(crate) async fn learn(settings: &Settings, snapshot: &mut Snapshot<'_>) -> R
     );
     if !settings.dry_run {
         state.node = Some(node.clone());
-        super::save_state(settings, snapshot, state)?;
+        super::save_state(snapshot, state)?;
     }
     Ok(node)
 }

@@ -7,19 +7,19 @@ use crate::dns::target::{Desired, DnsTarget, Known, PublishOutcome, RunFacts};
 use crate::names::check_dns_name;
 use crate::plan::dns::records::{listed_etcd_names, worker_records};
 use crate::report::Report;
-use crate::settings::Settings;
 use crate::snapshot::Snapshot;
 use crate::state::State;
 use crate::steps::discover::warn_skipped;
 
 /// Publishes this node's names to `dns` (chosen once for the run).
 pub(crate) async fn run(
-    settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     dns: &dyn DnsTarget,
     known: &Known,
     report: &mut Report,
 ) -> Result<PublishOutcome> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     let cluster = snapshot.cluster().await?;
     if let Some(why) = dns.idle_reason() {
         tracing::info!("{why}");
@@ -41,7 +41,7 @@ pub(crate) async fn run(
                     placeholders_removed: names.clone(),
                     ..snapshot.state()?.clone()
                 };
-                super::save_state(settings, snapshot, state)
+                super::save_state(snapshot, state)
                     .context("recording the placeholder names removed")?;
             }
         }
@@ -101,7 +101,7 @@ pub(crate) async fn run(
                 missing_names: missing.clone(),
                 ..state
             };
-            super::save_state(settings, snapshot, state)
+            super::save_state(snapshot, state)
                 .context("recording the names no longer the cluster's")?;
         }
     }
@@ -158,13 +158,7 @@ mod tests {
         let mut report = bench.report();
         let dns = bench.dns();
         let known = Known::default();
-        let outcome = Bench::block_on(run(
-            &bench.settings,
-            &mut snapshot,
-            &*dns,
-            &known,
-            &mut report,
-        ));
+        let outcome = Bench::block_on(run(&mut snapshot, &*dns, &known, &mut report));
         (report, outcome)
     }
 

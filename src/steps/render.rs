@@ -17,7 +17,6 @@ use crate::plan::manifests::{
 };
 use crate::plan::volumes::{cluster_members, complete_members};
 use crate::report::Report;
-use crate::settings::Settings;
 use crate::snapshot::Snapshot;
 use crate::spec::ClusterSpec;
 
@@ -31,11 +30,9 @@ pub(crate) struct Rendered {
     pub(crate) tagged: bool,
 }
 
-pub(crate) async fn run(
-    settings: &Settings,
-    snapshot: &mut Snapshot<'_>,
-    report: &mut Report,
-) -> Result<Rendered> {
+pub(crate) async fn run(snapshot: &mut Snapshot<'_>, report: &mut Report) -> Result<Rendered> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     // The old daemon's invocation without a spec renders the etcd pods alone, from the volumes.
     let no_spec = ClusterSpec::default();
     let spec = match &settings.spec {
@@ -288,7 +285,7 @@ mod tests {
     fn render(bench: &Bench) -> (Report, Result<Rendered>) {
         let mut snapshot = bench.snapshot(VolumeScope::Region);
         let mut report = bench.report();
-        let result = Bench::block_on(run(&bench.settings, &mut snapshot, &mut report));
+        let result = Bench::block_on(run(&mut snapshot, &mut report));
         (report, result)
     }
 

@@ -39,15 +39,16 @@ struct NodeVolume {
 
 /// Resets this node's part; its names are taken out of `dns` (the run's target).
 pub(crate) async fn run(
-    settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     dns: &dyn DnsTarget,
     report: &mut Report,
 ) -> Result<()> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     let host = snapshot.host();
     // Facts first, the whole plan reported before anything changes.
-    let volumes = node_volumes(settings, snapshot).await?;
-    let manifests = manifest_removals(settings, snapshot, &volumes)?;
+    let volumes = node_volumes(snapshot).await?;
+    let manifests = manifest_removals(snapshot, &volumes)?;
     let state_path = settings.root.own(STATE_FILE)?;
     let state_removal = plan_removal(&state_path, &host.fact(&state_path)?);
     // A node retired with `--detach` stays retired: its unit or timer claims nothing again.
@@ -218,10 +219,11 @@ fn not_detached(volume: &NodeVolume, holders: &[Holder], done: &str) -> anyhow::
 /// Removals of the manifests protokube wrote into the manifest directory: its links into this
 /// node's `volumes`, and the control-plane manifests it renders.
 fn manifest_removals(
-    settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     volumes: &[NodeVolume],
 ) -> Result<Vec<FileChange>> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     let host = snapshot.host();
     let (dir, names) = snapshot.manifest_dir()?;
     let manifests_on = |mountpoint: PathBuf| mountpoint.join("k8s.io/manifests");
@@ -257,7 +259,9 @@ fn manifest_removals(
 
 /// This node's etcd volumes: attached here (masters ask the cloud) or recorded in the state
 /// file, with whether each is mounted at its mount point.
-async fn node_volumes(settings: &Settings, snapshot: &mut Snapshot<'_>) -> Result<Vec<NodeVolume>> {
+async fn node_volumes(snapshot: &mut Snapshot<'_>) -> Result<Vec<NodeVolume>> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     // Where etcd-manager owns etcd, the volumes attached and mounted here are its own.
     if !snapshot.etcd_owner()?.is_protokube() {
         return Ok(Vec::new());
@@ -469,7 +473,7 @@ mod tests {
         let mut snapshot = bench.snapshot(VolumeScope::Region);
         let mut report = bench.report();
         let dns = bench.dns();
-        let result = Bench::block_on(run(&bench.settings, &mut snapshot, &*dns, &mut report));
+        let result = Bench::block_on(run(&mut snapshot, &*dns, &mut report));
         (report, result)
     }
 

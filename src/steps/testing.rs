@@ -265,11 +265,10 @@ impl Bench {
         let mut report = self.report();
         let mut snapshot = self.snapshot(VolumeScope::Region);
         let result = Self::block_on(async {
-            let verify = super::verify::begin_master(&self.settings, &mut snapshot).await?;
-            let claimed = super::claim::run(&self.settings, &mut snapshot, &mut report).await?;
-            let mounted = super::mount::run(&self.settings, &mut snapshot, &mut report).await?;
+            let verify = super::verify::begin_master(&mut snapshot).await?;
+            let claimed = super::claim::run(&mut snapshot, &mut report).await?;
+            let mounted = super::mount::run(&mut snapshot, &mut report).await?;
             super::verify::finish_master(
-                &self.settings,
                 &mut snapshot,
                 &verify,
                 claimed.volumes_changed || mounted.formatted,

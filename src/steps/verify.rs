@@ -11,7 +11,6 @@ use anyhow::{Context as _, Result};
 use crate::dns::target::{DnsTarget, Known, PublishOutcome};
 use crate::plan::state::WorkerVerified;
 use crate::plan::verify::{decide, due, worker_due, Check, Local};
-use crate::settings::Settings;
 use crate::snapshot::Snapshot;
 use crate::state::{State, Verified};
 
@@ -47,33 +46,29 @@ pub(crate) fn known(verify: Option<&Verify>) -> &Known {
 /// a gossip worker not at all; `None` for a worker that needs no masters (its names, `dns`,
 /// are not kept on the node).
 pub(crate) async fn begin(
-    settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     dns: &dyn DnsTarget,
 ) -> Result<Option<Verify>> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     Ok(if settings.master {
-        Some(Verify::Master(begin_master(settings, snapshot).await?))
+        Some(Verify::Master(begin_master(snapshot).await?))
     } else {
-        begin_worker(settings, snapshot, dns)
-            .await?
-            .map(Verify::Worker)
+        begin_worker(snapshot, dns).await?.map(Verify::Worker)
     })
 }
 
 /// The verify step's record, after the other steps succeeded (`volumes_changed`: a step
 /// attached, detached, formatted or tagged a volume).
 pub(crate) fn finish(
-    settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     verify: &Verify,
     volumes_changed: bool,
     published: &PublishOutcome,
 ) -> Result<()> {
     match verify {
-        Verify::Master(verify) => {
-            finish_master(settings, snapshot, verify, volumes_changed, published)
-        }
-        Verify::Worker(verify) => finish_worker(settings, snapshot, verify, published),
+        Verify::Master(verify) => finish_master(snapshot, verify, volumes_changed, published),
+        Verify::Worker(verify) => finish_worker(snapshot, verify, published),
     }
 }
 
@@ -89,10 +84,9 @@ pub(crate) struct MasterVerify {
 
 /// Asks the cloud what this run needs: the masters alone while the recorded check holds, else
 /// the volumes and the masters at once. The snapshot then holds both.
-pub(crate) async fn begin_master(
-    settings: &Settings,
-    snapshot: &mut Snapshot<'_>,
-) -> Result<MasterVerify> {
+pub(crate) async fn begin_master(snapshot: &mut Snapshot<'_>) -> Result<MasterVerify> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     let state = snapshot.state()?.clone();
     let mut known = Known {
         zones: state.zones.clone(),
@@ -153,12 +147,13 @@ pub(crate) async fn begin_master(
 /// other full check forgets the record, so the next run checks in full again. A trusted run
 /// keeps the record (with the names, if it had to publish them). The zones found are kept.
 pub(crate) fn finish_master(
-    settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     verify: &MasterVerify,
     volumes_changed: bool,
     published: &PublishOutcome,
 ) -> Result<()> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     if settings.dry_run {
         return Ok(());
     }
@@ -196,7 +191,7 @@ pub(crate) fn finish_master(
             .or_else(|| verify.known.zones.clone()),
         ..state
     };
-    super::save_state(settings, snapshot, state).context("recording the verified state")?;
+    super::save_state(snapshot, state).context("recording the verified state")?;
     Ok(())
 }
 
@@ -214,10 +209,11 @@ pub(crate) struct WorkerVerify {
 /// not asked at all), else asked by the publish step. `None` for a worker that needs no masters
 /// (its names are not kept on the node: a DNS service's are the masters' to write).
 async fn begin_worker(
-    settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     dns: &dyn DnsTarget,
 ) -> Result<Option<WorkerVerify>> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     let Some(on_disk) = dns.names_on_node()? else {
         return Ok(None);
     };
@@ -256,11 +252,12 @@ async fn begin_worker(
 /// now (up to a tenth of it, so a fleet's full checks spread out and still come at most once per
 /// interval on the timer).
 fn finish_worker(
-    settings: &Settings,
     snapshot: &mut Snapshot<'_>,
     verify: &WorkerVerify,
     published: &PublishOutcome,
 ) -> Result<()> {
+    let settings = snapshot.settings();
+    let settings = settings.as_ref();
     if settings.dry_run || verify.full.is_none() {
         return Ok(());
     }
@@ -291,7 +288,7 @@ fn finish_worker(
     if state == *snapshot.state()? {
         return Ok(());
     }
-    super::save_state(settings, snapshot, state).context("recording the verified state")?;
+    super::save_state(snapshot, state).context("recording the verified state")?;
     Ok(())
 }
 
@@ -310,17 +307,12 @@ mod tests {
         let mut snapshot = bench.snapshot(VolumeScope::Region);
         let dns = bench.dns();
         Bench::block_on(async {
-            let verify = super::begin(&bench.settings, &mut snapshot, &*dns).await?;
-            let published = crate::steps::publish::run(
-                &bench.settings,
-                &mut snapshot,
-                &*dns,
-                &Known::default(),
-                &mut report,
-            )
-            .await?;
+            let verify = super::begin(&mut snapshot, &*dns).await?;
+            let published =
+                crate::steps::publish::run(&mut snapshot, &*dns, &Known::default(), &mut report)
+                    .await?;
             if let Some(verify) = &verify {
-                super::finish(&bench.settings, &mut snapshot, verify, false, &published)?;
+                super::finish(&mut snapshot, verify, false, &published)?;
             }
             anyhow::Ok(())
         })
@@ -364,7 +356,7 @@ mod tests {
         });
         let mut snapshot = bench.snapshot(VolumeScope::Region);
         let dns = bench.dns();
-        let verify = Bench::block_on(super::begin(&bench.settings, &mut snapshot, &*dns)).unwrap();
+        let verify = Bench::block_on(super::begin(&mut snapshot, &*dns)).unwrap();
         assert!(verify.is_none());
         let (_, calls) = worker_sync(&bench);
         assert!(calls.is_empty(), "{calls:?}");
