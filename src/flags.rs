@@ -21,7 +21,7 @@ use crate::plan::manifests::etcd::EtcdOptions;
 use crate::report::OutputFormat;
 
 /// Every flag, declared once: its name, help text, `PROTOKUBE_*` variable, default and parser
-/// (clap reads this struct; [`crate::settings::Settings::resolve`] validates it). The global
+/// (clap reads this struct; `Settings::resolve` validates it). The global
 /// flags may come before or after the subcommand; the values after them (`#[arg(skip)]`) are
 /// what the command line says in other ways (the subcommand, the old daemon's flags), filled
 /// in by `Cli::flags`.
@@ -88,13 +88,13 @@ pub(crate) struct Flags {
     #[arg(long, global = true, value_name = "REGION", env = "PROTOKUBE_REGION")]
     pub(crate) region: Option<String>,
 
-    /// This instance's private IP address, IPv4 or IPv6 [default: from the instance metadata
-    /// service].
+    /// This instance's private IP address, IPv4 or IPv6, taken as its own beside those the
+    /// cloud lists for it [default: those the cloud lists].
     #[arg(long, global = true, value_name = "IP", env = "PROTOKUBE_INTERNAL_IP")]
     pub(crate) internal_ip: Option<IpAddr>,
 
-    /// This instance's public IP address, IPv4 or IPv6 [default: from the instance metadata
-    /// service].
+    /// This instance's public IP address, IPv4 or IPv6, taken as its own beside those the
+    /// cloud lists for it [default: those the cloud lists].
     #[arg(long, global = true, value_name = "IP", env = "PROTOKUBE_EXTERNAL_IP")]
     pub(crate) external_ip: Option<IpAddr>,
 

@@ -24,17 +24,10 @@ pub(crate) struct NodeIdentity {
     pub(crate) instance_id: String,
     pub(crate) availability_zone: String,
     pub(crate) region: String,
-    /// Resolved only when asked for with [`Want::Addresses`].
+    /// `--internal-ip`, when given.
     pub(crate) internal_ip: Option<IpAddr>,
-    /// Absent on instances without a public address.
+    /// `--external-ip`, when given.
     pub(crate) external_ip: Option<IpAddr>,
-}
-
-/// What a command needs beyond instance id, zone and region.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Want {
-    Placement,
-    Addresses,
 }
 
 /// One identity item: its flag and the metadata service's item.
@@ -55,27 +48,12 @@ const REGION: Item = Item {
     flag: "--region",
     item: MetadataItem::Region,
 };
-const INTERNAL_IP: Item = Item {
-    flag: "--internal-ip",
-    item: MetadataItem::InternalIpv4,
-};
-/// An IPv6-only instance has no private IPv4: its address is its IPv6 one.
-const INTERNAL_IPV6: Item = Item {
-    flag: "--internal-ip",
-    item: MetadataItem::InternalIpv6,
-};
-const EXTERNAL_IP: Item = Item {
-    flag: "--external-ip",
-    item: MetadataItem::ExternalIp,
-};
-
 /// Resolves the node identity: flags first, then the metadata service for what is missing.
 ///
 /// When the metadata service cannot be reached the error names every flag still needed.
 pub(crate) async fn resolve(
     overrides: &IdentityOverrides,
     metadata: &dyn InstanceMetadata,
-    want: Want,
 ) -> Result<NodeIdentity> {
     let mut missing: Vec<&'static str> = Vec::new();
     if overrides.instance_id.is_none() {
@@ -86,9 +64,6 @@ pub(crate) async fn resolve(
     }
     if overrides.region.is_none() {
         missing.push(REGION.flag);
-    }
-    if want == Want::Addresses && overrides.internal_ip.is_none() {
-        missing.push(INTERNAL_IP.flag);
     }
     let fetch = |item: &'static Item| {
         let missing = missing.clone();
@@ -128,29 +103,6 @@ pub(crate) async fn resolve(
         Some(region) => region.clone(),
         None => required(fetch(&REGION).await?, &REGION)?,
     };
-    let (internal_ip, external_ip) = if want == Want::Addresses {
-        let internal = match overrides.internal_ip {
-            Some(ip) => ip,
-            None => match fetch(&INTERNAL_IP).await? {
-                Some(value) => parse_ip(metadata, &value, &INTERNAL_IP)?,
-                None => parse_ip(
-                    metadata,
-                    &required(fetch(&INTERNAL_IPV6).await?, &INTERNAL_IPV6)?,
-                    &INTERNAL_IPV6,
-                )?,
-            },
-        };
-        let external = match overrides.external_ip {
-            Some(ip) => Some(ip),
-            None => match fetch(&EXTERNAL_IP).await? {
-                Some(value) => Some(parse_ip(metadata, &value, &EXTERNAL_IP)?),
-                None => None,
-            },
-        };
-        (Some(internal), external)
-    } else {
-        (None, overrides.external_ip)
-    };
     check_identity_value("instance id", &instance_id, INSTANCE_ID.flag)?;
     check_identity_value("availability zone", &availability_zone, ZONE.flag)?;
     check_identity_value("region", &region, REGION.flag)?;
@@ -158,20 +110,8 @@ pub(crate) async fn resolve(
         instance_id,
         availability_zone,
         region,
-        internal_ip: internal_ip.or(overrides.internal_ip),
-        external_ip,
-    })
-}
-
-fn parse_ip(metadata: &dyn InstanceMetadata, value: &str, item: &Item) -> Result<IpAddr> {
-    value.trim().parse().map_err(|_| {
-        anyhow!(
-            "{} gave `{}` for `{}`, not an IP address; pass {}",
-            metadata.service(),
-            value.escape_debug(),
-            metadata.path(item.item),
-            item.flag
-        )
+        internal_ip: overrides.internal_ip,
+        external_ip: overrides.external_ip,
     })
 }
 
@@ -247,42 +187,6 @@ mod tests {
     }
 
     #[test]
-    fn reads_metadata_and_treats_missing_public_ip_as_none() {
-        let metadata = ec2_metadata();
-        let id = block_on(resolve(
-            &IdentityOverrides::default(),
-            &metadata,
-            Want::Addresses,
-        ))
-        .unwrap();
-        assert_eq!(id.instance_id, "i-0123");
-        assert_eq!(id.availability_zone, "us-test-1a");
-        assert_eq!(id.region, "us-test-1");
-        assert_eq!(id.internal_ip, Some("10.0.0.5".parse().unwrap()));
-        assert_eq!(id.external_ip, None);
-    }
-
-    #[test]
-    fn an_ipv6_only_instance_is_known_by_its_ipv6_address() {
-        let mut metadata = ec2_metadata();
-        metadata.items.remove("local-ipv4");
-        metadata.items.insert("ipv6", "2001:db8::5");
-        let id = block_on(resolve(
-            &IdentityOverrides::default(),
-            &metadata,
-            Want::Addresses,
-        ))
-        .unwrap();
-        assert_eq!(id.internal_ip, Some("2001:db8::5".parse().unwrap()));
-        let overrides = IdentityOverrides {
-            internal_ip: Some("2001:db8::9".parse().unwrap()),
-            ..Default::default()
-        };
-        let id = block_on(resolve(&overrides, &ec2_metadata(), Want::Addresses)).unwrap();
-        assert_eq!(id.internal_ip, Some("2001:db8::9".parse().unwrap()));
-    }
-
-    #[test]
     fn flags_win_and_a_fully_overridden_identity_asks_nothing() {
         let metadata = FakeMetadata {
             unreachable: true,
@@ -294,7 +198,7 @@ mod tests {
             region: Some("eu-west-1".into()),
             ..Default::default()
         };
-        let id = block_on(resolve(&overrides, &metadata, Want::Placement)).unwrap();
+        let id = block_on(resolve(&overrides, &metadata)).unwrap();
         assert_eq!(id.instance_id, "i-flag");
         assert!(metadata.asked.lock().unwrap().is_empty());
     }
@@ -309,7 +213,7 @@ mod tests {
             region: Some("us-test-1".into()),
             ..Default::default()
         };
-        let err = block_on(resolve(&overrides, &metadata, Want::Placement)).unwrap_err();
+        let err = block_on(resolve(&overrides, &metadata)).unwrap_err();
         let text = format!("{err:#}");
         assert!(
             text.contains("pass --instance-id, --availability-zone"),
@@ -324,12 +228,7 @@ mod tests {
         metadata
             .items
             .insert("placement/availability-zone", "us-test-1a\nx: y");
-        let err = block_on(resolve(
-            &IdentityOverrides::default(),
-            &metadata,
-            Want::Placement,
-        ))
-        .unwrap_err();
+        let err = block_on(resolve(&IdentityOverrides::default(), &metadata)).unwrap_err();
         assert!(format!("{err:#}").contains("availability zone"), "{err:#}");
     }
 }

@@ -131,12 +131,8 @@ impl<'a> Snapshot<'a> {
     /// This node's identity: flags first, the metadata service for the rest.
     pub(crate) async fn identity(&mut self) -> Result<&NodeIdentity> {
         if self.identity.is_none() {
-            let resolved = identity::resolve(
-                &self.settings.identity,
-                self.cloud.metadata(),
-                identity::Want::Placement,
-            )
-            .await?;
+            let resolved =
+                identity::resolve(&self.settings.identity, self.cloud.metadata()).await?;
             self.identity = Some(resolved);
         }
         self.identity

@@ -74,17 +74,8 @@ pub(crate) async fn run(snapshot: &mut Snapshot<'_>, report: &mut Report) -> Res
     let settings = settings.as_ref();
     let mut claimed = Claimed::default();
     let instance_id = snapshot.identity().await?.instance_id.clone();
-    // A node retired with `reset --detach` claims nothing: its unit or timer keeps running.
-    let retired = settings.root.own(RETIRED_FILE)?;
-    if let FileFact::File { bytes, .. } = snapshot.host().fact(&retired)? {
-        if String::from_utf8_lossy(&bytes).trim() == instance_id {
-            report.warn(format!(
-                "this node was retired with `protokube reset --detach` (`{}`): it claims no etcd \
-                 volume; remove that file to bring it back",
-                retired.display()
-            ));
-            return Ok(claimed);
-        }
+    if is_retired(snapshot, &instance_id, report)? {
+        return Ok(claimed);
     }
     warn_skipped(snapshot, report).await?;
     let here = snapshot.volumes_here().await?;
@@ -96,11 +87,10 @@ pub(crate) async fn run(snapshot: &mut Snapshot<'_>, report: &mut Report) -> Res
             mounted.insert(volume.id.clone());
         }
     }
-    let now = SystemTime::now();
     // This run's waits are measured on the monotonic clock: a clock stepped at boot (NTP)
     // neither makes an attachment stuck nor hides one.
     let requested = std::time::Instant::now();
-    let plan = plan_claims(&here, &instance_id, &mounted, now);
+    let plan = plan_claims(&here, &instance_id, &mounted, SystemTime::now());
     for (volume, why) in plan
         .extra
         .iter()
@@ -118,128 +108,189 @@ pub(crate) async fn run(snapshot: &mut Snapshot<'_>, report: &mut Report) -> Res
             volume_mountpoint(&volume.id).display()
         ));
     }
-    let mut held = plan.held_keys.clone();
-    // The device name of each attachment here, kept or made now (a stuck one's name is avoided
-    // next time).
-    let mut attached_as: BTreeMap<String, String> = plan
-        .kept
-        .iter()
-        .chain(&plan.stuck)
-        .filter_map(|v| Some((v.id.clone(), v.attachment.as_ref()?.device.clone())))
-        .collect();
-    let mut waiting: Vec<String> = plan
-        .kept
-        .iter()
-        .filter(|v| {
-            v.attachment
-                .as_ref()
-                .is_some_and(|a| a.state != AttachmentState::Attached)
-        })
-        .map(|v| v.id.clone())
-        .collect();
-    if let Some(first) = plan
-        .candidates
-        .iter()
-        .find(|v| ClaimPlan::still_wanted(v, &held))
-    {
-        let volumes = snapshot.clients().await?.volumes;
-        let mut used = volumes.instance_device_names(&instance_id).await?;
-        used.extend(
-            plan.kept
-                .iter()
-                .filter_map(|v| v.attachment.as_ref().map(|a| a.device.clone())),
-        );
-        // Names an attachment got stuck on are tried last: left out while another is free.
-        let avoided = snapshot.state()?.stuck_device_names.clone();
-        let with_avoided: Vec<String> = used.iter().chain(&avoided).cloned().collect();
-        if snapshot
-            .devices()
-            .free_name(&first.id, &with_avoided)
-            .is_some()
-        {
-            used = with_avoided;
-        }
-        for volume in &plan.candidates {
-            if !ClaimPlan::still_wanted(volume, &held) {
-                continue;
-            }
-            match attach(
-                &*volumes,
-                snapshot.devices(),
-                &volume.id,
-                &instance_id,
-                &mut used,
-                settings.dry_run,
-            )
-            .await?
-            {
-                Attached::As(device) => {
-                    tracing::info!("attaching `{}` as `{device}`", volume.id);
-                    claimed.volumes_changed = true;
-                    report.push(Change {
-                        kind: ChangeKind::Volume,
-                        target: volume.id.clone(),
-                        action: Action::Attach,
-                        detail: format!(
-                            "as {device} on {instance_id} (etcd {})",
-                            memberships(volume)
-                        ),
-                    });
-                    held.extend(volume.etcd.iter().map(|m| m.cluster.clone()));
-                    snapshot.record_attachment(&volume.id, &instance_id, &device, settings.dry_run);
-                    attached_as.insert(volume.id.clone(), device);
-                    waiting.push(volume.id.clone());
-                }
-                Attached::Taken(why) => tracing::info!(
-                    "volume `{}` was taken by another node ({why}); trying the next one",
-                    volume.id
-                ),
-            }
-        }
-    }
-    if plan.kept.is_empty() && held.is_empty() {
+    let mut attaching = Attaching::kept(&plan);
+    attach_candidates(
+        snapshot,
+        &plan,
+        &instance_id,
+        &mut attaching,
+        &mut claimed,
+        report,
+    )
+    .await?;
+    if plan.kept.is_empty() && attaching.held.is_empty() {
         tracing::info!("no etcd volume for this node: none attached here and none free to claim");
     }
     let mut stuck: Vec<String> = plan.stuck.iter().map(|v| v.id.clone()).collect();
-    if !settings.dry_run && !waiting.is_empty() {
+    if !settings.dry_run && !attaching.waiting.is_empty() {
         let volumes = snapshot.clients().await?.volumes;
         let stuck_now = wait_attached(
             &*volumes,
             &instance_id,
-            &waiting,
+            &attaching.waiting,
             requested,
             settings.deadline,
             settings.progress,
         )
         .await?;
-        for id in &stuck_now {
-            if let Some(volume) = here.iter().find(|v| &v.id == id) {
-                detach(
-                    snapshot,
-                    &instance_id,
-                    volume,
-                    STUCK_WHY,
-                    &mut claimed,
-                    report,
-                )
-                .await?;
-            }
+        for volume in here.iter().filter(|v| stuck_now.contains(&v.id)) {
+            detach(
+                snapshot,
+                &instance_id,
+                volume,
+                STUCK_WHY,
+                &mut claimed,
+                report,
+            )
+            .await?;
         }
         stuck.extend(stuck_now);
     }
-    if !stuck.is_empty() {
-        let names: Vec<&String> = stuck.iter().filter_map(|id| attached_as.get(id)).collect();
-        if !settings.dry_run {
-            remember_stuck_names(snapshot, &names)?;
-        }
-        return Err(NotReady(format!(
-            "the attachment of `{}` stayed in `attaching` for over 90 s; it was detached so the \
-             next run can attach it again under another device name; retry later",
-            stuck.join("`, `")
-        ))
-        .into());
+    if stuck.is_empty() {
+        return Ok(claimed);
     }
-    Ok(claimed)
+    let names: Vec<&String> = stuck
+        .iter()
+        .filter_map(|id| attaching.device_of.get(id))
+        .collect();
+    if !settings.dry_run {
+        remember_stuck_names(snapshot, &names)?;
+    }
+    Err(NotReady(format!(
+        "the attachment of `{}` stayed in `attaching` for over 90 s; it was detached so the next \
+         run can attach it again under another device name; retry later",
+        stuck.join("`, `")
+    ))
+    .into())
+}
+
+/// Whether this node was retired with `reset --detach`: it claims nothing, its unit or timer
+/// keeps running.
+fn is_retired(snapshot: &Snapshot<'_>, instance_id: &str, report: &mut Report) -> Result<bool> {
+    let retired = snapshot.settings().root.own(RETIRED_FILE)?;
+    if let FileFact::File { bytes, .. } = snapshot.host().fact(&retired)? {
+        if String::from_utf8_lossy(&bytes).trim() == instance_id {
+            report.warn(format!(
+                "this node was retired with `protokube reset --detach` (`{}`): it claims no etcd \
+                 volume; remove that file to bring it back",
+                retired.display()
+            ));
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The attachments of this run as it makes them.
+struct Attaching {
+    /// Cluster keys held here (kept volumes, then those attached now).
+    held: Vec<String>,
+    /// The device name of each attachment here, kept or made now (a stuck one's name is
+    /// avoided next time).
+    device_of: BTreeMap<String, String>,
+    /// Attachments not yet `attached`.
+    waiting: Vec<String>,
+}
+
+impl Attaching {
+    fn kept(plan: &ClaimPlan) -> Self {
+        Self {
+            held: plan.held_keys.clone(),
+            device_of: plan
+                .kept
+                .iter()
+                .chain(&plan.stuck)
+                .filter_map(|v| Some((v.id.clone(), v.attachment.as_ref()?.device.clone())))
+                .collect(),
+            waiting: plan
+                .kept
+                .iter()
+                .filter(|v| {
+                    v.attachment
+                        .as_ref()
+                        .is_some_and(|a| a.state != AttachmentState::Attached)
+                })
+                .map(|v| v.id.clone())
+                .collect(),
+        }
+    }
+}
+
+/// Attaches the plan's candidates still wanted, in claim order, each under a free device name
+/// (names an attachment got stuck on tried last).
+async fn attach_candidates(
+    snapshot: &mut Snapshot<'_>,
+    plan: &ClaimPlan,
+    instance_id: &str,
+    attaching: &mut Attaching,
+    claimed: &mut Claimed,
+    report: &mut Report,
+) -> Result<()> {
+    let settings = snapshot.settings();
+    let Some(first) = plan
+        .candidates
+        .iter()
+        .find(|v| ClaimPlan::still_wanted(v, &attaching.held))
+    else {
+        return Ok(());
+    };
+    let volumes = snapshot.clients().await?.volumes;
+    let mut used = volumes.instance_device_names(instance_id).await?;
+    used.extend(
+        plan.kept
+            .iter()
+            .filter_map(|v| v.attachment.as_ref().map(|a| a.device.clone())),
+    );
+    // Names an attachment got stuck on are tried last: left out while another is free.
+    let avoided = snapshot.state()?.stuck_device_names.clone();
+    let with_avoided: Vec<String> = used.iter().chain(&avoided).cloned().collect();
+    if snapshot
+        .devices()
+        .free_name(&first.id, &with_avoided)
+        .is_some()
+    {
+        used = with_avoided;
+    }
+    for volume in &plan.candidates {
+        if !ClaimPlan::still_wanted(volume, &attaching.held) {
+            continue;
+        }
+        let attached = attach(
+            &*volumes,
+            snapshot.devices(),
+            &volume.id,
+            instance_id,
+            &mut used,
+            settings.dry_run,
+        )
+        .await?;
+        match attached {
+            Attached::As(device) => {
+                tracing::info!("attaching `{}` as `{device}`", volume.id);
+                claimed.volumes_changed = true;
+                report.push(Change {
+                    kind: ChangeKind::Volume,
+                    target: volume.id.clone(),
+                    action: Action::Attach,
+                    detail: format!(
+                        "as {device} on {instance_id} (etcd {})",
+                        memberships(volume)
+                    ),
+                });
+                attaching
+                    .held
+                    .extend(volume.etcd.iter().map(|m| m.cluster.clone()));
+                snapshot.record_attachment(&volume.id, instance_id, &device, settings.dry_run);
+                attaching.device_of.insert(volume.id.clone(), device);
+                attaching.waiting.push(volume.id.clone());
+            }
+            Attached::Taken(why) => tracing::info!(
+                "volume `{}` was taken by another node ({why}); trying the next one",
+                volume.id
+            ),
+        }
+    }
+    Ok(())
 }
 
 /// Records device names attachments got stuck on (the state file), so the next attach tries

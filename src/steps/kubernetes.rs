@@ -374,77 +374,25 @@ mod tests {
         // (version, master, --manage-etcd, kubelet active, dry run) → what `first` and
         // `after_mount` say.
         let start = Some(Action::Start);
-        for (kops, master, manage_etcd, active, dry_run, at_first, after) in [
+        let unchanged = Some(Action::Unchanged);
+        use KopsUnit::{Current, DebianImage, DistrolessImage, Host};
+        #[rustfmt::skip]
+        let cases = [
             // A master where protokube manages etcd: only once its volumes are mounted.
-            (KopsUnit::DebianImage, true, None, false, false, None, start),
-            (
-                KopsUnit::DebianImage,
-                true,
-                Some(true),
-                false,
-                true,
-                None,
-                start,
-            ),
-            (
-                KopsUnit::DebianImage,
-                true,
-                None,
-                true,
-                false,
-                None,
-                Some(Action::Unchanged),
-            ),
+            (DebianImage, true, None, false, false, None, start),
+            (DebianImage, true, Some(true), false, true, None, start),
+            (DebianImage, true, None, true, false, None, unchanged),
             // etcd not protokube's here, and every worker: first in the run.
-            (
-                KopsUnit::DebianImage,
-                true,
-                Some(false),
-                false,
-                false,
-                start,
-                None,
-            ),
-            (
-                KopsUnit::DebianImage,
-                false,
-                Some(true),
-                false,
-                false,
-                start,
-                None,
-            ),
-            (
-                KopsUnit::DebianImage,
-                false,
-                None,
-                true,
-                false,
-                Some(Action::Unchanged),
-                None,
-            ),
+            (DebianImage, true, Some(false), false, false, start, None),
+            (DebianImage, false, Some(true), false, false, start, None),
+            (DebianImage, false, None, true, false, unchanged, None),
             // nodeup starts kubelet from 1.19.
-            (
-                KopsUnit::DistrolessImage,
-                false,
-                None,
-                false,
-                false,
-                None,
-                None,
-            ),
-            (
-                KopsUnit::DistrolessImage,
-                true,
-                None,
-                false,
-                false,
-                None,
-                None,
-            ),
-            (KopsUnit::Host, true, None, false, false, None, None),
-            (KopsUnit::Current, false, None, false, false, None, None),
-        ] {
+            (DistrolessImage, false, None, false, false, None, None),
+            (DistrolessImage, true, None, false, false, None, None),
+            (Host, true, None, false, false, None, None),
+            (Current, false, None, false, false, None, None),
+        ];
+        for (kops, master, manage_etcd, active, dry_run, at_first, after) in cases {
             let mut bench = node(kops, true, |flags| {
                 flags.bootstrap_master_node_labels = false;
                 flags.master = master;

@@ -197,20 +197,7 @@ async fn mount_device(
     }
     // Where the host will see the mount: decided (or refused) before anything is written.
     let place = host.mount_place(root, mountpoint)?;
-    let witnesses = host.witnesses(&device.path, settings.blank_check)?;
-    let facts = DeviceFacts {
-        cloud: volume.cloud.clone(),
-        signature: witnesses.signature,
-        backups: witnesses.backups,
-        zeros: witnesses.zeros,
-        intent: intent::pending(host, root, &volume.id)?,
-    };
-    let decision = decide_device(&facts);
-    if let DeviceDecision::Refuse(why) = &decision {
-        bail!("{why}");
-    }
-    // A format recorded on the node (the cloud refused its tag) stays recorded: it is the witness.
-    let recorded_on_node = matches!(facts.intent, Some(IntentUuid::Formatted(_)));
+    let (decision, recorded_on_node) = decide(host, settings, volume, device)?;
     // An existing filesystem whose device was enlarged is grown once mounted.
     let grow = match &decision {
         DeviceDecision::CheckAndMount { .. } => grow_plan(host, device)?,
@@ -233,40 +220,15 @@ async fn mount_device(
                 DeviceAction::Format(reason) => {
                     format_volume(snapshot, volume, device, reason, untagged, report).await?;
                 }
-                DeviceAction::Check { uuid, finish } => match host.fsck(&device.path) {
-                    Ok(result) => {
-                        if let FsckResult::Corrected(code) = result {
-                            report.warn(format!(
-                                "fsck corrected errors on `{device_text}` of volume `{}` (exit {code})",
-                                volume.id
-                            ));
-                        }
-                        if finish {
-                            let uuid = uuid.unwrap_or_default();
-                            if tag_formatted(snapshot, volume, &device.host_path, &uuid, untagged)
-                                .await?
-                            {
-                                report.push(finish_change(&volume.id, &uuid));
-                            }
-                        } else if !recorded_on_node {
-                            // A record left by a run killed after tagging is finished with too.
-                            intent::clear(host, root, &volume.id)?;
-                        }
-                    }
-                    Err(_) if finish => {
-                        formatted_again = true;
-                        format_volume(
-                            snapshot,
-                            volume,
-                            device,
-                            FormatReason::Interrupted,
-                            untagged,
-                            report,
-                        )
-                        .await?;
-                    }
-                    Err(err) => return Err(err),
-                },
+                DeviceAction::Check { uuid, finish } => {
+                    let check = Check {
+                        uuid,
+                        finish,
+                        recorded_on_node,
+                    };
+                    formatted_again |=
+                        check_device(snapshot, volume, device, &check, untagged, report).await?;
+                }
                 DeviceAction::Mount => {
                     host.mount_ext4(root, &place, device, mountpoint)?;
                     report.push(mount_change(
@@ -295,6 +257,83 @@ async fn mount_device(
         grow_mounted(settings, host, volume, device, grow, report);
     }
     Ok(false)
+}
+
+/// What is done with the device, from what it holds (read before anything is written), and
+/// whether a format is recorded on the node (the cloud refused its tag: the record stays, it is
+/// the witness). A refusal is an error.
+fn decide(
+    host: &dyn Host,
+    settings: &Settings,
+    volume: &EtcdVolume,
+    device: &FoundDevice,
+) -> Result<(DeviceDecision, bool)> {
+    let witnesses = host.witnesses(&device.path, settings.blank_check)?;
+    let facts = DeviceFacts {
+        cloud: volume.cloud.clone(),
+        signature: witnesses.signature,
+        backups: witnesses.backups,
+        zeros: witnesses.zeros,
+        intent: intent::pending(host, &settings.root, &volume.id)?,
+    };
+    let decision = decide_device(&facts);
+    if let DeviceDecision::Refuse(why) = &decision {
+        bail!("{why}");
+    }
+    Ok((
+        decision,
+        matches!(facts.intent, Some(IntentUuid::Formatted(_))),
+    ))
+}
+
+/// A check of an existing filesystem before it is mounted.
+struct Check {
+    /// The filesystem's UUID, when protokube's own interrupted format is to be finished.
+    uuid: Option<String>,
+    /// The check finishes protokube's own interrupted format (tags the volume).
+    finish: bool,
+    /// A format recorded on the node (the cloud refused its tag) stays recorded: the witness.
+    recorded_on_node: bool,
+}
+
+/// Checks the filesystem on `device` (fsck), then finishes protokube's own interrupted format
+/// or clears a record left by a run killed after tagging; a failed check of an interrupted
+/// format formats it again. True when it was formatted again.
+async fn check_device(
+    snapshot: &mut Snapshot<'_>,
+    volume: &EtcdVolume,
+    device: &FoundDevice,
+    check: &Check,
+    untagged: &mut Vec<Untagged>,
+    report: &mut Report,
+) -> Result<bool> {
+    let host = snapshot.host();
+    let device_text = device.path.display().to_string();
+    match host.fsck(&device.path) {
+        Ok(result) => {
+            if let FsckResult::Corrected(code) = result {
+                report.warn(format!(
+                    "fsck corrected errors on `{device_text}` of volume `{}` (exit {code})",
+                    volume.id
+                ));
+            }
+            if check.finish {
+                let uuid = check.uuid.clone().unwrap_or_default();
+                if tag_formatted(snapshot, volume, &device.host_path, &uuid, untagged).await? {
+                    report.push(finish_change(&volume.id, &uuid));
+                }
+            } else if !check.recorded_on_node {
+                intent::clear(host, &snapshot.settings().root, &volume.id)?;
+            }
+            Ok(false)
+        }
+        Err(_) if check.finish => {
+            let reason = FormatReason::Interrupted;
+            format_volume(snapshot, volume, device, reason, untagged, report).await?;
+            Ok(true)
+        }
+        Err(err) => Err(err),
+    }
 }
 
 /// What growing the filesystem on `device` to its device's size takes (read from the

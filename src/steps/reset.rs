@@ -13,7 +13,7 @@ use anyhow::{Context as _, Result};
 use crate::cloud::{AttachmentState, VolumeAttachment};
 use crate::dns::target::{DnsTarget, Releasing};
 use crate::error::NotReady;
-use crate::host::{Devices, Holder};
+use crate::host::{Devices, Holder, Host};
 use crate::paths::STATE_FILE;
 use crate::paths::{volume_mountpoint, RETIRED_FILE};
 use crate::plan::dns::records::own_addresses;
@@ -64,10 +64,42 @@ pub(crate) async fn run(
     } else {
         None
     };
+    refuse_pinned(settings, host, &volumes)?;
+    for change in &manifests {
+        report.push(change.change());
+    }
+    let detaching: Vec<&NodeVolume> = volumes
+        .iter()
+        .filter(|v| v.attached && settings.detach)
+        .collect();
+    refuse_held_elsewhere(settings, host, &detaching)?;
+    if !settings.dry_run {
+        remove_manifests_until_free(settings, host, &manifests, &volumes).await?;
+        for volume in &volumes {
+            if volume.mounted.is_some() {
+                host.unmount(&settings.root, &volume.mountpoint)?;
+            }
+        }
+        for volume in detaching {
+            detach_unheld(snapshot, volume).await?;
+        }
+    }
+    report_volumes(settings, &volumes, report);
+    let releasing = releasing(snapshot, dns).await?;
+    dns.release(&releasing, report).await?;
+    for removal in std::iter::once(&state_removal).chain(&retired) {
+        if !settings.dry_run {
+            host.apply(removal)?;
+        }
+        report.push(removal.change());
+    }
+    Ok(())
+}
 
-    // What would make an unmount fail and does not end when kubelet stops etcd — a mount below
-    // the mount point, a loop device or swap file on the volume, a process other than etcd — is
-    // looked for before anything changes: found, nothing is changed (exit 75).
+/// What would make an unmount fail and does not end when kubelet stops etcd — a mount below
+/// the mount point, a loop device or swap file on the volume, a process other than etcd — is
+/// looked for before anything changes: found, nothing is changed (exit 75).
+fn refuse_pinned(settings: &Settings, host: &dyn Host, volumes: &[NodeVolume]) -> Result<()> {
     let pinned: Vec<String> = volumes
         .iter()
         .filter_map(|v| v.mounted.map(|devno| (v, devno)))
@@ -93,24 +125,25 @@ pub(crate) async fn run(
             })
         })
         .collect();
-    if !pinned.is_empty() {
-        return Err(NotReady(format!(
-            "refusing to reset: {}; release it and run `protokube reset` again (nothing was \
-             changed)",
-            pinned.join("; ")
-        ))
-        .into());
+    if pinned.is_empty() {
+        return Ok(());
     }
-    for change in &manifests {
-        report.push(change.change());
-    }
-    // A volume held by anything reset does not undo itself (a mount elsewhere: a bind mount,
-    // a container's namespace; a kernel holder) is never detached: refused before anything.
-    let detaching: Vec<&NodeVolume> = volumes
-        .iter()
-        .filter(|v| v.attached && settings.detach)
-        .collect();
-    for volume in &detaching {
+    Err(NotReady(format!(
+        "refusing to reset: {}; release it and run `protokube reset` again (nothing was \
+         changed)",
+        pinned.join("; ")
+    ))
+    .into())
+}
+
+/// A volume held by anything reset does not undo itself (a mount elsewhere: a bind mount, a
+/// container's namespace; a kernel holder) is never detached: refused before anything.
+fn refuse_held_elsewhere(
+    settings: &Settings,
+    host: &dyn Host,
+    detaching: &[&NodeVolume],
+) -> Result<()> {
+    for volume in detaching {
         let own = [
             volume.mountpoint.clone(),
             settings.root.host_path_of(&volume.mountpoint),
@@ -131,62 +164,51 @@ pub(crate) async fn run(
             return Err(not_detached(volume, &others, "nothing was changed"));
         }
     }
-    if settings.dry_run {
-        report_volumes(settings, &volumes, report);
-        let releasing = releasing(snapshot, dns).await?;
-        dns.release(&releasing, report).await?;
-        report.push(state_removal.change());
-        if let Some(retired) = &retired {
-            report.push(retired.change());
-        }
-        return Ok(());
-    }
-    // What the manifests were, to put them back if the volumes cannot be freed.
+    Ok(())
+}
+
+/// Removes the manifests and waits for the volumes to be free; when they are not, puts the
+/// manifests back as they were.
+async fn remove_manifests_until_free(
+    settings: &Settings,
+    host: &dyn Host,
+    manifests: &[FileChange],
+    volumes: &[NodeVolume],
+) -> Result<()> {
     let before: Vec<(PathBuf, FileFact)> = manifests
         .iter()
         .map(|c| Ok((c.path.clone(), host.fact(&c.path)?)))
         .collect::<Result<_>>()?;
-    for change in &manifests {
+    for change in manifests {
         host.apply(change)?;
     }
-    if let Err(err) = wait_until_free(settings, host, &volumes).await {
-        for (path, fact) in &before {
-            if let Some(restore) = plan_restore(path, fact) {
-                host.apply(&restore)
-                    .with_context(|| format!("putting back `{}`", path.display()))?;
-            }
-        }
-        return Err(err.context("the manifests were put back; nothing else was changed"));
-    }
-    for volume in &volumes {
-        if volume.mounted.is_some() {
-            host.unmount(&settings.root, &volume.mountpoint)?;
+    let Err(err) = wait_until_free(settings, host, volumes).await else {
+        return Ok(());
+    };
+    for (path, fact) in &before {
+        if let Some(restore) = plan_restore(path, fact) {
+            host.apply(&restore)
+                .with_context(|| format!("putting back `{}`", path.display()))?;
         }
     }
-    for volume in detaching {
-        // Unmounted everywhere protokube mounted it: nothing may hold it now.
-        let left = holders(settings, host, volume);
-        if !left.is_empty() {
-            return Err(not_detached(
-                volume,
-                &left,
-                "the manifests are removed and it is unmounted here",
-            ));
-        }
-        let instance_id = snapshot.identity().await?.instance_id.clone();
-        let api = snapshot.clients().await?.volumes;
-        api.detach_volume(&volume.id, &instance_id, false).await?;
-        snapshot.record_detachment(&volume.id);
+    Err(err.context("the manifests were put back; nothing else was changed"))
+}
+
+/// Detaches a volume unmounted everywhere protokube mounted it: nothing may hold it now.
+async fn detach_unheld(snapshot: &mut Snapshot<'_>, volume: &NodeVolume) -> Result<()> {
+    let settings = snapshot.settings();
+    let left = holders(&settings, snapshot.host(), volume);
+    if !left.is_empty() {
+        return Err(not_detached(
+            volume,
+            &left,
+            "the manifests are removed and it is unmounted here",
+        ));
     }
-    report_volumes(settings, &volumes, report);
-    let releasing = releasing(snapshot, dns).await?;
-    dns.release(&releasing, report).await?;
-    host.apply(&state_removal)?;
-    report.push(state_removal.change());
-    if let Some(retired) = retired {
-        host.apply(&retired)?;
-        report.push(retired.change());
-    }
+    let instance_id = snapshot.identity().await?.instance_id.clone();
+    let api = snapshot.clients().await?.volumes;
+    api.detach_volume(&volume.id, &instance_id, false).await?;
+    snapshot.record_detachment(&volume.id);
     Ok(())
 }
 

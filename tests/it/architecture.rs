@@ -415,7 +415,7 @@ const PROVIDERS: [(&str, &[&str], &[&str]); 2] = [
 
 /// Where the command line names the providers (`--cloud`'s values, their flags), and the
 /// registry that picks them: nowhere else (ARCHITECTURE.md).
-const NAMES_PROVIDERS: [&str; 2] = ["cli.rs", "providers/mod.rs"];
+const NAMES_PROVIDERS: [&str; 3] = ["cli.rs", "flags.rs", "providers/mod.rs"];
 
 /// The lines of `text` (outside its unit tests, comments included) that name one of `words`,
 /// as `line: text`; module declarations (`mod route53;`) are a folder's listing, not a use.
@@ -804,5 +804,68 @@ fn pub_is_a_door() {
     assert!(
         doors * 4 < restricted,
         "{doors} `pub` against {restricted} restricted: a `pub` is a door, not the default"
+    );
+}
+
+/// The lines of each function of `text` that has a body: (name, first line, line count).
+fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    for (start, line) in lines.iter().enumerate() {
+        let Some(at) = line.find("fn ") else { continue };
+        let before = line[..at].trim();
+        let is_item = before.split_whitespace().all(|word| {
+            ["pub", "async", "const", "unsafe"].contains(&word) || word.starts_with("pub(")
+        });
+        if !is_item || line.trim_start().starts_with("//") {
+            continue;
+        }
+        let name: String = line[at + 3..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let mut depth = 0i32;
+        for (offset, body_line) in lines[start..].iter().enumerate() {
+            if depth == 0
+                && offset > 0
+                && body_line.trim_end().ends_with(';')
+                && !body_line.contains('{')
+            {
+                break;
+            }
+            depth += body_line.matches('{').count() as i32 - body_line.matches('}').count() as i32;
+            if depth == 0 && body_line.contains('}') {
+                found.push((name.clone(), start + 1, offset + 1));
+                break;
+            }
+        }
+    }
+    found
+}
+
+/// Functions fit on a screen: none over 100 lines, tests included.
+#[test]
+fn no_function_is_over_100_lines() {
+    let long: Vec<String> = sources()
+        .into_iter()
+        .flat_map(|(path, text)| {
+            function_lengths(&text)
+                .into_iter()
+                .filter(|(_, _, lines)| *lines > 100)
+                .map(move |(name, line, lines)| {
+                    format!("{}:{line} {name}: {lines} lines", path.display())
+                })
+        })
+        .collect();
+    assert!(long.is_empty(), "split these: {long:#?}");
+}
+
+#[test]
+fn function_lengths_are_counted_from_signature_to_closing_brace() {
+    let code =
+        "fn a() {\n    x();\n}\n\npub(crate) async fn b(\n    y: u8,\n) -> u8 {\n    { y }\n}\n";
+    assert_eq!(
+        function_lengths(code),
+        [("a".to_owned(), 1, 3), ("b".to_owned(), 5, 5)]
     );
 }

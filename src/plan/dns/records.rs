@@ -180,8 +180,8 @@ pub(crate) fn gossip_master_records(
 }
 
 /// This node's addresses, whose records are its own to take out: those the cloud lists for
-/// instance `instance_id` among `masters`, and those its metadata gives (`internal`,
-/// `external`); sorted, each once.
+/// instance `instance_id` among `masters`, and those the flags give (`internal`, `external`);
+/// sorted, each once.
 pub(crate) fn own_addresses(
     instance_id: &str,
     internal: Option<IpAddr>,

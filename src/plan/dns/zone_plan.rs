@@ -936,30 +936,52 @@ mod tests {
         assert_eq!(outcomes[0].action, Action::Unchanged);
     }
 
-    #[test]
-    fn owned_names_the_cluster_no_longer_has_are_deleted_with_their_txt() {
+    /// Names of one zone, some owned and gone from the cluster, and the clock of the guard.
+    struct GoneNames {
+        records: Vec<DesiredRecord>,
+        existing: Vec<RecordSet>,
+        now: SystemTime,
+        grace: Duration,
+    }
+
+    fn gone_names() -> GoneNames {
         let owner = ownership_value(C);
-        let records = [desired("etcd-a.internal.c.example.com", &[[10, 0, 0, 1]])];
-        let existing = [
-            set("etcd-a.internal.c.example.com", "A", &["10.0.0.1"]),
-            set("etcd-a.internal.c.example.com", "TXT", &[&owner]),
-            set("etcd-b.internal.c.example.com", "A", &["10.0.0.2"]),
-            set("etcd-b.internal.c.example.com", "TXT", &[&owner]),
-            set("old.c.example.com", "AAAA", &["fd00::1"]),
-            set("old.c.example.com", "TXT", &[&owner]),
-            // Not ours, or not only ours: kept.
-            set("etcd-c.internal.c.example.com", "A", &["10.0.0.3"]),
-            set("shared.c.example.com", "A", &["10.0.0.4"]),
-            set("shared.c.example.com", "MX", &["10 mail.example.com"]),
-            set("shared.c.example.com", "TXT", &[&owner]),
-        ];
-        let refs: Vec<&DesiredRecord> = records.iter().collect();
-        let now = std::time::UNIX_EPOCH + Duration::from_hours(1000);
-        let grace = Duration::from_hours(1);
-        let seen = |since: SystemTime, values: &[&str]| MissingName {
+        GoneNames {
+            records: vec![desired("etcd-a.internal.c.example.com", &[[10, 0, 0, 1]])],
+            existing: vec![
+                set("etcd-a.internal.c.example.com", "A", &["10.0.0.1"]),
+                set("etcd-a.internal.c.example.com", "TXT", &[&owner]),
+                set("etcd-b.internal.c.example.com", "A", &["10.0.0.2"]),
+                set("etcd-b.internal.c.example.com", "TXT", &[&owner]),
+                set("old.c.example.com", "AAAA", &["fd00::1"]),
+                set("old.c.example.com", "TXT", &[&owner]),
+                // Not ours, or not only ours: kept.
+                set("etcd-c.internal.c.example.com", "A", &["10.0.0.3"]),
+                set("shared.c.example.com", "A", &["10.0.0.4"]),
+                set("shared.c.example.com", "MX", &["10 mail.example.com"]),
+                set("shared.c.example.com", "TXT", &[&owner]),
+            ],
+            now: std::time::UNIX_EPOCH + Duration::from_hours(1000),
+            grace: Duration::from_hours(1),
+        }
+    }
+
+    fn seen(since: SystemTime, values: &[&str]) -> MissingName {
+        MissingName {
             since,
             values: values.iter().map(|v| (*v).to_owned()).collect(),
-        };
+        }
+    }
+
+    #[test]
+    fn owned_names_the_cluster_no_longer_has_are_deleted_with_their_txt() {
+        let GoneNames {
+            records,
+            existing,
+            now,
+            grace,
+        } = gone_names();
+        let refs: Vec<&DesiredRecord> = records.iter().collect();
         // Member b is in no volume's member list; `old` has been missing for the grace period.
         let gone = ZonePolicy {
             deletion: DeletionGuard {
@@ -998,7 +1020,17 @@ mod tests {
             deleted,
             ["etcd-b.internal.c.example.com", "old.c.example.com"]
         );
+    }
 
+    #[test]
+    fn a_name_still_listed_or_missing_within_the_grace_period_stays() {
+        let GoneNames {
+            records,
+            existing,
+            now,
+            grace,
+        } = gone_names();
+        let refs: Vec<&DesiredRecord> = records.iter().collect();
         // A partial view: member b's volume skipped in this answer, but another volume still
         // lists b: its name stays. `old` missing for less than the grace period: it stays, and
         // is remembered as it was first seen missing.
@@ -1032,7 +1064,17 @@ mod tests {
             waited,
             [("old.c.example.com", seen(now - grace / 2, &["fd00::1"]))]
         );
+    }
 
+    #[test]
+    fn the_wait_for_a_missing_name_starts_now_unless_it_was_seen_missing_so_before() {
+        let GoneNames {
+            records,
+            existing,
+            now,
+            grace,
+        } = gone_names();
+        let refs: Vec<&DesiredRecord> = records.iter().collect();
         // First missed now, missed with other values before (another master published it
         // since), or first missed in the future (a clock that was ahead, 2099): the wait starts
         // now — the name is neither deleted nor kept until that date.

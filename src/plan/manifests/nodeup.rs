@@ -230,16 +230,9 @@ fn describe(value: &Value) -> String {
     }
 }
 
-/// kube-apiserver (`kube_apiserver.go`).
-pub(crate) fn api_server(
-    table: &FlagTable,
-    spec: &ClusterSpec,
-    values: &Mapping,
-) -> Result<ComponentArgs> {
-    let kapi = format!("{SRV}/kube-apiserver");
-    let mut s = Section::new(table, "KubeAPIServerConfig", "spec.kubeAPIServer", values);
-    // The OIDC fields go through spec.authentication.oidc on their way to nodeup: the required
-    // claims become a map (the last value of a claim wins), printed back sorted.
+/// The OIDC fields go through spec.authentication.oidc on their way to nodeup: the required
+/// claims become a map (the last value of a claim wins), printed back sorted.
+fn oidc_required_claims(s: &mut Section<'_>) -> Result<()> {
     if !s.is_unset("oidcRequiredClaim") {
         let mut claims = std::collections::BTreeMap::new();
         for claim in s.list("oidcRequiredClaim")? {
@@ -257,7 +250,11 @@ pub(crate) fn api_server(
             .collect();
         s.put_list("oidcRequiredClaim", claims);
     }
-    // `admissionControl` is moved to `enableAdmissionPlugins` (the flags exclude each other).
+    Ok(())
+}
+
+/// `admissionControl` is moved to `enableAdmissionPlugins` (the flags exclude each other).
+fn admission_plugins(s: &mut Section<'_>) -> Result<()> {
     let admission_control = s.list("admissionControl")?;
     if !admission_control.is_empty() {
         if !s.is_unset("enableAdmissionPlugins")
@@ -272,6 +269,19 @@ pub(crate) fn api_server(
         s.put_list("enableAdmissionPlugins", admission_control);
         s.put_list("admissionControl", Vec::new());
     }
+    Ok(())
+}
+
+/// kube-apiserver (`kube_apiserver.go`).
+pub(crate) fn api_server(
+    table: &FlagTable,
+    spec: &ClusterSpec,
+    values: &Mapping,
+) -> Result<ComponentArgs> {
+    let kapi = format!("{SRV}/kube-apiserver");
+    let mut s = Section::new(table, "KubeAPIServerConfig", "spec.kubeAPIServer", values);
+    oidc_required_claims(&mut s)?;
+    admission_plugins(&mut s)?;
     if spec.encryption_config == Some(true) {
         s.set(
             "encryptionProviderConfig",
