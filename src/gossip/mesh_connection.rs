@@ -1,0 +1,237 @@
+//! One mesh connection as kOps' peers make it: the version header, the key exchange (always
+//! encrypted), the features exchange, then encrypted frames; bounded in time and size.
+
+use std::time::Duration;
+
+use anyhow::{bail, Context as _, Result};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
+
+use super::wire::mesh::{agreed_version, frame_len, Features, HEADER};
+use super::wire::mesh_crypto::{EphemeralKey, SecretBox};
+
+/// How long a handshake may take (mesh's own limit is its 60 s read deadline; a peer that
+/// does not finish within this is dropped).
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// This member as mesh knows it.
+#[derive(Clone, Debug)]
+pub(crate) struct LocalPeer {
+    pub(crate) name: [u8; 16],
+    pub(crate) nick_name: String,
+    pub(crate) uid: u64,
+    pub(crate) short_id: u16,
+}
+
+/// An established connection: the peer's features, and the two directions' boxes.
+pub(crate) struct MeshConnection<S> {
+    stream: S,
+    sender: SecretBox,
+    receiver: SecretBox,
+    pub(crate) remote: Features,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> MeshConnection<S> {
+    /// Introduces this member on `stream` (`dialled` when this side opened it) with the
+    /// gossip `password` (the secret; empty when none: kOps' mesh always encrypts).
+    pub(crate) async fn handshake(
+        stream: S,
+        dialled: bool,
+        local: &LocalPeer,
+        password: &[u8],
+    ) -> Result<Self> {
+        Self::handshake_within(stream, dialled, local, password, HANDSHAKE_TIMEOUT).await
+    }
+
+    async fn handshake_within(
+        stream: S,
+        dialled: bool,
+        local: &LocalPeer,
+        password: &[u8],
+        limit: Duration,
+    ) -> Result<Self> {
+        tokio::time::timeout(limit, Self::introduce(stream, dialled, local, password))
+            .await
+            .context("the mesh handshake did not finish in time")?
+    }
+
+    async fn introduce(
+        mut stream: S,
+        dialled: bool,
+        local: &LocalPeer,
+        password: &[u8],
+    ) -> Result<Self> {
+        let key = EphemeralKey::generate()?;
+        let mut hello = HEADER.to_vec();
+        hello.push(1);
+        hello.extend_from_slice(&key.public);
+        stream
+            .write_all(&hello)
+            .await
+            .context("writing the mesh header")?;
+        let mut header = [0u8; 7];
+        stream
+            .read_exact(&mut header)
+            .await
+            .context("reading the mesh header")?;
+        agreed_version(header)?;
+        let mut flag = [0u8; 1];
+        stream
+            .read_exact(&mut flag)
+            .await
+            .context("reading the encryption flag")?;
+        if flag[0] != 1 {
+            bail!("the mesh peer asked for an unencrypted connection (kOps' are always encrypted)");
+        }
+        let mut their_public = [0u8; 32];
+        stream
+            .read_exact(&mut their_public)
+            .await
+            .context("reading the peer's public key")?;
+        let session = key.session_key(&their_public, password);
+        let mut connection = Self {
+            stream,
+            sender: SecretBox::sender(&session, dialled),
+            receiver: SecretBox::receiver(&session, dialled),
+            remote: Features {
+                name: [0; 16],
+                nick_name: String::new(),
+                short_id: 0,
+                uid: 0,
+                conn_id: 0,
+            },
+        };
+        let mut conn_id = [0u8; 8];
+        getrandom::fill(&mut conn_id).map_err(|err| anyhow::anyhow!("no randomness: {err}"))?;
+        let ours = Features {
+            name: local.name,
+            nick_name: local.nick_name.clone(),
+            short_id: local.short_id,
+            uid: local.uid,
+            conn_id: u64::from_be_bytes(conn_id),
+        };
+        connection.send(&ours.encode()).await?;
+        let theirs = connection.receive().await?;
+        let theirs = Features::decode(&theirs)?;
+        if theirs.name == local.name {
+            bail!("connected to ourself");
+        }
+        connection.remote = theirs;
+        Ok(connection)
+    }
+
+    /// Sends one frame's payload, sealed.
+    pub(crate) async fn send(&mut self, payload: &[u8]) -> Result<()> {
+        let sealed = self.sender.seal(payload)?;
+        let len = u32::try_from(sealed.len()).context("a frame too large to send")?;
+        let mut out = Vec::with_capacity(4 + sealed.len());
+        out.extend_from_slice(&len.to_be_bytes());
+        out.extend(sealed);
+        self.stream
+            .write_all(&out)
+            .await
+            .context("writing a mesh frame")
+    }
+
+    /// The next frame's payload, opened; an error when the peer's secret is another.
+    pub(crate) async fn receive(&mut self) -> Result<Vec<u8>> {
+        let mut prefix = [0u8; 4];
+        self.stream
+            .read_exact(&mut prefix)
+            .await
+            .context("reading a mesh frame")?;
+        let mut sealed = vec![0u8; frame_len(prefix)?];
+        self.stream
+            .read_exact(&mut sealed)
+            .await
+            .context("reading a mesh frame")?;
+        self.receiver.open(&sealed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gossip::wire::mesh::{peer_name, GossipMessage, TAG_GOSSIP};
+
+    fn peer(name: &str) -> LocalPeer {
+        LocalPeer {
+            name: peer_name(name),
+            nick_name: name.to_owned(),
+            uid: 7,
+            short_id: 1,
+        }
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn two_members_introduce_themselves_and_exchange_gossip() {
+        runtime().block_on(async {
+            let (a, b) = tokio::io::duplex(1 << 16);
+            let (peer_a, peer_b) = (peer("i-a"), peer("i-b"));
+            let (dialler, listener) = tokio::join!(
+                MeshConnection::handshake(a, true, &peer_a, b"s"),
+                MeshConnection::handshake(b, false, &peer_b, b"s"),
+            );
+            let (mut dialler, mut listener) = (dialler.unwrap(), listener.unwrap());
+            assert_eq!(dialler.remote.nick_name, "i-b");
+            assert_eq!(listener.remote.name, peer_name("i-a"));
+            let message = GossipMessage {
+                tag: TAG_GOSSIP,
+                channel: "dns".into(),
+                source: "x".into(),
+                destination: None,
+                payload: vec![1, 2, 3],
+            };
+            dialler.send(&message.encode()).await.unwrap();
+            listener.send(&[0]).await.unwrap();
+            assert_eq!(
+                GossipMessage::decode(&listener.receive().await.unwrap()).unwrap(),
+                message
+            );
+            assert_eq!(dialler.receive().await.unwrap(), [0]);
+        });
+    }
+
+    #[test]
+    fn another_secret_is_named_and_a_stranger_refused() {
+        runtime().block_on(async {
+            let (a, b) = tokio::io::duplex(1 << 16);
+            let (peer_a, peer_b) = (peer("i-a"), peer("i-b"));
+            let (dialler, _) = tokio::join!(
+                MeshConnection::handshake(a, true, &peer_a, b"one"),
+                MeshConnection::handshake(b, false, &peer_b, b"two"),
+            );
+            let err = format!("{:#}", dialler.err().unwrap());
+            assert!(err.contains("another gossip secret"), "{err}");
+            let (mut a, b) = tokio::io::duplex(1 << 16);
+            let listener = tokio::spawn(async move {
+                MeshConnection::handshake(b, false, &peer("i-b"), b"").await
+            });
+            a.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+            let err = format!("{:#}", listener.await.unwrap().err().unwrap());
+            assert!(err.contains("not a mesh peer"), "{err}");
+        });
+    }
+
+    #[test]
+    fn a_silent_peer_is_dropped_at_the_handshakes_deadline() {
+        runtime().block_on(async {
+            let (_a, b) = tokio::io::duplex(1 << 16);
+            let limit = Duration::from_millis(50);
+            let err = MeshConnection::handshake_within(b, false, &peer("i-b"), b"", limit)
+                .await
+                .err()
+                .unwrap();
+            assert!(
+                format!("{err:#}").contains("did not finish in time"),
+                "{err:#}"
+            );
+        });
+    }
+}
