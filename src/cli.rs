@@ -506,7 +506,7 @@ impl Cli {
     }
 
     /// Parses `args` (the program's name first), noting which of the unit's version flags the
-    /// command line itself gave ([`UnitFlags`]).
+    /// command line itself gave (`UnitFlags`).
     pub fn parse_from<I, T>(args: I) -> Result<Self, clap::Error>
     where
         I: IntoIterator<Item = T>,

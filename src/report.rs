@@ -88,7 +88,7 @@ pub struct ReportError {
 pub struct Report {
     pub(crate) command: String,
     pub(crate) dry_run: bool,
-    /// True when any change is not `unchanged`; kept in step by [`Report::push`].
+    /// True when any change is not `unchanged`; kept in step by `Report::push`.
     pub changed: bool,
     pub changes: Vec<Change>,
     pub(crate) volumes: Vec<VolumeReport>,

@@ -107,7 +107,7 @@ pub struct CloudVolume {
     pub zone: String,
     pub state: VolumeState,
     pub attachments: Vec<VolumeAttachment>,
-    /// Its metadata under kOps' keys ([`tags`]): a provider whose labels are spelled otherwise
+    /// Its metadata under kOps' keys (`tags`): a provider whose labels are spelled otherwise
     /// maps them onto these.
     pub tags: BTreeMap<String, String>,
     /// What it was made from, if anything, in the provider's words (``snapshot `snap-1` ``):
@@ -323,7 +323,7 @@ pub trait DeviceNaming: Send + Sync + std::fmt::Debug {
     fn hint(&self, volume_id: &str, requested: &str) -> DeviceHint;
 }
 
-/// How a provider's operators see kOps' metadata keys (the keys of [`tags`]) on its volumes and
+/// How a provider's operators see kOps' metadata keys (the keys of `tags`) on its volumes and
 /// instances, for the messages that tell them what to fix: the provider's noun and spelling.
 pub trait MetadataWords: Send + Sync + std::fmt::Debug {
     /// What the provider calls them: `tag`, `label`.

@@ -33,8 +33,8 @@ pub trait ZoneApi: Send + Sync {
     /// The record sets in `zone` that decide what happens to `names` (the cluster `cluster`'s
     /// names there): at least every set at those names, at the names external-dns keeps their
     /// ownership at (`a-`, `aaaa-`, `cname-` before the name, see
-    /// [`crate::plan::dns::zone_plan::EXTERNAL_DNS_PREFIXES`]) and any NS set at or above them below the apex. A
-    /// zone that does not exist (any more) is the error [`ZoneGone`].
+    /// `plan::dns::zone_plan::EXTERNAL_DNS_PREFIXES`) and any NS set at or above them below the apex. A
+    /// zone that does not exist (any more) is the error `ZoneGone`.
     async fn read(&self, zone: &Zone, names: &[&str], cluster: &str) -> Result<Vec<RecordSet>>;
 
     /// `changes` split into the requests the service accepts, in order, the changes of one
