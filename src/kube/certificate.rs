@@ -237,11 +237,13 @@ mod tests {
 
     #[test]
     fn a_good_pair_passes_and_each_fault_is_named() {
-        let now = SystemTime::now();
         let (cert, key, _dir) = openssl_pair(false, "2");
+        let (v1, v1_key, _v1_dir) = openssl_pair(true, "2");
+        // After both are made: their notBefore is the second openssl made them in, so a clock
+        // read before could be earlier.
+        let now = SystemTime::now();
         check_client_credential(&cert, "c.crt", &key, "c.key", now).unwrap();
 
-        let (v1, v1_key, _v1_dir) = openssl_pair(true, "2");
         let err = check_client_credential(&v1, "v1.crt", &v1_key, "v1.key", now).unwrap_err();
         let message = format!("{err:#}");
         assert!(message.contains("(v1.crt) is X.509 version 1"), "{message}");
