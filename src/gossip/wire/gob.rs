@@ -554,13 +554,7 @@ const CONNECTION_SUMMARY_DEF: [u8; 91] = *b"\xff\x85\x03\x01\x01\x11connectionSu
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    pub(crate) fn hex(text: &str) -> Vec<u8> {
-        (0..text.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::gossip::wire::hex;
 
     #[test]
     fn a_string_map_is_written_as_go_writes_it_and_read_back() {

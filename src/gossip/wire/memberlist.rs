@@ -306,13 +306,7 @@ fn decompress(body: &[u8], max: usize) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(text: &str) -> Vec<u8> {
-        (0..text.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::gossip::wire::hex;
 
     // Go 1.19 with Debian's go-msgpack 0.5.5, `codec.MsgpackHandle{}` as memberlist has it.
     const PING: &str =

@@ -271,13 +271,7 @@ pub(crate) fn decode_topology(payload: &[u8]) -> Result<Vec<TopologyPeer>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(text: &str) -> Vec<u8> {
-        (0..text.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::gossip::wire::hex;
 
     #[test]
     fn peer_names_are_the_hash_flavour() {

@@ -116,13 +116,7 @@ impl SecretBox {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(text: &str) -> Vec<u8> {
-        (0..text.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::gossip::wire::hex;
 
     fn keys() -> (EphemeralKey, EphemeralKey) {
         let sk1: [u8; 32] = std::array::from_fn(|i| i as u8 + 1);

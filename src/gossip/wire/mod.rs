@@ -8,6 +8,15 @@ pub(crate) mod mesh;
 pub(crate) mod mesh_crypto;
 pub(crate) mod protobuf;
 
+/// The bytes a test vector writes in hex (the vectors of kOps' wire notes and of Go's output).
+#[cfg(test)]
+pub(crate) fn hex(text: &str) -> Vec<u8> {
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+        .collect()
+}
+
 #[cfg(test)]
 mod arbitrary_bytes {
     //! Every decoder faces arbitrary bytes: an error or a value, never a panic; what they

@@ -263,13 +263,7 @@ impl<'a> Iterator for Fields<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(text: &str) -> Vec<u8> {
-        (0..text.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::gossip::wire::hex;
 
     const KEY: &str = "dns/local/A/api.internal.c.k8s.local";
     const VECTOR: &str = "0a380a24646e732f6c6f63616c2f412f6170692e696e7465726e616c2e632e6b38732e6c6f63616c12100a0831302e302e302e3718ceb9a8d806";
