@@ -22,6 +22,9 @@ _protokube() {
             protokube,discover-volumes)
                 cmd="protokube__subcmd__discover__subcmd__volumes"
                 ;;
+            protokube,gossip)
+                cmd="protokube__subcmd__gossip"
+                ;;
             protokube,label-node)
                 cmd="protokube__subcmd__label__subcmd__node"
                 ;;
@@ -50,7 +53,7 @@ _protokube() {
 
     case "${cmd}" in
         protokube)
-            opts="-o -v -q -h -V --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help --version discover-volumes mount render-manifests publish-dns sync reset apply-channels label-node version"
+            opts="-o -v -q -h -V --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help --version discover-volumes mount render-manifests publish-dns sync reset apply-channels label-node version gossip"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -160,6 +163,42 @@ _protokube() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --gossip-protocol)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-secret)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-protocol-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-listen-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-secret-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-conn-limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --etcd-image)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -221,30 +260,6 @@ _protokube() {
                     return 0
                     ;;
                 --remove-dns-names)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gossip-protocol)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gossip-listen)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gossip-secret)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gossip-protocol-secondary)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gossip-listen-secondary)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gossip-secret-secondary)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -276,7 +291,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__apply__subcmd__channels)
-            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -386,30 +401,6 @@ _protokube() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --v)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gossip)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --containerized)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --initialize-rbac)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --manage-etcd)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --remove-dns-names)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --gossip-protocol)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -431,6 +422,42 @@ _protokube() {
                     return 0
                     ;;
                 --gossip-secret-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-conn-limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --containerized)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --initialize-rbac)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --manage-etcd)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --remove-dns-names)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -462,7 +489,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__discover__subcmd__volumes)
-            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -572,6 +599,42 @@ _protokube() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --gossip-protocol)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-secret)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-protocol-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-listen-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-secret-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-conn-limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --v)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -596,6 +659,144 @@ _protokube() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --dns-update-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns-server)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --apply-taints)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --etcd-backup-image)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-backup-store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        protokube__subcmd__gossip)
+            opts="-o -v -q -h --once --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --cluster-spec)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cluster-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cloud)
+                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    return 0
+                    ;;
+                --master)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --instance-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --availability-zone)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --region)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --internal-ip)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --external-ip)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --zone)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gce-compute-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dns-internal-suffix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --templates)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "text json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verify-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --metrics-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --blank-check)
+                    COMPREPLY=($(compgen -W "sampled full" -- "${cur}"))
+                    return 0
+                    ;;
+                --channels)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bootstrap-master-node-labels)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --node-name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --gossip-protocol)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -617,6 +818,42 @@ _protokube() {
                     return 0
                     ;;
                 --gossip-secret-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-conn-limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --containerized)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --initialize-rbac)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --manage-etcd)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --remove-dns-names)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -648,7 +885,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__label__subcmd__node)
-            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -758,30 +995,6 @@ _protokube() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --v)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gossip)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --containerized)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --initialize-rbac)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --manage-etcd)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --remove-dns-names)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --gossip-protocol)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -803,6 +1016,42 @@ _protokube() {
                     return 0
                     ;;
                 --gossip-secret-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-conn-limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --containerized)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --initialize-rbac)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --manage-etcd)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --remove-dns-names)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -834,7 +1083,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__mount)
-            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -944,30 +1193,6 @@ _protokube() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --v)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gossip)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --containerized)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --initialize-rbac)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --manage-etcd)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --remove-dns-names)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --gossip-protocol)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -989,6 +1214,42 @@ _protokube() {
                     return 0
                     ;;
                 --gossip-secret-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-conn-limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --containerized)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --initialize-rbac)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --manage-etcd)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --remove-dns-names)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1020,7 +1281,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__publish__subcmd__dns)
-            opts="-o -v -q -h --wait --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --wait --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1130,30 +1391,6 @@ _protokube() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --v)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gossip)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --containerized)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --initialize-rbac)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --manage-etcd)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --remove-dns-names)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --gossip-protocol)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1175,6 +1412,42 @@ _protokube() {
                     return 0
                     ;;
                 --gossip-secret-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-conn-limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --containerized)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --initialize-rbac)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --manage-etcd)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --remove-dns-names)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1206,7 +1479,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__render__subcmd__manifests)
-            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1356,30 +1629,6 @@ _protokube() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --v)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gossip)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --containerized)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --initialize-rbac)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --manage-etcd)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --remove-dns-names)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --gossip-protocol)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1401,6 +1650,42 @@ _protokube() {
                     return 0
                     ;;
                 --gossip-secret-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-conn-limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --containerized)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --initialize-rbac)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --manage-etcd)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --remove-dns-names)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1432,7 +1717,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__reset)
-            opts="-o -v -q -h --detach --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --detach --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1542,30 +1827,6 @@ _protokube() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --v)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gossip)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --containerized)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --initialize-rbac)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --manage-etcd)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --remove-dns-names)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --gossip-protocol)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1587,6 +1848,42 @@ _protokube() {
                     return 0
                     ;;
                 --gossip-secret-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-conn-limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --containerized)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --initialize-rbac)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --manage-etcd)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --remove-dns-names)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1618,7 +1915,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__sync)
-            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --wait --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --wait --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1768,30 +2065,6 @@ _protokube() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --v)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gossip)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --containerized)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --initialize-rbac)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --manage-etcd)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --remove-dns-names)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --gossip-protocol)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1813,6 +2086,42 @@ _protokube() {
                     return 0
                     ;;
                 --gossip-secret-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-conn-limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --containerized)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --initialize-rbac)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --manage-etcd)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --remove-dns-names)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1844,7 +2153,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__version)
-            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1954,30 +2263,6 @@ _protokube() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --v)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gossip)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --containerized)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --initialize-rbac)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --manage-etcd)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --remove-dns-names)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --gossip-protocol)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1999,6 +2284,42 @@ _protokube() {
                     return 0
                     ;;
                 --gossip-secret-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-seed-secondary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip-conn-limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gossip)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --containerized)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --initialize-rbac)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --manage-etcd)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --remove-dns-names)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

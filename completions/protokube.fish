@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_protokube_global_optspecs
-    string join \n cluster-spec= cluster-id= cloud= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= gce-compute-endpoint= gce-dns-endpoint= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= verify-interval= log-format= metrics-file= v/verbose q/quiet blank-check= no-progress channels= bootstrap-master-node-labels= node-name= adopt etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth= v= gossip= containerized= initialize-rbac= manage-etcd= remove-dns-names= gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= dns-update-interval= dns-server= apply-taints= etcd-backup-image= etcd-backup-store= h/help V/version
+    string join \n cluster-spec= cluster-id= cloud= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= gce-compute-endpoint= gce-dns-endpoint= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= verify-interval= log-format= metrics-file= v/verbose q/quiet blank-check= no-progress channels= bootstrap-master-node-labels= node-name= adopt gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= gossip-seed= gossip-seed-secondary= gossip-conn-limit= etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth= v= gossip= containerized= initialize-rbac= manage-etcd= remove-dns-names= dns-update-interval= dns-server= apply-taints= etcd-backup-image= etcd-backup-store= h/help V/version
 end
 
 function __fish_protokube_needs_command
@@ -56,6 +56,15 @@ complete -c protokube -n "__fish_protokube_needs_command" -l channels -d 'Addon 
 complete -c protokube -n "__fish_protokube_needs_command" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_needs_command" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gossip-protocol -d 'The primary gossip protocol: `mesh` or `memberlist` (kOps\' default: mesh)' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gossip-listen -d 'Where the primary protocol listens [default: 0.0.0.0:3999]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gossip-secret -d 'The primary protocol\'s secret (mesh encrypts with it; empty: no secret, still encrypted)' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gossip-protocol-secondary -d 'The secondary gossip protocol [default: memberlist]; an empty value for none' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gossip-listen-secondary -d 'Where the secondary protocol listens [default: 0.0.0.0:4000]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gossip-secret-secondary -d 'The secondary protocol\'s secret (not the primary\'s by default, as in kOps)' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gossip-seed -d 'Seeds of the primary protocol beside the cloud\'s control-plane instances: IP (dialled on the protocol\'s port) or IP:PORT, comma-separated' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gossip-seed-secondary -d 'Seeds of the secondary protocol beside the cloud\'s, as --gossip-seed' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gossip-conn-limit -d 'The most connections per protocol [default: kOps\' variable GOSSIP_DNS_CONN_LIMIT; 0 or unset: 1024]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l etcd-image -d 'etcd image for every etcd pod [default: spec.etcdClusters[].image, else registry.k8s.io/etcd:<version>-0]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l etcd-election-timeout -d 'etcd election timeout in milliseconds [default: spec leaderElectionTimeout]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l etcd-heartbeat-interval -d 'etcd heartbeat interval in milliseconds [default: spec heartbeatInterval]' -r
@@ -77,12 +86,6 @@ false\t''"
 complete -c protokube -n "__fish_protokube_needs_command" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_needs_command" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
-complete -c protokube -n "__fish_protokube_needs_command" -l gossip-protocol -r
-complete -c protokube -n "__fish_protokube_needs_command" -l gossip-listen -r
-complete -c protokube -n "__fish_protokube_needs_command" -l gossip-secret -r
-complete -c protokube -n "__fish_protokube_needs_command" -l gossip-protocol-secondary -r
-complete -c protokube -n "__fish_protokube_needs_command" -l gossip-listen-secondary -r
-complete -c protokube -n "__fish_protokube_needs_command" -l gossip-secret-secondary -r
 complete -c protokube -n "__fish_protokube_needs_command" -l dns-update-interval -r
 complete -c protokube -n "__fish_protokube_needs_command" -l dns-server -r
 complete -c protokube -n "__fish_protokube_needs_command" -l apply-taints -r -f -a "true\t''
@@ -106,6 +109,7 @@ complete -c protokube -n "__fish_protokube_needs_command" -f -a "reset" -d 'Undo
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "apply-channels" -d 'Apply the cluster\'s addon channels with kOps\' channels tool (control-plane nodes)'
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "label-node" -d 'Give this node kOps\' mandatory control-plane labels through the Kubernetes API'
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "version" -d 'Print the build: version, git commit, build date, rustc, target and enabled features (`-o json` for one object)'
+complete -c protokube -n "__fish_protokube_needs_command" -f -a "gossip" -d 'Be a member of kOps\' gossip network (`*.k8s.local` clusters) and keep the hosts block from its view, until stopped'
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
@@ -138,6 +142,15 @@ complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-protocol -d 'The primary gossip protocol: `mesh` or `memberlist` (kOps\' default: mesh)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-listen -d 'Where the primary protocol listens [default: 0.0.0.0:3999]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-secret -d 'The primary protocol\'s secret (mesh encrypts with it; empty: no secret, still encrypted)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-protocol-secondary -d 'The secondary gossip protocol [default: memberlist]; an empty value for none' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-listen-secondary -d 'Where the secondary protocol listens [default: 0.0.0.0:4000]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-secret-secondary -d 'The secondary protocol\'s secret (not the primary\'s by default, as in kOps)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-seed -d 'Seeds of the primary protocol beside the cloud\'s control-plane instances: IP (dialled on the protocol\'s port) or IP:PORT, comma-separated' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-seed-secondary -d 'Seeds of the secondary protocol beside the cloud\'s, as --gossip-seed' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-conn-limit -d 'The most connections per protocol [default: kOps\' variable GOSSIP_DNS_CONN_LIMIT; 0 or unset: 1024]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
@@ -148,12 +161,6 @@ false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-protocol -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-listen -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-secret -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-protocol-secondary -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-listen-secondary -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gossip-secret-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dns-update-interval -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dns-server -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l apply-taints -r -f -a "true\t''
@@ -199,6 +206,15 @@ complete -c protokube -n "__fish_protokube_using_subcommand mount" -l channels -
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-protocol -d 'The primary gossip protocol: `mesh` or `memberlist` (kOps\' default: mesh)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-listen -d 'Where the primary protocol listens [default: 0.0.0.0:3999]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-secret -d 'The primary protocol\'s secret (mesh encrypts with it; empty: no secret, still encrypted)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-protocol-secondary -d 'The secondary gossip protocol [default: memberlist]; an empty value for none' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-listen-secondary -d 'Where the secondary protocol listens [default: 0.0.0.0:4000]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-secret-secondary -d 'The secondary protocol\'s secret (not the primary\'s by default, as in kOps)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-seed -d 'Seeds of the primary protocol beside the cloud\'s control-plane instances: IP (dialled on the protocol\'s port) or IP:PORT, comma-separated' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-seed-secondary -d 'Seeds of the secondary protocol beside the cloud\'s, as --gossip-seed' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-conn-limit -d 'The most connections per protocol [default: kOps\' variable GOSSIP_DNS_CONN_LIMIT; 0 or unset: 1024]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
@@ -209,12 +225,6 @@ false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-protocol -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-listen -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-secret -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-protocol-secondary -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-listen-secondary -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gossip-secret-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dns-update-interval -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dns-server -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l apply-taints -r -f -a "true\t''
@@ -271,6 +281,15 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-protocol -d 'The primary gossip protocol: `mesh` or `memberlist` (kOps\' default: mesh)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-listen -d 'Where the primary protocol listens [default: 0.0.0.0:3999]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-secret -d 'The primary protocol\'s secret (mesh encrypts with it; empty: no secret, still encrypted)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-protocol-secondary -d 'The secondary gossip protocol [default: memberlist]; an empty value for none' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-listen-secondary -d 'Where the secondary protocol listens [default: 0.0.0.0:4000]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-secret-secondary -d 'The secondary protocol\'s secret (not the primary\'s by default, as in kOps)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-seed -d 'Seeds of the primary protocol beside the cloud\'s control-plane instances: IP (dialled on the protocol\'s port) or IP:PORT, comma-separated' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-seed-secondary -d 'Seeds of the secondary protocol beside the cloud\'s, as --gossip-seed' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-conn-limit -d 'The most connections per protocol [default: kOps\' variable GOSSIP_DNS_CONN_LIMIT; 0 or unset: 1024]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
@@ -281,12 +300,6 @@ false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-protocol -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-listen -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-secret -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-protocol-secondary -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-listen-secondary -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gossip-secret-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dns-update-interval -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dns-server -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l apply-taints -r -f -a "true\t''
@@ -332,6 +345,15 @@ complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l chan
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-protocol -d 'The primary gossip protocol: `mesh` or `memberlist` (kOps\' default: mesh)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-listen -d 'Where the primary protocol listens [default: 0.0.0.0:3999]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-secret -d 'The primary protocol\'s secret (mesh encrypts with it; empty: no secret, still encrypted)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-protocol-secondary -d 'The secondary gossip protocol [default: memberlist]; an empty value for none' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-listen-secondary -d 'Where the secondary protocol listens [default: 0.0.0.0:4000]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-secret-secondary -d 'The secondary protocol\'s secret (not the primary\'s by default, as in kOps)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-seed -d 'Seeds of the primary protocol beside the cloud\'s control-plane instances: IP (dialled on the protocol\'s port) or IP:PORT, comma-separated' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-seed-secondary -d 'Seeds of the secondary protocol beside the cloud\'s, as --gossip-seed' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-conn-limit -d 'The most connections per protocol [default: kOps\' variable GOSSIP_DNS_CONN_LIMIT; 0 or unset: 1024]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
@@ -342,12 +364,6 @@ false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-protocol -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-listen -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-secret -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-protocol-secondary -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-listen-secondary -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gossip-secret-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dns-update-interval -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dns-server -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l apply-taints -r -f -a "true\t''
@@ -405,6 +421,15 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -l channels -d
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-protocol -d 'The primary gossip protocol: `mesh` or `memberlist` (kOps\' default: mesh)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-listen -d 'Where the primary protocol listens [default: 0.0.0.0:3999]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-secret -d 'The primary protocol\'s secret (mesh encrypts with it; empty: no secret, still encrypted)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-protocol-secondary -d 'The secondary gossip protocol [default: memberlist]; an empty value for none' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-listen-secondary -d 'Where the secondary protocol listens [default: 0.0.0.0:4000]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-secret-secondary -d 'The secondary protocol\'s secret (not the primary\'s by default, as in kOps)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-seed -d 'Seeds of the primary protocol beside the cloud\'s control-plane instances: IP (dialled on the protocol\'s port) or IP:PORT, comma-separated' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-seed-secondary -d 'Seeds of the secondary protocol beside the cloud\'s, as --gossip-seed' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-conn-limit -d 'The most connections per protocol [default: kOps\' variable GOSSIP_DNS_CONN_LIMIT; 0 or unset: 1024]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
@@ -415,12 +440,6 @@ false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-protocol -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-listen -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-secret -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-protocol-secondary -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-listen-secondary -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gossip-secret-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dns-update-interval -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dns-server -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l apply-taints -r -f -a "true\t''
@@ -467,6 +486,15 @@ complete -c protokube -n "__fish_protokube_using_subcommand reset" -l channels -
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-protocol -d 'The primary gossip protocol: `mesh` or `memberlist` (kOps\' default: mesh)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-listen -d 'Where the primary protocol listens [default: 0.0.0.0:3999]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-secret -d 'The primary protocol\'s secret (mesh encrypts with it; empty: no secret, still encrypted)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-protocol-secondary -d 'The secondary gossip protocol [default: memberlist]; an empty value for none' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-listen-secondary -d 'Where the secondary protocol listens [default: 0.0.0.0:4000]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-secret-secondary -d 'The secondary protocol\'s secret (not the primary\'s by default, as in kOps)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-seed -d 'Seeds of the primary protocol beside the cloud\'s control-plane instances: IP (dialled on the protocol\'s port) or IP:PORT, comma-separated' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-seed-secondary -d 'Seeds of the secondary protocol beside the cloud\'s, as --gossip-seed' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-conn-limit -d 'The most connections per protocol [default: kOps\' variable GOSSIP_DNS_CONN_LIMIT; 0 or unset: 1024]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
@@ -477,12 +505,6 @@ false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-protocol -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-listen -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-secret -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-protocol-secondary -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-listen-secondary -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gossip-secret-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l dns-update-interval -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l dns-server -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l apply-taints -r -f -a "true\t''
@@ -529,6 +551,15 @@ complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l c
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-protocol -d 'The primary gossip protocol: `mesh` or `memberlist` (kOps\' default: mesh)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-listen -d 'Where the primary protocol listens [default: 0.0.0.0:3999]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-secret -d 'The primary protocol\'s secret (mesh encrypts with it; empty: no secret, still encrypted)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-protocol-secondary -d 'The secondary gossip protocol [default: memberlist]; an empty value for none' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-listen-secondary -d 'Where the secondary protocol listens [default: 0.0.0.0:4000]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-secret-secondary -d 'The secondary protocol\'s secret (not the primary\'s by default, as in kOps)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-seed -d 'Seeds of the primary protocol beside the cloud\'s control-plane instances: IP (dialled on the protocol\'s port) or IP:PORT, comma-separated' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-seed-secondary -d 'Seeds of the secondary protocol beside the cloud\'s, as --gossip-seed' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-conn-limit -d 'The most connections per protocol [default: kOps\' variable GOSSIP_DNS_CONN_LIMIT; 0 or unset: 1024]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
@@ -539,12 +570,6 @@ false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-protocol -r
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-listen -r
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-secret -r
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-protocol-secondary -r
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-listen-secondary -r
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gossip-secret-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l dns-update-interval -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l dns-server -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l apply-taints -r -f -a "true\t''
@@ -590,6 +615,15 @@ complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l chann
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-protocol -d 'The primary gossip protocol: `mesh` or `memberlist` (kOps\' default: mesh)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-listen -d 'Where the primary protocol listens [default: 0.0.0.0:3999]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-secret -d 'The primary protocol\'s secret (mesh encrypts with it; empty: no secret, still encrypted)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-protocol-secondary -d 'The secondary gossip protocol [default: memberlist]; an empty value for none' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-listen-secondary -d 'Where the secondary protocol listens [default: 0.0.0.0:4000]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-secret-secondary -d 'The secondary protocol\'s secret (not the primary\'s by default, as in kOps)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-seed -d 'Seeds of the primary protocol beside the cloud\'s control-plane instances: IP (dialled on the protocol\'s port) or IP:PORT, comma-separated' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-seed-secondary -d 'Seeds of the secondary protocol beside the cloud\'s, as --gossip-seed' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-conn-limit -d 'The most connections per protocol [default: kOps\' variable GOSSIP_DNS_CONN_LIMIT; 0 or unset: 1024]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
@@ -600,12 +634,6 @@ false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-protocol -r
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-listen -r
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-secret -r
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-protocol-secondary -r
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-listen-secondary -r
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gossip-secret-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l dns-update-interval -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l dns-server -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l apply-taints -r -f -a "true\t''
@@ -651,6 +679,15 @@ complete -c protokube -n "__fish_protokube_using_subcommand version" -l channels
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-protocol -d 'The primary gossip protocol: `mesh` or `memberlist` (kOps\' default: mesh)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-listen -d 'Where the primary protocol listens [default: 0.0.0.0:3999]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-secret -d 'The primary protocol\'s secret (mesh encrypts with it; empty: no secret, still encrypted)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-protocol-secondary -d 'The secondary gossip protocol [default: memberlist]; an empty value for none' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-listen-secondary -d 'Where the secondary protocol listens [default: 0.0.0.0:4000]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-secret-secondary -d 'The secondary protocol\'s secret (not the primary\'s by default, as in kOps)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-seed -d 'Seeds of the primary protocol beside the cloud\'s control-plane instances: IP (dialled on the protocol\'s port) or IP:PORT, comma-separated' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-seed-secondary -d 'Seeds of the secondary protocol beside the cloud\'s, as --gossip-seed' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-conn-limit -d 'The most connections per protocol [default: kOps\' variable GOSSIP_DNS_CONN_LIMIT; 0 or unset: 1024]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
 false\t''"
@@ -661,12 +698,6 @@ false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-protocol -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-listen -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-secret -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-protocol-secondary -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-listen-secondary -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l gossip-secret-secondary -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l dns-update-interval -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l dns-server -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l apply-taints -r -f -a "true\t''
@@ -680,3 +711,68 @@ complete -c protokube -n "__fish_protokube_using_subcommand version" -s q -l qui
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l no-progress -d 'No progress bars, even on a terminal'
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand version" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l instance-id -d 'This instance\'s id (on GCE its name) [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l availability-zone -d 'This instance\'s availability zone [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l region -d 'The instance\'s region [default: from the instance metadata service]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l internal-ip -d 'This instance\'s private IP address, IPv4 or IPv6, taken as its own beside those the cloud lists for it [default: those the cloud lists]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6, taken as its own beside those the cloud lists for it [default: those the cloud lists]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
+json\t''
+yaml\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l timeout -d 'One deadline for the whole run, e.g. `90s`, `5m` (at least `1s`): every wait, cloud call, Kubernetes API request, credential plugin and child tool ends by it, then the run is "not ready" (exit 75)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l verify-interval -d 'How long a converged node trusts what its last full check of the cloud found: within it, `sync` on a master asks `DescribeInstances` alone while the answer is unchanged, and on a gossip worker asks nothing (less a jitter of up to a tenth); after it, or on any change, the cloud is checked in full. `0` checks fully every run' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l log-format -d 'stderr log lines: `text` (timestamped when stderr is neither a terminal nor the journal) or `json`, one object per line (`ts` RFC 3339, `level`, `msg`, `target`, fields)' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line, for log shippers'"
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l metrics-file -d 'After every run (failed runs and dry runs too), write Prometheus text-format metrics to FILE, atomically, for node-exporter\'s textfile collector' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l blank-check -d 'How much of a device is read to prove it blank before a format: `sampled` (the first 4 MiB, the last 1 MiB and chunks spread between, 64 MiB in all) or `full` (every byte)' -r -f -a "sampled\t'The first 4 MiB, the last 1 MiB and 16 KiB chunks spread evenly between, 64 MiB in all (a device no larger is read whole)'
+full\t'Every byte of the device'"
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l channels -d 'Addon channels to apply on a control-plane node with kOps\' `channels` tool (`<root>/opt/kops/bin/channels apply channel URL --v=4 --yes`), comma-separated; part of `sync` when given' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l bootstrap-master-node-labels -d 'Give this control-plane node kOps\' mandatory labels through the Kubernetes API (KUBECONFIG, default /var/lib/kops/kubeconfig); part of `sync` when given with --node-name' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l node-name -d 'This node\'s name in Kubernetes (its Node object), for the labels' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l gossip-protocol -d 'The primary gossip protocol: `mesh` or `memberlist` (kOps\' default: mesh)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l gossip-listen -d 'Where the primary protocol listens [default: 0.0.0.0:3999]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l gossip-secret -d 'The primary protocol\'s secret (mesh encrypts with it; empty: no secret, still encrypted)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l gossip-protocol-secondary -d 'The secondary gossip protocol [default: memberlist]; an empty value for none' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l gossip-listen-secondary -d 'Where the secondary protocol listens [default: 0.0.0.0:4000]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l gossip-secret-secondary -d 'The secondary protocol\'s secret (not the primary\'s by default, as in kOps)' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l gossip-seed -d 'Seeds of the primary protocol beside the cloud\'s control-plane instances: IP (dialled on the protocol\'s port) or IP:PORT, comma-separated' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l gossip-seed-secondary -d 'Seeds of the secondary protocol beside the cloud\'s, as --gossip-seed' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l gossip-conn-limit -d 'The most connections per protocol [default: kOps\' variable GOSSIP_DNS_CONN_LIMIT; 0 or unset: 1024]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l v -d 'klog verbosity, as nodeup passes it (`--v=4`): 4 and 5 are -v, 6 and more -vv' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l gossip -d 'Gossip DNS (the old flag): true means `--dns hosts`' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l containerized -d 'kOps 1.12–1.20 ran protokube in a container with the host at `/rootfs`: true means the host\'s root is `/rootfs` (unless --root is given), the channels tool is looked up on PATH when the host has none at `/opt/kops/bin/channels`, and kubelet is started on a control-plane node where it is not running' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l initialize-rbac -d 'kOps ≤ 1.22: on a control-plane node, create the `kube-dns` and `kube-proxy` ServiceAccounts and the `kubeadm:node-proxier` ClusterRoleBinding when missing' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l manage-etcd -d 'kOps ≤ 1.22: false means etcd is not protokube\'s on this node (etcd-manager runs it)' -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l remove-dns-names -d 'kOps ≤ 1.22 beside etcd-manager (Route53, Cloud DNS): the names kOps precreated for etcd (comma-separated), each removed while it still holds kOps\' placeholder address' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l dns-update-interval -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l dns-server -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l apply-taints -r -f -a "true\t''
+false\t''"
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l etcd-backup-image -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l etcd-backup-store -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l once -d 'Join, take the view, write the hosts block and exit (timers, by hand)'
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l dry-run -d 'Compute and report every change, make none'
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l detailed-exitcode -d 'Exit 2 when something was changed (or would be, with --dry-run)'
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -s v -l verbose -d 'More log output on stderr (-v debug, -vv trace)'
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -s q -l quiet -d 'Only errors on stderr'
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l no-progress -d 'No progress bars, even on a terminal'
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -145,54 +145,6 @@ pub(crate) struct LegacyArgs {
 pub(crate) struct IgnoredLegacyArgs {
     #[arg(
         long,
-        value_name = "PROTOCOL",
-        global = true,
-        hide = true,
-        env = "PROTOKUBE_GOSSIP_PROTOCOL"
-    )]
-    pub(crate) gossip_protocol: Option<String>,
-    #[arg(
-        long,
-        value_name = "ADDRESS",
-        global = true,
-        hide = true,
-        env = "PROTOKUBE_GOSSIP_LISTEN"
-    )]
-    pub(crate) gossip_listen: Option<String>,
-    #[arg(
-        long,
-        value_name = "SECRET",
-        global = true,
-        hide = true,
-        env = "PROTOKUBE_GOSSIP_SECRET"
-    )]
-    pub(crate) gossip_secret: Option<String>,
-    #[arg(
-        long,
-        value_name = "PROTOCOL",
-        global = true,
-        hide = true,
-        env = "PROTOKUBE_GOSSIP_PROTOCOL_SECONDARY"
-    )]
-    pub(crate) gossip_protocol_secondary: Option<String>,
-    #[arg(
-        long,
-        value_name = "ADDRESS",
-        global = true,
-        hide = true,
-        env = "PROTOKUBE_GOSSIP_LISTEN_SECONDARY"
-    )]
-    pub(crate) gossip_listen_secondary: Option<String>,
-    #[arg(
-        long,
-        value_name = "SECRET",
-        global = true,
-        hide = true,
-        env = "PROTOKUBE_GOSSIP_SECRET_SECONDARY"
-    )]
-    pub(crate) gossip_secret_secondary: Option<String>,
-    #[arg(
-        long,
         value_name = "SECONDS",
         global = true,
         hide = true,
@@ -239,15 +191,6 @@ impl IgnoredLegacyArgs {
             ("--dns-update-interval", &self.dns_update_interval),
             ("--etcd-backup-image", &self.etcd_backup_image),
             ("--etcd-backup-store", &self.etcd_backup_store),
-            ("--gossip-listen", &self.gossip_listen),
-            ("--gossip-listen-secondary", &self.gossip_listen_secondary),
-            ("--gossip-protocol", &self.gossip_protocol),
-            (
-                "--gossip-protocol-secondary",
-                &self.gossip_protocol_secondary,
-            ),
-            ("--gossip-secret", &self.gossip_secret),
-            ("--gossip-secret-secondary", &self.gossip_secret_secondary),
         ]
         .into_iter()
         .filter(|(_, value)| value.is_some())
@@ -335,6 +278,29 @@ pub enum Command {
     /// Print the build: version, git commit, build date, rustc, target and enabled features
     /// (`-o json` for one object).
     Version,
+
+    /// Be a member of kOps' gossip network (`*.k8s.local` clusters) and keep the hosts block
+    /// from its view, until stopped.
+    ///
+    /// mesh (--gossip-protocol, port 3999) and memberlist (--gossip-protocol-secondary, port
+    /// 4000), wire-compatible with kOps' protokube and dns-controller: seeds are the cloud's
+    /// control-plane instances (asked again at most once a minute while no peer answers) and
+    /// --gossip-seed; this node publishes `dns/local/NS/local` so dns-controller can publish.
+    /// The A and AAAA records of both protocols' views, newest version first, go into kOps'
+    /// block of <root>/etc/hosts within a second of a change (in place, only when its lines
+    /// change); deleted names leave it; anything that is not a DNS name or an address is skipped
+    /// with a warning. --once joins, takes the view, writes it and exits (75 when no peer
+    /// answered); with --dry-run it prints the view and the block instead, `-o json` the records.
+    Gossip(GossipArgs),
+}
+
+/// Flags of `gossip`.
+#[derive(Clone, Debug, Default, Args)]
+#[group(skip)]
+pub struct GossipArgs {
+    /// Join, take the view, write the hosts block and exit (timers, by hand).
+    #[arg(long, env = "PROTOKUBE_ONCE")]
+    pub(crate) once: bool,
 }
 
 /// Flags of `reset`.
@@ -458,6 +424,7 @@ impl Command {
             Command::ApplyChannels => "apply-channels",
             Command::LabelNode => "label-node",
             Command::Version => "version",
+            Command::Gossip(_) => "gossip",
         }
     }
 }
@@ -594,6 +561,18 @@ impl Cli {
             .map(|n| n.trim().to_owned())
             .filter(|n| !n.is_empty())
             .collect();
+        if flags.gossip.gossip_conn_limit.is_none() {
+            flags.gossip.gossip_conn_limit = kops_conn_limit()?;
+        }
+        flags.gossip_member = self.is_legacy()
+            && (self.legacy.gossip == Some(true)
+                || self.global.dns.as_ref().is_some_and(DnsChoice::is_gossip)
+                || self.global.gossip.any()
+                || self
+                    .global
+                    .cluster_id
+                    .as_deref()
+                    .is_some_and(|id| id.trim_end_matches('.').ends_with(".k8s.local")));
         flags.kops_123_unit =
             self.is_legacy() && self.unit.containerized == Some(false) && !self.unit.manage_etcd;
         Ok(flags)
@@ -621,9 +600,24 @@ impl Cli {
                 | Command::Reset(_)
                 | Command::ApplyChannels
                 | Command::LabelNode
-                | Command::Version,
+                | Command::Version
+                | Command::Gossip(_),
             ) => (EtcdOptions::default(), false),
         })
+    }
+}
+
+/// kOps' `GOSSIP_DNS_CONN_LIMIT`, when set: a number, or a usage error naming it.
+fn kops_conn_limit() -> Result<Option<usize>, UsageError> {
+    match std::env::var("GOSSIP_DNS_CONN_LIMIT") {
+        Ok(text) if !text.trim().is_empty() => text.trim().parse().map(Some).map_err(|_| {
+            UsageError(format!(
+                "GOSSIP_DNS_CONN_LIMIT `{}` is not a number of connections: give a whole number \
+                 (0 for the default)",
+                text.escape_debug()
+            ))
+        }),
+        _ => Ok(None),
     }
 }
 

@@ -39,3 +39,12 @@ impl Pause {
         }
     }
 }
+
+/// Returns when SIGTERM or SIGINT arrives (`protokube gossip` until stopped); never when
+/// the signals cannot be caught (then the process ends by the default action).
+pub(crate) async fn stopped() {
+    let Ok(mut pause) = Pause::new(Duration::from_hours(1)) else {
+        return std::future::pending().await;
+    };
+    while pause.next().await {}
+}

@@ -263,6 +263,9 @@ pub(crate) struct Flags {
     #[arg(long, global = true, env = "PROTOKUBE_ADOPT")]
     pub(crate) adopt: bool,
 
+    #[command(flatten)]
+    pub(crate) gossip: GossipFlags,
+
     /// The API root flags given (a provider's endpoint flags): flag → value.
     #[arg(skip)]
     pub(crate) endpoints: BTreeMap<String, String>,
@@ -311,6 +314,120 @@ pub(crate) struct Flags {
     /// `--remove-dns-names` (kOps ≤ 1.22 beside etcd-manager), as given.
     #[arg(skip)]
     pub(crate) remove_dns_names: Vec<String>,
+    /// The old daemon's unit is a gossip cluster's (`--gossip=true`, `--dns=gossip`, a
+    /// `--gossip-*` flag, or a `.k8s.local` cluster id): the member runs beside its runs.
+    #[arg(skip)]
+    pub(crate) gossip_member: bool,
+}
+
+/// kOps' gossip flags (`protokube gossip`, and the old daemon's unit on a gossip cluster).
+#[derive(Clone, Debug, Default, Args)]
+#[command(next_help_heading = "Gossip (kOps' gossip DNS)")]
+#[allow(
+    clippy::struct_field_names,
+    reason = "each field is its flag, named as kOps names it (`--gossip-…`)"
+)]
+pub(crate) struct GossipFlags {
+    /// The primary gossip protocol: `mesh` or `memberlist` (kOps' default: mesh).
+    #[arg(
+        long,
+        global = true,
+        value_name = "PROTOCOL",
+        env = "PROTOKUBE_GOSSIP_PROTOCOL"
+    )]
+    pub(crate) gossip_protocol: Option<String>,
+
+    /// Where the primary protocol listens [default: 0.0.0.0:3999].
+    #[arg(
+        long,
+        global = true,
+        value_name = "ADDRESS",
+        env = "PROTOKUBE_GOSSIP_LISTEN"
+    )]
+    pub(crate) gossip_listen: Option<String>,
+
+    /// The primary protocol's secret (mesh encrypts with it; empty: no secret, still encrypted).
+    #[arg(
+        long,
+        global = true,
+        value_name = "SECRET",
+        env = "PROTOKUBE_GOSSIP_SECRET",
+        hide_env_values = true
+    )]
+    pub(crate) gossip_secret: Option<String>,
+
+    /// The secondary gossip protocol [default: memberlist]; an empty value for none.
+    #[arg(
+        long,
+        global = true,
+        value_name = "PROTOCOL",
+        env = "PROTOKUBE_GOSSIP_PROTOCOL_SECONDARY"
+    )]
+    pub(crate) gossip_protocol_secondary: Option<String>,
+
+    /// Where the secondary protocol listens [default: 0.0.0.0:4000].
+    #[arg(
+        long,
+        global = true,
+        value_name = "ADDRESS",
+        env = "PROTOKUBE_GOSSIP_LISTEN_SECONDARY"
+    )]
+    pub(crate) gossip_listen_secondary: Option<String>,
+
+    /// The secondary protocol's secret (not the primary's by default, as in kOps).
+    #[arg(
+        long,
+        global = true,
+        value_name = "SECRET",
+        env = "PROTOKUBE_GOSSIP_SECRET_SECONDARY",
+        hide_env_values = true
+    )]
+    pub(crate) gossip_secret_secondary: Option<String>,
+
+    /// Seeds of the primary protocol beside the cloud's control-plane instances: IP (dialled on
+    /// the protocol's port) or IP:PORT, comma-separated.
+    #[arg(
+        long,
+        global = true,
+        value_name = "ADDRESS",
+        value_delimiter = ',',
+        env = "PROTOKUBE_GOSSIP_SEED"
+    )]
+    pub(crate) gossip_seed: Vec<String>,
+
+    /// Seeds of the secondary protocol beside the cloud's, as --gossip-seed.
+    #[arg(
+        long,
+        global = true,
+        value_name = "ADDRESS",
+        value_delimiter = ',',
+        env = "PROTOKUBE_GOSSIP_SEED_SECONDARY"
+    )]
+    pub(crate) gossip_seed_secondary: Vec<String>,
+
+    /// The most connections per protocol [default: kOps' variable GOSSIP_DNS_CONN_LIMIT; 0 or
+    /// unset: 1024].
+    #[arg(
+        long,
+        global = true,
+        value_name = "N",
+        env = "PROTOKUBE_GOSSIP_CONN_LIMIT"
+    )]
+    pub(crate) gossip_conn_limit: Option<usize>,
+}
+
+impl GossipFlags {
+    /// Whether any gossip flag was given.
+    pub(crate) fn any(&self) -> bool {
+        self.gossip_protocol.is_some()
+            || self.gossip_listen.is_some()
+            || self.gossip_secret.is_some()
+            || self.gossip_protocol_secondary.is_some()
+            || self.gossip_listen_secondary.is_some()
+            || self.gossip_secret_secondary.is_some()
+            || !self.gossip_seed.is_empty()
+            || !self.gossip_seed_secondary.is_empty()
+    }
 }
 
 /// The kind of place names go (`--dns zones|hosts|none`).
@@ -330,12 +447,22 @@ pub(crate) enum DnsKind {
 pub(crate) struct DnsChoice {
     pub(crate) kind: DnsKind,
     pub(crate) called: Option<String>,
+    /// Called `gossip` (kOps' word up to 1.22: the unit of a gossip cluster).
+    pub(crate) gossip: bool,
 }
 
 impl DnsChoice {
     /// `--dns` of this kind, named by its kind.
     pub(crate) fn of(kind: DnsKind) -> Self {
-        Self { kind, called: None }
+        Self {
+            kind,
+            called: None,
+            gossip: false,
+        }
+    }
+
+    pub(crate) fn is_gossip(&self) -> bool {
+        self.gossip
     }
 }
 
@@ -432,7 +559,11 @@ impl CloudArg {
 fn parse_dns(value: &str) -> Result<DnsChoice, String> {
     match value {
         "zones" => Ok(DnsChoice::of(DnsKind::Zones)),
-        "hosts" | "gossip" => Ok(DnsChoice::of(DnsKind::Hosts)),
+        "hosts" => Ok(DnsChoice::of(DnsKind::Hosts)),
+        "gossip" => Ok(DnsChoice {
+            gossip: true,
+            ..DnsChoice::of(DnsKind::Hosts)
+        }),
         "none" => Ok(DnsChoice::of(DnsKind::None)),
         called
             if !called.is_empty()
@@ -443,6 +574,7 @@ fn parse_dns(value: &str) -> Result<DnsChoice, String> {
             Ok(DnsChoice {
                 kind: DnsKind::Zones,
                 called: Some(called.to_owned()),
+                gossip: false,
             })
         }
         other => Err(format!(

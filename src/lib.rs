@@ -17,11 +17,8 @@ mod dns;
 mod error;
 mod etcd;
 mod flags;
-#[allow(
-    dead_code,
-    reason = "the wire of the gossip member (issue 48), which lands next"
-)]
 mod gossip;
+mod home;
 mod host;
 mod identity;
 mod kube;
@@ -120,8 +117,29 @@ pub async fn run_daemon(
     interval: std::time::Duration,
     mut each: impl FnMut(&Report, &Result<()>),
 ) -> Result<()> {
-    cli.flags()?;
+    let flags = cli.flags()?;
+    let gossip_member = flags.gossip_member;
     let mut pause = daemon::Pause::new(interval)?;
+    let runs = runs_until_stopped(cli, &mut pause, &mut each);
+    if gossip_member {
+        // A gossip cluster's unit: the member runs beside the runs, for as long as they do.
+        tokio::select! {
+            () = runs => {}
+            () = gossip_beside_runs(cli) => {}
+        }
+    } else {
+        runs.await;
+    }
+    tracing::info!("stopping: the next run is left to the next start");
+    Ok(())
+}
+
+/// The old daemon's runs, one per interval, until a stop signal.
+async fn runs_until_stopped(
+    cli: &Cli,
+    pause: &mut daemon::Pause,
+    each: &mut impl FnMut(&Report, &Result<()>),
+) {
     let mut first = true;
     loop {
         let mut report = Report::new("sync", cli.global.dry_run);
@@ -140,8 +158,37 @@ pub async fn run_daemon(
             break;
         }
     }
-    tracing::info!("stopping: the next run is left to the next start");
-    Ok(())
+}
+
+/// The gossip member beside the old daemon's runs: started from the node's settings and
+/// cloud (again a minute later when that fails), then kept — the hosts block from the view —
+/// without the run lock, which the runs in this process hold (the block is written in place,
+/// planned again when a run wrote it in between).
+async fn gossip_beside_runs(cli: &Cli) {
+    loop {
+        let started = async {
+            let settings = Settings::resolve(cli.flags()?, &LinuxHost)?;
+            let Connected { cloud, .. } =
+                (cli.global.cloud.registered()?.connect)(&settings, &LinuxHost)?;
+            let mut snapshot = snapshot::Snapshot::new(
+                &settings,
+                &*cloud,
+                &LinuxHost,
+                snapshot::VolumeScope::Region,
+            );
+            home::start(&mut snapshot).await
+        };
+        match started.await {
+            Ok(running) => running.keep(&LinuxHost, false, &|| {}).await,
+            Err(err) => {
+                tracing::error!(
+                    "gossip: the member did not start: {}",
+                    error::one_line(&err)
+                );
+                tokio::time::sleep(daemon::INTERVAL).await;
+            }
+        }
+    }
 }
 
 /// Names, once per start, the old daemon's flags that mean nothing here: kOps' nodeup writes
@@ -177,7 +224,14 @@ async fn connect_and_run(cli: &Cli, settings: &Settings, report: &mut Report) ->
     let cut_off = settings.deadline.instant() + PAST_DEADLINE;
     let command = cli.to_run();
     let run = run_with(&command, settings, &*cloud, &*zones, &LinuxHost, report);
-    let result = match tokio::time::timeout_at(cut_off.into(), run).await {
+    // The long-running member is not cut off by --timeout: each of its steps has its own.
+    let long_running = matches!(&command, Command::Gossip(args) if !args.once);
+    let cut_off = if long_running {
+        tokio::time::Instant::now() + std::time::Duration::from_hours(100 * 365 * 24)
+    } else {
+        cut_off.into()
+    };
+    let result = match tokio::time::timeout_at(cut_off, run).await {
         Ok(result) => result,
         Err(_) => Err(error::NotReady(format!(
             "the run did not finish within --timeout ({}); what it did is reported, and the next \
@@ -259,6 +313,31 @@ pub fn conclude(
     code
 }
 
+/// The long-running member's metrics file (`--metrics-file`), written as it goes; a failure
+/// is logged.
+fn write_gossip_metrics(settings: &Settings) {
+    let Some(path) = &settings.metrics_file else {
+        return;
+    };
+    let report = Report::new("gossip", false);
+    let run = metrics::RunMetrics {
+        report: &report,
+        exit_code: 0,
+        started: std::time::SystemTime::now(),
+        duration: std::time::Duration::ZERO,
+        volumes_mounted: None,
+    };
+    let previous = metrics::read_previous(&LinuxHost, path);
+    let written = metrics::render(&run, previous.as_deref()).and_then(|text| {
+        host::linux::files::write_atomic(path, text.as_bytes(), 0o644)
+            .map(drop)
+            .with_context(|| format!("writing the metrics file `{}`", path.display()))
+    });
+    if let Err(err) = written {
+        tracing::error!("{}", error::one_line(&err));
+    }
+}
+
 /// A denied permission, said with the role that lacks it (kOps' role names) and where the
 /// policy is documented.
 fn explain_denied(err: anyhow::Error, settings: &Settings) -> anyhow::Error {
@@ -299,6 +378,19 @@ async fn run_with(
         Command::Reset(_) => cmd::reset::run(settings, cloud, zones, host, report).await,
         Command::ApplyChannels => cmd::apply_channels::run(settings, host, report).await,
         Command::LabelNode => cmd::label_node::run(settings, host, report).await,
+        Command::Gossip(args) => {
+            let metrics = || write_gossip_metrics(settings);
+            cmd::gossip::run(
+                settings,
+                cloud,
+                host,
+                args.once,
+                report,
+                daemon::stopped(),
+                &metrics,
+            )
+            .await
+        }
         // Answered by the binary before any setting is read.
         Command::Version => Ok(()),
     }

@@ -54,6 +54,9 @@ pub(crate) fn render(run: &RunMetrics<'_>, previous: Option<&str>) -> Result<Str
     .set(1);
     run_gauges(&mut registry, run, previous);
     report_families(&mut registry, run.report)?;
+    if let Some(figures) = crate::gossip::live_figures() {
+        gossip_gauges(&mut registry, &figures);
+    }
     let mut text = String::new();
     encode_registry(&mut text, &registry).context("encoding the metrics")?;
     Ok(text)
@@ -78,6 +81,36 @@ fn family(registry: &mut Registry, name: &str, help: &str) -> Family<Labels, Gau
     let family = Family::<Labels, Gauge>::default();
     registry.register(name, help, family.clone());
     family
+}
+
+/// The gossip member's figures: peers per protocol, records in the view, the age of its
+/// last change.
+fn gossip_gauges(registry: &mut Registry, figures: &crate::gossip::store::Figures) {
+    let peers = family(
+        registry,
+        "gossip_peers",
+        "Peers the gossip member is connected to, by protocol",
+    );
+    for (protocol, count) in &figures.peers {
+        peers
+            .get_or_create(&vec![("protocol".into(), protocol.as_str().into())])
+            .set(i64::try_from(*count).unwrap_or(i64::MAX));
+    }
+    gauge(
+        registry,
+        "gossip_records",
+        "A and AAAA records in the gossip member's view",
+        figures.records as f64,
+    );
+    gauge(
+        registry,
+        "gossip_seconds_since_change",
+        "Seconds since the gossip member's view last changed",
+        SystemTime::now()
+            .duration_since(figures.changed_at)
+            .unwrap_or_default()
+            .as_secs_f64(),
+    );
 }
 
 /// The run's own figures: when it started, how long it took, how it ended, the volumes it left

@@ -113,6 +113,29 @@ pub struct Report {
     /// that has no snapshot (the Kubernetes API's commands) or ended before it had one.
     #[serde(skip)]
     pub(crate) volumes_mounted: Option<usize>,
+    /// `gossip --once`: the gossip view's records, and the hosts block they make.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) gossip: Option<GossipReport>,
+}
+
+/// What `gossip --once` saw: the view's A and AAAA records, and the hosts block.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub(crate) struct GossipReport {
+    pub(crate) records: Vec<GossipRecord>,
+    /// The managed block's lines, as written (or, in a dry run, as they would be).
+    pub(crate) block: Vec<String>,
+}
+
+/// One record of the gossip view.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub(crate) struct GossipRecord {
+    pub(crate) name: String,
+    #[serde(rename = "type")]
+    pub(crate) kind: String,
+    pub(crate) addresses: Vec<String>,
+    pub(crate) version: u64,
+    pub(crate) protocol: &'static str,
+    pub(crate) peer: String,
 }
 
 /// The requests a run sent to its cloud (its DNS service included), by operation, retries
@@ -138,6 +161,7 @@ impl Report {
             cloud_calls: None,
             master_flag_missing: false,
             volumes_mounted: None,
+            gossip: None,
         }
     }
 
@@ -192,6 +216,9 @@ impl Report {
             return out;
         }
         let verb = if self.dry_run { "would " } else { "" };
+        if let (Some(gossip), true) = (&self.gossip, self.dry_run) {
+            out.push_str(&gossip_text(gossip));
+        }
         for change in &self.changes {
             let action = serde_plain(&change.action);
             let kind = serde_plain(&change.kind);
@@ -214,6 +241,31 @@ impl Report {
         }
         out
     }
+}
+
+/// The view and the block, for `gossip --once --dry-run`.
+fn gossip_text(gossip: &GossipReport) -> String {
+    let mut out = String::from("gossip view:\n");
+    for r in &gossip.records {
+        let _ = writeln!(
+            out,
+            "  {} {} {} (version {}, {} from `{}`)",
+            r.name,
+            r.kind,
+            r.addresses.join(","),
+            r.version,
+            r.protocol,
+            r.peer.escape_debug()
+        );
+    }
+    if gossip.records.is_empty() {
+        out.push_str("  (no A or AAAA records)\n");
+    }
+    out.push_str("hosts block:\n");
+    for line in &gossip.block {
+        let _ = writeln!(out, "  {line}");
+    }
+    out
 }
 
 fn serde_plain<T: Serialize>(value: &T) -> String {

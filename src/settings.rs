@@ -12,6 +12,7 @@ use anyhow::{anyhow, bail, Context as _, Result};
 
 use crate::cloud::provider::Provider;
 use crate::error::UsageError;
+use crate::gossip::settings::{GossipInput, GossipSettings};
 use crate::host::Files;
 use crate::identity::{check_identity_value, IdentityOverrides};
 use crate::names::{
@@ -117,6 +118,10 @@ pub(crate) struct Settings {
     /// `--remove-dns-names`: the etcd names kOps precreated, removed while they hold its
     /// placeholder address (checked DNS names).
     pub(crate) remove_dns_names: Vec<String>,
+    /// The gossip member's settings (`gossip`, and the old daemon's unit on a gossip cluster).
+    pub(crate) gossip: GossipSettings,
+    /// `--metrics-file`, where the long-running member keeps its figures.
+    pub(crate) metrics_file: Option<PathBuf>,
     dns_flag: Option<DnsKind>,
     internal_suffix_flag: Option<String>,
 }
@@ -195,6 +200,8 @@ impl Settings {
             blank_check: flags.blank_check.into(),
             adopt: flags.adopt,
             detach: flags.detach,
+            gossip: gossip_settings(&flags.gossip).map_err(UsageError)?,
+            metrics_file: flags.metrics_file.clone(),
             dns_flag,
             internal_suffix_flag,
             spec: spec.document,
@@ -488,6 +495,21 @@ fn default_dns(
         _ if gossip => (DnsKind::Hosts, None),
         _ => (DnsKind::Zones, None),
     }
+}
+
+/// The gossip flags, checked.
+fn gossip_settings(flags: &crate::flags::GossipFlags) -> Result<GossipSettings, String> {
+    GossipSettings::resolve(&GossipInput {
+        protocol: flags.gossip_protocol.as_deref(),
+        listen: flags.gossip_listen.as_deref(),
+        secret: flags.gossip_secret.as_deref(),
+        protocol_secondary: flags.gossip_protocol_secondary.as_deref(),
+        listen_secondary: flags.gossip_listen_secondary.as_deref(),
+        secret_secondary: flags.gossip_secret_secondary.as_deref(),
+        seeds: &flags.gossip_seed,
+        seeds_secondary: &flags.gossip_seed_secondary,
+        conn_limit: flags.gossip_conn_limit,
+    })
 }
 
 /// `--dns` on the cloud `provider`: a name of a zone service must be its own (another cloud's

@@ -3,6 +3,7 @@
 
 pub(crate) mod apply_channels;
 pub(crate) mod discover_volumes;
+pub(crate) mod gossip;
 pub(crate) mod label_node;
 pub(crate) mod mount;
 pub(crate) mod publish_dns;

@@ -2,6 +2,7 @@
 //! of a gossip cluster (and, for etcd's names, of a cluster without DNS), planned by
 //! [`crate::plan::dns::hosts_block`] and written through the node's seam.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -15,9 +16,9 @@ use crate::host::{Files, HostsWrite};
 use crate::paths::HOSTS_FILE;
 use crate::plan::dns::hosts_block::{
     caught_mid_write, managed_records, plan_hosts, plan_hosts_removal, HostRecords, HostsPlan,
-    ManagedNames,
+    ManagedNames, NO_NAMES,
 };
-use crate::plan::dns::records::{gossip_master_records, DesiredRecord};
+use crate::plan::dns::records::{gossip_master_records, DesiredRecord, RecordRole};
 use crate::plan::volumes::EtcdVolume;
 use crate::report::Report;
 use crate::settings::{Cluster, Settings};
@@ -37,8 +38,9 @@ impl HostsFile<'_> {
     /// The names of kOps' hosts block that are protokube's (publish and reset): without DNS
     /// (`topology.dns.type: None`) nodeup writes the API's and kops-controller's names itself,
     /// so only the etcd names are protokube's there.
-    fn names(&self) -> ManagedNames<'_> {
+    fn names<'n>(&'n self, yielded: &'n BTreeSet<String>) -> ManagedNames<'n> {
         ManagedNames {
+            yielded,
             cluster: &self.cluster.name,
             internal_suffix: &self.cluster.internal_suffix,
             public_name: &self.cluster.public_name,
@@ -137,8 +139,17 @@ impl DnsTarget for HostsFile<'_> {
     ) -> Result<PublishOutcome> {
         // Without DNS (topology.dns.type: None) nodeup writes the API's and kops-controller's
         // names into the block itself (the load balancer's addresses): only etcd's are ours.
-        let names = self.names();
+        // A gossip member in this process writes the names its view holds; etcd's names go
+        // into gossip too (kOps' gossip DNS provider), and --remove-dns-names out of it.
+        let held = crate::gossip::names_held();
+        let names = self.names(&held);
         let mut records = desired.records;
+        let etcd: Vec<(String, Vec<std::net::IpAddr>)> = records
+            .iter()
+            .filter(|r| r.role == RecordRole::EtcdMember && !r.addresses.is_empty())
+            .map(|r| (r.name.clone(), r.addresses.clone()))
+            .collect();
+        crate::gossip::publish_live(&etcd, &self.settings.remove_dns_names);
         records.retain(|r| names.manages(&r.name));
         let written = self.rewrite(
             |path, content| plan_hosts(path, content, &records, &names),
@@ -151,7 +162,7 @@ impl DnsTarget for HostsFile<'_> {
     }
 
     async fn release(&self, _: &Releasing, report: &mut Report) -> Result<()> {
-        let names = self.names();
+        let names = self.names(&NO_NAMES);
         self.rewrite(
             |path, content| plan_hosts_removal(path, content, &names),
             report,

@@ -22,12 +22,54 @@ pub(crate) struct LocalPeer {
     pub(crate) short_id: u16,
 }
 
-/// An established connection: the peer's features, and the two directions' boxes.
+/// An established connection: the peer's features, the connection's uid (ours XOR the
+/// peer's connection id, the same on both sides: mesh's tie-break between two connections to
+/// one peer), and the two directions.
 pub(crate) struct MeshConnection<S> {
-    stream: S,
-    sender: SecretBox,
-    receiver: SecretBox,
+    reader: FrameReader<S>,
+    writer: FrameWriter,
     pub(crate) remote: Features,
+    pub(crate) uid: u64,
+}
+
+/// The receiving direction: frames opened with the peer's box.
+pub(crate) struct FrameReader<R> {
+    stream: R,
+    receiver: SecretBox,
+}
+
+/// The sending direction's box: frames sealed for the peer, written by the caller.
+pub(crate) struct FrameWriter {
+    sender: SecretBox,
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    /// The next frame's payload, opened; an error when the peer's secret is another.
+    pub(crate) async fn receive(&mut self) -> Result<Vec<u8>> {
+        let mut prefix = [0u8; 4];
+        self.stream
+            .read_exact(&mut prefix)
+            .await
+            .context("reading a mesh frame")?;
+        let mut sealed = vec![0u8; frame_len(prefix)?];
+        self.stream
+            .read_exact(&mut sealed)
+            .await
+            .context("reading a mesh frame")?;
+        self.receiver.open(&sealed)
+    }
+}
+
+impl FrameWriter {
+    /// One frame of `payload`, sealed: length, then the box.
+    pub(crate) fn seal(&mut self, payload: &[u8]) -> Result<Vec<u8>> {
+        let sealed = self.sender.seal(payload)?;
+        let len = u32::try_from(sealed.len()).context("a frame too large to send")?;
+        let mut out = Vec::with_capacity(4 + sealed.len());
+        out.extend_from_slice(&len.to_be_bytes());
+        out.extend(sealed);
+        Ok(out)
+    }
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> MeshConnection<S> {
@@ -89,9 +131,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> MeshConnection<S> {
             .context("reading the peer's public key")?;
         let session = key.session_key(&their_public, password);
         let mut connection = Self {
-            stream,
-            sender: SecretBox::sender(&session, dialled),
-            receiver: SecretBox::receiver(&session, dialled),
+            reader: FrameReader {
+                stream,
+                receiver: SecretBox::receiver(&session, dialled),
+            },
+            writer: FrameWriter {
+                sender: SecretBox::sender(&session, dialled),
+            },
+            uid: 0,
             remote: Features {
                 name: [0; 16],
                 nick_name: String::new(),
@@ -115,36 +162,42 @@ impl<S: AsyncRead + AsyncWrite + Unpin> MeshConnection<S> {
         if theirs.name == local.name {
             bail!("connected to ourself");
         }
+        connection.uid = ours.conn_id ^ theirs.conn_id;
         connection.remote = theirs;
         Ok(connection)
     }
 
     /// Sends one frame's payload, sealed.
     pub(crate) async fn send(&mut self, payload: &[u8]) -> Result<()> {
-        let sealed = self.sender.seal(payload)?;
-        let len = u32::try_from(sealed.len()).context("a frame too large to send")?;
-        let mut out = Vec::with_capacity(4 + sealed.len());
-        out.extend_from_slice(&len.to_be_bytes());
-        out.extend(sealed);
-        self.stream
-            .write_all(&out)
+        let frame = self.writer.seal(payload)?;
+        self.reader
+            .stream
+            .write_all(&frame)
             .await
             .context("writing a mesh frame")
     }
 
     /// The next frame's payload, opened; an error when the peer's secret is another.
     pub(crate) async fn receive(&mut self) -> Result<Vec<u8>> {
-        let mut prefix = [0u8; 4];
-        self.stream
-            .read_exact(&mut prefix)
-            .await
-            .context("reading a mesh frame")?;
-        let mut sealed = vec![0u8; frame_len(prefix)?];
-        self.stream
-            .read_exact(&mut sealed)
-            .await
-            .context("reading a mesh frame")?;
-        self.receiver.open(&sealed)
+        self.reader.receive().await
+    }
+
+    /// The two directions apart, for a reader and a writer task: the reader on the stream's
+    /// reading half, the writer's box with the writing half.
+    pub(crate) fn into_halves(
+        self,
+    ) -> (
+        FrameReader<tokio::io::ReadHalf<S>>,
+        (FrameWriter, tokio::io::WriteHalf<S>),
+    ) {
+        let (read, write) = tokio::io::split(self.reader.stream);
+        (
+            FrameReader {
+                stream: read,
+                receiver: self.reader.receiver,
+            },
+            (self.writer, write),
+        )
     }
 }
 

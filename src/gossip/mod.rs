@@ -1,6 +1,77 @@
-//! kOps' gossip DNS (docs/gossip.md): the wire of its two protocols. The member that joins
-//! the network and keeps the hosts block from its view builds on `wire` (issue 48, in
-//! progress); until it lands the wire is exercised by its own tests only.
+//! kOps' gossip DNS (docs/gossip.md): a member of the cluster's gossip network on both of kOps'
+//! protocols (`wire` is their bytes; `mesh_member`, `memberlist_member` the protocols; `store`
+//! what they learn; `view` what it means for the hosts block). Its home for long-running work
+//! (`protokube gossip`, and beside the old daemon's runs) is the `home` module.
 
+pub(crate) mod member;
+pub(crate) mod memberlist_member;
 pub(crate) mod mesh_connection;
+pub(crate) mod mesh_member;
+pub(crate) mod settings;
+pub(crate) mod store;
+pub(crate) mod view;
 pub(crate) mod wire;
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use store::{Figures, Store};
+
+/// The member running in this process, if one is: the one-shot runs beside it (the old
+/// daemon's) leave the names its view holds to it and publish etcd's names through it.
+static LIVE: Mutex<Option<(Arc<Store>, String)>> = Mutex::new(None);
+
+fn live() -> Option<(Arc<Store>, String)> {
+    LIVE.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
+}
+
+/// Makes `store` (of the member named `node`) the process's live member, or none.
+pub(crate) fn set_live(member: Option<(Arc<Store>, String)>) {
+    *LIVE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = member;
+}
+
+/// The names the live member's view holds (live or deleted); empty without a member.
+pub(crate) fn names_held() -> BTreeSet<String> {
+    live()
+        .map(|(store, _)| store.view().names())
+        .unwrap_or_default()
+}
+
+/// The live member's figures, for the metrics file.
+pub(crate) fn live_figures() -> Option<Figures> {
+    live().map(|(store, _)| store.figures())
+}
+
+/// Publishes A/AAAA records of this node through the live member (`dns/local/<type>/<name>`),
+/// and deletes `removed` names; nothing without a member.
+pub(crate) fn publish_live(records: &[(String, Vec<std::net::IpAddr>)], removed: &[String]) {
+    let Some((store, node)) = live() else {
+        return;
+    };
+    let mut entries = Vec::new();
+    for (name, addresses) in records {
+        for (kind, v4) in [("A", true), ("AAAA", false)] {
+            let values: Vec<String> = addresses
+                .iter()
+                .filter(|a| a.is_ipv4() == v4)
+                .map(ToString::to_string)
+                .collect();
+            if !values.is_empty() {
+                entries.push((
+                    format!("dns/local/{kind}/{name}"),
+                    Some(values.join(",").into_bytes()),
+                ));
+            }
+        }
+    }
+    for name in removed {
+        for kind in ["A", "AAAA"] {
+            entries.push((format!("dns/local/{kind}/{name}"), None));
+        }
+    }
+    store.publish(&entries, &node);
+}

@@ -26,6 +26,7 @@ mod fleet;
 mod gce;
 mod gce_fidelity;
 mod generated_files;
+mod gossip;
 mod host_paths;
 mod hosts_file;
 mod iam;

@@ -62,6 +62,7 @@ pub(crate) struct Ping {
     pub(crate) seq_no: u32,
     pub(crate) node: String,
     #[serde(skip_serializing_if = "no_bytes")]
+    #[serde(deserialize_with = "bytes_or_nil")]
     pub(crate) source_addr: ByteBuf,
     #[serde(skip_serializing_if = "is_zero")]
     pub(crate) source_port: u16,
@@ -73,6 +74,7 @@ pub(crate) struct Ping {
 #[serde(default, rename_all = "PascalCase")]
 pub(crate) struct IndirectPing {
     pub(crate) seq_no: u32,
+    #[serde(deserialize_with = "bytes_or_nil")]
     pub(crate) target: ByteBuf,
     pub(crate) port: u16,
     pub(crate) node: String,
@@ -83,6 +85,7 @@ pub(crate) struct IndirectPing {
 #[serde(default, rename_all = "PascalCase")]
 pub(crate) struct AckResp {
     pub(crate) seq_no: u32,
+    #[serde(deserialize_with = "bytes_or_nil")]
     pub(crate) payload: ByteBuf,
 }
 
@@ -100,9 +103,12 @@ pub(crate) struct Accusation {
 pub(crate) struct Alive {
     pub(crate) incarnation: u32,
     pub(crate) node: String,
+    #[serde(deserialize_with = "bytes_or_nil")]
     pub(crate) addr: ByteBuf,
     pub(crate) port: u16,
+    #[serde(deserialize_with = "bytes_or_nil")]
     pub(crate) meta: ByteBuf,
+    #[serde(deserialize_with = "bytes_or_nil")]
     pub(crate) vsn: ByteBuf,
 }
 
@@ -118,12 +124,15 @@ pub(crate) struct PushPullHeader {
 #[serde(default, rename_all = "PascalCase")]
 pub(crate) struct PushNodeState {
     pub(crate) name: String,
+    #[serde(deserialize_with = "bytes_or_nil")]
     pub(crate) addr: ByteBuf,
     pub(crate) port: u16,
+    #[serde(deserialize_with = "bytes_or_nil")]
     pub(crate) meta: ByteBuf,
     pub(crate) incarnation: u32,
     /// 0 alive, 1 suspect, 2 dead, 3 left.
     pub(crate) state: u8,
+    #[serde(deserialize_with = "bytes_or_nil")]
     pub(crate) vsn: ByteBuf,
 }
 
@@ -138,6 +147,11 @@ pub(crate) struct UserMsgHeader {
 struct Compress {
     algo: u8,
     buf: ByteBuf,
+}
+
+/// `[]byte` as Go's codec writes it: bytes, or nil for a nil slice.
+fn bytes_or_nil<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<ByteBuf, D::Error> {
+    Ok(Option::<ByteBuf>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 fn no_bytes(value: &ByteBuf) -> bool {

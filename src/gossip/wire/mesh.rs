@@ -53,14 +53,6 @@ pub(crate) fn frame_len(prefix: [u8; 4]) -> Result<usize> {
     Ok(len)
 }
 
-/// A frame: length, then payload.
-pub(crate) fn frame(payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4 + payload.len());
-    out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
-    out.extend_from_slice(payload);
-    out
-}
-
 /// What a peer says of itself in the features map.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Features {
@@ -350,6 +342,5 @@ mod tests {
     fn frames_are_bounded() {
         assert_eq!(frame_len([0, 0, 0, 5]).unwrap(), 5);
         assert!(frame_len((MAX_FRAME as u32 + 1).to_be_bytes()).is_err());
-        assert_eq!(frame(&[9]), [0, 0, 0, 1, 9]);
     }
 }

@@ -48,6 +48,23 @@ pub(crate) fn caught_mid_write(content: &[u8]) -> bool {
     !open.is_empty()
 }
 
+/// The lines of kOps' managed block in `content` (guards excluded), as text.
+pub(crate) fn managed_lines(content: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_block = false;
+    for line in lines(content) {
+        let trimmed = line.trim_ascii();
+        if trimmed == GUARD_BEGIN.as_bytes() {
+            in_block = true;
+        } else if trimmed == GUARD_END.as_bytes() {
+            in_block = false;
+        } else if in_block {
+            out.push(String::from_utf8_lossy(line).into_owned());
+        }
+    }
+    out
+}
+
 /// The records in the managed block(s) of `content` (every block, also broken ones).
 pub fn managed_records(content: &[u8]) -> HostRecords {
     let mut records = HostRecords::new();
@@ -198,10 +215,18 @@ pub(crate) struct ManagedNames<'a> {
     /// The API and kops-controller names are protokube's (not on a cluster without DNS, where
     /// nodeup writes them).
     pub(crate) api_names: bool,
+    /// Names the gossip view holds: the member writes them, the cloud's computation yields.
+    pub(crate) yielded: &'a BTreeSet<String>,
 }
+
+/// No name yielded (no gossip member).
+pub(crate) static NO_NAMES: BTreeSet<String> = BTreeSet::new();
 
 impl ManagedNames<'_> {
     pub(crate) fn manages(&self, name: &str) -> bool {
+        if self.yielded.contains(name) {
+            return false;
+        }
         let api = name == format!("api.internal.{}", self.cluster)
             || name == format!("kops-controller.internal.{}", self.cluster)
             || name == self.public_name;
@@ -407,10 +432,12 @@ mod tests {
         internal_suffix: ".internal.c",
         public_name: "api.c",
         api_names: true,
+        yielded: &NO_NAMES,
     };
     const EXAMPLE: ManagedNames<'static> = ManagedNames {
         cluster: "example.com",
         internal_suffix: ".internal.example.com",
+        yielded: &NO_NAMES,
         public_name: "a.example.com",
         api_names: true,
     };

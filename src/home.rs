@@ -1,0 +1,202 @@
+//! The home for long-running work, beside the one-shot runs: the gossip member, started from a run's
+//! snapshot (who this node is, its cluster, the cloud's seeds), then kept going — the hosts
+//! block from the view, the seeds asked again while no peer answers — each step with its own
+//! deadline, never `--timeout`'s, and the run lock taken only to write.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::cloud::InstanceApi;
+use crate::gossip::member::{write_view, HostsUpdate, Member};
+use crate::gossip::view::{View, ZONE_KEY, ZONE_VALUE};
+use crate::host::Files;
+use crate::paths::HOSTS_FILE;
+use crate::settings::Settings;
+use crate::snapshot::Snapshot;
+use crate::wait::Deadline;
+
+/// How often the seeds are asked for again while the member has no peer (kOps: at most once
+/// a minute).
+const RESEED_INTERVAL: Duration = Duration::from_mins(1);
+/// How long a write of the hosts block waits for the run lock.
+const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// A started member and what it needs to keep going.
+pub(crate) struct Running {
+    pub(crate) member: Member,
+    node: String,
+    cluster: String,
+    instances: Arc<dyn InstanceApi>,
+    settings: Arc<Settings>,
+}
+
+/// Starts this node's member: its name (the instance's), the cloud's control-plane
+/// instances as seeds, `dns/local/NS/local` published; the process's live member from now on.
+pub(crate) async fn start(snapshot: &mut Snapshot<'_>) -> Result<Running> {
+    let settings = snapshot.settings();
+    let identity = snapshot.identity().await?.clone();
+    let cluster = snapshot.cluster().await?.name;
+    let instances = snapshot.clients().await?.instances;
+    let seeds = cloud_seeds(&*instances, &cluster).await;
+    let toward = seeds
+        .first()
+        .copied()
+        .or_else(|| settings.gossip.seeds.first().map(|s| s.ip));
+    let advertise = identity
+        .internal_ip
+        .or_else(|| toward.and_then(advertise_toward));
+    let member = Member::start(&settings.gossip, &identity.instance_id, advertise).await?;
+    member.set_seeds(
+        &seeds,
+        &settings.gossip.seeds,
+        &settings.gossip.seeds_secondary,
+    );
+    member.store().publish(
+        &[(ZONE_KEY.to_owned(), Some(ZONE_VALUE.to_vec()))],
+        &identity.instance_id,
+    );
+    crate::gossip::set_live(Some((member.store().clone(), identity.instance_id.clone())));
+    Ok(Running {
+        member,
+        node: identity.instance_id,
+        cluster,
+        instances,
+        settings,
+    })
+}
+
+/// The control-plane instances' private addresses (kOps' seeds); none when the cloud cannot
+/// say now (the member listens all the same, and asks again).
+async fn cloud_seeds(instances: &dyn InstanceApi, cluster: &str) -> Vec<IpAddr> {
+    match instances.running_masters(cluster).await {
+        Ok(masters) => masters
+            .iter()
+            .flat_map(|m| m.private_ips.iter().copied())
+            .collect(),
+        Err(err) => {
+            tracing::warn!(
+                "gossip: the control-plane instances could not be listed as seeds: {err:#}"
+            );
+            Vec::new()
+        }
+    }
+}
+
+/// The local address the node reaches `seed` from (no packet is sent).
+fn advertise_toward(seed: IpAddr) -> Option<IpAddr> {
+    let any: IpAddr = if seed.is_ipv4() {
+        IpAddr::from([0, 0, 0, 0])
+    } else {
+        IpAddr::from([0u16; 8])
+    };
+    let socket = std::net::UdpSocket::bind(SocketAddr::new(any, 0)).ok()?;
+    socket.connect(SocketAddr::new(seed, 4000)).ok()?;
+    Some(socket.local_addr().ok()?.ip())
+}
+
+impl Running {
+    fn hosts_path(&self) -> Result<PathBuf> {
+        self.settings.root.resolve(HOSTS_FILE)
+    }
+
+    /// The view now.
+    pub(crate) fn view(&self) -> View {
+        self.member.store().view()
+    }
+
+    /// Writes the view into the hosts block (or plans it, with `--dry-run`), holding the run
+    /// lock while it writes when `lock` says so.
+    pub(crate) fn write_hosts(&self, files: &dyn Files, lock: bool) -> Result<HostsUpdate> {
+        let path = self.hosts_path()?;
+        let view = self.view();
+        let _lock = if lock && !self.settings.dry_run {
+            Some(files.lock(&self.settings.root, Deadline::after(LOCK_WAIT))?)
+        } else {
+            None
+        };
+        write_view(files, &path, &view, self.settings.dry_run)
+    }
+
+    /// Waits (up to `deadline`) for a peer, then for its state to settle: true when a peer
+    /// answered.
+    pub(crate) async fn joined(&self, deadline: Deadline) -> bool {
+        let store = self.member.store();
+        let mut changes = store.changes();
+        while store.peer_count() == 0 {
+            if deadline.remaining().is_zero() {
+                return false;
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(50), changes.changed()).await;
+        }
+        // Mesh sends the whole state right after the handshake, memberlist in the join's
+        // push/pull: wait for changes to stop for a moment.
+        let settle = Deadline::after(Duration::from_secs(3)).earliest(deadline);
+        while tokio::time::timeout(Duration::from_millis(300), changes.changed())
+            .await
+            .is_ok_and(|changed| changed.is_ok())
+        {
+            if settle.remaining().is_zero() {
+                break;
+            }
+        }
+        true
+    }
+
+    /// Keeps the member going until the future is dropped: the hosts block within a second of
+    /// each change (and every 10 s, should another writer have taken a line out), the seeds
+    /// asked again at most once a minute while no peer answers, the metrics file when given.
+    pub(crate) async fn keep(&self, files: &dyn Files, lock: bool, metrics: &dyn Fn()) {
+        let store = self.member.store().clone();
+        let mut changes = store.changes();
+        let mut warned = std::collections::BTreeSet::new();
+        let mut reseed = tokio::time::interval(RESEED_INTERVAL);
+        reseed.tick().await;
+        loop {
+            for warning in self.view().skipped {
+                if warned.insert(warning.clone()) {
+                    tracing::warn!("{warning}");
+                }
+            }
+            match self.write_hosts(files, lock) {
+                Ok(update) => log_changes(&update),
+                Err(err) => tracing::warn!("gossip: {err:#}"),
+            }
+            metrics();
+            tokio::select! {
+                _ = changes.changed() => {}
+                () = tokio::time::sleep(Duration::from_secs(10)) => {}
+                _ = reseed.tick() => {
+                    if store.peer_count() == 0 {
+                        let seeds = cloud_seeds(&*self.instances, &self.cluster).await;
+                        let gossip = &self.settings.gossip;
+                        self.member.set_seeds(&seeds, &gossip.seeds, &gossip.seeds_secondary);
+                    }
+                }
+            }
+        }
+    }
+
+    pub(crate) fn node(&self) -> &str {
+        &self.node
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        crate::gossip::set_live(None);
+    }
+}
+
+fn log_changes(update: &HostsUpdate) {
+    for change in &update.changes {
+        tracing::info!(
+            "gossip: hosts `{}` {}",
+            change.target.escape_debug(),
+            change.detail
+        );
+    }
+}

@@ -1,0 +1,537 @@
+//! The gossip member against real mesh and memberlist peers (docs/gossip.md): the project's own
+//! Go peer (tests/gossip-peer, Debian's weaveworks mesh and HashiCorp memberlist carrying kOps'
+//! state) on 127.0.0.1, and the real binary as `protokube gossip` against moto for its
+//! identity. Mixed clusters both ways, secrets, deletions, memberlist as primary, restarts, a
+//! partition that heals, hostile connections and names.
+
+use crate::support;
+
+use std::io::{BufRead as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use support::moto::Moto;
+use support::Protokube;
+
+const CLUSTER: &str = "c.k8s.local";
+
+/// The Go peer, built once per test run into the target directory.
+fn go_peer() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("gossip-peer/gossip-peer");
+        let status = Command::new(support::repo().join("tests/gossip-peer/build"))
+            .arg(&out)
+            .status()
+            .expect("running tests/gossip-peer/build (needs Debian's golang-go and the mesh, memberlist and protobuf packages: .ci/run installs them)");
+        assert!(status.success(), "building the Go gossip peer failed");
+        out
+    })
+}
+
+/// A port free for TCP and UDP on 127.0.0.1.
+fn free_port() -> u16 {
+    loop {
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = tcp.local_addr().unwrap().port();
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+fn addr(port: u16) -> String {
+    format!("127.0.0.1:{port}")
+}
+
+/// One Go peer: what it knows, line by line, and its stdin for commands.
+struct GoPeer {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Arc<Mutex<Vec<serde_json::Value>>>,
+}
+
+#[derive(Default, Clone)]
+struct PeerSpec<'a> {
+    name: &'a str,
+    mesh: Option<u16>,
+    mesh_seeds: Vec<u16>,
+    secret: &'a str,
+    memberlist: Option<u16>,
+    memberlist_seeds: Vec<u16>,
+}
+
+impl GoPeer {
+    fn start(spec: &PeerSpec<'_>) -> Self {
+        let list = |ports: &[u16]| ports.iter().map(|p| addr(*p)).collect::<Vec<_>>().join(",");
+        let mut command = Command::new(go_peer());
+        command.args(["--name", spec.name, "--mesh-secret", spec.secret]);
+        if let Some(port) = spec.mesh {
+            command.args([
+                "--mesh-listen",
+                &addr(port),
+                "--mesh-seed",
+                &list(&spec.mesh_seeds),
+            ]);
+        }
+        if let Some(port) = spec.memberlist {
+            command.args([
+                "--memberlist-listen",
+                &addr(port),
+                "--memberlist-seed",
+                &list(&spec.memberlist_seeds),
+            ]);
+        }
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting the Go gossip peer");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(value) = serde_json::from_str(&line) {
+                    sink.lock().unwrap().push(value);
+                }
+            }
+        });
+        Self {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn command(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Waits until what the peer knows satisfies `test`.
+    fn wait_for(&self, what: &str, within: Duration, test: impl Fn(&serde_json::Value) -> bool) {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if self.lines.lock().unwrap().last().is_some_and(&test) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "the Go peer never saw {what}; its last view: {:?}",
+            self.lines.lock().unwrap().last()
+        );
+    }
+
+    fn value(line: &serde_json::Value, protocol: &str, key: &str) -> Option<String> {
+        line[protocol][key].as_str().map(str::to_owned)
+    }
+}
+
+impl Drop for GoPeer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A node of the cluster in moto, and a root with an empty hosts file.
+struct Node {
+    moto: Moto,
+    instance: String,
+    root: tempfile::TempDir,
+}
+
+impl Node {
+    fn new() -> Self {
+        let moto = Moto::start();
+        let instance = support::runtime().block_on(async {
+            let ec2 = moto.ec2("us-east-1").await;
+            support::seed::instance(&ec2, "us-east-1a", &[("KubernetesCluster", CLUSTER)]).await
+        });
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("etc")).unwrap();
+        std::fs::write(root.path().join("etc/hosts"), "127.0.0.1\tlocalhost\n").unwrap();
+        Self {
+            moto,
+            instance,
+            root,
+        }
+    }
+
+    fn protokube(&self) -> Protokube {
+        Protokube::new()
+            .moto(&self.moto)
+            .env("PROTOKUBE_INSTANCE_ID", &self.instance)
+            .env("PROTOKUBE_AVAILABILITY_ZONE", "us-east-1a")
+            .env("PROTOKUBE_REGION", "us-east-1")
+            .env("PROTOKUBE_CLUSTER_ID", CLUSTER)
+            .env("PROTOKUBE_ROOT", self.root.path())
+    }
+
+    fn hosts(&self) -> String {
+        std::fs::read_to_string(self.root.path().join("etc/hosts")).unwrap()
+    }
+
+    fn wait_for_hosts(
+        &self,
+        what: &str,
+        within: Duration,
+        test: impl Fn(&str) -> bool,
+    ) -> Duration {
+        let start = Instant::now();
+        while start.elapsed() < within {
+            if test(&self.hosts()) {
+                return start.elapsed();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("the hosts file never had {what}:\n{}", self.hosts());
+    }
+}
+
+/// `protokube gossip` running, its stderr in a file.
+struct Member {
+    child: Child,
+    log: tempfile::NamedTempFile,
+}
+
+impl Member {
+    fn start(node: &Node, args: &[String]) -> Self {
+        let log = tempfile::NamedTempFile::new().unwrap();
+        let child = node.protokube().args(["gossip", "-v"]).args(args).spawn_to(
+            std::fs::File::create("/dev/null").unwrap(),
+            log.reopen().unwrap(),
+        );
+        Self { child, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.log.path()).unwrap()
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn flags(pairs: &[(&str, String)]) -> Vec<String> {
+    pairs
+        .iter()
+        .flat_map(|(flag, value)| [format!("--{flag}"), value.clone()])
+        .collect()
+}
+
+const WITHIN: Duration = Duration::from_secs(20);
+
+#[test]
+fn mixed_mesh_cluster_relays_both_ways_with_a_secret_and_names_a_wrong_one() {
+    let node = Node::new();
+    let (ours, a, b, c) = (free_port(), free_port(), free_port(), free_port());
+    // kOps' side: peer A seeds from us, peer B only knows us: we relay between them.
+    let mut peer_a = GoPeer::start(&PeerSpec {
+        name: "i-kops-master",
+        mesh: Some(a),
+        mesh_seeds: vec![ours],
+        secret: "s3cret",
+        ..PeerSpec::default()
+    });
+    let member = Member::start(
+        &node,
+        &flags(&[
+            ("gossip-listen", addr(ours)),
+            ("gossip-secret", "s3cret".into()),
+            ("gossip-protocol-secondary", String::new()),
+            ("gossip-seed", addr(a)),
+        ]),
+    );
+    let mut peer_b = GoPeer::start(&PeerSpec {
+        name: "i-kops-worker",
+        mesh: Some(b),
+        mesh_seeds: vec![ours],
+        secret: "s3cret",
+        ..PeerSpec::default()
+    });
+    // Our zone record reaches both: dns-controller may publish.
+    for peer in [&peer_a, &peer_b] {
+        peer.wait_for("protokube's zone", WITHIN, |l| {
+            GoPeer::value(l, "mesh", "dns/local/NS/local").as_deref() == Some("gossip")
+        });
+    }
+    peer_a.command("publish api.internal.c.k8s.local A 172.20.1.1,172.20.1.2");
+    peer_b.wait_for("A's record, relayed", WITHIN, |l| {
+        GoPeer::value(l, "mesh", "dns/local/A/api.internal.c.k8s.local").is_some()
+    });
+    node.wait_for_hosts("A's record", WITHIN, |h| {
+        h.contains("172.20.1.1\tapi.internal.c.k8s.local")
+            && h.contains("172.20.1.2\tapi.internal.c.k8s.local")
+    });
+    peer_b.command("publish worker.c.k8s.local A 10.0.0.9");
+    peer_a.wait_for("B's record, relayed", WITHIN, |l| {
+        GoPeer::value(l, "mesh", "dns/local/A/worker.c.k8s.local").as_deref() == Some("10.0.0.9")
+    });
+    // Another secret: never a member, named in a warning.
+    let peer_c = GoPeer::start(&PeerSpec {
+        name: "i-other",
+        mesh: Some(c),
+        mesh_seeds: vec![ours],
+        secret: "other",
+        ..PeerSpec::default()
+    });
+    let deadline = Instant::now() + WITHIN;
+    while !member.log().contains("another gossip secret") {
+        assert!(
+            Instant::now() < deadline,
+            "no warning of a wrong secret:\n{}",
+            member.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let last = peer_c
+        .lines
+        .lock()
+        .unwrap()
+        .last()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        GoPeer::value(&last, "mesh", "dns/local/NS/local").is_none(),
+        "{last}"
+    );
+    assert!(!node.hosts().contains("i-other"));
+}
+
+#[test]
+fn memberlist_as_primary_takes_deletions_and_skips_hostile_records() {
+    let node = Node::new();
+    let (ours, a) = (free_port(), free_port());
+    let mut peer = GoPeer::start(&PeerSpec {
+        name: "i-kops",
+        memberlist: Some(a),
+        memberlist_seeds: vec![ours],
+        ..PeerSpec::default()
+    });
+    let member = Member::start(
+        &node,
+        &flags(&[
+            ("gossip-protocol", "memberlist".into()),
+            ("gossip-listen", addr(ours)),
+            ("gossip-protocol-secondary", String::new()),
+            ("gossip-seed", addr(a)),
+        ]),
+    );
+    peer.wait_for("protokube's zone", WITHIN, |l| {
+        GoPeer::value(l, "memberlist", "dns/local/NS/local").as_deref() == Some("gossip")
+    });
+    peer.command("publish gone.c.k8s.local A 10.0.0.5");
+    peer.command("publish v6.c.k8s.local AAAA fd00::5");
+    peer.command("publish evil.c.k8s.local A 6.6.6.6\\n9.9.9.9 registry.k8s.io");
+    node.wait_for_hosts("the records", WITHIN, |h| {
+        h.contains("10.0.0.5\tgone.c.k8s.local") && h.contains("fd00::5\tv6.c.k8s.local")
+    });
+    peer.command("delete gone.c.k8s.local A");
+    node.wait_for_hosts("the deletion", WITHIN, |h| !h.contains("gone.c.k8s.local"));
+    let hosts = node.hosts();
+    assert!(hosts.starts_with("127.0.0.1\tlocalhost\n"), "{hosts}");
+    assert!(hosts.contains("fd00::5\tv6.c.k8s.local"), "{hosts}");
+    assert!(
+        !hosts.contains("6.6.6.6") && !hosts.contains("evil"),
+        "{hosts}"
+    );
+    drop(member);
+}
+
+#[test]
+fn both_protocols_merge_and_a_restarted_peer_or_member_catches_up() {
+    let node = Node::new();
+    let (mesh, list, a_mesh, a_list, b_list) = (
+        free_port(),
+        free_port(),
+        free_port(),
+        free_port(),
+        free_port(),
+    );
+    let peer_a = |node_name| {
+        GoPeer::start(&PeerSpec {
+            name: node_name,
+            mesh: Some(a_mesh),
+            mesh_seeds: vec![mesh],
+            memberlist: Some(a_list),
+            memberlist_seeds: vec![list],
+            ..PeerSpec::default()
+        })
+    };
+    let mut a = peer_a("i-kops-a");
+    let args = flags(&[
+        ("gossip-listen", addr(mesh)),
+        ("gossip-listen-secondary", addr(list)),
+        ("gossip-seed", addr(a_mesh)),
+        ("gossip-seed-secondary", addr(a_list)),
+    ]);
+    let member = Member::start(&node, &args);
+    // A name only memberlist carries (a dns-controller there): kOps' protokube reads mesh only.
+    let mut b = GoPeer::start(&PeerSpec {
+        name: "dns-controller.b",
+        memberlist: Some(b_list),
+        memberlist_seeds: vec![list],
+        ..PeerSpec::default()
+    });
+    b.wait_for("the zone", WITHIN, |l| {
+        GoPeer::value(l, "memberlist", "dns/local/NS/local").is_some()
+    });
+    b.command("publish only-memberlist.c.k8s.local A 10.0.0.7");
+    a.command("publish api.internal.c.k8s.local A 10.0.0.1");
+    node.wait_for_hosts("both protocols' records", WITHIN, |h| {
+        h.contains("10.0.0.7\tonly-memberlist.c.k8s.local") && h.contains("10.0.0.1\tapi.internal")
+    });
+    // A restarts with nothing: it gets the state back from us.
+    drop(a);
+    a = peer_a("i-kops-a");
+    a.wait_for("the state again", WITHIN, |l| {
+        GoPeer::value(l, "mesh", "dns/local/A/api.internal.c.k8s.local").as_deref()
+            == Some("10.0.0.1")
+    });
+    // A partition: our member is gone while A changes a record; back, it catches up.
+    drop(member);
+    a.command("publish api.internal.c.k8s.local A 10.0.0.2");
+    std::thread::sleep(Duration::from_millis(1100));
+    let _member = Member::start(&node, &args);
+    node.wait_for_hosts("the change made while apart", WITHIN, |h| {
+        h.contains("10.0.0.2\tapi.internal") && !h.contains("10.0.0.1\tapi.internal")
+    });
+    drop(b);
+}
+
+#[test]
+fn gossip_once_shows_the_view_dry_writes_it_and_says_when_no_peer_answered() {
+    let node = Node::new();
+    let a = free_port();
+    let mut peer = GoPeer::start(&PeerSpec {
+        name: "i-kops",
+        mesh: Some(a),
+        ..PeerSpec::default()
+    });
+    peer.command("publish api.internal.c.k8s.local A 10.0.0.1");
+    let once = |extra: &[&str]| {
+        node.protokube()
+            .args(["gossip", "--once", "--gossip-protocol-secondary", ""])
+            .args(flags(&[
+                ("gossip-listen", addr(free_port())),
+                ("gossip-seed", addr(a)),
+            ]))
+            .args(extra)
+            .run()
+    };
+    let dry = once(&["--dry-run", "-o", "json"]);
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    let json: serde_json::Value = serde_json::from_str(&dry.stdout).unwrap();
+    let record = &json["gossip"]["records"][0];
+    assert_eq!(record["name"], "api.internal.c.k8s.local", "{json}");
+    assert_eq!(record["addresses"][0], "10.0.0.1");
+    assert_eq!(record["protocol"], "mesh");
+    assert_eq!(record["peer"], "i-kops");
+    assert!(
+        !node.hosts().contains("api.internal"),
+        "a dry run writes nothing"
+    );
+    let text = once(&["--dry-run"]);
+    assert!(
+        text.stdout
+            .contains("hosts block:\n  10.0.0.1\tapi.internal.c.k8s.local"),
+        "{}",
+        text.stdout
+    );
+    let real = once(&[]);
+    assert_eq!(real.code, 0, "{}", real.stderr);
+    assert!(node.hosts().contains("10.0.0.1\tapi.internal.c.k8s.local"));
+    drop(peer);
+    let alone = node
+        .protokube()
+        .args([
+            "gossip",
+            "--once",
+            "--timeout",
+            "2s",
+            "--gossip-protocol-secondary",
+            "",
+        ])
+        .args(flags(&[
+            ("gossip-listen", addr(free_port())),
+            ("gossip-seed", addr(a)),
+        ]))
+        .run();
+    assert_eq!(alone.code, 75, "{}", alone.stderr);
+    assert!(
+        alone.stderr.contains("no gossip peer answered"),
+        "{}",
+        alone.stderr
+    );
+    let bad = node
+        .protokube()
+        .args(["gossip", "--once", "--gossip-protocol", "weave"])
+        .run();
+    assert_eq!(bad.code, 64, "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("--gossip-protocol `weave`"),
+        "{}",
+        bad.stderr
+    );
+}
+
+#[test]
+fn hostile_connections_garbage_and_oversized_frames_leave_the_member_serving() {
+    use std::io::Read as _;
+    let node = Node::new();
+    let (ours, a) = (free_port(), free_port());
+    let member = Member::start(
+        &node,
+        &[
+            flags(&[
+                ("gossip-listen", addr(ours)),
+                ("gossip-protocol-secondary", String::new()),
+            ]),
+            vec![],
+        ]
+        .concat(),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    // Hundreds of idle connections, garbage, and a header then an oversized frame.
+    let mut idle = Vec::new();
+    for _ in 0..300 {
+        if let Ok(stream) = std::net::TcpStream::connect(addr(ours)) {
+            idle.push(stream);
+        }
+    }
+    let mut garbage = std::net::TcpStream::connect(addr(ours)).unwrap();
+    let _ = garbage.write_all(b"GET / HTTP/1.1\r\n\r\n\x00\xff");
+    let mut huge = std::net::TcpStream::connect(addr(ours)).unwrap();
+    let _ = huge.write_all(b"weave\x01\x02\x01");
+    let _ = huge.write_all(&[7u8; 32]);
+    let _ = huge.write_all(&u32::MAX.to_be_bytes());
+    let mut buf = [0u8; 64];
+    huge.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let _ = huge.read(&mut buf);
+    // A real peer still joins, and its records still arrive.
+    let mut peer = GoPeer::start(&PeerSpec {
+        name: "i-kops",
+        mesh: Some(a),
+        mesh_seeds: vec![ours],
+        ..PeerSpec::default()
+    });
+    peer.command("publish api.internal.c.k8s.local A 10.0.0.1");
+    node.wait_for_hosts("the record", WITHIN, |h| {
+        h.contains("10.0.0.1\tapi.internal")
+    });
+    drop(idle);
+    drop(member);
+}
