@@ -15,6 +15,8 @@ import sys
 import time
 import urllib.request
 
+import bench_gossip
+
 REGION = "us-east-1"
 CLUSTER = "ha.example.com"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -427,6 +429,8 @@ def main():
 
     render_cold, render_warm, render_warm_cpu, render_files, render_writes = bench_render(binary)
 
+    gossip = bench_gossip.bench_gossip(binary, env)
+
     version, _ = timed_runs([binary, "--version"], {"PATH": os.environ["PATH"]}, 200)
     size = os.path.getsize(binary)
 
@@ -497,7 +501,7 @@ def main():
         ("publish-dns wall ratio 10 000/10 (the emulator sorts the zone per read)", "<= 1.2", "%.2f" % (dns_large[0] / dns_small[0])),
         ("protokube --version: median wall", "<= 5 ms", "%.2f ms" % (statistics.median(version) * 1000)),
         ("release binary size (stripped)", "<= 15 MB", "%.1f MB" % (size / 1e6)),
-    ]
+    ] + gossip
     width = max(len(r[0]) for r in rows)
     print("%-*s  %-22s  %s" % (width, "figure", "budget", "measured"))
     for name, budget, measured in rows:

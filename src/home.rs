@@ -14,7 +14,9 @@ use crate::cloud::InstanceApi;
 use crate::gossip::member::{write_view, HostsUpdate, Member};
 use crate::gossip::view::{View, ZONE_KEY, ZONE_VALUE};
 use crate::host::Files;
-use crate::paths::HOSTS_FILE;
+use crate::paths::{GOSSIP_NAMES_FILE, HOSTS_FILE};
+use crate::plan::files::{plan_file, plan_removal};
+use crate::report::Action;
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
 use crate::wait::Deadline;
@@ -36,12 +38,22 @@ pub(crate) struct Running {
 
 /// Starts this node's member: its name (the instance's), the cloud's control-plane
 /// instances as seeds, `dns/local/NS/local` published; the process's live member from now on.
+/// What the runs left in the state file (the cluster kOps 1.36's unit learned from the tags,
+/// the masters of the last full check) is taken instead of asking the cloud again.
 pub(crate) async fn start(snapshot: &mut Snapshot<'_>) -> Result<Running> {
     let settings = snapshot.settings();
     let identity = snapshot.identity().await?.clone();
-    let cluster = snapshot.cluster().await?.name;
+    let known = known_from_runs(snapshot, &identity.instance_id);
+    let cluster = match (&settings.cluster, known.cluster) {
+        (Some(cluster), _) => cluster.name.clone(),
+        (None, Some(name)) => name,
+        (None, None) => snapshot.cluster().await?.name,
+    };
     let instances = snapshot.clients().await?.instances;
-    let seeds = cloud_seeds(&*instances, &cluster).await;
+    let seeds = match known.seeds {
+        Some(seeds) => seeds,
+        None => cloud_seeds(&*instances, &cluster).await,
+    };
     let toward = seeds
         .first()
         .copied()
@@ -67,6 +79,41 @@ pub(crate) async fn start(snapshot: &mut Snapshot<'_>) -> Result<Running> {
         instances,
         settings,
     })
+}
+
+/// What the one-shot runs recorded of this node: its cluster and the control-plane instances'
+/// private addresses (none when the state file says nothing, or cannot be read).
+struct KnownFromRuns {
+    cluster: Option<String>,
+    seeds: Option<Vec<IpAddr>>,
+}
+
+fn known_from_runs(snapshot: &mut Snapshot<'_>, instance_id: &str) -> KnownFromRuns {
+    let Ok(state) = snapshot.state() else {
+        return KnownFromRuns {
+            cluster: None,
+            seeds: None,
+        };
+    };
+    let addresses = |masters: &[crate::cloud::InstanceInfo]| {
+        masters
+            .iter()
+            .flat_map(|m| m.private_ips.iter().copied())
+            .collect::<Vec<_>>()
+    };
+    KnownFromRuns {
+        cluster: state
+            .node
+            .as_ref()
+            .filter(|n| n.instance_id == instance_id)
+            .map(|n| n.cluster.clone())
+            .or_else(|| state.worker.as_ref().map(|w| w.cluster.clone())),
+        seeds: state
+            .verified
+            .as_ref()
+            .map(|v| addresses(&v.masters))
+            .or_else(|| state.worker.as_ref().map(|w| addresses(&w.masters))),
+    }
 }
 
 /// The control-plane instances' private addresses (kOps' seeds); none when the cloud cannot
@@ -165,6 +212,9 @@ impl Running {
                 Ok(update) => log_changes(&update),
                 Err(err) => tracing::warn!("gossip: {err:#}"),
             }
+            if let Err(err) = self.record_names(files, Some(&self.view().names())) {
+                tracing::warn!("gossip: {err:#}");
+            }
             metrics();
             tokio::select! {
                 _ = changes.changed() => {}
@@ -182,6 +232,35 @@ impl Running {
 
     pub(crate) fn node(&self) -> &str {
         &self.node
+    }
+
+    /// Records the names the view holds for the runs of other processes (none: the record goes,
+    /// as the member leaves); written only when they change, never in a dry run.
+    fn record_names(
+        &self,
+        files: &dyn Files,
+        names: Option<&std::collections::BTreeSet<String>>,
+    ) -> Result<()> {
+        if self.settings.dry_run {
+            return Ok(());
+        }
+        let path = self.settings.root.resolve(GOSSIP_NAMES_FILE)?;
+        let fact = files.fact(&path)?;
+        let change = match names {
+            Some(names) => plan_file(&path, &fact, &crate::gossip::names_text(names), 0o644),
+            None => plan_removal(&path, &fact),
+        };
+        if change.action != Action::Unchanged {
+            files.apply(&change)?;
+        }
+        Ok(())
+    }
+
+    /// The member leaves: its names are no longer held.
+    pub(crate) fn leave(&self, files: &dyn Files) {
+        if let Err(err) = self.record_names(files, None) {
+            tracing::warn!("gossip: {err:#}");
+        }
     }
 }
 

@@ -120,12 +120,17 @@ pub async fn run_daemon(
     let flags = cli.flags()?;
     let gossip_member = flags.gossip_member;
     let mut pause = daemon::Pause::new(interval)?;
-    let runs = runs_until_stopped(cli, &mut pause, &mut each);
+    let first_run_done = tokio::sync::Notify::new();
+    let runs = runs_until_stopped(cli, &mut pause, &mut each, &first_run_done);
     if gossip_member {
-        // A gossip cluster's unit: the member runs beside the runs, for as long as they do.
+        // A gossip cluster's unit: the member runs beside the runs, for as long as they do,
+        // from the end of the first (which learns and records what the member starts from).
         tokio::select! {
             () = runs => {}
-            () = gossip_beside_runs(cli) => {}
+            () = async {
+                first_run_done.notified().await;
+                gossip_beside_runs(cli).await;
+            } => {}
         }
     } else {
         runs.await;
@@ -139,6 +144,7 @@ async fn runs_until_stopped(
     cli: &Cli,
     pause: &mut daemon::Pause,
     each: &mut impl FnMut(&Report, &Result<()>),
+    first_run_done: &tokio::sync::Notify,
 ) {
     let mut first = true;
     loop {
@@ -154,6 +160,7 @@ async fn runs_until_stopped(
         }
         conclude(cli, &report, &result, started, clock.elapsed());
         each(&report, &result);
+        first_run_done.notify_one();
         if !pause.next().await {
             break;
         }

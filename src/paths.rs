@@ -22,6 +22,10 @@ pub(crate) const STATE_FILE: &str = "/var/lib/protokube/state.json";
 pub(crate) const FORMATTING_DIR: &str = "/var/lib/protokube/formatting";
 /// The run lock.
 pub(crate) const LOCK_FILE: &str = "/run/protokube.lock";
+/// The names a running gossip member's view holds, one per line (`protokube gossip` writes it;
+/// a `sync` in another process leaves those names of the hosts block to the member). Under
+/// /run: gone at boot, as the member is.
+pub(crate) const GOSSIP_NAMES_FILE: &str = "/run/protokube/gossip-names";
 /// Written by `reset --detach`: this instance is retired, and claims no etcd volume again until
 /// the file is removed.
 pub(crate) const RETIRED_FILE: &str = "/var/lib/protokube/retired";

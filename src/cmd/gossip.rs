@@ -28,6 +28,7 @@ pub(crate) async fn run(
             () = running.keep(host, true, metrics) => {}
             () = until_stopped => tracing::info!("gossip: stopping"),
         }
+        running.leave(host);
         return Ok(());
     }
     if !running.joined(settings.deadline).await {

@@ -13,7 +13,7 @@ use super::target::{Desired, DnsTarget, Known, PublishOutcome, Releasing, RunFac
 use crate::cloud::InstanceInfo;
 use crate::error::NotReady;
 use crate::host::{Files, HostsWrite};
-use crate::paths::HOSTS_FILE;
+use crate::paths::{GOSSIP_NAMES_FILE, HOSTS_FILE};
 use crate::plan::dns::hosts_block::{
     caught_mid_write, managed_records, plan_hosts, plan_hosts_removal, HostRecords, HostsPlan,
     ManagedNames, NO_NAMES,
@@ -139,9 +139,16 @@ impl DnsTarget for HostsFile<'_> {
     ) -> Result<PublishOutcome> {
         // Without DNS (topology.dns.type: None) nodeup writes the API's and kops-controller's
         // names into the block itself (the load balancer's addresses): only etcd's are ours.
-        // A gossip member in this process writes the names its view holds; etcd's names go
-        // into gossip too (kOps' gossip DNS provider), and --remove-dns-names out of it.
-        let held = crate::gossip::names_held();
+        // A gossip member (in this process, or one that recorded its names) writes the names its
+        // view holds; etcd's names go into gossip too (kOps' gossip DNS provider), and
+        // --remove-dns-names out of it.
+        let recorded = self
+            .settings
+            .root
+            .resolve(GOSSIP_NAMES_FILE)
+            .and_then(|path| self.files.read(&path, 1 << 20))
+            .unwrap_or_default();
+        let held = crate::gossip::names_held(recorded.as_deref());
         let names = self.names(&held);
         let mut records = desired.records;
         let etcd: Vec<(String, Vec<std::net::IpAddr>)> = records

@@ -34,11 +34,28 @@ pub(crate) fn set_live(member: Option<(Arc<Store>, String)>) {
         .unwrap_or_else(std::sync::PoisonError::into_inner) = member;
 }
 
-/// The names the live member's view holds (live or deleted); empty without a member.
-pub(crate) fn names_held() -> BTreeSet<String> {
-    live()
-        .map(|(store, _)| store.view().names())
+/// The names a gossip member's view holds (live or deleted): the live member's in this
+/// process, else those a member in another process recorded in `recorded` (the names file's
+/// bytes; anything that is not a DNS name is ignored).
+pub(crate) fn names_held(recorded: Option<&[u8]>) -> BTreeSet<String> {
+    if let Some((store, _)) = live() {
+        return store.view().names();
+    }
+    recorded
+        .map(|bytes| {
+            String::from_utf8_lossy(bytes)
+                .lines()
+                .map(str::trim)
+                .filter(|name| crate::names::check_dns_name(name).is_ok())
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default()
+}
+
+/// The names file's text for `names` (one per line).
+pub(crate) fn names_text(names: &BTreeSet<String>) -> String {
+    names.iter().map(|n| format!("{n}\n")).collect()
 }
 
 /// The live member's figures, for the metrics file.

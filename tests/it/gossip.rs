@@ -535,3 +535,90 @@ fn hostile_connections_garbage_and_oversized_frames_leave_the_member_serving() {
     drop(idle);
     drop(member);
 }
+
+#[test]
+fn kops_136_unit_runs_the_member_beside_its_runs_and_stops_on_sigterm() {
+    let node = Node::new();
+    let (mesh, list, a) = (free_port(), free_port(), free_port());
+    let log = tempfile::NamedTempFile::new().unwrap();
+    // nodeup's 1.36 line; the ports and seed as an operator's settings file would give them.
+    let mut daemon = node
+        .protokube()
+        .args([
+            "--cloud=aws",
+            "--containerized=false",
+            "--gossip=true",
+            "--v=4",
+        ])
+        .env("PROTOKUBE_GOSSIP_LISTEN", addr(mesh))
+        .env("PROTOKUBE_GOSSIP_LISTEN_SECONDARY", addr(list))
+        .env("PROTOKUBE_GOSSIP_SEED", addr(a))
+        .spawn_to(
+            std::fs::File::create("/dev/null").unwrap(),
+            log.reopen().unwrap(),
+        );
+    let mut peer = GoPeer::start(&PeerSpec {
+        name: "dns-controller.master",
+        mesh: Some(a),
+        mesh_seeds: vec![mesh],
+        ..PeerSpec::default()
+    });
+    peer.wait_for("the node's zone", WITHIN, |l| {
+        GoPeer::value(l, "mesh", "dns/local/NS/local").as_deref() == Some("gossip")
+    });
+    peer.command("publish api.c.k8s.local A 203.0.113.10");
+    node.wait_for_hosts("the gossip-only public name", WITHIN, |h| {
+        h.contains("203.0.113.10\tapi.c.k8s.local")
+    });
+    assert_eq!(
+        support::stop_with_sigterm(&mut daemon, Duration::from_secs(10)),
+        Some(0)
+    );
+    let log = std::fs::read_to_string(log.path()).unwrap();
+    assert!(
+        !log.contains("--gossip-listen"),
+        "gossip flags are not ignored: {log}"
+    );
+}
+
+#[test]
+fn a_sync_in_another_process_leaves_the_members_names_alone() {
+    let node = Node::new();
+    // A running master: the worker's own computation of api.internal is its address.
+    support::runtime().block_on(async {
+        let ec2 = node.moto.ec2("us-east-1").await;
+        let tags = [("KubernetesCluster", CLUSTER), ("k8s.io/role/master", "1")];
+        support::seed::instance(&ec2, "us-east-1a", &tags).await
+    });
+    let (ours, a) = (free_port(), free_port());
+    let mut peer = GoPeer::start(&PeerSpec {
+        name: "dns-controller.m",
+        mesh: Some(a),
+        mesh_seeds: vec![ours],
+        ..PeerSpec::default()
+    });
+    let _member = Member::start(
+        &node,
+        &flags(&[
+            ("gossip-listen", addr(ours)),
+            ("gossip-protocol-secondary", String::new()),
+        ]),
+    );
+    peer.command("publish api.internal.c.k8s.local A 172.20.9.9");
+    node.wait_for_hosts("dns-controller's api.internal", WITHIN, |h| {
+        h.contains("172.20.9.9\tapi.internal.c.k8s.local")
+    });
+    // The worker's own computation would put the master's address there; the name is the
+    // member's, so the run leaves it as it is.
+    let run = node
+        .protokube()
+        .args(["publish-dns", "--dns", "hosts", "-o", "json"])
+        .run();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let hosts = node.hosts();
+    assert!(
+        hosts.contains("172.20.9.9\tapi.internal.c.k8s.local"),
+        "{hosts}\n{}",
+        run.stdout
+    );
+}

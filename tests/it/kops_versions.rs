@@ -311,7 +311,7 @@ fn kops_1_36_gossip_unit_takes_the_role_and_cluster_from_the_instance_tags() {
         }
         let mut flags = support::nodeup_unit_flags("1.36.0");
         flags.extend([
-            "--gossip-listen=0.0.0.0:3999".to_owned(),
+            "--gossip-listen=127.0.0.1:0".to_owned(),
             "--gossip-protocol=mesh".to_owned(),
             "--gossip-secret=s3cr3t".to_owned(),
         ]);

@@ -40,6 +40,7 @@ fn units_pass_systemd_analyze_verify() {
     let units = [
         "protokube-sync.service",
         "protokube-sync.timer",
+        "protokube-gossip.service",
         "protokube-nodeup.service",
     ];
     for unit in units {

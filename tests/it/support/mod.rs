@@ -243,6 +243,10 @@ impl Protokube {
             .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
             // Nothing listens here: a run that forgets to use the in-test IMDS fails fast.
             .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:9/")
+            // A gossip member (kOps' units of gossip clusters run one) on ports of its own:
+            // tests run side by side, and kOps' 3999 and 4000 would be taken.
+            .env("PROTOKUBE_GOSSIP_LISTEN", "127.0.0.1:0")
+            .env("PROTOKUBE_GOSSIP_LISTEN_SECONDARY", "127.0.0.1:0")
             .stdin(Stdio::null());
         Self { command }
     }
