@@ -14,11 +14,13 @@ use crate::cloud::InstanceApi;
 use crate::gossip::member::{write_view, HostsUpdate, Member};
 use crate::gossip::view::{View, ZONE_KEY, ZONE_VALUE};
 use crate::host::Files;
+use crate::host::Host;
 use crate::paths::{GOSSIP_NAMES_FILE, HOSTS_FILE};
 use crate::plan::files::{plan_file, plan_removal};
+use crate::providers::Connected;
 use crate::report::Action;
 use crate::settings::Settings;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Snapshot, VolumeScope};
 use crate::wait::Deadline;
 
 /// How often the seeds are asked for again while the member has no peer (kOps: at most once
@@ -32,15 +34,26 @@ pub(crate) struct Running {
     pub(crate) member: Member,
     node: String,
     cluster: String,
-    instances: Arc<dyn InstanceApi>,
     settings: Arc<Settings>,
+    /// The provider's connection, made again (with a fresh deadline) to ask for seeds later.
+    connect: Connect,
+}
+
+/// How a provider connects the cloud (the registry's `connect`).
+pub(crate) type Connect = fn(&Settings, &dyn Files) -> Result<Connected>;
+
+/// What the composition root gives the long-running member: the provider's connection, and
+/// what writes the metrics file.
+pub(crate) struct Wiring<'a> {
+    pub(crate) connect: Connect,
+    pub(crate) metrics: &'a dyn Fn(),
 }
 
 /// Starts this node's member: its name (the instance's), the cloud's control-plane
 /// instances as seeds, `dns/local/NS/local` published; the process's live member from now on.
 /// What the runs left in the state file (the cluster kOps 1.36's unit learned from the tags,
 /// the masters of the last full check) is taken instead of asking the cloud again.
-pub(crate) async fn start(snapshot: &mut Snapshot<'_>) -> Result<Running> {
+pub(crate) async fn start(snapshot: &mut Snapshot<'_>, connect: Connect) -> Result<Running> {
     let settings = snapshot.settings();
     let identity = snapshot.identity().await?.clone();
     let known = known_from_runs(snapshot, &identity.instance_id);
@@ -49,10 +62,11 @@ pub(crate) async fn start(snapshot: &mut Snapshot<'_>) -> Result<Running> {
         (None, Some(name)) => name,
         (None, None) => snapshot.cluster().await?.name,
     };
-    let instances = snapshot.clients().await?.instances;
-    let seeds = match known.seeds {
-        Some(seeds) => seeds,
-        None => cloud_seeds(&*instances, &cluster).await,
+    let seeds = if let Some(seeds) = known.seeds {
+        seeds
+    } else {
+        let instances = snapshot.clients().await?.instances;
+        cloud_seeds(&*instances, &cluster).await.unwrap_or_default()
     };
     let toward = seeds
         .first()
@@ -76,8 +90,8 @@ pub(crate) async fn start(snapshot: &mut Snapshot<'_>) -> Result<Running> {
         member,
         node: identity.instance_id,
         cluster,
-        instances,
         settings,
+        connect,
     })
 }
 
@@ -117,18 +131,20 @@ fn known_from_runs(snapshot: &mut Snapshot<'_>, instance_id: &str) -> KnownFromR
 }
 
 /// The control-plane instances' private addresses (kOps' seeds); none when the cloud cannot
-/// say now (the member listens all the same, and asks again).
-async fn cloud_seeds(instances: &dyn InstanceApi, cluster: &str) -> Vec<IpAddr> {
+/// say now (the member listens all the same, keeps the seeds it has, and asks again).
+async fn cloud_seeds(instances: &dyn InstanceApi, cluster: &str) -> Option<Vec<IpAddr>> {
     match instances.running_masters(cluster).await {
-        Ok(masters) => masters
-            .iter()
-            .flat_map(|m| m.private_ips.iter().copied())
-            .collect(),
+        Ok(masters) => Some(
+            masters
+                .iter()
+                .flat_map(|m| m.private_ips.iter().copied())
+                .collect(),
+        ),
         Err(err) => {
             tracing::warn!(
                 "gossip: the control-plane instances could not be listed as seeds: {err:#}"
             );
-            Vec::new()
+            None
         }
     }
 }
@@ -196,7 +212,8 @@ impl Running {
     /// Keeps the member going until the future is dropped: the hosts block within a second of
     /// each change (and every 10 s, should another writer have taken a line out), the seeds
     /// asked again at most once a minute while no peer answers, the metrics file when given.
-    pub(crate) async fn keep(&self, files: &dyn Files, lock: bool, metrics: &dyn Fn()) {
+    pub(crate) async fn keep(&self, host: &dyn Host, lock: bool, metrics: &dyn Fn()) {
+        let files: &dyn Files = host;
         let store = self.member.store().clone();
         let mut changes = store.changes();
         let mut warned = std::collections::BTreeSet::new();
@@ -221,13 +238,32 @@ impl Running {
                 () = tokio::time::sleep(Duration::from_secs(10)) => {}
                 _ = reseed.tick() => {
                     if store.peer_count() == 0 {
-                        let seeds = cloud_seeds(&*self.instances, &self.cluster).await;
-                        let gossip = &self.settings.gossip;
-                        self.member.set_seeds(&seeds, &gossip.seeds, &gossip.seeds_secondary);
+                        if let Some(seeds) = self.ask_seeds(host).await {
+                            let gossip = &self.settings.gossip;
+                            self.member.set_seeds(&seeds, &gossip.seeds, &gossip.seeds_secondary);
+                        }
                     }
                 }
             }
         }
+    }
+
+    /// The seeds asked again, through a connection with a deadline of its own (the start's
+    /// has long passed).
+    async fn ask_seeds(&self, host: &dyn Host) -> Option<Vec<IpAddr>> {
+        let mut settings = (*self.settings).clone();
+        settings.deadline = Deadline::after(self.settings.deadline.timeout());
+        let connected = (self.connect)(&settings, host);
+        let Connected { cloud, .. } = match connected {
+            Ok(connected) => connected,
+            Err(err) => {
+                tracing::warn!("gossip: connecting to ask for seeds: {err:#}");
+                return None;
+            }
+        };
+        let mut snapshot = Snapshot::new(&settings, &*cloud, host, VolumeScope::Region);
+        let instances = snapshot.clients().await.ok()?.instances;
+        cloud_seeds(&*instances, &self.cluster).await
     }
 
     pub(crate) fn node(&self) -> &str {

@@ -175,15 +175,15 @@ async fn gossip_beside_runs(cli: &Cli) {
     loop {
         let started = async {
             let settings = Settings::resolve(cli.flags()?, &LinuxHost)?;
-            let Connected { cloud, .. } =
-                (cli.global.cloud.registered()?.connect)(&settings, &LinuxHost)?;
+            let connect = cli.global.cloud.registered()?.connect;
+            let Connected { cloud, .. } = connect(&settings, &LinuxHost)?;
             let mut snapshot = snapshot::Snapshot::new(
                 &settings,
                 &*cloud,
                 &LinuxHost,
                 snapshot::VolumeScope::Region,
             );
-            home::start(&mut snapshot).await
+            home::start(&mut snapshot, connect).await
         };
         match started.await {
             Ok(running) => running.keep(&LinuxHost, false, &|| {}).await,
@@ -394,7 +394,12 @@ async fn run_with(
                 args.once,
                 report,
                 daemon::stopped(),
-                &metrics,
+                home::Wiring {
+                    connect: providers::registry(settings.provider.name)
+                        .context("the run's provider is not registered")?
+                        .connect,
+                    metrics: &metrics,
+                },
             )
             .await
         }

@@ -19,13 +19,13 @@ pub(crate) async fn run(
     once: bool,
     report: &mut Report,
     until_stopped: impl std::future::Future<Output = ()>,
-    metrics: &dyn Fn(),
+    wiring: home::Wiring<'_>,
 ) -> Result<()> {
     let mut snapshot = Snapshot::new(settings, cloud, host, VolumeScope::Region);
-    let running = home::start(&mut snapshot).await?;
+    let running = home::start(&mut snapshot, wiring.connect).await?;
     if !once {
         tokio::select! {
-            () = running.keep(host, true, metrics) => {}
+            () = running.keep(host, true, wiring.metrics) => {}
             () = until_stopped => tracing::info!("gossip: stopping"),
         }
         running.leave(host);

@@ -43,15 +43,27 @@ pub(crate) struct FrameWriter {
     sender: SecretBox,
 }
 
+/// The largest features frame a peer may send in its handshake (a few short strings): a
+/// stranger that has not introduced itself is not given mesh's 10 MiB.
+const MAX_FEATURES_FRAME: usize = 64 << 10;
+
 impl<R: AsyncRead + Unpin> FrameReader<R> {
     /// The next frame's payload, opened; an error when the peer's secret is another.
     pub(crate) async fn receive(&mut self) -> Result<Vec<u8>> {
+        self.receive_at_most(usize::MAX).await
+    }
+
+    async fn receive_at_most(&mut self, max: usize) -> Result<Vec<u8>> {
         let mut prefix = [0u8; 4];
         self.stream
             .read_exact(&mut prefix)
             .await
             .context("reading a mesh frame")?;
-        let mut sealed = vec![0u8; frame_len(prefix)?];
+        let len = frame_len(prefix)?;
+        if len > max {
+            bail!("a mesh frame of {len} bytes where at most {max} may come");
+        }
+        let mut sealed = vec![0u8; len];
         self.stream
             .read_exact(&mut sealed)
             .await
@@ -157,7 +169,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> MeshConnection<S> {
             conn_id: u64::from_be_bytes(conn_id),
         };
         connection.send(&ours.encode()).await?;
-        let theirs = connection.receive().await?;
+        let theirs = connection
+            .reader
+            .receive_at_most(MAX_FEATURES_FRAME)
+            .await?;
         let theirs = Features::decode(&theirs)?;
         if theirs.name == local.name {
             bail!("connected to ourself");
@@ -178,7 +193,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> MeshConnection<S> {
     }
 
     /// The next frame's payload, opened; an error when the peer's secret is another.
-    pub(crate) async fn receive(&mut self) -> Result<Vec<u8>> {
+    #[cfg(test)]
+    async fn receive(&mut self) -> Result<Vec<u8>> {
         self.reader.receive().await
     }
 
@@ -269,6 +285,23 @@ mod tests {
             a.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
             let err = format!("{:#}", listener.await.unwrap().err().unwrap());
             assert!(err.contains("not a mesh peer"), "{err}");
+        });
+    }
+
+    #[test]
+    fn a_stranger_claiming_a_huge_features_frame_is_refused_before_it_is_read() {
+        runtime().block_on(async {
+            let (mut a, b) = tokio::io::duplex(1 << 16);
+            let listener = tokio::spawn(async move {
+                MeshConnection::handshake(b, false, &peer("i-b"), b"").await
+            });
+            let mut hello = HEADER.to_vec();
+            hello.push(1);
+            hello.extend_from_slice(&[9u8; 32]);
+            hello.extend_from_slice(&(1u32 << 20).to_be_bytes());
+            a.write_all(&hello).await.unwrap();
+            let err = format!("{:#}", listener.await.unwrap().err().unwrap());
+            assert!(err.contains("at most 65536 may come"), "{err}");
         });
     }
 

@@ -92,3 +92,30 @@ pub(crate) fn publish_live(records: &[(String, Vec<std::net::IpAddr>)], removed:
     }
     store.publish(&entries, &node);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use view::Protocol;
+
+    #[test]
+    fn the_live_member_publishes_etcd_names_and_deletes_removed_ones() {
+        let store = Arc::new(Store::new(vec![Protocol::Mesh, Protocol::Memberlist]));
+        set_live(Some((store.clone(), "i-unit".to_owned())));
+        let name = "etcd-z.internal.unit-test.k8s.local".to_owned();
+        let addresses = vec!["10.0.0.1".parse().unwrap(), "fd00::1".parse().unwrap()];
+        publish_live(&[(name.clone(), addresses)], &[]);
+        publish_live(&[], std::slice::from_ref(&name));
+        set_live(None);
+        for protocol in [Protocol::Mesh, Protocol::Memberlist] {
+            let state = store.state(protocol);
+            let a = &state.records[&format!("dns/local/A/{name}")];
+            assert!(a.tombstone && a.data.is_empty(), "{a:?}");
+            assert!(state.records[&format!("dns/local/AAAA/{name}")].tombstone);
+        }
+        assert_eq!(
+            names_held(Some(b"api.internal.c.k8s.local\nbad name\n")),
+            BTreeSet::from(["api.internal.c.k8s.local".to_owned()])
+        );
+    }
+}

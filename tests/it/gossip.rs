@@ -321,6 +321,7 @@ fn memberlist_as_primary_takes_deletions_and_skips_hostile_records() {
         memberlist_seeds: vec![ours],
         ..PeerSpec::default()
     });
+    let metrics = node.root.path().join("protokube.prom");
     let member = Member::start(
         &node,
         &flags(&[
@@ -328,6 +329,7 @@ fn memberlist_as_primary_takes_deletions_and_skips_hostile_records() {
             ("gossip-listen", addr(ours)),
             ("gossip-protocol-secondary", String::new()),
             ("gossip-seed", addr(a)),
+            ("metrics-file", metrics.display().to_string()),
         ]),
     );
     peer.wait_for("protokube's zone", WITHIN, |l| {
@@ -348,6 +350,23 @@ fn memberlist_as_primary_takes_deletions_and_skips_hostile_records() {
         !hosts.contains("6.6.6.6") && !hosts.contains("evil"),
         "{hosts}"
     );
+    assert!(
+        member.log().contains("dns/local/A/evil.c.k8s.local"),
+        "the skipped key is named"
+    );
+    // The metrics file: peers per protocol, records, the age of the last change.
+    let deadline = Instant::now() + WITHIN;
+    loop {
+        let text = std::fs::read_to_string(&metrics).unwrap_or_default();
+        if text.contains("protokube_gossip_peers{protocol=\"memberlist\"} 1")
+            && text.contains("protokube_gossip_records 1")
+            && text.contains("protokube_gossip_seconds_since_change")
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{text}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     drop(member);
 }
 
