@@ -54,11 +54,13 @@ def go_peer(binary, name, mesh, memberlist, seed_mesh, seed_list):
 
 
 def kops_protokube(binary, hosts, mesh, memberlist, seed_mesh, seed_list):
+    open(hosts, "w").close()
+    log = open(hosts + ".log", "w")
     return subprocess.Popen(
         [binary, "protokube", "--node-name", "i-kops", "--hosts-file", hosts,
          "--gossip-listen", "127.0.0.1:%d" % mesh, "--gossip-listen-secondary", "127.0.0.1:%d" % memberlist,
          "--gossip-seed", "127.0.0.1:%d" % seed_mesh, "--gossip-seed-secondary", "127.0.0.1:%d" % seed_list],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stdout=log, stderr=log)
 
 
 def idle(pid):
@@ -95,6 +97,8 @@ def bench_gossip(binary, env):
             children.append(reference)
             reference_name = "kOps' protokube (kops-gossip-peer)"
         time.sleep(10)  # joined, topology and full state exchanged
+        if reference.poll() is not None:
+            raise RuntimeError("the reference peer exited: %s" % open(os.path.join(work, "kops-hosts.log")).read()[-2000:])
         latencies = []
         for i in range(5):
             name = "bench-%d.c.k8s.local" % i
