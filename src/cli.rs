@@ -75,6 +75,10 @@ pub(crate) struct UnitFlags {
     pub(crate) cluster_id: bool,
     /// `--manage-etcd` on the command line (nodeup writes it up to kOps 1.22, always).
     pub(crate) manage_etcd: bool,
+    /// A `--gossip-*` flag on the command line (nodeup writes them on gossip clusters; an
+    /// operator's `PROTOKUBE_GOSSIP_*` variable, which `protokube gossip` reads too, does not
+    /// make the old daemon's unit a gossip cluster's).
+    pub(crate) gossip_flags: bool,
 }
 
 /// The flags kOps' nodeup and older kOps versions give protokube in its unit
@@ -495,6 +499,18 @@ impl Cli {
                 .filter(|_| on_command_line("containerized")),
             cluster_id: on_command_line("cluster_id"),
             manage_etcd: on_command_line("manage_etcd"),
+            gossip_flags: [
+                "gossip_protocol",
+                "gossip_listen",
+                "gossip_secret",
+                "gossip_protocol_secondary",
+                "gossip_listen_secondary",
+                "gossip_secret_secondary",
+                "gossip_seed",
+                "gossip_seed_secondary",
+            ]
+            .into_iter()
+            .any(on_command_line),
         };
         Ok(cli)
     }
@@ -567,7 +583,7 @@ impl Cli {
         flags.gossip_member = self.is_legacy()
             && (self.legacy.gossip == Some(true)
                 || self.global.dns.as_ref().is_some_and(DnsChoice::is_gossip)
-                || self.global.gossip.any()
+                || self.unit.gossip_flags
                 || self
                     .global
                     .cluster_id
@@ -786,6 +802,28 @@ mod tests {
         let cli =
             Cli::try_parse_from(["protokube", "--containerized=true", "--root=/host"]).unwrap();
         assert_eq!(cli.flags().unwrap().root, Some(PathBuf::from("/host")));
+    }
+
+    #[test]
+    fn the_old_daemons_unit_runs_the_member_on_a_gossip_clusters_command_line_only() {
+        let member = |args: &[&str]| {
+            let mut all = vec!["protokube", "--cloud=aws"];
+            all.extend(args);
+            Cli::parse_from(all).unwrap().flags().unwrap().gossip_member
+        };
+        assert!(member(&["--gossip=true"]));
+        assert!(member(&["--dns=gossip"]));
+        assert!(member(&["--gossip-listen=0.0.0.0:3999"]));
+        assert!(member(&["--cluster-id=c.k8s.local"]));
+        assert!(
+            !member(&["--dns=hosts"]),
+            "hosts alone is no gossip cluster"
+        );
+        assert!(!member(&["--cluster-id=c.example.com"]));
+        assert!(
+            !member(&["gossip"]),
+            "the subcommand runs the member itself"
+        );
     }
 
     #[test]

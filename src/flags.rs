@@ -416,20 +416,6 @@ pub(crate) struct GossipFlags {
     pub(crate) gossip_conn_limit: Option<usize>,
 }
 
-impl GossipFlags {
-    /// Whether any gossip flag was given.
-    pub(crate) fn any(&self) -> bool {
-        self.gossip_protocol.is_some()
-            || self.gossip_listen.is_some()
-            || self.gossip_secret.is_some()
-            || self.gossip_protocol_secondary.is_some()
-            || self.gossip_listen_secondary.is_some()
-            || self.gossip_secret_secondary.is_some()
-            || !self.gossip_seed.is_empty()
-            || !self.gossip_seed_secondary.is_empty()
-    }
-}
-
 /// The kind of place names go (`--dns zones|hosts|none`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum DnsKind {
