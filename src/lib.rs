@@ -307,17 +307,23 @@ pub fn conclude(
             duration: elapsed,
             volumes_mounted: report.volumes_mounted,
         };
-        let previous = metrics::read_previous(&LinuxHost, path);
-        let written = metrics::render(&run, previous.as_deref()).and_then(|text| {
-            host::linux::files::write_atomic(path, text.as_bytes(), 0o644)
-                .map(drop)
-                .with_context(|| format!("writing the metrics file `{}`", path.display()))
-        });
-        if let Err(err) = written {
-            tracing::error!("{}", error::one_line(&err));
-        }
+        write_metrics_file(path, &run);
     }
     code
+}
+
+/// Writes the metrics file at `path` for `run` (atomically, after the previous one it reads
+/// back); a failure is logged.
+fn write_metrics_file(path: &std::path::Path, run: &metrics::RunMetrics<'_>) {
+    let previous = metrics::read_previous(&LinuxHost, path);
+    let written = metrics::render(run, previous.as_deref()).and_then(|text| {
+        host::linux::files::write_atomic(path, text.as_bytes(), 0o644)
+            .map(drop)
+            .with_context(|| format!("writing the metrics file `{}`", path.display()))
+    });
+    if let Err(err) = written {
+        tracing::error!("{}", error::one_line(&err));
+    }
 }
 
 /// The long-running member's metrics file (`--metrics-file`), written as it goes; a failure
@@ -334,15 +340,7 @@ fn write_gossip_metrics(settings: &Settings) {
         duration: std::time::Duration::ZERO,
         volumes_mounted: None,
     };
-    let previous = metrics::read_previous(&LinuxHost, path);
-    let written = metrics::render(&run, previous.as_deref()).and_then(|text| {
-        host::linux::files::write_atomic(path, text.as_bytes(), 0o644)
-            .map(drop)
-            .with_context(|| format!("writing the metrics file `{}`", path.display()))
-    });
-    if let Err(err) = written {
-        tracing::error!("{}", error::one_line(&err));
-    }
+    write_metrics_file(path, &run);
 }
 
 /// A denied permission, said with the role that lacks it (kOps' role names) and where the

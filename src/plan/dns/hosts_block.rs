@@ -48,40 +48,36 @@ pub(crate) fn caught_mid_write(content: &[u8]) -> bool {
     !open.is_empty()
 }
 
-/// The lines of kOps' managed block in `content` (guards excluded), as text.
-pub(crate) fn managed_lines(content: &[u8]) -> Vec<String> {
-    let mut out = Vec::new();
+/// The lines inside kOps' managed block(s) of `content` (every block, also broken ones;
+/// guards excluded).
+fn lines_in_blocks(content: &[u8]) -> impl Iterator<Item = &[u8]> {
     let mut in_block = false;
-    for line in lines(content) {
+    lines(content).filter(move |line| {
         let trimmed = line.trim_ascii();
         if trimmed == GUARD_BEGIN.as_bytes() {
             in_block = true;
+            false
         } else if trimmed == GUARD_END.as_bytes() {
             in_block = false;
-        } else if in_block {
-            out.push(String::from_utf8_lossy(line).into_owned());
+            false
+        } else {
+            in_block
         }
-    }
-    out
+    })
+}
+
+/// The lines of kOps' managed block in `content` (guards excluded), as text.
+pub(crate) fn managed_lines(content: &[u8]) -> Vec<String> {
+    lines_in_blocks(content)
+        .map(|line| String::from_utf8_lossy(line).into_owned())
+        .collect()
 }
 
 /// The records in the managed block(s) of `content` (every block, also broken ones).
 pub fn managed_records(content: &[u8]) -> HostRecords {
     let mut records = HostRecords::new();
-    let mut in_block = false;
-    for line in lines(content) {
+    for line in lines_in_blocks(content) {
         let trimmed = line.trim_ascii();
-        if trimmed == GUARD_BEGIN.as_bytes() {
-            in_block = true;
-            continue;
-        }
-        if trimmed == GUARD_END.as_bytes() {
-            in_block = false;
-            continue;
-        }
-        if !in_block {
-            continue;
-        }
         let text = String::from_utf8_lossy(trimmed);
         let mut fields = text.split_whitespace();
         let Some(Ok(address)) = fields.next().map(str::parse::<IpAddr>) else {
