@@ -1,5 +1,6 @@
-//! The `protokube` binary: parse, set up logging, run, print the report (failed runs too) and
-//! map the outcome to an exit code.
+//! The `protokube` binary: parse, set up logging, start the runtime, then a command that ends
+//! (one run) or what does not end (the old daemon's loop, the gossip member); print the report
+//! (failed runs too) and map the outcome to an exit code.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -57,7 +58,7 @@ fn main() -> ExitCode {
     if cli.is_legacy() {
         // nodeup's unit: sync every minute until stopped; each run's report and error as usual.
         let output = cli.output();
-        let daemon = protokube::run_daemon(&cli, protokube::DAEMON_INTERVAL, |report, _| {
+        let daemon = protokube::serve_legacy(&cli, protokube::DAEMON_INTERVAL, |report, _| {
             print_report(report, output);
         });
         return match runtime.block_on(daemon) {
@@ -71,7 +72,12 @@ fn main() -> ExitCode {
     let mut report = Report::new(cli.to_run().name(), cli.dry_run());
     let started = std::time::SystemTime::now();
     let clock = std::time::Instant::now();
-    let result = runtime.block_on(protokube::run(&cli, &mut report));
+    // `gossip` does not end (or, `--once`, leaves when done): the serve wing runs it.
+    let result = if matches!(cli.to_run(), protokube::Command::Gossip(_)) {
+        runtime.block_on(protokube::serve_gossip(&cli, &mut report))
+    } else {
+        runtime.block_on(protokube::run_once(&cli, &mut report))
+    };
     if let Err(err) = &result {
         protokube::record_error(&mut report, err);
     }

@@ -13,6 +13,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::gossip::store::Figures;
 use crate::host::Files;
 use crate::report::Report;
 use crate::version::BuildInfo;
@@ -39,7 +40,11 @@ type Labels = Vec<(String, String)>;
 
 /// The file's text. `previous` is the file as the last run left it: a run that did not succeed
 /// (an error, exit 3, or a dry run, which converges nothing) keeps its last-success time.
-pub(crate) fn render(run: &RunMetrics<'_>, previous: Option<&str>) -> Result<String> {
+pub(crate) fn render(
+    run: &RunMetrics<'_>,
+    previous: Option<&str>,
+    gossip: Option<&Figures>,
+) -> Result<String> {
     let mut registry = Registry::with_prefix("protokube");
     let build = BuildInfo::current();
     family(
@@ -54,8 +59,8 @@ pub(crate) fn render(run: &RunMetrics<'_>, previous: Option<&str>) -> Result<Str
     .set(1);
     run_gauges(&mut registry, run, previous);
     report_families(&mut registry, run.report)?;
-    if let Some(figures) = crate::gossip::live_figures() {
-        gossip_gauges(&mut registry, &figures);
+    if let Some(figures) = gossip {
+        gossip_gauges(&mut registry, figures);
     }
     let mut text = String::new();
     encode_registry(&mut text, &registry).context("encoding the metrics")?;
@@ -85,7 +90,7 @@ fn family(registry: &mut Registry, name: &str, help: &str) -> Family<Labels, Gau
 
 /// The gossip member's figures: peers per protocol, records in the view, the age of its
 /// last change.
-fn gossip_gauges(registry: &mut Registry, figures: &crate::gossip::store::Figures) {
+fn gossip_gauges(registry: &mut Registry, figures: &Figures) {
     let peers = family(
         registry,
         "gossip_peers",
@@ -245,6 +250,7 @@ mod tests {
         render(
             &metrics,
             Some("protokube_last_success_timestamp_seconds 900.5\n"),
+            None,
         )
         .unwrap()
     }
@@ -280,5 +286,35 @@ mod tests {
             "{dry}"
         );
         assert!(dry.contains("protokube_last_run_dry_run 1.0"), "{dry}");
+    }
+
+    #[test]
+    fn a_members_figures_are_gauges() {
+        let report = Report::new("gossip", false);
+        let figures = Figures {
+            peers: [
+                (crate::gossip::view::Protocol::Mesh, 3),
+                (crate::gossip::view::Protocol::Memberlist, 4),
+            ]
+            .into(),
+            records: 2,
+            changed_at: SystemTime::now(),
+        };
+        let metrics = RunMetrics {
+            report: &report,
+            exit_code: 0,
+            started: SystemTime::now(),
+            duration: Duration::ZERO,
+            volumes_mounted: None,
+        };
+        let text = render(&metrics, None, Some(&figures)).unwrap();
+        for line in [
+            "protokube_gossip_peers{protocol=\"mesh\"} 3",
+            "protokube_gossip_peers{protocol=\"memberlist\"} 4",
+            "protokube_gossip_records 2.0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+        assert!(!render(&metrics, None, None).unwrap().contains("gossip"));
     }
 }

@@ -94,6 +94,9 @@ pub(crate) struct Settings {
     pub(crate) etcd_only: bool,
     /// The old daemon's invocation (no subcommand, nodeup's unit).
     pub(crate) legacy: bool,
+    /// When the loop this run is part of comes back (the old daemon's minute, set by the wing
+    /// that drives the loop); `None` for a run on its own.
+    pub(crate) repeat: Option<std::time::Duration>,
     /// Addon channels to apply (`--channels`), each checked.
     pub(crate) channels: Vec<String>,
     /// `--bootstrap-master-node-labels`: `sync` labels `--node-name`.
@@ -173,6 +176,7 @@ impl Settings {
             verify_interval: flags.verify_interval,
             etcd_only,
             legacy: flags.legacy,
+            repeat: None,
             channels: flags.channels.clone(),
             bootstrap_master_node_labels: flags.bootstrap_master_node_labels,
             node_name: flags.node_name.clone(),

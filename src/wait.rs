@@ -191,6 +191,38 @@ where
     result
 }
 
+/// What one attempt of [`retry_until`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Retry<T> {
+    /// Done, with this.
+    Done(T),
+    /// Not yet: pause, then try again.
+    Again,
+}
+
+/// Calls `attempt` (given its number, from 1) until it is done, pausing with `backoff` between
+/// attempts, at most `attempts` times and never past `deadline` (a pause that would end past it
+/// is not taken). The attempt classifies its own outcome: an error ends the retries at once,
+/// [`Retry::Again`] asks for another. `Ok(None)` when the attempts or the time ran out.
+pub(crate) async fn retry_until<T>(
+    deadline: Deadline,
+    mut backoff: Backoff,
+    attempts: u32,
+    mut attempt: impl AsyncFnMut(u32) -> Result<Retry<T>>,
+) -> Result<Option<T>> {
+    for number in 1..=attempts {
+        if let Retry::Done(value) = attempt(number).await? {
+            return Ok(Some(value));
+        }
+        let pause = backoff.next_delay();
+        if number == attempts || pause >= deadline.remaining() {
+            break;
+        }
+        tokio::time::sleep(pause).await;
+    }
+    Ok(None)
+}
+
 /// The "not ready" error of a wait for `what` that lasted `waited`.
 fn timed_out(what: &str, waited: Duration) -> anyhow::Error {
     NotReady(format!(
@@ -252,6 +284,39 @@ mod tests {
             ))
             .unwrap();
         assert_eq!((value, calls), (7, 3));
+    }
+
+    #[tokio::test]
+    async fn retries_stop_at_done_an_error_the_count_or_the_deadline() {
+        let backoff = || Backoff::new(Duration::from_millis(10), Duration::from_millis(40));
+        let mut calls = 0;
+        let done = retry_until(Deadline::after(Duration::from_secs(5)), backoff(), 10, async |n| {
+            calls += 1;
+            Ok(if n == 3 { Retry::Done(n) } else { Retry::Again })
+        })
+        .await
+        .unwrap();
+        assert_eq!((done, calls), (Some(3), 3));
+        let counted = retry_until(Deadline::after(Duration::from_secs(5)), backoff(), 4, async |_| {
+            Ok(Retry::<()>::Again)
+        })
+        .await
+        .unwrap();
+        assert_eq!(counted, None);
+        let mut tries = 0;
+        let timed = retry_until(Deadline::after(Duration::from_millis(100)), backoff(), 1000, async |_| {
+            tries += 1;
+            Ok(Retry::<()>::Again)
+        })
+        .await
+        .unwrap();
+        assert_eq!(timed, None);
+        assert!(tries < 20, "the deadline ended it, not the count: {tries}");
+        let failed = retry_until(Deadline::after(Duration::from_secs(5)), backoff(), 10, async |_| {
+            Err::<Retry<()>, _>(anyhow::anyhow!("refused"))
+        })
+        .await;
+        assert_eq!(failed.unwrap_err().to_string(), "refused");
     }
 
     #[test]

@@ -237,6 +237,13 @@ pub trait InstanceApi: Send + Sync {
     /// The cluster's running control-plane instances (of `cluster`, in a master or
     /// control-plane role): one filtered listing.
     async fn running_masters(&self, cluster: &str) -> Result<Vec<InstanceInfo>>;
+
+    /// The cluster's control-plane instances a gossip member seeds from, by kOps' seed rules
+    /// for the cloud (on AWS running or pending; on GCE in any status): by default the running
+    /// ones.
+    async fn seed_masters(&self, cluster: &str) -> Result<Vec<InstanceInfo>> {
+        self.running_masters(cluster).await
+    }
 }
 
 /// An item of the node's identity that the metadata service knows.

@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use crate::cloud::Cloud;
-use crate::dns::{self, zoned::api::ZoneService};
+use crate::dns::{self, Places};
 use crate::host::Host;
 use crate::report::Report;
 use crate::settings::Settings;
@@ -14,7 +14,7 @@ use crate::steps;
 pub(crate) async fn run(
     settings: &Settings,
     cloud: &dyn Cloud,
-    zones: &dyn ZoneService,
+    places: Places<'_>,
     host: &dyn Host,
     report: &mut Report,
 ) -> Result<()> {
@@ -22,7 +22,7 @@ pub(crate) async fn run(
     steps::noting_mounted(&mut snapshot, report, async |snapshot, report| {
         // The cluster's names are checked before anything is locked or changed.
         let cluster = snapshot.cluster().await?;
-        let dns = dns::choose(settings, &cluster, zones, host);
+        let dns = dns::choose(settings, &cluster, places, host);
         let _lock = steps::lock(settings, host)?;
         steps::announce_etcd_owner(snapshot, report)?;
         steps::publish::run(snapshot, &*dns, &Default::default(), report).await?;

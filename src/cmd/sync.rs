@@ -6,7 +6,7 @@
 use anyhow::Result;
 
 use crate::cloud::Cloud;
-use crate::dns::{self, zoned::api::ZoneService};
+use crate::dns::{self, Places};
 use crate::host::Host;
 use crate::report::Report;
 use crate::settings::Settings;
@@ -16,14 +16,14 @@ use crate::steps::{self, kubelet::KubeletStart};
 pub(crate) async fn run(
     settings: &Settings,
     cloud: &dyn Cloud,
-    zones: &dyn ZoneService,
+    places: Places<'_>,
     host: &dyn Host,
     report: &mut Report,
 ) -> Result<()> {
     // kOps 1.12–1.18: kubelet first, or after the mount where protokube manages etcd.
     let start = KubeletStart::of(settings);
     let kubelet = steps::kubelet::first(start, settings, host, report).await;
-    let rest = after_kubelet(start, settings, cloud, zones, host, report).await;
+    let rest = after_kubelet(start, settings, cloud, places, host, report).await;
     steps::first_error([rest, kubelet])
 }
 
@@ -31,7 +31,7 @@ async fn after_kubelet(
     kubelet: KubeletStart,
     settings: &Settings,
     cloud: &dyn Cloud,
-    zones: &dyn ZoneService,
+    places: Places<'_>,
     host: &dyn Host,
     report: &mut Report,
 ) -> Result<()> {
@@ -51,7 +51,7 @@ async fn after_kubelet(
         let settings = settings.as_ref();
         // The cluster's names are checked before anything is locked or changed.
         let cluster = snapshot.cluster().await?;
-        let dns = dns::choose(settings, &cluster, zones, host);
+        let dns = dns::choose(settings, &cluster, places, host);
         let _lock = steps::lock(settings, host)?;
         let owns_etcd = steps::announce_etcd_owner(snapshot, report)?;
         let verify = steps::verify::begin(snapshot, &*dns).await?;

@@ -1,9 +1,12 @@
 //! The hosts file as a place for names: the managed block of `<root>/etc/hosts`, on every node
 //! of a gossip cluster (and, for etcd's names, of a cluster without DNS), planned by
-//! [`crate::plan::dns::hosts_block`] and written through the node's seam.
+//! [`crate::plan::dns::hosts_block`] and written through the node's seam. The one writer of the
+//! block ([`rewrite_block`]): the one-shot runs' target and the gossip member's writer
+//! ([`write_view`]) both go through it.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -12,6 +15,8 @@ use async_trait::async_trait;
 use super::target::{Desired, DnsTarget, Known, PublishOutcome, Releasing, RunFacts};
 use crate::cloud::InstanceInfo;
 use crate::error::NotReady;
+use crate::gossip::view::{hosts_with_view, View};
+use crate::gossip::Handle;
 use crate::host::{Files, HostsWrite};
 use crate::paths::{GOSSIP_NAMES_FILE, HOSTS_FILE};
 use crate::plan::dns::hosts_block::{
@@ -20,18 +25,152 @@ use crate::plan::dns::hosts_block::{
 };
 use crate::plan::dns::records::{gossip_master_records, DesiredRecord, RecordRole};
 use crate::plan::volumes::EtcdVolume;
-use crate::report::Report;
+use crate::report::{Action, Change, ChangeKind, Report};
 use crate::settings::{Cluster, Settings};
+use crate::wait::{retry_until, Backoff, Deadline, Retry};
 
-/// Reads and plans of the hosts file before a run gives up on another writer that keeps
+/// Reads and plans of the hosts file before a writer gives up on another writer that keeps
 /// changing it.
 const HOSTS_ATTEMPTS: u32 = 10;
 
-/// The managed block of `<root>/etc/hosts`, read and written through `files`.
+/// The managed block of `<root>/etc/hosts`, read and written through `files`; the gossip
+/// member beside the run, when there is one, holds the names its view holds.
 pub(crate) struct HostsFile<'a> {
     pub(crate) settings: &'a Settings,
     pub(crate) cluster: Cluster,
     pub(crate) files: &'a dyn Files,
+    pub(crate) member: Option<&'a Handle>,
+}
+
+/// What a rewrite of the block made: the file's new bytes and one change per name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct HostsUpdate {
+    pub(crate) content: Vec<u8>,
+    pub(crate) changes: Vec<Change>,
+}
+
+/// Rewrites the hosts file at `path` with `plan` (the new bytes and changes from the bytes it
+/// holds), in place, unless `dry_run`. Another writer that changed the file between the read
+/// and the write (etcd-manager keeps its own blocks there), or is caught halfway through its
+/// own write, is met by reading again and planning again, a few times, then "not ready"
+/// (exit 75): never a mixed file, never a failed run.
+pub(crate) async fn rewrite_block(
+    files: &dyn Files,
+    path: &Path,
+    deadline: Deadline,
+    dry_run: bool,
+    plan: impl Fn(&[u8]) -> HostsUpdate,
+) -> Result<HostsUpdate> {
+    let target = path.display().to_string();
+    let mut seen_torn: Option<Vec<u8>> = None;
+    let written = retry_until(
+        deadline,
+        Backoff::new(Duration::from_millis(10), Duration::from_millis(100)),
+        HOSTS_ATTEMPTS,
+        async |attempt| {
+            let content = files.read_hosts(path)?;
+            // Another writer's write caught halfway is read again, unless the same bytes were
+            // read after the last pause too (then that is what the file holds).
+            if caught_mid_write(&content) && seen_torn.as_deref() != Some(&content[..]) {
+                tracing::debug!("`{target}` is being written by another writer; reading it again");
+                seen_torn = Some(content);
+                return Ok(Retry::Again);
+            }
+            let update = plan(&content);
+            if dry_run || files.write_hosts(path, &content, &update.content)? != HostsWrite::Raced {
+                return Ok(Retry::Done(update));
+            }
+            tracing::debug!(
+                "`{target}` changed under another writer (attempt {attempt}); reading it again"
+            );
+            Ok(Retry::Again)
+        },
+    )
+    .await?;
+    written.ok_or_else(|| {
+        NotReady(format!(
+            "the hosts file `{target}` kept changing under another writer while protokube wrote \
+             its block ({HOSTS_ATTEMPTS} attempts); run again"
+        ))
+        .into()
+    })
+}
+
+/// Writes a gossip member's `view` into the hosts block at `path` (in place, only when its
+/// lines change): every name of the view at its addresses, the deleted ones gone, every other
+/// line as it was. With `dry_run`, only plans.
+pub(crate) async fn write_view(
+    files: &dyn Files,
+    path: &Path,
+    deadline: Deadline,
+    view: &View,
+    dry_run: bool,
+) -> Result<HostsUpdate> {
+    rewrite_block(files, path, deadline, dry_run, |content| {
+        let new = if view.records.is_empty() && view.deleted.is_empty() {
+            content.to_vec()
+        } else {
+            hosts_with_view(content, view)
+        };
+        HostsUpdate {
+            changes: name_changes(content, &new),
+            content: new,
+        }
+    })
+    .await
+}
+
+/// One change per name of the block that a rewrite adds, changes or removes.
+fn name_changes(old: &[u8], new: &[u8]) -> Vec<Change> {
+    let (before, after) = (managed_records(old), managed_records(new));
+    let show = |a: Option<&Vec<IpAddr>>| {
+        a.map_or_else(
+            || "none".to_owned(),
+            |a| {
+                a.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            },
+        )
+    };
+    before
+        .keys()
+        .chain(after.keys())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .filter_map(|name| {
+            let (old, new) = (before.get(name), after.get(name));
+            let action = match (old, new) {
+                (None, Some(_)) => Action::Create,
+                (Some(_), None) => Action::Delete,
+                (Some(a), Some(b)) if a != b => Action::Update,
+                _ => return None,
+            };
+            Some(Change {
+                kind: ChangeKind::Hosts,
+                target: name.clone(),
+                action,
+                detail: format!("{} -> {}", show(old), show(new)),
+            })
+        })
+        .collect()
+}
+
+/// The names a gossip member in another process recorded (the names file's bytes; anything
+/// that is not a DNS name is ignored).
+pub(crate) fn recorded_names(recorded: &[u8]) -> BTreeSet<String> {
+    String::from_utf8_lossy(recorded)
+        .lines()
+        .map(str::trim)
+        .filter(|name| crate::names::check_dns_name(name).is_ok())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The names file's text for `names` (one per line).
+pub(crate) fn names_text(names: &BTreeSet<String>) -> String {
+    names.iter().map(|n| format!("{n}\n")).collect()
 }
 
 impl HostsFile<'_> {
@@ -56,48 +195,28 @@ impl HostsFile<'_> {
         self.settings.root.resolve(HOSTS_FILE)
     }
 
-    /// Reads the hosts file, plans the new one from what it holds, writes it unless a dry run.
-    /// Another writer that changed the file between the read and the write (etcd-manager keeps
-    /// its own blocks there) is met by reading again and planning again, a few times, then
-    /// "not ready" (exit 75): never a mixed file, never a failed run. Returns the new content.
-    fn rewrite(
+    /// Reads the hosts file, plans the new one from what it holds, writes it unless a dry run
+    /// ([`rewrite_block`]); the plan's changes go into `report`. Returns the new content.
+    async fn rewrite(
         &self,
         plan: impl Fn(&str, &[u8]) -> HostsPlan,
         report: &mut Report,
     ) -> Result<Vec<u8>> {
-        let host = self.files;
         let path = self.path()?;
         let target = path.display().to_string();
-        let mut seen_torn: Option<Vec<u8>> = None;
-        for attempt in 1..=HOSTS_ATTEMPTS {
-            let content = host.read_hosts(&path)?;
-            // Another writer's write caught halfway is read again, unless the same bytes were
-            // read after the last pause too (then that is what the file holds).
-            if caught_mid_write(&content) && seen_torn.as_deref() != Some(&content[..]) {
-                tracing::debug!("`{target}` is being written by another writer; reading it again");
-                seen_torn = Some(content);
-                std::thread::sleep(Duration::from_millis(fastrand::u64(20..=60)));
-                continue;
+        let settings = self.settings;
+        let update = rewrite_block(self.files, &path, settings.deadline, settings.dry_run, |content| {
+            let plan = plan(&target, content);
+            HostsUpdate {
+                content: plan.content,
+                changes: plan.changes,
             }
-            let plan = plan(&target, &content);
-            let written = self.settings.dry_run
-                || host.write_hosts(&path, &content, &plan.content)? != HostsWrite::Raced;
-            if written {
-                for change in plan.changes {
-                    report.push(change);
-                }
-                return Ok(plan.content);
-            }
-            tracing::debug!(
-                "`{target}` changed under another writer (attempt {attempt}); reading it again"
-            );
-            std::thread::sleep(Duration::from_millis(fastrand::u64(5..=50)));
+        })
+        .await?;
+        for change in update.changes {
+            report.push(change);
         }
-        Err(NotReady(format!(
-            "the hosts file `{target}` kept changing under another writer while protokube wrote \
-             its block ({HOSTS_ATTEMPTS} attempts); run again"
-        ))
-        .into())
+        Ok(update.content)
     }
 }
 
@@ -142,13 +261,18 @@ impl DnsTarget for HostsFile<'_> {
         // A gossip member (in this process, or one that recorded its names) writes the names its
         // view holds; etcd's names go into gossip too (kOps' gossip DNS provider), and
         // --remove-dns-names out of it.
-        let recorded = self
-            .settings
-            .root
-            .resolve(GOSSIP_NAMES_FILE)
-            .and_then(|path| self.files.read(&path, 1 << 20))
-            .unwrap_or_default();
-        let held = crate::gossip::names_held(recorded.as_deref());
+        let held = match self.member {
+            Some(member) => member.names(),
+            None => self
+                .settings
+                .root
+                .resolve(GOSSIP_NAMES_FILE)
+                .and_then(|path| self.files.read(&path, 1 << 20))
+                .ok()
+                .flatten()
+                .map(|bytes| recorded_names(&bytes))
+                .unwrap_or_default(),
+        };
         let names = self.names(&held);
         let mut records = desired.records;
         let etcd: Vec<(String, Vec<std::net::IpAddr>)> = records
@@ -156,12 +280,16 @@ impl DnsTarget for HostsFile<'_> {
             .filter(|r| r.role == RecordRole::EtcdMember && !r.addresses.is_empty())
             .map(|r| (r.name.clone(), r.addresses.clone()))
             .collect();
-        crate::gossip::publish_live(&etcd, &self.settings.remove_dns_names);
+        if let Some(member) = self.member {
+            member.publish(&etcd, &self.settings.remove_dns_names);
+        }
         records.retain(|r| names.manages(&r.name));
-        let written = self.rewrite(
-            |path, content| plan_hosts(path, content, &records, &names),
-            report,
-        )?;
+        let written = self
+            .rewrite(
+                |path, content| plan_hosts(path, content, &records, &names),
+                report,
+            )
+            .await?;
         Ok(PublishOutcome {
             hosts_block: Some(managed_records(&written)),
             ..PublishOutcome::nothing()
@@ -174,6 +302,7 @@ impl DnsTarget for HostsFile<'_> {
             |path, content| plan_hosts_removal(path, content, &names),
             report,
         )
+        .await
         .map(drop)
     }
 }
@@ -249,6 +378,7 @@ mod tests {
             settings: &settings,
             cluster: settings.cluster.clone().unwrap(),
             files: &bench.host,
+            member: None,
         };
         let mut report = bench.report();
         let records = target.master_records(&[], &[master("i-1", "10.0.0.1")]);

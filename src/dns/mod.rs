@@ -10,6 +10,7 @@ pub(crate) mod none;
 pub(crate) mod target;
 pub(crate) mod zoned;
 
+use crate::gossip::Handle;
 use crate::host::Files;
 use crate::settings::{Cluster, DnsKind, Settings};
 use hosts_file::HostsFile;
@@ -18,14 +19,22 @@ use target::DnsTarget;
 use zoned::api::ZoneService;
 use zoned::ZonedNames;
 
+/// Where a run's names may go besides the node's files: the cloud's DNS service, and the gossip
+/// member running beside the run (the old daemon's unit on a gossip cluster), if any.
+#[derive(Clone, Copy)]
+pub(crate) struct Places<'a> {
+    pub(crate) zones: &'a dyn ZoneService,
+    pub(crate) member: Option<&'a Handle>,
+}
+
 /// The target for this run: a DNS service's zones only from control-plane nodes, the hosts file
 /// on every node of a gossip cluster, nowhere for `--dns none` (or a cluster without DNS).
-/// `zones` is the run's client source for the cluster's DNS service, `files` the node's (where
-/// the hosts file is).
+/// `places` holds the run's client source for the cluster's DNS service and the member beside
+/// the run, `files` the node's (where the hosts file is).
 pub(crate) fn choose<'a>(
     settings: &'a Settings,
     cluster: &Cluster,
-    zones: &'a dyn ZoneService,
+    places: Places<'a>,
     files: &'a dyn Files,
 ) -> Box<dyn DnsTarget + 'a> {
     match cluster.dns {
@@ -44,12 +53,13 @@ pub(crate) fn choose<'a>(
         DnsKind::Zones => Box::new(ZonedNames {
             settings,
             cluster: cluster.clone(),
-            service: zones,
+            service: places.zones,
         }),
         DnsKind::Hosts => Box::new(HostsFile {
             settings,
             cluster: cluster.clone(),
             files,
+            member: places.member,
         }),
     }
 }

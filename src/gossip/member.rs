@@ -1,77 +1,71 @@
-//! The member: its protocols started on their ports (primary first), the seeds each dials, this
-//! node's own records, and the hosts block kept from the merged view.
+//! The member: its protocols bound on their ports through the transport (primary first) and run
+//! together, the seeds each dials, and the [`Handle`] that whoever uses the member holds.
 
 use std::collections::BTreeSet;
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
-use super::memberlist_member::MemberlistMember;
-use super::mesh_connection::LocalPeer;
-use super::mesh_member::{self, MeshMember};
+use super::memberlist::Memberlist;
+use super::mesh::connection::LocalPeer;
+use super::mesh::Mesh;
 use super::settings::{GossipSettings, Seed};
 use super::store::Store;
-use super::view::{hosts_with_view, Protocol, View};
+use super::transport::Transport;
+use super::view::Protocol;
 use super::wire::mesh::peer_name;
-use crate::host::{Files, HostsWrite};
-use crate::plan::dns::hosts_block::{caught_mid_write, managed_records};
-use crate::report::{Action, Change, ChangeKind};
+use super::Handle;
 
-/// A running member; its tasks end when it is dropped.
-pub(crate) struct Member {
-    store: Arc<Store>,
-    /// Per protocol: its seeds (with its port), and its listen port.
-    seeds: Vec<(watch::Sender<Vec<SocketAddr>>, u16, bool)>,
-    tasks: Vec<JoinHandle<()>>,
+/// What drives a started member until it is stopped (and has left).
+pub(crate) type Running = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// One protocol's place: its seeds and its port.
+struct Endpoint {
+    seeds: watch::Sender<Vec<SocketAddr>>,
+    port: u16,
+    primary: bool,
 }
 
-impl Drop for Member {
-    fn drop(&mut self) {
-        for task in &self.tasks {
-            task.abort();
-        }
-    }
+/// A started member: its handle, its seeds, the switch that stops it.
+pub(crate) struct Member {
+    handle: Handle,
+    endpoints: Vec<Endpoint>,
+    stop: watch::Sender<bool>,
 }
 
 impl Member {
-    /// Binds every protocol's ports and starts them, as `node` (mesh's name; memberlist's is
+    /// Binds every protocol's ports through `transport`, as `node` (mesh's name; memberlist's is
     /// random, as kOps'), advertising `advertise` where a protocol listens on every address.
+    /// Returns the member and what runs it (on the runtime the ports were bound on).
     pub(crate) async fn start(
         settings: &GossipSettings,
         node: &str,
         advertise: Option<IpAddr>,
-    ) -> Result<Self> {
+        transport: Arc<dyn Transport>,
+    ) -> Result<(Self, Running)> {
         let protocols: Vec<Protocol> = settings.endpoints().map(|e| e.protocol).collect();
         let store = Arc::new(Store::new(protocols));
-        let mut member = Self {
-            store: store.clone(),
-            seeds: Vec::new(),
-            tasks: Vec::new(),
-        };
+        let (stop, stopped) = watch::channel(false);
+        let mut endpoints = Vec::new();
+        let mut runs: Vec<Running> = Vec::new();
         for (index, endpoint) in settings.endpoints().enumerate() {
-            let (sender, receiver) = watch::channel(Vec::new());
-            let primary = index == 0;
-            let port = match endpoint.protocol {
+            let (seeds, receiver) = watch::channel(Vec::new());
+            let (port, run): (u16, Running) = match endpoint.protocol {
                 Protocol::Mesh => {
-                    let listener = mesh_member::bind(endpoint.listen).await?;
-                    let port = listener
-                        .local_addr()
-                        .context("reading the mesh port")?
-                        .port();
-                    let mesh = MeshMember::new(
+                    let mesh = Mesh::bind(
+                        transport.clone(),
+                        endpoint.listen,
                         local_peer(node)?,
                         endpoint.secret.as_bytes().to_vec(),
                         store.clone(),
                         settings.conn_limit,
-                    );
-                    member
-                        .tasks
-                        .push(tokio::spawn(mesh.run(listener, receiver)));
-                    port
+                    )
+                    .await?;
+                    (mesh.port(), Box::pin(mesh.run(receiver, stopped.clone())))
                 }
                 Protocol::Memberlist => {
                     let ip = match endpoint.listen.ip() {
@@ -80,21 +74,15 @@ impl Member {
                         }
                         ip => ip,
                     };
-                    let (list, listener) = MemberlistMember::bind(
+                    let list = Memberlist::bind(
+                        transport.clone(),
                         endpoint.listen,
                         ip,
                         store.clone(),
                         settings.conn_limit,
                     )
                     .await?;
-                    let port = listener
-                        .local_addr()
-                        .context("reading the memberlist port")?
-                        .port();
-                    member
-                        .tasks
-                        .push(tokio::spawn(list.run(listener, receiver)));
-                    port
+                    (list.port(), Box::pin(list.run(receiver, stopped.clone())))
                 }
             };
             tracing::info!(
@@ -102,39 +90,59 @@ impl Member {
                 endpoint.protocol.as_str(),
                 SocketAddr::new(endpoint.listen.ip(), port)
             );
-            member.seeds.push((sender, port, primary));
+            endpoints.push(Endpoint {
+                seeds,
+                port,
+                primary: index == 0,
+            });
+            runs.push(run);
         }
-        Ok(member)
+        let running: Running = Box::pin(async move {
+            futures_util::future::join_all(runs).await;
+        });
+        let member = Self {
+            handle: Handle::new(store, node),
+            endpoints,
+            stop,
+        };
+        member.handle.publish_zone();
+        Ok((member, running))
     }
 
-    pub(crate) fn store(&self) -> &Arc<Store> {
-        &self.store
+    pub(crate) fn handle(&self) -> &Handle {
+        &self.handle
     }
 
     /// The listen ports, primary first.
     pub(crate) fn ports(&self) -> Vec<u16> {
-        self.seeds.iter().map(|(_, port, _)| *port).collect()
+        self.endpoints.iter().map(|e| e.port).collect()
     }
 
     /// Sets the seeds: an address without a port is dialled on each protocol's own port
     /// (kOps' rule); `explicit` ones are the primary's and the secondary's as given.
     pub(crate) fn set_seeds(&self, cloud: &[IpAddr], explicit: &[Seed], secondary: &[Seed]) {
-        for (sender, port, primary) in &self.seeds {
-            let given = if *primary { explicit } else { secondary };
+        for endpoint in &self.endpoints {
+            let given = if endpoint.primary { explicit } else { secondary };
+            let port = endpoint.port;
             let mut addrs: BTreeSet<SocketAddr> =
-                cloud.iter().map(|ip| SocketAddr::new(*ip, *port)).collect();
+                cloud.iter().map(|ip| SocketAddr::new(*ip, port)).collect();
             addrs.extend(
                 given
                     .iter()
-                    .map(|seed| SocketAddr::new(seed.ip, seed.port.unwrap_or(*port))),
+                    .map(|seed| SocketAddr::new(seed.ip, seed.port.unwrap_or(port))),
             );
             let addrs: Vec<SocketAddr> = addrs.into_iter().collect();
-            sender.send_if_modified(|current| {
+            endpoint.seeds.send_if_modified(|current| {
                 let changed = *current != addrs;
                 current.clone_from(&addrs);
                 changed
             });
         }
+    }
+
+    /// Stops the protocols (memberlist leaves first); what runs them then ends.
+    pub(crate) fn stop(&self) {
+        let _ = self.stop.send(true);
     }
 }
 
@@ -151,85 +159,4 @@ fn local_peer(node: &str) -> Result<LocalPeer> {
         uid,
         short_id: u16::from_be_bytes([random[8], random[9]]) & 0x0fff,
     })
-}
-
-/// What writing the view into the hosts file did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct HostsUpdate {
-    pub(crate) content: Vec<u8>,
-    pub(crate) changes: Vec<Change>,
-}
-
-/// Writes `view` into the hosts block at `path` (in place, only when its lines change; again
-/// when another writer raced it). With `dry_run`, only plans.
-pub(crate) fn write_view(
-    files: &dyn Files,
-    path: &std::path::Path,
-    view: &View,
-    dry_run: bool,
-) -> Result<HostsUpdate> {
-    let mut seen_torn: Option<Vec<u8>> = None;
-    for _ in 0..10 {
-        let content = files.read_hosts(path)?;
-        if caught_mid_write(&content) && seen_torn.as_deref() != Some(&content[..]) {
-            seen_torn = Some(content);
-            std::thread::sleep(Duration::from_millis(fastrand::u64(20..=60)));
-            continue;
-        }
-        let new = if view.records.is_empty() && view.deleted.is_empty() {
-            content.clone()
-        } else {
-            hosts_with_view(&content, view)
-        };
-        let changes = name_changes(&content, &new);
-        if dry_run || files.write_hosts(path, &content, &new)? != HostsWrite::Raced {
-            return Ok(HostsUpdate {
-                content: new,
-                changes,
-            });
-        }
-        std::thread::sleep(Duration::from_millis(fastrand::u64(5..=50)));
-    }
-    anyhow::bail!(
-        "the hosts file `{}` kept changing under another writer while the gossip view was \
-         written (10 attempts)",
-        path.display()
-    )
-}
-
-/// One change per name of the block that the rewrite adds, changes or removes.
-fn name_changes(old: &[u8], new: &[u8]) -> Vec<Change> {
-    let (before, after) = (managed_records(old), managed_records(new));
-    let show = |a: Option<&Vec<IpAddr>>| {
-        a.map_or_else(
-            || "none".to_owned(),
-            |a| {
-                a.iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(",")
-            },
-        )
-    };
-    before
-        .keys()
-        .chain(after.keys())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .filter_map(|name| {
-            let (old, new) = (before.get(name), after.get(name));
-            let action = match (old, new) {
-                (None, Some(_)) => Action::Create,
-                (Some(_), None) => Action::Delete,
-                (Some(a), Some(b)) if a != b => Action::Update,
-                _ => return None,
-            };
-            Some(Change {
-                kind: ChangeKind::Hosts,
-                target: name.clone(),
-                action,
-                detail: format!("{} -> {}", show(old), show(new)),
-            })
-        })
-        .collect()
 }

@@ -1,121 +1,138 @@
 //! kOps' gossip DNS (docs/gossip.md): a member of the cluster's gossip network on both of kOps'
-//! protocols (`wire` is their bytes; `mesh_member`, `memberlist_member` the protocols; `store`
-//! what they learn; `view` what it means for the hosts block). Its home for long-running work
-//! (`protokube gossip`, and beside the old daemon's runs) is the `home` module.
+//! protocols (`wire` is their bytes; `mesh` and `memberlist` the protocols over the `transport`
+//! seam; `store` what they learn; `view` what it means for the hosts block). The member is a
+//! value: [`member::Member`] starts it, and its [`Handle`] is what the rest of the program holds
+//! (the hosts writer, the runs beside it, the metrics). This module touches no file and knows no
+//! run: `serve` is where the member lives.
 
 pub(crate) mod member;
-pub(crate) mod memberlist_member;
-pub(crate) mod mesh_connection;
-pub(crate) mod mesh_member;
+pub(crate) mod memberlist;
+pub(crate) mod mesh;
 pub(crate) mod settings;
 pub(crate) mod store;
+pub(crate) mod transport;
 pub(crate) mod view;
 pub(crate) mod wire;
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use tokio::sync::watch;
 
 use store::{Figures, Store};
+use view::{View, ZONE_KEY, ZONE_VALUE};
+#[cfg(test)]
+use view::Protocol;
 
-/// The member running in this process, if one is: the one-shot runs beside it (the old
-/// daemon's) leave the names its view holds to it and publish etcd's names through it.
-static LIVE: Mutex<Option<(Arc<Store>, String)>> = Mutex::new(None);
-
-fn live() -> Option<(Arc<Store>, String)> {
-    LIVE.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone()
+/// A running member as its users see it: the view, this node's records, the figures.
+#[derive(Clone)]
+pub(crate) struct Handle {
+    store: Arc<Store>,
+    node: String,
 }
 
-/// Makes `store` (of the member named `node`) the process's live member, or none.
-pub(crate) fn set_live(member: Option<(Arc<Store>, String)>) {
-    *LIVE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = member;
-}
-
-/// The names a gossip member's view holds (live or deleted): the live member's in this
-/// process, else those a member in another process recorded in `recorded` (the names file's
-/// bytes; anything that is not a DNS name is ignored).
-pub(crate) fn names_held(recorded: Option<&[u8]>) -> BTreeSet<String> {
-    if let Some((store, _)) = live() {
-        return store.view().names();
+impl Handle {
+    pub(crate) fn new(store: Arc<Store>, node: &str) -> Self {
+        Self {
+            store,
+            node: node.to_owned(),
+        }
     }
-    recorded
-        .map(|bytes| {
-            String::from_utf8_lossy(bytes)
-                .lines()
-                .map(str::trim)
-                .filter(|name| crate::names::check_dns_name(name).is_ok())
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
-/// The names file's text for `names` (one per line).
-pub(crate) fn names_text(names: &BTreeSet<String>) -> String {
-    names.iter().map(|n| format!("{n}\n")).collect()
-}
+    /// This member's name (the instance's).
+    pub(crate) fn node(&self) -> &str {
+        &self.node
+    }
 
-/// The live member's figures, for the metrics file.
-pub(crate) fn live_figures() -> Option<Figures> {
-    live().map(|(store, _)| store.figures())
-}
+    /// The view now (the primary protocol's, as kOps reads it).
+    pub(crate) fn view(&self) -> View {
+        self.store.view()
+    }
 
-/// Publishes A/AAAA records of this node through the live member (`dns/local/<type>/<name>`),
-/// and deletes `removed` names; nothing without a member.
-pub(crate) fn publish_live(records: &[(String, Vec<std::net::IpAddr>)], removed: &[String]) {
-    let Some((store, node)) = live() else {
-        return;
-    };
-    let mut entries = Vec::new();
-    for (name, addresses) in records {
-        for (kind, v4) in [("A", true), ("AAAA", false)] {
-            let values: Vec<String> = addresses
-                .iter()
-                .filter(|a| a.is_ipv4() == v4)
-                .map(ToString::to_string)
-                .collect();
-            if !values.is_empty() {
-                entries.push((
-                    format!("dns/local/{kind}/{name}"),
-                    Some(values.join(",").into_bytes()),
-                ));
+    /// The names the view holds (live or deleted): the cloud's computed names yield to them.
+    pub(crate) fn names(&self) -> BTreeSet<String> {
+        self.view().names()
+    }
+
+    /// Watches every change of what the member knows.
+    pub(crate) fn changes(&self) -> watch::Receiver<u64> {
+        self.store.changes()
+    }
+
+    /// Peers of the primary protocol.
+    pub(crate) fn primary_peers(&self) -> usize {
+        self.store.peers(self.store.primary())
+    }
+
+    /// Figures for the metrics file.
+    pub(crate) fn figures(&self) -> Figures {
+        self.store.figures()
+    }
+
+    /// Publishes `dns/local/NS/local = gossip` (kOps' `AddZone`), so that dns-controller can
+    /// publish.
+    pub(crate) fn publish_zone(&self) {
+        self.store.publish(
+            &[(ZONE_KEY.to_owned(), Some(ZONE_VALUE.to_vec()))],
+            &self.node,
+        );
+    }
+
+    /// Publishes A/AAAA records of this node (`dns/local/<type>/<name>`), and deletes
+    /// `removed` names.
+    pub(crate) fn publish(&self, records: &[(String, Vec<IpAddr>)], removed: &[String]) {
+        let mut entries = Vec::new();
+        for (name, addresses) in records {
+            for (kind, v4) in [("A", true), ("AAAA", false)] {
+                let values: Vec<String> = addresses
+                    .iter()
+                    .filter(|a| a.is_ipv4() == v4)
+                    .map(ToString::to_string)
+                    .collect();
+                if !values.is_empty() {
+                    entries.push((
+                        format!("dns/local/{kind}/{name}"),
+                        Some(values.join(",").into_bytes()),
+                    ));
+                }
             }
         }
-    }
-    for name in removed {
-        for kind in ["A", "AAAA"] {
-            entries.push((format!("dns/local/{kind}/{name}"), None));
+        for name in removed {
+            for kind in ["A", "AAAA"] {
+                entries.push((format!("dns/local/{kind}/{name}"), None));
+            }
         }
+        self.store.publish(&entries, &self.node);
     }
-    store.publish(&entries, &node);
+
+    /// The protocols' own state (tests and the dry run's report look inside).
+    #[cfg(test)]
+    pub(crate) fn state(&self, protocol: Protocol) -> wire::protobuf::KvState {
+        self.store.state(protocol)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use view::Protocol;
 
     #[test]
-    fn the_live_member_publishes_etcd_names_and_deletes_removed_ones() {
+    fn the_handle_publishes_etcd_names_and_deletes_removed_ones() {
         let store = Arc::new(Store::new(vec![Protocol::Mesh, Protocol::Memberlist]));
-        set_live(Some((store.clone(), "i-unit".to_owned())));
+        let handle = Handle::new(store, "i-unit");
         let name = "etcd-z.internal.unit-test.k8s.local".to_owned();
         let addresses = vec!["10.0.0.1".parse().unwrap(), "fd00::1".parse().unwrap()];
-        publish_live(&[(name.clone(), addresses)], &[]);
-        publish_live(&[], std::slice::from_ref(&name));
-        set_live(None);
+        handle.publish(&[(name.clone(), addresses)], &[]);
+        assert_eq!(handle.names(), BTreeSet::from([name.clone()]));
+        handle.publish(&[], std::slice::from_ref(&name));
         for protocol in [Protocol::Mesh, Protocol::Memberlist] {
-            let state = store.state(protocol);
+            let state = handle.state(protocol);
             let a = &state.records[&format!("dns/local/A/{name}")];
             assert!(a.tombstone && a.data.is_empty(), "{a:?}");
             assert!(state.records[&format!("dns/local/AAAA/{name}")].tombstone);
         }
-        assert_eq!(
-            names_held(Some(b"api.internal.c.k8s.local\nbad name\n")),
-            BTreeSet::from(["api.internal.c.k8s.local".to_owned()])
-        );
+        assert_eq!(handle.names(), BTreeSet::from([name]), "a deleted name is still held");
+        assert!(handle.view().records.is_empty());
     }
 }

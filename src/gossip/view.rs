@@ -1,13 +1,13 @@
-//! The member's view of kOps' gossip DNS, pure: the two protocols' states merged by version,
-//! read as DNS records under kOps' key layout (`dns/local/<type>/<name>`), every name and
-//! address checked, and the hosts block it makes.
+//! The member's view of kOps' gossip DNS, pure: the primary protocol's state read as DNS records
+//! under kOps' key layout (`dns/local/<type>/<name>`), every name and address checked, and the
+//! hosts block it makes.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use serde::Serialize;
 
-use super::wire::protobuf::{KvRecord, KvState};
+use super::wire::protobuf::KvState;
 use crate::names::check_dns_name;
 use crate::plan::dns::hosts_block::{managed_records, update_hosts, HostRecords};
 
@@ -71,7 +71,7 @@ pub(crate) struct ViewRecord {
     pub(crate) peer: String,
 }
 
-/// The merged view: live A/AAAA (and other) records, the names deleted, and a warning per key
+/// The view: live A/AAAA (and other) records, the names deleted, and a warning per key
 /// that was skipped.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct View {
@@ -80,33 +80,25 @@ pub(crate) struct View {
     pub(crate) skipped: Vec<String>,
 }
 
-/// Merges the protocols' states: per key the newest version; a tie keeps the first
-/// protocol's (the primary's).
-pub(crate) fn merged(
-    states: &[(Protocol, &ProtocolState)],
-) -> BTreeMap<String, (Protocol, String, KvRecord)> {
-    let mut out: BTreeMap<String, (Protocol, String, KvRecord)> = BTreeMap::new();
-    for (protocol, held) in states {
-        for (key, record) in &held.state.records {
-            if out
-                .get(key)
-                .is_some_and(|(_, _, r)| r.version >= record.version)
-            {
-                continue;
-            }
-            let peer = held.origin.get(key).cloned().unwrap_or_default();
-            out.insert(key.clone(), (*protocol, peer, record.clone()));
-        }
-    }
-    out
+/// The zone kOps' gossip DNS knows (`dns/local/…`): dns-controller's gossip provider refuses any
+/// name outside it (`buildTagKey`: "record not in zone"), so a name from the network outside it
+/// came from nobody kOps runs.
+pub(crate) const ZONE: &str = "local";
+
+/// Whether `name` is in the gossip zone (`local`, or a name under it).
+fn in_zone(name: &str) -> bool {
+    name == ZONE || name.strip_suffix(ZONE).is_some_and(|head| head.ends_with('.'))
 }
 
-/// Reads the merged states as DNS records (kOps' `DNSView`): keys `dns/local/<type>/<name>`
-/// whose name is a DNS name and whose values are addresses of the type's family. Anything
-/// else is skipped, with a warning naming its key, never repaired.
-pub(crate) fn view(states: &[(Protocol, &ProtocolState)]) -> View {
+/// Reads the primary protocol's state as DNS records (kOps' `DNSView`, which reads the primary
+/// only): keys `dns/local/<type>/<name>` whose name is a DNS name in the gossip zone and whose
+/// values are addresses of the type's family. Anything else is skipped, with a warning naming
+/// its key, never repaired. The secondary protocol only carries the state to and from its
+/// peers: memberlist has no authentication, so nothing it brings reaches the hosts file.
+pub(crate) fn view(protocol: Protocol, held: &ProtocolState) -> View {
     let mut view = View::default();
-    for (key, (protocol, peer, record)) in merged(states) {
+    for (key, record) in &held.state.records {
+        let peer = held.origin.get(key).cloned().unwrap_or_default();
         let Some(rest) = key.strip_prefix("dns/local/") else {
             continue;
         };
@@ -123,6 +115,14 @@ pub(crate) fn view(states: &[(Protocol, &ProtocolState)]) -> View {
         if let Err(why) = check_dns_name(name) {
             view.skipped.push(format!(
                 "gossip key `{}` skipped: {why}",
+                key.escape_debug()
+            ));
+            continue;
+        }
+        if !in_zone(name) {
+            view.skipped.push(format!(
+                "gossip key `{}` skipped: `{name}` is outside the gossip zone `{ZONE}`, where \
+                 dns-controller publishes",
                 key.escape_debug()
             ));
             continue;
@@ -210,6 +210,7 @@ pub(crate) fn hosts_with_view(content: &[u8], view: &View) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gossip::wire::protobuf::KvRecord;
 
     fn record(data: &str, version: u64) -> KvRecord {
         KvRecord {
@@ -232,18 +233,20 @@ mod tests {
     const API: &str = "dns/local/A/api.internal.c.k8s.local";
 
     #[test]
-    fn the_newest_version_wins_across_protocols_and_a_tie_keeps_the_primary() {
-        let mesh = held(&[(API, record("10.0.0.1", 5))]);
-        let memberlist = held(&[(API, record("10.0.0.2", 6))]);
-        let view = view(&[(Protocol::Mesh, &mesh), (Protocol::Memberlist, &memberlist)]);
-        assert_eq!(
-            view.records[0].addresses,
-            ["10.0.0.2".parse::<IpAddr>().unwrap()]
-        );
-        assert_eq!(view.records[0].protocol, Protocol::Memberlist);
-        let tie = held(&[(API, record("10.0.0.3", 5))]);
-        let view = super::view(&[(Protocol::Mesh, &mesh), (Protocol::Memberlist, &tie)]);
+    fn only_the_primary_is_read_and_names_outside_the_gossip_zone_are_skipped() {
+        let mesh = held(&[
+            (API, record("10.0.0.1", 5)),
+            ("dns/local/A/registry.k8s.io", record("6.6.6.6", 5)),
+            ("dns/local/A/local", record("10.0.0.9", 5)),
+            ("dns/local/A/notlocal", record("10.0.0.8", 5)),
+        ]);
+        let view = view(Protocol::Mesh, &mesh);
+        let names: Vec<_> = view.records.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["api.internal.c.k8s.local", "local"]);
         assert_eq!(view.records[0].protocol, Protocol::Mesh);
+        assert_eq!(view.records[0].peer, "peer-a");
+        assert_eq!(view.skipped.len(), 2, "{:?}", view.skipped);
+        assert!(view.skipped[0].contains("outside the gossip zone `local`"));
     }
 
     #[test]
@@ -254,15 +257,16 @@ mod tests {
                 record("6.6.6.6\n9.9.9.9 registry.k8s.io", 1),
             ),
             ("dns/local/A/bad name.local", record("1.2.3.4", 1)),
+            ("dns/local/A/registry.k8s.local", record("10.0.0.3\n9.9.9.9 x.local", 1)),
             ("dns/local/A/v6.local", record("fd00::1", 1)),
             ("dns/local/AAAA/v6.local", record("fd00::1", 1)),
             ("dns/local/NS/local", record("gossip", 1)),
             ("dns/local/A/ok.local", record("10.0.0.2,10.0.0.1", 1)),
         ]);
-        let view = view(&[(Protocol::Mesh, &mesh)]);
+        let view = view(Protocol::Mesh, &mesh);
         let names: Vec<_> = view.records.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["ok.local", "v6.local"]);
-        assert_eq!(view.skipped.len(), 3, "{:?}", view.skipped);
+        assert_eq!(view.skipped.len(), 4, "{:?}", view.skipped);
         assert!(view.skipped.iter().any(|w| w.contains("registry.k8s.io")));
         let hosts = hosts_with_view(b"127.0.0.1 localhost\n", &view);
         let text = String::from_utf8(hosts).unwrap();
@@ -278,7 +282,7 @@ mod tests {
             ("dns/local/A/old.c.k8s.local", gone),
             (API, record("10.0.0.1", 2)),
         ]);
-        let view = view(&[(Protocol::Mesh, &mesh)]);
+        let view = view(Protocol::Mesh, &mesh);
         let before = hosts_with_view(
             b"127.0.0.1 localhost\n",
             &View {

@@ -1,7 +1,7 @@
 //! The providers protokube runs on, each in a folder of its own ([`aws`], [`gce`]): its value,
-//! its cloud, its zone service, its device naming, its `connect`. This file is the one place
-//! that picks one, by `--cloud`'s word (as afterburn's `fetch_metadata`): adding a cloud adds
-//! its folder and one arm here.
+//! its cloud, its zone service, its device naming, its `connect`. This file holds the one list
+//! of them ([`all`]), which `--cloud` takes its words and default from, and picks one by
+//! `--cloud`'s word: adding a cloud adds its folder and one line here.
 
 pub(crate) mod aws;
 pub(crate) mod connected;
@@ -23,20 +23,26 @@ pub(crate) struct Registered {
     pub(crate) connect: fn(&Settings, &dyn Files) -> Result<Connected>,
 }
 
-/// The registry: the provider `--cloud`'s `word` names, if any — the one `match` on the
-/// provider.
+/// The registry: every provider, the first one `--cloud`'s default.
+static REGISTRY: [Registered; 2] = [
+    Registered {
+        provider: &aws::PROVIDER,
+        connect: aws::connect,
+    },
+    Registered {
+        provider: &gce::PROVIDER,
+        connect: gce::connect,
+    },
+];
+
+/// Every provider, `--cloud`'s default first.
+pub(crate) fn all() -> &'static [Registered] {
+    &REGISTRY
+}
+
+/// The provider `--cloud`'s `word` names, if any.
 pub(crate) fn registry(word: &str) -> Option<Registered> {
-    match word {
-        "aws" => Some(Registered {
-            provider: &aws::PROVIDER,
-            connect: aws::connect,
-        }),
-        "gce" => Some(Registered {
-            provider: &gce::PROVIDER,
-            connect: gce::connect,
-        }),
-        _ => None,
-    }
+    all().iter().find(|r| r.provider.name == word).copied()
 }
 
 #[cfg(test)]

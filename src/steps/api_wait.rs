@@ -5,20 +5,18 @@
 
 use std::time::Duration;
 
-use crate::daemon::INTERVAL;
 use crate::settings::Settings;
 use crate::wait::Deadline;
 
 /// How often an API not there yet is asked again (kOps' protokube: every 5 s).
 pub(crate) const API_POLL: Duration = Duration::from_secs(5);
 
-/// The deadline of the run's Kubernetes API steps: the run's, and in the old daemon's loop no
-/// later than a minute from now (the loop comes back then).
+/// The deadline of the run's Kubernetes API steps: the run's, and in a loop (the old daemon's)
+/// no later than when the loop comes back.
 pub(crate) fn api_deadline(settings: &Settings) -> Deadline {
     let deadline = settings.deadline;
-    if settings.legacy {
-        deadline.earliest(Deadline::after(INTERVAL))
-    } else {
-        deadline
+    match settings.repeat {
+        Some(every) => deadline.earliest(Deadline::after(every)),
+        None => deadline,
     }
 }

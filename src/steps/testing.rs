@@ -218,7 +218,15 @@ impl Bench {
     /// The run's DNS target, as the commands choose it.
     pub(crate) fn dns(&self) -> Box<dyn DnsTarget + '_> {
         let cluster = self.settings.cluster.as_ref().expect("the bench's cluster");
-        crate::dns::choose(&self.settings, cluster, &self.zones, &self.host)
+        crate::dns::choose(
+            &self.settings,
+            cluster,
+            crate::dns::Places {
+                zones: &self.zones,
+                member: None,
+            },
+            &self.host,
+        )
     }
 
     pub(crate) fn snapshot(&self, scope: VolumeScope) -> Snapshot<'_> {

@@ -79,6 +79,20 @@ pub(crate) struct IndirectPing {
     pub(crate) port: u16,
     pub(crate) node: String,
     pub(crate) nack: bool,
+    #[serde(skip_serializing_if = "no_bytes")]
+    #[serde(deserialize_with = "bytes_or_nil")]
+    pub(crate) source_addr: ByteBuf,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) source_port: u16,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub(crate) source_node: String,
+}
+
+/// The answer of a member asked to ping another that did not answer it (protocol 4+).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "PascalCase")]
+pub(crate) struct NackResp {
+    pub(crate) seq_no: u32,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -348,6 +348,18 @@ impl InstanceApi for Ec2 {
     }
 
     async fn running_masters(&self, cluster: &str) -> Result<Vec<InstanceInfo>> {
+        self.masters(cluster, &["running"]).await
+    }
+
+    /// kOps' gossip seeds (`protokube/pkg/gossip/aws/seeds.go`): running or pending.
+    async fn seed_masters(&self, cluster: &str) -> Result<Vec<InstanceInfo>> {
+        self.masters(cluster, &["running", "pending"]).await
+    }
+}
+
+impl Ec2 {
+    /// The cluster's control-plane instances in one of `states`: one filtered listing.
+    async fn masters(&self, cluster: &str, states: &[&str]) -> Result<Vec<InstanceInfo>> {
         let context =
             || format!("listing the masters of cluster `{cluster}` (ec2:DescribeInstances)");
         let mut pages = self
@@ -361,7 +373,12 @@ impl InstanceApi for Ec2 {
                     .values(tags::CONTROL_PLANE_ROLE)
                     .build(),
             )
-            .filters(filter("instance-state-name", "running"))
+            .filters(
+                Filter::builder()
+                    .name("instance-state-name")
+                    .set_values(Some(states.iter().map(|s| (*s).to_owned()).collect()))
+                    .build(),
+            )
             .max_results(1000)
             .into_paginator()
             .send();

@@ -89,4 +89,10 @@ impl InstanceApi for PatientEc2 {
             })
             .await
     }
+
+    async fn seed_masters(&self, cluster: &str) -> Result<Vec<InstanceInfo>> {
+        self.sdk
+            .wait("ec2:DescribeInstances", || self.ec2.seed_masters(cluster))
+            .await
+    }
 }

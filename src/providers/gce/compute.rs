@@ -966,4 +966,15 @@ impl InstanceApi for Compute {
             .map(instance_info)
             .collect()
     }
+
+    /// kOps' gossip seeds (`gcediscovery`'s `GetSeeds`): the masters in any status.
+    async fn seed_masters(&self, cluster: &str) -> Result<Vec<InstanceInfo>> {
+        self.cluster_instances(cluster)
+            .await?
+            .iter()
+            .filter(|i| i.is_master_of(cluster))
+            .cloned()
+            .map(instance_info)
+            .collect()
+    }
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 use anyhow::{bail, Context as _, Result};
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
 
-use super::wire::mesh::{agreed_version, frame_len, Features, HEADER};
-use super::wire::mesh_crypto::{EphemeralKey, SecretBox};
+use crate::gossip::wire::mesh::{agreed_version, frame_len, Features, HEADER};
+use crate::gossip::wire::mesh_crypto::{EphemeralKey, SecretBox};
 
 /// How long a handshake may take (mesh's own limit is its 60 s read deadline; a peer that
 /// does not finish within this is dropped).

@@ -1,25 +1,35 @@
-//! The member on weaveworks mesh, as kOps' peers run it: it listens and dials the seeds, keeps
-//! one connection per peer (mesh's tie-break), sends heartbeats, its topology (so that Go peers
-//! relay its broadcasts) and the full `dns` state on each connection, every 30 s and on a change
-//! of its own records, and relays what was new to it to its other peers.
+//! The member on weaveworks mesh, as kOps' peers run it, over the transport seam: it listens,
+//! dials the seeds and the peers its topology names (kOps sets `PeerDiscovery`) with mesh's
+//! backoff, keeps one connection per peer (mesh's tie-break), sends heartbeats, its topology
+//! (so that Go peers relay its broadcasts) and the full `dns` state on each connection, every
+//! 30 s and on a change of its own records, relays what was new to it to its other peers, and
+//! forgets the peers no longer reachable.
 
-use std::collections::BTreeMap;
+pub(crate) mod connection;
+pub(crate) mod targets;
+pub(crate) mod topology;
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use tokio::io::AsyncWriteExt as _;
-use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
 
-use super::mesh_connection::{LocalPeer, MeshConnection};
+use self::connection::{LocalPeer, MeshConnection};
+use self::targets::Targets;
+use self::topology::{Name, Topology};
 use super::store::Store;
+use super::transport::{BoxStream, Dialer, Listener, Transport};
 use super::view::Protocol;
 use super::wire::gob::{ConnectionSummary, PeerSummary};
 use super::wire::mesh::{
     decode_topology, encode_topology, peer_name_text, GossipMessage, TopologyPeer, TAG_GOSSIP,
-    TAG_GOSSIP_BROADCAST, TAG_HEARTBEAT,
+    TAG_GOSSIP_BROADCAST, TAG_GOSSIP_UNICAST, TAG_HEARTBEAT,
 };
 use super::wire::protobuf::KvState;
 
@@ -27,16 +37,15 @@ use super::wire::protobuf::KvState;
 pub(crate) const GOSSIP_INTERVAL: Duration = Duration::from_secs(30);
 /// A connection silent for longer is dead (mesh's read deadline).
 const READ_DEADLINE: Duration = Duration::from_mins(1);
+/// How long a dial may take.
+const DIAL_TIMEOUT: Duration = Duration::from_secs(5);
 /// Frames queued for one peer before newer ones are dropped (the next full state mends it).
 const QUEUE: usize = 64;
-/// The most peers the member remembers from others' topology.
-const MAX_KNOWN_PEERS: usize = 4096;
+/// How often the connection maker looks again at most.
+const LOOK_AGAIN: Duration = Duration::from_secs(5);
 
 const DNS: &str = "dns";
 const TOPOLOGY: &str = "topology";
-
-/// Peer name → (uid, topology version), as others told us.
-type KnownPeers = BTreeMap<Vec<u8>, (u64, u64)>;
 
 struct Conn {
     uid: u64,
@@ -48,115 +57,154 @@ struct Conn {
 }
 
 /// The mesh member.
-pub(crate) struct MeshMember {
+pub(crate) struct Mesh {
     local: LocalPeer,
     password: Vec<u8>,
     store: Arc<Store>,
-    conns: Mutex<BTreeMap<[u8; 16], Conn>>,
-    /// Our topology version (bumped on every connection added or removed) and the versions
-    /// of the peers others told us of.
-    topology: Mutex<(u64, KnownPeers)>,
-    /// Seed address → the peer found there, so that a connected peer is not dialled again.
-    seed_names: Mutex<BTreeMap<SocketAddr, [u8; 16]>>,
+    listener: Box<dyn Listener>,
+    dialer: Dialer,
+    conns: Mutex<BTreeMap<Name, Conn>>,
+    /// Our topology version (bumped on every connection added or removed).
+    version: Mutex<u64>,
+    topology: Mutex<Topology>,
+    targets: Mutex<Targets>,
+    /// Address dialled → the peer found there, so that a connected peer is not dialled again.
+    found_at: Mutex<BTreeMap<SocketAddr, Name>>,
+    /// Wakes the connection maker (a connection or the topology changed).
+    changed: Notify,
     slots: Arc<Semaphore>,
 }
 
-impl MeshMember {
-    pub(crate) fn new(
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Mesh {
+    /// Binds the listener at `listen` through `transport`.
+    pub(crate) async fn bind(
+        transport: Arc<dyn Transport>,
+        listen: SocketAddr,
         local: LocalPeer,
         password: Vec<u8>,
         store: Arc<Store>,
         conn_limit: usize,
-    ) -> Arc<Self> {
-        Arc::new(Self {
+    ) -> Result<Arc<Self>> {
+        let listener = transport
+            .listen(listen)
+            .await
+            .with_context(|| format!("listening for mesh peers on `{listen}`"))?;
+        Ok(Arc::new(Self {
+            topology: Mutex::new(Topology::new(local.name)),
             local,
             password,
             store,
+            listener,
+            dialer: Dialer::new(transport),
             conns: Mutex::new(BTreeMap::new()),
-            topology: Mutex::new((1, BTreeMap::new())),
-            seed_names: Mutex::new(BTreeMap::new()),
+            version: Mutex::new(1),
+            targets: Mutex::new(Targets::default()),
+            found_at: Mutex::new(BTreeMap::new()),
+            changed: Notify::new(),
             slots: Arc::new(Semaphore::new(conn_limit)),
-        })
+        }))
     }
 
-    fn conns(&self) -> std::sync::MutexGuard<'_, BTreeMap<[u8; 16], Conn>> {
-        self.conns
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// The port it listens on.
+    pub(crate) fn port(&self) -> u16 {
+        self.listener.local_addr().port()
     }
 
-    /// Runs until dropped: accepts on `listener`, dials the `seeds` it is given, gossips.
+    /// The peers connected now (tests look inside).
+    #[cfg(test)]
+    pub(crate) fn connected(&self) -> Vec<String> {
+        lock(&self.conns).values().map(|c| c.nick.clone()).collect()
+    }
+
+    /// Runs until `stop` says so: accepts, dials, gossips.
     pub(crate) async fn run(
         self: Arc<Self>,
-        listener: TcpListener,
         seeds: watch::Receiver<Vec<SocketAddr>>,
+        mut stop: watch::Receiver<bool>,
     ) {
-        tokio::join!(
-            self.clone().accept(listener),
-            self.clone().dial(seeds),
-            self.clone().gossip(),
-        );
-    }
-
-    async fn accept(self: Arc<Self>, listener: TcpListener) {
-        loop {
-            let Ok((stream, addr)) = listener.accept().await else {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            };
-            let Ok(slot) = self.slots.clone().try_acquire_owned() else {
-                tracing::debug!("mesh: refused `{addr}`: GOSSIP_DNS_CONN_LIMIT reached");
-                continue;
-            };
-            tokio::spawn(self.clone().connection(stream, addr, false, slot));
+        let work = async { tokio::join!(self.accept(), self.connect(seeds), self.gossip()) };
+        tokio::select! {
+            _ = work => {}
+            _ = stop.wait_for(|stopped| *stopped) => {}
         }
     }
 
-    async fn dial(self: Arc<Self>, mut seeds: watch::Receiver<Vec<SocketAddr>>) {
+    async fn accept(self: &Arc<Self>) {
+        let mut connections = JoinSet::new();
         loop {
-            let addrs = seeds.borrow_and_update().clone();
-            for addr in addrs {
-                if self.is_connected_to(addr) {
-                    continue;
+            tokio::select! {
+                accepted = self.listener.accept() => {
+                    let Ok((stream, addr)) = accepted else {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    };
+                    let Ok(slot) = self.slots.clone().try_acquire_owned() else {
+                        tracing::debug!("mesh: refused `{addr}`: GOSSIP_DNS_CONN_LIMIT reached");
+                        continue;
+                    };
+                    connections.spawn(self.clone().connection(stream, addr, false, slot));
                 }
-                let Ok(slot) = self.slots.clone().try_acquire_owned() else {
-                    break;
-                };
-                let member = self.clone();
-                tokio::spawn(async move {
-                    let dialled =
-                        tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(addr))
-                            .await;
-                    if let Ok(Ok(stream)) = dialled {
-                        member.connection(stream, addr, true, slot).await;
-                    } else {
-                        tracing::debug!("mesh: seed `{addr}` did not answer");
-                    }
-                });
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
             }
-            let pause = if self.conns().is_empty() {
-                Duration::from_secs(2)
-            } else {
-                GOSSIP_INTERVAL
-            };
-            let _ = tokio::time::timeout(pause, seeds.changed()).await;
         }
     }
 
-    fn is_connected_to(&self, addr: SocketAddr) -> bool {
-        let known = self
-            .seed_names
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(&addr)
-            .copied();
-        let conns = self.conns();
-        known.is_some_and(|name| name == self.local.name || conns.contains_key(&name))
-            || conns.values().any(|c| c.outbound && c.addr == addr)
+    /// mesh's connection maker: the seeds and what discovery offers, dialled when due.
+    async fn connect(self: &Arc<Self>, mut seeds: watch::Receiver<Vec<SocketAddr>>) {
+        let mut connections = JoinSet::new();
+        loop {
+            let current = seeds.borrow_and_update().clone();
+            let connected: BTreeSet<Name> = lock(&self.conns).keys().copied().collect();
+            let discovered = lock(&self.topology).targets(&connected, self.port());
+            let found_at = lock(&self.found_at).clone();
+            let covered = |addr: SocketAddr| {
+                found_at
+                    .get(&addr)
+                    .is_some_and(|name| *name == self.local.name || connected.contains(name))
+            };
+            let (due, next) = lock(&self.targets).due(&current, &discovered, covered, Instant::now());
+            for addr in due {
+                let Ok(slot) = self.slots.clone().try_acquire_owned() else {
+                    lock(&self.targets).failed(addr, Instant::now());
+                    continue;
+                };
+                connections.spawn(self.clone().dial(addr, slot));
+            }
+            let wake = next.map_or(LOOK_AGAIN, |at| {
+                at.saturating_duration_since(Instant::now()).min(LOOK_AGAIN)
+            });
+            tokio::select! {
+                changed = seeds.changed() => {
+                    if changed.is_err() {
+                        // Nobody gives seeds any more: those it has stay.
+                        std::future::pending::<()>().await;
+                    }
+                }
+                () = self.changed.notified() => {}
+                () = tokio::time::sleep(wake.max(Duration::from_millis(10))) => {}
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        }
+    }
+
+    async fn dial(self: Arc<Self>, addr: SocketAddr, slot: OwnedSemaphorePermit) {
+        match self.dialer.connect(addr, DIAL_TIMEOUT).await {
+            Ok(stream) => self.connection(stream, addr, true, slot).await,
+            Err(err) => {
+                tracing::debug!("mesh: `{addr}`: {err}");
+                lock(&self.targets).failed(addr, Instant::now());
+            }
+        }
     }
 
     /// The full state every 30 s, and a broadcast when this node's own records change.
-    async fn gossip(self: Arc<Self>) {
+    async fn gossip(&self) {
         let mut published = self.store.publications();
         let mut ticker = tokio::time::interval(GOSSIP_INTERVAL);
         ticker.tick().await;
@@ -164,7 +212,9 @@ impl MeshMember {
             let tag = tokio::select! {
                 _ = ticker.tick() => TAG_GOSSIP,
                 changed = published.changed() => {
-                    if changed.is_err() { return; }
+                    if changed.is_err() {
+                        std::future::pending::<()>().await;
+                    }
                     TAG_GOSSIP_BROADCAST
                 }
             };
@@ -190,8 +240,8 @@ impl MeshMember {
 
     /// Queues `payload` for every peer but `except`; a full queue drops it (the next full
     /// state mends what was lost).
-    fn send_all(&self, payload: &[u8], except: Option<[u8; 16]>) {
-        for (name, conn) in self.conns().iter() {
+    fn send_all(&self, payload: &[u8], except: Option<Name>) {
+        for (name, conn) in lock(&self.conns).iter() {
             if Some(*name) != except {
                 let _ = conn.queue.try_send(payload.to_vec());
             }
@@ -200,13 +250,8 @@ impl MeshMember {
 
     /// Our topology: this peer and its connections.
     fn topology_message(&self) -> Vec<u8> {
-        let version = self
-            .topology
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .0;
-        let connections = self
-            .conns()
+        let version = *lock(&self.version);
+        let connections = lock(&self.conns)
             .iter()
             .map(|(name, conn)| ConnectionSummary {
                 name: name.to_vec(),
@@ -237,46 +282,71 @@ impl MeshMember {
     }
 
     fn topology_changed(&self) {
-        self.topology
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .0 += 1;
-        self.store.set_peers(Protocol::Mesh, self.conns().len());
+        *lock(&self.version) += 1;
+        let connected: BTreeSet<Name> = lock(&self.conns).keys().copied().collect();
+        lock(&self.topology).forget_unreachable(&connected);
+        self.store.set_peers(Protocol::Mesh, connected.len());
         self.send_all(&self.topology_message(), None);
+        self.changed.notify_one();
     }
 
     /// One connection, from handshake to close.
     async fn connection(
         self: Arc<Self>,
-        stream: TcpStream,
+        stream: BoxStream,
         addr: SocketAddr,
         dialled: bool,
         _slot: OwnedSemaphorePermit,
     ) {
-        let _ = stream.set_nodelay(true);
         let connection =
             match MeshConnection::handshake(stream, dialled, &self.local, &self.password).await {
                 Ok(connection) => connection,
                 Err(err) => {
-                    let text = format!("{err:#}");
-                    if text.contains("secret") {
-                        tracing::warn!("mesh: peer `{addr}`: {text}");
-                    } else {
-                        tracing::debug!("mesh: peer `{addr}`: {text}");
-                    }
-                    if dialled && text.contains("ourself") {
-                        self.remember_seed(addr, self.local.name);
-                    }
+                    self.handshake_failed(addr, dialled, &err);
                     return;
                 }
             };
         let (name, uid) = (connection.remote.name, connection.uid);
         if dialled {
-            self.remember_seed(addr, name);
+            lock(&self.found_at).insert(addr, name);
+            lock(&self.targets).connected(addr);
         }
         let Some((queue, closed)) = self.register(&connection, addr, dialled) else {
             return;
         };
+        self.exchange(connection, addr, name, queue, closed).await;
+        self.unregister(name, uid);
+        if dialled {
+            lock(&self.targets).ended(addr, Instant::now());
+        }
+    }
+
+    fn handshake_failed(&self, addr: SocketAddr, dialled: bool, err: &anyhow::Error) {
+        let text = format!("{err:#}");
+        if text.contains("secret") {
+            tracing::warn!("mesh: peer `{addr}`: {text}");
+        } else {
+            tracing::debug!("mesh: peer `{addr}`: {text}");
+        }
+        if dialled {
+            if text.contains("ourself") {
+                lock(&self.found_at).insert(addr, self.local.name);
+                lock(&self.targets).ourself(addr);
+            } else {
+                lock(&self.targets).failed(addr, Instant::now());
+            }
+        }
+    }
+
+    /// Frames both ways until either side stops or another connection to the peer wins.
+    async fn exchange(
+        &self,
+        connection: MeshConnection<BoxStream>,
+        addr: SocketAddr,
+        name: Name,
+        queue: (mpsc::Sender<Vec<u8>>, mpsc::Receiver<Vec<u8>>),
+        closed: Arc<Notify>,
+    ) {
         let (mut reader, (mut writer, mut write)) = connection.into_halves();
         let (sender, mut outgoing) = queue;
         let writing = async {
@@ -323,14 +393,6 @@ impl MeshMember {
             () = reading => {}
             () = closed.notified() => {}
         }
-        self.unregister(name, uid);
-    }
-
-    fn remember_seed(&self, addr: SocketAddr, name: [u8; 16]) {
-        self.seed_names
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(addr, name);
     }
 
     /// Adds the connection unless one to the same peer wins mesh's tie-break (the smaller uid
@@ -349,7 +411,7 @@ impl MeshMember {
         let (sender, receiver) = mpsc::channel(QUEUE);
         let closed = Arc::new(Notify::new());
         {
-            let mut conns = self.conns();
+            let mut conns = lock(&self.conns);
             if let Some(existing) = conns.get(&name) {
                 if existing.uid <= connection.uid {
                     return None;
@@ -376,9 +438,9 @@ impl MeshMember {
         Some(((sender, receiver), closed))
     }
 
-    fn unregister(&self, name: [u8; 16], uid: u64) {
+    fn unregister(&self, name: Name, uid: u64) {
         let removed = {
-            let mut conns = self.conns();
+            let mut conns = lock(&self.conns);
             match conns.get(&name) {
                 Some(conn) if conn.uid == uid => conns.remove(&name),
                 _ => None,
@@ -391,43 +453,40 @@ impl MeshMember {
     }
 
     /// One frame from peer `from`.
-    fn handle(&self, from: [u8; 16], payload: &[u8]) {
+    fn handle(&self, from: Name, payload: &[u8]) {
         if payload.first().is_none_or(|tag| *tag == TAG_HEARTBEAT) {
             return;
         }
         let message = match GossipMessage::decode(payload) {
             Ok(message) => message,
             Err(err) => {
-                tracing::debug!("mesh: a frame skipped: {err:#}");
+                tracing::trace!("mesh: a frame skipped: {err:#}");
                 return;
             }
         };
         match message.channel.as_str() {
-            DNS if message.tag != super::wire::mesh::TAG_GOSSIP_UNICAST => {
-                self.handle_dns(from, &message);
-            }
+            DNS if message.tag != TAG_GOSSIP_UNICAST => self.handle_dns(from, &message),
             TOPOLOGY => self.handle_topology(from, &message),
             _ => {}
         }
     }
 
-    fn handle_dns(&self, from: [u8; 16], message: &GossipMessage) {
+    fn handle_dns(&self, from: Name, message: &GossipMessage) {
         let state = match KvState::decode(&message.payload) {
             Ok(state) => state,
             Err(err) => {
-                tracing::warn!("mesh: a `dns` state skipped: {err:#}");
+                tracing::debug!("mesh: a `dns` state skipped: {err:#}");
                 return;
             }
         };
-        let peer = self
-            .conns()
+        let peer = lock(&self.conns)
             .get(&from)
             .map_or_else(|| peer_name_text(&from), |c| c.nick.clone());
         let delta = self.store.merge(Protocol::Mesh, &peer, &state);
         if delta.records.is_empty() {
             return;
         }
-        tracing::debug!("mesh: {} new records from `{peer}`", delta.records.len());
+        tracing::trace!("mesh: {} new records from `{peer}`", delta.records.len());
         let source = if message.tag == TAG_GOSSIP_BROADCAST {
             message.source.clone()
         } else {
@@ -436,51 +495,27 @@ impl MeshMember {
         self.send_all(&Self::dns_message(message.tag, &source, &delta), Some(from));
     }
 
-    /// Others' topology: decoded, remembered by version, relayed when it told us something new.
-    fn handle_topology(&self, from: [u8; 16], message: &GossipMessage) {
+    /// Others' topology: remembered by version, relayed when it told something new, and the
+    /// connection maker woken (discovery may have new addresses).
+    fn handle_topology(&self, from: Name, message: &GossipMessage) {
         let Ok(peers) = decode_topology(&message.payload) else {
-            tracing::debug!("mesh: a topology update skipped");
+            tracing::trace!("mesh: a topology update skipped");
             return;
         };
-        let news = {
-            let mut book = self
-                .topology
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let mut news = false;
-            for peer in &peers {
-                let summary = &peer.summary;
-                if summary.name == self.local.name {
-                    continue;
-                }
-                let known = book.1.get(&summary.name);
-                if known
-                    .is_none_or(|(uid, version)| *uid != summary.uid || *version < summary.version)
-                    && (known.is_some() || book.1.len() < MAX_KNOWN_PEERS)
-                {
-                    book.1
-                        .insert(summary.name.clone(), (summary.uid, summary.version));
-                    news = true;
-                }
-            }
-            news
-        };
-        if news {
-            let relay = GossipMessage {
-                tag: TAG_GOSSIP,
-                channel: TOPOLOGY.to_owned(),
-                source: self.source(),
-                destination: None,
-                payload: message.payload.clone(),
-            };
-            self.send_all(&relay.encode(), Some(from));
+        if !lock(&self.topology).update(&peers) {
+            return;
         }
+        let relay = GossipMessage {
+            tag: TAG_GOSSIP,
+            channel: TOPOLOGY.to_owned(),
+            source: self.source(),
+            destination: None,
+            payload: message.payload.clone(),
+        };
+        self.send_all(&relay.encode(), Some(from));
+        self.changed.notify_one();
     }
 }
 
-/// Binds the mesh listener.
-pub(crate) async fn bind(listen: SocketAddr) -> Result<TcpListener> {
-    TcpListener::bind(listen)
-        .await
-        .with_context(|| format!("listening for mesh peers on `{listen}`"))
-}
+#[cfg(test)]
+mod tests;

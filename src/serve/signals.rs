@@ -1,14 +1,14 @@
-//! The old daemon's rhythm: kOps' nodeup starts protokube with no subcommand under
-//! `protokube.service` (`Restart=always`); it runs `sync` now and then every minute, and ends
-//! between runs on SIGTERM (or SIGINT), as the old daemon's unit expects. `crate::run_daemon`
-//! drives the runs; this module only waits between them.
+//! Stop signals for what does not end: the old daemon's pause between runs (kOps' nodeup starts
+//! protokube with no subcommand under `protokube.service`, `Restart=always`; it runs `sync` now
+//! and then every minute, and ends between runs on SIGTERM or SIGINT, as the old daemon's unit
+//! expects), and `protokube gossip`'s wait for a stop.
 
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
-/// How long the daemon waits between runs (the old daemon's loop).
+/// How long the old daemon waits between runs (its loop).
 pub const INTERVAL: Duration = Duration::from_mins(1);
 
 /// The pause between runs, cut short by a stop signal. The signals are caught from creation
@@ -28,6 +28,11 @@ impl Pause {
             terminate: signal(SignalKind::terminate()).context("handling SIGTERM")?,
             interrupt: signal(SignalKind::interrupt()).context("handling SIGINT")?,
         })
+    }
+
+    /// The pause between runs.
+    pub(crate) fn interval(&self) -> Duration {
+        self.interval
     }
 
     /// Waits one interval: true to run again, false when a stop signal came.
