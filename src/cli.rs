@@ -9,7 +9,7 @@ use clap::builder::BoolishValueParser;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::error::UsageError;
-use crate::flags::{CloudArg, DnsChoice, DnsKind, Flags, OutputArg};
+use crate::flags::{DnsChoice, DnsKind, Flags, OutputArg};
 use crate::logging::LogFormat;
 use crate::plan::kops::KopsUnit;
 use crate::plan::manifests::etcd::EtcdOptions;
@@ -18,16 +18,6 @@ use crate::settings::DEFAULT_KUBECONFIG;
 
 /// Where kOps' protokube container (`--containerized=true`, kOps 1.12–1.20) has the host's root.
 pub(crate) const CONTAINER_ROOT: &str = "/rootfs";
-
-impl CloudArg {
-    /// The provider this value of `--cloud` names, as the registry holds it (keyed by the
-    /// value's own word: `aws`, `gce`).
-    pub(crate) fn registered(self) -> Result<crate::providers::Registered, UsageError> {
-        let word = self.word();
-        crate::providers::registry(&word)
-            .ok_or_else(|| UsageError(format!("`--cloud {word}` names no registered provider")))
-    }
-}
 
 /// Bring a Kubernetes control plane up on cloud machines before the Kubernetes API exists.
 ///
@@ -287,14 +277,17 @@ pub enum Command {
     /// from its view, until stopped.
     ///
     /// mesh (--gossip-protocol, port 3999) and memberlist (--gossip-protocol-secondary, port
-    /// 4000), wire-compatible with kOps' protokube and dns-controller: seeds are the cloud's
-    /// control-plane instances (asked again at most once a minute while no peer answers) and
-    /// --gossip-seed; this node publishes `dns/local/NS/local` so dns-controller can publish.
-    /// The A and AAAA records of both protocols' views, newest version first, go into kOps'
-    /// block of <root>/etc/hosts within a second of a change (in place, only when its lines
-    /// change); deleted names leave it; anything that is not a DNS name or an address is skipped
-    /// with a warning. --once joins, takes the view, writes it and exits (75 when no peer
-    /// answered); with --dry-run it prints the view and the block instead, `-o json` the records.
+    /// 4000), whole members wire-compatible with kOps' protokube and dns-controller: mesh dials
+    /// the peers its topology names, memberlist probes, suspects, declares the dead and leaves
+    /// when stopped. Seeds are the cloud's control-plane instances (asked again every hour, every
+    /// minute after an error or while no peer answers) and --gossip-seed; this node publishes
+    /// `dns/local/NS/local` so dns-controller can publish. The A and AAAA records of the primary
+    /// protocol's view (as kOps reads it: memberlist has no authentication) go into kOps' block
+    /// of <root>/etc/hosts within a second of a change (in place, only when its lines change);
+    /// deleted names leave it; a name outside the gossip zone `local`, a value that is not an
+    /// address, or a version more than an hour ahead of this node's clock is refused with a
+    /// warning. --once joins, takes the view, writes it and exits (75 when no peer answered);
+    /// with --dry-run it prints the view and the block instead, `-o json` the records.
     Gossip(GossipArgs),
 }
 
@@ -538,14 +531,6 @@ impl Cli {
         if flags.dns.is_none() && self.legacy.gossip == Some(true) {
             flags.dns = Some(DnsChoice::of(DnsKind::Hosts));
         }
-        flags.provider = Some(flags.cloud.registered()?.provider);
-        flags.endpoints = [
-            ("--gce-compute-endpoint", &flags.gce_compute_endpoint),
-            ("--gce-dns-endpoint", &flags.gce_dns_endpoint),
-        ]
-        .into_iter()
-        .filter_map(|(flag, value)| Some((flag.to_owned(), value.clone()?)))
-        .collect();
         flags.etcd = etcd;
         flags.wait = wait;
         flags.detach = matches!(&self.command, Some(Command::Reset(args)) if args.detach);
@@ -719,8 +704,8 @@ mod tests {
     #[test]
     fn each_endpoint_flag_says_the_default_its_provider_holds() {
         let command = Cli::command();
-        for cloud in <CloudArg as clap::ValueEnum>::value_variants() {
-            for endpoint in cloud.registered().unwrap().provider.endpoints {
+        for registered in crate::providers::all() {
+            for endpoint in registered.provider.endpoints {
                 let flag = command
                     .get_arguments()
                     .find(|arg| arg.get_long() == endpoint.flag.strip_prefix("--"))

@@ -13,7 +13,8 @@ use std::time::Duration;
 use clap::builder::BoolishValueParser;
 use clap::Args;
 
-use crate::cloud::provider::Provider;
+use crate::cloud::provider::{Endpoint, Provider};
+use crate::providers::Registered;
 use crate::logging::LogFormat;
 use crate::plan::blank::BlankCheck;
 use crate::plan::kops::KopsUnit;
@@ -47,10 +48,10 @@ pub(crate) struct Flags {
         long,
         global = true,
         value_enum,
-        default_value = "aws",
+        default_value_t = Registered::default(),
         env = "PROTOKUBE_CLOUD"
     )]
-    pub(crate) cloud: CloudArg,
+    pub(crate) cloud: Registered,
 
     /// This node is a control-plane node (volumes, etcd, control-plane manifests, API records).
     #[arg(
@@ -116,25 +117,8 @@ pub(crate) struct Flags {
     )]
     pub(crate) zones: Vec<String>,
 
-    /// Compute Engine's API root, for tests and private endpoints (with `--cloud gce`)
-    /// [default: `https://compute.googleapis.com/compute/v1/`].
-    #[arg(
-        long,
-        global = true,
-        value_name = "URL",
-        env = "PROTOKUBE_GCE_COMPUTE_ENDPOINT"
-    )]
-    pub(crate) gce_compute_endpoint: Option<String>,
-
-    /// Cloud DNS' API root, for tests and private endpoints (with `--cloud gce`)
-    /// [default: `https://dns.googleapis.com/dns/v1/`].
-    #[arg(
-        long,
-        global = true,
-        value_name = "URL",
-        env = "PROTOKUBE_GCE_DNS_ENDPOINT"
-    )]
-    pub(crate) gce_dns_endpoint: Option<String>,
+    #[command(flatten)]
+    pub(crate) endpoints: EndpointFlags,
 
     /// Suffix of internal names such as etcd peers [default: `.internal.<cluster>`].
     #[arg(
@@ -266,12 +250,6 @@ pub(crate) struct Flags {
     #[command(flatten)]
     pub(crate) gossip: GossipFlags,
 
-    /// The API root flags given (a provider's endpoint flags): flag → value.
-    #[arg(skip)]
-    pub(crate) endpoints: BTreeMap<String, String>,
-    /// `--cloud`: the provider the registry found for it.
-    #[arg(skip)]
-    pub(crate) provider: Option<&'static Provider>,
     /// The etcd flags of the command given (the old daemon's, or the subcommand's).
     #[arg(skip)]
     pub(crate) etcd: EtcdOptions,
@@ -511,31 +489,70 @@ impl From<BlankCheckArg> for BlankCheck {
     }
 }
 
-/// `--cloud`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum CloudArg {
-    /// Amazon Web Services: EC2 instances, EBS volumes, Route53.
-    #[default]
-    Aws,
-    /// Google Compute Engine: instances, persistent disks, Cloud DNS.
-    Gce,
-}
-
-impl CloudArg {
-    /// The value's word, as typed (`aws`, `gce`): the registry's key.
-    pub(crate) fn word(self) -> String {
-        clap::ValueEnum::to_possible_value(&self)
-            .map(|value| value.get_name().to_owned())
-            .unwrap_or_default()
+/// `--cloud`: its words, its help and its default are the registry's (one list of providers).
+impl clap::ValueEnum for Registered {
+    fn value_variants<'a>() -> &'a [Self] {
+        crate::providers::all()
     }
 
-    /// Every word `--cloud` takes, in the order the help lists them.
-    #[cfg(test)]
-    pub(crate) fn words() -> Vec<String> {
-        <Self as clap::ValueEnum>::value_variants()
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.provider.name).help(self.provider.summary))
+    }
+}
+
+/// Every provider's endpoint flags (`--<cloud>-…-endpoint`), as each provider declares them in
+/// its own folder: the API roots given, flag → value.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct EndpointFlags(pub(crate) BTreeMap<String, String>);
+
+impl EndpointFlags {
+    /// Each provider's endpoints, with the provider.
+    fn declared() -> impl Iterator<Item = (&'static Provider, &'static Endpoint)> {
+        crate::providers::all()
             .iter()
-            .map(|cloud| cloud.word())
-            .collect()
+            .flat_map(|r| r.provider.endpoints.iter().map(move |e| (r.provider, e)))
+    }
+}
+
+impl clap::FromArgMatches for EndpointFlags {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let given = Self::declared()
+            .filter_map(|(_, endpoint)| {
+                let id = endpoint.flag.trim_start_matches('-');
+                let value = matches.get_one::<String>(id)?;
+                Some((endpoint.flag.to_owned(), value.clone()))
+            })
+            .collect();
+        Ok(Self(given))
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for EndpointFlags {
+    fn augment_args(mut command: clap::Command) -> clap::Command {
+        for (provider, endpoint) in Self::declared() {
+            let long = endpoint.flag.trim_start_matches('-');
+            command = command.arg(
+                clap::Arg::new(long)
+                    .long(long)
+                    .global(true)
+                    .value_name("URL")
+                    .env(endpoint.variable)
+                    .help(format!(
+                        "{} (with `--cloud {}`) [default: `{}`]",
+                        endpoint.what, provider.name, endpoint.default
+                    )),
+            );
+        }
+        command
+    }
+
+    fn augment_args_for_update(command: clap::Command) -> clap::Command {
+        Self::augment_args(command)
     }
 }
 

@@ -83,6 +83,62 @@ pub mod testing {
     pub use crate::settings::read_spec;
     pub use crate::spec::{ClusterDocument, EtcdClusterSpec};
 
+    /// Bytes of kOps' gossip wire as a stranger on the network would send them.
+    pub mod gossip {
+        use std::net::SocketAddr;
+
+        use crate::gossip::memberlist::streams::PushPull;
+        use crate::gossip::memberlist::table::Table;
+        use crate::gossip::wire::memberlist::{packet, stream, MessageType};
+        use crate::gossip::wire::protobuf::{encode_part, FullState, KvRecord, KvState};
+
+        /// kOps' `KVState` of `records`: key, value (`None`: a deletion), version.
+        fn state(records: &[(&str, Option<&str>, u64)]) -> KvState {
+            let mut state = KvState::default();
+            for (key, value, version) in records {
+                state.records.insert(
+                    (*key).to_owned(),
+                    KvRecord {
+                        data: value.unwrap_or_default().as_bytes().to_vec(),
+                        tombstone: value.is_none(),
+                        version: *version,
+                    },
+                );
+            }
+            state
+        }
+
+        /// One memberlist datagram: a user message carrying kOps' `Part{"dns", KVState}`.
+        pub fn memberlist_user_packet(records: &[(&str, Option<&str>, u64)]) -> Vec<u8> {
+            let mut message = vec![MessageType::User as u8];
+            message.extend(encode_part("dns", &state(records).encode()));
+            packet(&[message]).expect("one message fits a packet")
+        }
+
+        /// A memberlist push/pull stream (compressed, as kOps' memberlist sends it) from
+        /// `sender` at `from`, telling of `members` alive at their addresses.
+        pub fn memberlist_push_pull(sender: &str, from: SocketAddr, members: &[(String, SocketAddr)]) -> Vec<u8> {
+            let me = Table::new(sender, from).push_nodes().remove(0);
+            let mut nodes = vec![me.clone()];
+            for (name, addr) in members {
+                let mut node = me.clone();
+                node.name.clone_from(name);
+                node.addr = serde_bytes::ByteBuf::from(match addr.ip() {
+                    std::net::IpAddr::V4(v4) => v4.octets().to_vec(),
+                    std::net::IpAddr::V6(v6) => v6.octets().to_vec(),
+                });
+                node.port = addr.port();
+                nodes.push(node);
+            }
+            let message = PushPull {
+                join: false,
+                nodes,
+                state: FullState::default(),
+            };
+            stream(&message.encode().expect("a push/pull encodes")).expect("a stream encodes")
+        }
+    }
+
     /// Runs the command line `cli` on this machine, as the binary does, against a test's
     /// `cloud` and DNS service `zones`.
     pub async fn run_on_this_node(

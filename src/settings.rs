@@ -151,9 +151,7 @@ impl Settings {
             ))
         })?;
         let kubeconfig = host_kubeconfig(&flags, &given_root, &root)?;
-        let provider = flags
-            .provider
-            .ok_or_else(|| UsageError("--cloud: no cloud given".to_owned()))?;
+        let provider = flags.cloud.provider;
         let dns_flag = flags
             .dns
             .as_ref()
@@ -163,7 +161,7 @@ impl Settings {
         let etcd_only = flags.legacy && spec.document.is_none();
         let mut settings = Self {
             provider,
-            endpoints: provider.endpoints(&flags.endpoints).map_err(usage)?,
+            endpoints: provider.endpoints(&flags.endpoints.0).map_err(usage)?,
             cluster: None,
             master: flags.master,
             root,
@@ -711,7 +709,6 @@ mod tests {
 
     fn flags() -> Flags {
         Flags {
-            provider: Some(&crate::providers::aws::PROVIDER),
             root: Some("/".into()),
             timeout: Duration::from_mins(1),
             ..Default::default()

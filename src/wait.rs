@@ -192,35 +192,59 @@ where
 }
 
 /// What one attempt of [`retry_until`] found.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) enum Retry<T> {
     /// Done, with this.
     Done(T),
-    /// Not yet: pause, then try again.
-    Again,
+    /// Not yet (and why, when the attempt can say): pause, then try again.
+    Again(Option<anyhow::Error>),
+}
+
+/// Why [`retry_until`] stopped trying: how many attempts it made, and the last reason given.
+#[derive(Debug)]
+pub(crate) struct GaveUp {
+    pub(crate) attempts: u32,
+    pub(crate) last: Option<anyhow::Error>,
+}
+
+impl GaveUp {
+    /// The last reason in one line, or `otherwise`.
+    pub(crate) fn why(&self, otherwise: &str) -> String {
+        self.last
+            .as_ref()
+            .map_or_else(|| otherwise.to_owned(), crate::error::one_line)
+    }
 }
 
 /// Calls `attempt` (given its number, from 1) until it is done, pausing with `backoff` between
 /// attempts, at most `attempts` times and never past `deadline` (a pause that would end past it
 /// is not taken). The attempt classifies its own outcome: an error ends the retries at once,
-/// [`Retry::Again`] asks for another. `Ok(None)` when the attempts or the time ran out.
-pub(crate) async fn retry_until<T>(
+/// [`Retry::Again`] asks for another. `Ok(Err(GaveUp))` when the attempts or the time ran out.
+pub(crate) async fn retry_until<T, Fut>(
     deadline: Deadline,
     mut backoff: Backoff,
     attempts: u32,
-    mut attempt: impl AsyncFnMut(u32) -> Result<Retry<T>>,
-) -> Result<Option<T>> {
+    mut attempt: impl FnMut(u32) -> Fut,
+) -> Result<Result<T, GaveUp>>
+where
+    Fut: Future<Output = Result<Retry<T>>>,
+{
+    let mut last = None;
     for number in 1..=attempts {
-        if let Retry::Done(value) = attempt(number).await? {
-            return Ok(Some(value));
+        match attempt(number).await? {
+            Retry::Done(value) => return Ok(Ok(value)),
+            Retry::Again(why) => last = why.or(last),
         }
         let pause = backoff.next_delay();
         if number == attempts || pause >= deadline.remaining() {
-            break;
+            return Ok(Err(GaveUp {
+                attempts: number,
+                last,
+            }));
         }
         tokio::time::sleep(pause).await;
     }
-    Ok(None)
+    Ok(Err(GaveUp { attempts, last }))
 }
 
 /// The "not ready" error of a wait for `what` that lasted `waited`.
@@ -289,30 +313,31 @@ mod tests {
     #[tokio::test]
     async fn retries_stop_at_done_an_error_the_count_or_the_deadline() {
         let backoff = || Backoff::new(Duration::from_millis(10), Duration::from_millis(40));
-        let mut calls = 0;
-        let done = retry_until(Deadline::after(Duration::from_secs(5)), backoff(), 10, async |n| {
-            calls += 1;
-            Ok(if n == 3 { Retry::Done(n) } else { Retry::Again })
+        let calls = std::cell::Cell::new(0);
+        let done = retry_until(Deadline::after(Duration::from_secs(5)), backoff(), 10, |n| {
+            calls.set(calls.get() + 1);
+            async move { Ok(if n == 3 { Retry::Done(n) } else { Retry::Again(None) }) }
         })
         .await
+        .unwrap()
         .unwrap();
-        assert_eq!((done, calls), (Some(3), 3));
-        let counted = retry_until(Deadline::after(Duration::from_secs(5)), backoff(), 4, async |_| {
-            Ok(Retry::<()>::Again)
+        assert_eq!((done, calls.get()), (3, 3));
+        let counted = retry_until(Deadline::after(Duration::from_secs(5)), backoff(), 4, |n| async move {
+            Ok(Retry::<()>::Again(Some(anyhow::anyhow!("busy {n}"))))
         })
         .await
-        .unwrap();
-        assert_eq!(counted, None);
-        let mut tries = 0;
-        let timed = retry_until(Deadline::after(Duration::from_millis(100)), backoff(), 1000, async |_| {
-            tries += 1;
-            Ok(Retry::<()>::Again)
+        .unwrap()
+        .unwrap_err();
+        assert_eq!((counted.attempts, counted.why("none").as_str()), (4, "busy 4"));
+        let timed = retry_until(Deadline::after(Duration::from_millis(100)), backoff(), 1000, |_| async {
+            Ok(Retry::<()>::Again(None))
         })
         .await
-        .unwrap();
-        assert_eq!(timed, None);
-        assert!(tries < 20, "the deadline ended it, not the count: {tries}");
-        let failed = retry_until(Deadline::after(Duration::from_secs(5)), backoff(), 10, async |_| {
+        .unwrap()
+        .unwrap_err();
+        assert!(timed.attempts < 20, "the deadline ended it, not the count: {}", timed.attempts);
+        assert_eq!(timed.why("no answer"), "no answer");
+        let failed = retry_until(Deadline::after(Duration::from_secs(5)), backoff(), 10, |_| async {
             Err::<Retry<()>, _>(anyhow::anyhow!("refused"))
         })
         .await;

@@ -11,7 +11,7 @@ use crate::cloud::{AttachOutcome, DeviceHint, DeviceNaming, VolumeApi};
 use crate::host::{Devices, FoundDevice};
 use crate::paths::HostRoot;
 use crate::plan::volumes::attachment_stuck;
-use crate::wait::{poll_until, Backoff, Deadline, Progress};
+use crate::wait::{poll_until, retry_until, Backoff, Deadline, Progress, Retry};
 
 /// The outcome of trying to attach one volume.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,25 +75,33 @@ async fn attached_device(
     volume_id: &str,
     instance_id: &str,
 ) -> Result<Option<String>> {
-    let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(1));
-    let give_up = Instant::now() + Duration::from_secs(5);
-    loop {
-        let volumes = cloud.volumes_by_id(&[volume_id.to_owned()]).await?;
-        let live: Vec<_> = volumes
-            .iter()
-            .filter(|v| v.id == volume_id)
-            .flat_map(|v| &v.attachments)
-            .filter(|a| !a.state.is_leaving())
-            .collect();
-        if let Some(ours) = live.iter().find(|a| a.instance_id == instance_id) {
-            tracing::info!("`{volume_id}` is attached here already (a retried attach)");
-            return Ok(Some(ours.device.clone()));
-        }
-        if !live.is_empty() || Instant::now() >= give_up {
-            return Ok(None);
-        }
-        tokio::time::sleep(backoff.next_delay()).await;
-    }
+    let backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(1));
+    let found = retry_until(
+        Deadline::after(Duration::from_secs(5)),
+        backoff,
+        u32::MAX,
+        |_| async {
+            let volumes = cloud.volumes_by_id(&[volume_id.to_owned()]).await?;
+            let live: Vec<_> = volumes
+                .iter()
+                .filter(|v| v.id == volume_id)
+                .flat_map(|v| &v.attachments)
+                .filter(|a| !a.state.is_leaving())
+                .collect();
+            if let Some(ours) = live.iter().find(|a| a.instance_id == instance_id) {
+                tracing::info!("`{volume_id}` is attached here already (a retried attach)");
+                return Ok(Retry::Done(Some(ours.device.clone())));
+            }
+            // Another node's attachment: taken. None yet: read again (eventually consistent).
+            Ok(if live.is_empty() {
+                Retry::Again(None)
+            } else {
+                Retry::Done(None)
+            })
+        },
+    )
+    .await?;
+    Ok(found.unwrap_or(None))
 }
 
 /// Waits until every volume in `ids` shows as `attached` to `instance_id`. Returns the volumes

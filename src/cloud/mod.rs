@@ -239,7 +239,7 @@ pub trait InstanceApi: Send + Sync {
     async fn running_masters(&self, cluster: &str) -> Result<Vec<InstanceInfo>>;
 
     /// The cluster's control-plane instances a gossip member seeds from, by kOps' seed rules
-    /// for the cloud (on AWS running or pending; on GCE in any status): by default the running
+    /// for the cloud (which states count is the provider's to say): by default the running
     /// ones.
     async fn seed_masters(&self, cluster: &str) -> Result<Vec<InstanceInfo>> {
         self.running_masters(cluster).await

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 
 use super::{InstanceMetadata, MetadataItem};
 use crate::error::{NotReady, Unreachable};
-use crate::wait::{Backoff, Deadline};
+use crate::wait::{retry_until, Backoff, Deadline, Retry};
 
 /// The pauses between calls to a cloud not there yet: from 1 s, doubling, up to 20 s.
 pub(crate) fn backoff() -> Backoff {
@@ -24,41 +24,37 @@ pub(crate) fn backoff() -> Backoff {
 pub(crate) async fn until_reachable<T, F, Fut>(
     what: &str,
     deadline: Deadline,
-    mut backoff: Backoff,
+    backoff: Backoff,
     mut call: F,
 ) -> Result<T>
 where
     F: FnMut() -> Fut + Send,
     Fut: Future<Output = Result<T>> + Send,
 {
-    let mut attempts = 0_u32;
-    let mut last: Option<anyhow::Error> = None;
-    loop {
-        attempts += 1;
-        match deadline.run(call()).await {
-            Ok(Err(err)) if crate::error::caused_by::<Unreachable>(&err) => last = Some(err),
-            Ok(other) => return other,
-            Err(_cut_short) => {}
+    let answered = retry_until(deadline, backoff, u32::MAX, |_| {
+        let attempt = deadline.run(call());
+        async move {
+            match attempt.await {
+                Ok(Err(err)) if crate::error::caused_by::<Unreachable>(&err) => {
+                    tracing::info!("{what}: not there yet ({err:#}); trying again");
+                    Ok(Retry::Again(Some(err)))
+                }
+                Ok(Ok(value)) => Ok(Retry::Done(value)),
+                Ok(Err(err)) => Err(err),
+                Err(_cut_short) => Ok(Retry::Again(None)),
+            }
         }
-        let pause = backoff.next_delay();
-        if pause > deadline.remaining() {
-            let why = last.map_or_else(
-                || "no answer".to_owned(),
-                |err| crate::error::one_line(&err),
-            );
-            return Err(NotReady(format!(
-                "{what}: not there within --timeout ({}, {attempts} attempts): {why}; retry later",
-                deadline.timeout_text()
-            ))
-            .into());
-        }
-        let err = last.as_ref().map_or_else(String::new, |e| format!("{e:#}"));
-        tracing::info!(
-            "{what}: not there yet ({err}); trying again in {:.1}s",
-            pause.as_secs_f64()
-        );
-        tokio::time::sleep(pause).await;
-    }
+    })
+    .await?;
+    answered.map_err(|gave_up| {
+        NotReady(format!(
+            "{what}: not there within --timeout ({}, {} attempts): {}; retry later",
+            deadline.timeout_text(),
+            gave_up.attempts,
+            gave_up.why("no answer")
+        ))
+        .into()
+    })
 }
 
 /// A metadata service waited for, until the run's deadline, while it is not there yet.

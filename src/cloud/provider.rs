@@ -15,6 +15,8 @@ use crate::spec::ClusterSpec;
 pub(crate) struct Provider {
     /// `--cloud`'s word for it, and what its calls are counted as (`protokube_<name>_calls`).
     pub(crate) name: &'static str,
+    /// What it is, for `--cloud`'s help.
+    pub(crate) summary: &'static str,
     /// Its DNS service, whose zones `--dns zones` publishes to, for messages.
     pub(crate) zone_service: &'static str,
     /// The names `--dns` takes for that service, besides `zones`: ours and kOps' own.
@@ -42,6 +44,10 @@ pub(crate) struct Provider {
 pub(crate) struct Endpoint {
     /// The flag that moves it.
     pub(crate) flag: &'static str,
+    /// The flag's variable (`PROTOKUBE_` and the flag in upper snake case).
+    pub(crate) variable: &'static str,
+    /// What it is, for the flag's help.
+    pub(crate) what: &'static str,
     /// Where it points unless the flag says otherwise.
     pub(crate) default: &'static str,
 }

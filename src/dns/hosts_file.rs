@@ -62,19 +62,21 @@ pub(crate) async fn rewrite_block(
     plan: impl Fn(&[u8]) -> HostsUpdate,
 ) -> Result<HostsUpdate> {
     let target = path.display().to_string();
-    let mut seen_torn: Option<Vec<u8>> = None;
+    let seen_torn: std::cell::RefCell<Option<Vec<u8>>> = std::cell::RefCell::new(None);
+    let (target, seen_torn, plan) = (&target, &seen_torn, &plan);
     let written = retry_until(
         deadline,
         Backoff::new(Duration::from_millis(10), Duration::from_millis(100)),
         HOSTS_ATTEMPTS,
-        async |attempt| {
+        |attempt| async move {
             let content = files.read_hosts(path)?;
             // Another writer's write caught halfway is read again, unless the same bytes were
             // read after the last pause too (then that is what the file holds).
-            if caught_mid_write(&content) && seen_torn.as_deref() != Some(&content[..]) {
+            let mut torn = seen_torn.borrow_mut();
+            if caught_mid_write(&content) && torn.as_deref() != Some(&content[..]) {
                 tracing::debug!("`{target}` is being written by another writer; reading it again");
-                seen_torn = Some(content);
-                return Ok(Retry::Again);
+                *torn = Some(content);
+                return Ok(Retry::Again(None));
             }
             let update = plan(&content);
             if dry_run || files.write_hosts(path, &content, &update.content)? != HostsWrite::Raced {
@@ -83,11 +85,11 @@ pub(crate) async fn rewrite_block(
             tracing::debug!(
                 "`{target}` changed under another writer (attempt {attempt}); reading it again"
             );
-            Ok(Retry::Again)
+            Ok(Retry::Again(None))
         },
     )
     .await?;
-    written.ok_or_else(|| {
+    written.map_err(|_| {
         NotReady(format!(
             "the hosts file `{target}` kept changing under another writer while protokube wrote \
              its block ({HOSTS_ATTEMPTS} attempts); run again"

@@ -22,8 +22,6 @@ use tokio::sync::watch;
 
 use store::{Figures, Store};
 use view::{View, ZONE_KEY, ZONE_VALUE};
-#[cfg(test)]
-use view::Protocol;
 
 /// A running member as its users see it: the view, this node's records, the figures.
 #[derive(Clone)]
@@ -105,17 +103,12 @@ impl Handle {
         }
         self.store.publish(&entries, &self.node);
     }
-
-    /// The protocols' own state (tests and the dry run's report look inside).
-    #[cfg(test)]
-    pub(crate) fn state(&self, protocol: Protocol) -> wire::protobuf::KvState {
-        self.store.state(protocol)
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use view::Protocol;
 
     #[test]
     fn the_handle_publishes_etcd_names_and_deletes_removed_ones() {
@@ -127,7 +120,7 @@ mod tests {
         assert_eq!(handle.names(), BTreeSet::from([name.clone()]));
         handle.publish(&[], std::slice::from_ref(&name));
         for protocol in [Protocol::Mesh, Protocol::Memberlist] {
-            let state = handle.state(protocol);
+            let state = handle.store.state(protocol);
             let a = &state.records[&format!("dns/local/A/{name}")];
             assert!(a.tombstone && a.data.is_empty(), "{a:?}");
             assert!(state.records[&format!("dns/local/AAAA/{name}")].tombstone);

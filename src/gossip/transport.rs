@@ -9,7 +9,7 @@ pub(crate) mod memory;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -49,8 +49,9 @@ pub(crate) trait Transport: Send + Sync {
     async fn listen(&self, addr: SocketAddr) -> io::Result<Box<dyn Listener>>;
     /// Binds a datagram socket at `addr`.
     async fn bind_packets(&self, addr: SocketAddr) -> io::Result<Arc<dyn Packets>>;
-    /// Opens a stream to `to`.
-    async fn connect(&self, to: SocketAddr) -> io::Result<BoxStream>;
+    /// Opens a stream to `to`, from the address `from` when one is given (mesh dials from the
+    /// address it listens on, as Go's mesh does).
+    async fn connect(&self, from: Option<IpAddr>, to: SocketAddr) -> io::Result<BoxStream>;
 }
 
 /// The node's own sockets (tokio's TCP and UDP).
@@ -97,8 +98,19 @@ impl Transport for Sockets {
         Ok(Arc::new(UdpSocket(tokio::net::UdpSocket::bind(addr).await?)))
     }
 
-    async fn connect(&self, to: SocketAddr) -> io::Result<BoxStream> {
-        let stream = tokio::net::TcpStream::connect(to).await?;
+    async fn connect(&self, from: Option<IpAddr>, to: SocketAddr) -> io::Result<BoxStream> {
+        let stream = match from.filter(|ip| !ip.is_unspecified() && ip.is_ipv4() == to.is_ipv4()) {
+            Some(ip) => {
+                let socket = if ip.is_ipv4() {
+                    tokio::net::TcpSocket::new_v4()?
+                } else {
+                    tokio::net::TcpSocket::new_v6()?
+                };
+                socket.bind(SocketAddr::new(ip, 0))?;
+                socket.connect(to).await?
+            }
+            None => tokio::net::TcpStream::connect(to).await?,
+        };
         let _ = stream.set_nodelay(true);
         Ok(Box::new(stream))
     }
@@ -113,6 +125,7 @@ const REMEMBERED: usize = 4096;
 /// deadline each.
 pub(crate) struct Dialer {
     transport: Arc<dyn Transport>,
+    from: Option<IpAddr>,
     opened: Mutex<BTreeMap<SocketAddr, VecDeque<Instant>>>,
     per_minute: usize,
 }
@@ -151,9 +164,16 @@ impl Dialer {
     pub(crate) fn with_budget(transport: Arc<dyn Transport>, per_minute: usize) -> Self {
         Self {
             transport,
+            from: None,
             opened: Mutex::new(BTreeMap::new()),
             per_minute,
         }
+    }
+
+    /// Dials from `ip` (the address the protocol listens on, when it is one).
+    pub(crate) fn from(mut self, ip: IpAddr) -> Self {
+        self.from = Some(ip);
+        self
     }
 
     /// Whether a connection to `to` may be opened now; if so, it is counted.
@@ -187,7 +207,7 @@ impl Dialer {
         if !self.take(to) {
             return Err(DialError::Budget);
         }
-        match tokio::time::timeout(timeout, self.transport.connect(to)).await {
+        match tokio::time::timeout(timeout, self.transport.connect(self.from, to)).await {
             Ok(Ok(stream)) => Ok(stream),
             Ok(Err(err)) => Err(DialError::Io(err)),
             Err(_) => Err(DialError::Timeout),

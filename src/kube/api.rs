@@ -25,7 +25,7 @@ use crate::kube::certificate::check_client_credential;
 use crate::paths::HostRoot;
 use crate::plan::kops::BootstrapObject;
 use crate::proxy::EgressProxies;
-use crate::wait::{Backoff, Deadline};
+use crate::wait::{retry_until, Backoff, Deadline, Retry};
 
 /// The largest kubeconfig read (kOps' is well under 16 KiB).
 const MAX_KUBECONFIG_BYTES: u64 = 1 << 20;
@@ -148,24 +148,26 @@ impl KubeClient {
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, kube::Error>>,
     {
-        let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(5));
-        loop {
-            let err = match self.deadline.run(send()).await {
-                Ok(Ok(answer)) => return Ok(answer),
-                Ok(Err(err)) => api_error(err, &self.server),
-                Err(()) => return Err(self.no_answer()),
-            };
-            let delay = backoff.next_delay();
-            if !caused_by::<NotReady>(&err) || delay >= self.deadline.remaining() {
-                return Err(err);
+        let backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(5));
+        let answered = retry_until(self.deadline, backoff, u32::MAX, |_| {
+            let attempt = self.deadline.run(send());
+            async move {
+                match attempt.await {
+                    Ok(Ok(answer)) => Ok(Retry::Done(answer)),
+                    Ok(Err(err)) => {
+                        let err = api_error(err, &self.server);
+                        if !caused_by::<NotReady>(&err) {
+                            return Err(err);
+                        }
+                        tracing::debug!("{}; asking again", crate::error::one_line(&err));
+                        Ok(Retry::Again(Some(err)))
+                    }
+                    Err(()) => Err(self.no_answer()),
+                }
             }
-            tracing::debug!(
-                "{}; asking again in {}",
-                crate::error::one_line(&err),
-                humantime::format_duration(delay)
-            );
-            tokio::time::sleep(delay).await;
-        }
+        })
+        .await?;
+        answered.map_err(|gave_up| gave_up.last.unwrap_or_else(|| self.no_answer()))
     }
 
     /// The "not ready" of a request the deadline cut short.

@@ -17,7 +17,7 @@ pub(crate) use connected::Connected;
 /// A provider as the registry holds it: what is true of it, and how its cloud and zone service
 /// are made for a run — given the node's files (a cloud whose credentials live in a file on
 /// the node reads them there, under `--root`).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Registered {
     pub(crate) provider: &'static Provider,
     pub(crate) connect: fn(&Settings, &dyn Files) -> Result<Connected>,
@@ -41,32 +41,48 @@ pub(crate) fn all() -> &'static [Registered] {
 }
 
 /// The provider `--cloud`'s `word` names, if any.
+#[cfg(test)]
 pub(crate) fn registry(word: &str) -> Option<Registered> {
     all().iter().find(|r| r.provider.name == word).copied()
+}
+
+/// `--cloud`'s default: the registry's first.
+impl Default for Registered {
+    fn default() -> Self {
+        all()[0]
+    }
+}
+
+/// Its `--cloud` word.
+impl std::fmt::Display for Registered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.provider.name)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flags::CloudArg;
     use crate::steps::testing::Bench;
 
     #[test]
-    fn every_word_is_registered_under_its_own_name() {
-        for word in CloudArg::words() {
-            let registered = registry(&word).unwrap();
-            assert_eq!(registered.provider.name, word);
+    fn every_provider_is_registered_under_its_own_name_once() {
+        let names: std::collections::BTreeSet<&str> =
+            all().iter().map(|r| r.provider.name).collect();
+        assert_eq!(names.len(), all().len());
+        for name in names {
+            assert_eq!(registry(name).unwrap().provider.name, name);
         }
-        assert!(registry("azure").is_none());
+        assert!(registry("openshift").is_none());
     }
 
     /// Each provider's `connect` against the in-memory node: its cloud and zone service made
     /// without a call (nothing is asked before the run needs it), counted under its name.
     #[test]
     fn each_providers_connect_makes_its_cloud_and_zones_without_a_call() {
-        for word in CloudArg::words() {
-            let registered = registry(&word).unwrap();
-            let bench = Bench::with_flags(&[], |flags| flags.provider = Some(registered.provider));
+        for registered in all() {
+            let word = registered.provider.name;
+            let bench = Bench::with_flags(&[], |flags| flags.cloud = *registered);
             let connected = (registered.connect)(&bench.settings, &bench.host).unwrap();
             assert!(connected.cloud.calls().values().all(|n| *n == 0), "{word}");
             assert!(

@@ -342,9 +342,9 @@ fn known_from_runs(snapshot: &mut Snapshot<'_>, instance_id: &str) -> KnownFromR
     }
 }
 
-/// The control-plane instances' private addresses by kOps' seed rules (the provider's: on AWS
-/// running or pending, on GCE in any status); none when the cloud cannot say now (the member
-/// listens all the same, keeps the seeds it has, and asks again).
+/// The control-plane instances' private addresses by kOps' seed rules (the provider's, which say
+/// which states count); none when the cloud cannot say now (the member listens all the same,
+/// keeps the seeds it has, and asks again).
 async fn cloud_seeds(instances: &dyn InstanceApi, cluster: &str) -> Option<Vec<IpAddr>> {
     match instances.seed_masters(cluster).await {
         Ok(masters) => Some(

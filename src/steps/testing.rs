@@ -140,7 +140,6 @@ impl Bench {
     pub(crate) fn with_flags(volumes: &[Vol], adjust: impl FnOnce(&mut Flags)) -> Self {
         let dir = tempfile::tempdir().expect("a temporary root");
         let mut flags = Flags {
-            provider: Some(&crate::providers::aws::PROVIDER),
             cluster_id: Some(CLUSTER.to_owned()),
             master: true,
             root: Some(dir.path().to_owned()),

@@ -602,6 +602,48 @@ fn a_metadata_cluster_name_that_contradicts_the_instances_label_claims_nothing()
 
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
+fn a_metadata_cluster_name_contradicting_the_label_stops_a_node_without_role_labels() {
+    // Labelled for our cluster but with no kOps role label (an organisation's template), its
+    // metadata naming another cluster, whose blank disk waits in the zone.
+    let world = GceWorld::new();
+    let other = "other.example.com";
+    let theirs = world.add_etcd_disk(other, ZONE, "main", "a", &["a"]);
+    world.add_instance(MASTER, ZONE, "10.0.0.1", CLUSTER, "master");
+    world.change(|s| {
+        let labels = s["instances"][MASTER]["labels"].as_object_mut().unwrap();
+        labels.retain(|key, _| !key.starts_with("k8s-io-role-"));
+        s["instances"][MASTER]["metadata"]["cluster-name"] = json!(other);
+    });
+    let node = world.node(MASTER);
+    let device = LoopDevice::blank(64);
+    node.link_disk(&theirs, &device.path);
+    for args in [
+        &["mount", "--master", "-o", "json"][..],
+        &["mount", "--master", "--cluster-id", other, "-o", "json"][..],
+        &["mount", "--master", "--cluster-id", other, "--dry-run", "-o", "json"][..],
+    ] {
+        let out = run(&node, args);
+        assert_eq!(out.code, 1, "{args:?}: {out:#?}");
+        let error = out.error_lines()[0];
+        assert!(
+            error.contains("k8s-io-cluster-name=ha-example-com")
+                && error.contains("cluster-name=other.example.com"),
+            "{args:?}: {error}"
+        );
+        assert!(out.report().changes.is_empty(), "{args:?}: {out:#?}");
+    }
+    let requests = world.requests();
+    assert!(
+        !requests.iter().any(|r| r["id"] == "compute.instances.attachDisk"
+            || r["id"] == "compute.disks.setLabels"),
+        "{requests:?}"
+    );
+    assert!(device.fs_type().is_none(), "formatted");
+    world.assert_faithful();
+}
+
+#[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn a_disk_imported_from_cloud_storage_is_never_formatted() {
     let (world, disk) = one_member();
     world.change(|s| {
@@ -671,3 +713,4 @@ fn googles_rate_limit_holding_a_minute_is_asked_again_at_most_twice_in_it() {
     assert_eq!(refused, 1, "asked again inside the refused minute");
     world.assert_faithful();
 }
+

@@ -1,237 +1,18 @@
 //! The gossip member against real mesh and memberlist peers (docs/gossip.md): the project's own
 //! Go peer (tests/gossip-peer, Debian's weaveworks mesh and HashiCorp memberlist carrying kOps'
 //! state) on 127.0.0.1, and the real binary as `protokube gossip` against moto for its
-//! identity. Mixed clusters both ways, secrets, deletions, memberlist as primary, restarts, a
-//! partition that heals, hostile connections and names.
+//! identity. Mixed clusters both ways, secrets, deletions, memberlist as primary, the primary
+//! alone in the hosts block, restarts, a partition that heals, hostile connections and names.
+//! Clusters of several members (deaths, rolls, strangers, a held lock) are in gossip_cluster.rs.
 
 use crate::support;
 
-use std::io::{BufRead as _, Write as _};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::io::Write as _;
 use std::time::{Duration, Instant};
 
-use support::moto::Moto;
-use support::Protokube;
-
-const CLUSTER: &str = "c.k8s.local";
-
-/// The Go peer, built once per test run into the target directory.
-fn go_peer() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("gossip-peer/gossip-peer");
-        let status = Command::new(support::repo().join("tests/gossip-peer/build"))
-            .arg(&out)
-            .status()
-            .expect("running tests/gossip-peer/build (needs Debian's golang-go and the mesh, memberlist and protobuf packages: .ci/run installs them)");
-        assert!(status.success(), "building the Go gossip peer failed");
-        out
-    })
-}
-
-/// A port free for TCP and UDP on 127.0.0.1.
-fn free_port() -> u16 {
-    loop {
-        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = tcp.local_addr().unwrap().port();
-        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-}
-
-fn addr(port: u16) -> String {
-    format!("127.0.0.1:{port}")
-}
-
-/// One Go peer: what it knows, line by line, and its stdin for commands.
-struct GoPeer {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Arc<Mutex<Vec<serde_json::Value>>>,
-}
-
-#[derive(Default, Clone)]
-struct PeerSpec<'a> {
-    name: &'a str,
-    mesh: Option<u16>,
-    mesh_seeds: Vec<u16>,
-    secret: &'a str,
-    memberlist: Option<u16>,
-    memberlist_seeds: Vec<u16>,
-}
-
-impl GoPeer {
-    fn start(spec: &PeerSpec<'_>) -> Self {
-        let list = |ports: &[u16]| ports.iter().map(|p| addr(*p)).collect::<Vec<_>>().join(",");
-        let mut command = Command::new(go_peer());
-        command.args(["--name", spec.name, "--mesh-secret", spec.secret]);
-        if let Some(port) = spec.mesh {
-            command.args([
-                "--mesh-listen",
-                &addr(port),
-                "--mesh-seed",
-                &list(&spec.mesh_seeds),
-            ]);
-        }
-        if let Some(port) = spec.memberlist {
-            command.args([
-                "--memberlist-listen",
-                &addr(port),
-                "--memberlist-seed",
-                &list(&spec.memberlist_seeds),
-            ]);
-        }
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting the Go gossip peer");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = lines.clone();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Ok(value) = serde_json::from_str(&line) {
-                    sink.lock().unwrap().push(value);
-                }
-            }
-        });
-        Self {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    fn command(&mut self, line: &str) {
-        writeln!(self.stdin, "{line}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    /// Waits until what the peer knows satisfies `test`.
-    fn wait_for(&self, what: &str, within: Duration, test: impl Fn(&serde_json::Value) -> bool) {
-        let deadline = Instant::now() + within;
-        while Instant::now() < deadline {
-            if self.lines.lock().unwrap().last().is_some_and(&test) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!(
-            "the Go peer never saw {what}; its last view: {:?}",
-            self.lines.lock().unwrap().last()
-        );
-    }
-
-    fn value(line: &serde_json::Value, protocol: &str, key: &str) -> Option<String> {
-        line[protocol][key].as_str().map(str::to_owned)
-    }
-}
-
-impl Drop for GoPeer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A node of the cluster in moto, and a root with an empty hosts file.
-struct Node {
-    moto: Moto,
-    instance: String,
-    root: tempfile::TempDir,
-}
-
-impl Node {
-    fn new() -> Self {
-        let moto = Moto::start();
-        let instance = support::runtime().block_on(async {
-            let ec2 = moto.ec2("us-east-1").await;
-            support::seed::instance(&ec2, "us-east-1a", &[("KubernetesCluster", CLUSTER)]).await
-        });
-        let root = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(root.path().join("etc")).unwrap();
-        std::fs::write(root.path().join("etc/hosts"), "127.0.0.1\tlocalhost\n").unwrap();
-        Self {
-            moto,
-            instance,
-            root,
-        }
-    }
-
-    fn protokube(&self) -> Protokube {
-        Protokube::new()
-            .moto(&self.moto)
-            .env("PROTOKUBE_INSTANCE_ID", &self.instance)
-            .env("PROTOKUBE_AVAILABILITY_ZONE", "us-east-1a")
-            .env("PROTOKUBE_REGION", "us-east-1")
-            .env("PROTOKUBE_CLUSTER_ID", CLUSTER)
-            .env("PROTOKUBE_ROOT", self.root.path())
-    }
-
-    fn hosts(&self) -> String {
-        std::fs::read_to_string(self.root.path().join("etc/hosts")).unwrap()
-    }
-
-    fn wait_for_hosts(
-        &self,
-        what: &str,
-        within: Duration,
-        test: impl Fn(&str) -> bool,
-    ) -> Duration {
-        let start = Instant::now();
-        while start.elapsed() < within {
-            if test(&self.hosts()) {
-                return start.elapsed();
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        panic!("the hosts file never had {what}:\n{}", self.hosts());
-    }
-}
-
-/// `protokube gossip` running, its stderr in a file.
-struct Member {
-    child: Child,
-    log: tempfile::NamedTempFile,
-}
-
-impl Member {
-    fn start(node: &Node, args: &[String]) -> Self {
-        let log = tempfile::NamedTempFile::new().unwrap();
-        let child = node.protokube().args(["gossip", "-v"]).args(args).spawn_to(
-            std::fs::File::create("/dev/null").unwrap(),
-            log.reopen().unwrap(),
-        );
-        Self { child, log }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.log.path()).unwrap()
-    }
-}
-
-impl Drop for Member {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn flags(pairs: &[(&str, String)]) -> Vec<String> {
-    pairs
-        .iter()
-        .flat_map(|(flag, value)| [format!("--{flag}"), value.clone()])
-        .collect()
-}
-
-const WITHIN: Duration = Duration::from_secs(20);
+use support::gossip::{
+    addr, flags, free_port, local_seeds, GoPeer, Member, Node, PeerSpec, CLUSTER, WITHIN,
+};
 
 #[test]
 fn mixed_mesh_cluster_relays_both_ways_with_a_secret_and_names_a_wrong_one() {
@@ -241,7 +22,7 @@ fn mixed_mesh_cluster_relays_both_ways_with_a_secret_and_names_a_wrong_one() {
     let mut peer_a = GoPeer::start(&PeerSpec {
         name: "i-kops-master",
         mesh: Some(a),
-        mesh_seeds: vec![ours],
+        mesh_seeds: local_seeds(&[ours]),
         secret: "s3cret",
         ..PeerSpec::default()
     });
@@ -257,7 +38,7 @@ fn mixed_mesh_cluster_relays_both_ways_with_a_secret_and_names_a_wrong_one() {
     let mut peer_b = GoPeer::start(&PeerSpec {
         name: "i-kops-worker",
         mesh: Some(b),
-        mesh_seeds: vec![ours],
+        mesh_seeds: local_seeds(&[ours]),
         secret: "s3cret",
         ..PeerSpec::default()
     });
@@ -283,7 +64,7 @@ fn mixed_mesh_cluster_relays_both_ways_with_a_secret_and_names_a_wrong_one() {
     let peer_c = GoPeer::start(&PeerSpec {
         name: "i-other",
         mesh: Some(c),
-        mesh_seeds: vec![ours],
+        mesh_seeds: local_seeds(&[ours]),
         secret: "other",
         ..PeerSpec::default()
     });
@@ -318,10 +99,10 @@ fn memberlist_as_primary_takes_deletions_and_skips_hostile_records() {
     let mut peer = GoPeer::start(&PeerSpec {
         name: "i-kops",
         memberlist: Some(a),
-        memberlist_seeds: vec![ours],
+        memberlist_seeds: local_seeds(&[ours]),
         ..PeerSpec::default()
     });
-    let metrics = node.root.path().join("protokube.prom");
+    let metrics = node.root.path().join("gossip.prom");
     let member = Member::start(
         &node,
         &flags(&[
@@ -329,7 +110,6 @@ fn memberlist_as_primary_takes_deletions_and_skips_hostile_records() {
             ("gossip-listen", addr(ours)),
             ("gossip-protocol-secondary", String::new()),
             ("gossip-seed", addr(a)),
-            ("metrics-file", metrics.display().to_string()),
         ]),
     );
     peer.wait_for("protokube's zone", WITHIN, |l| {
@@ -371,7 +151,7 @@ fn memberlist_as_primary_takes_deletions_and_skips_hostile_records() {
 }
 
 #[test]
-fn both_protocols_merge_and_a_restarted_peer_or_member_catches_up() {
+fn only_the_primary_reaches_the_block_and_a_restarted_peer_or_member_catches_up() {
     let node = Node::new();
     let (mesh, list, a_mesh, a_list, b_list) = (
         free_port(),
@@ -384,9 +164,9 @@ fn both_protocols_merge_and_a_restarted_peer_or_member_catches_up() {
         GoPeer::start(&PeerSpec {
             name: node_name,
             mesh: Some(a_mesh),
-            mesh_seeds: vec![mesh],
+            mesh_seeds: local_seeds(&[mesh]),
             memberlist: Some(a_list),
-            memberlist_seeds: vec![list],
+            memberlist_seeds: local_seeds(&[list]),
             ..PeerSpec::default()
         })
     };
@@ -398,11 +178,12 @@ fn both_protocols_merge_and_a_restarted_peer_or_member_catches_up() {
         ("gossip-seed-secondary", addr(a_list)),
     ]);
     let member = Member::start(&node, &args);
-    // A name only memberlist carries (a dns-controller there): kOps' protokube reads mesh only.
+    // A name only memberlist carries (a dns-controller there): kOps' protokube reads mesh only,
+    // and so does this member; it still carries the name on to memberlist's other peers.
     let mut b = GoPeer::start(&PeerSpec {
         name: "dns-controller.b",
         memberlist: Some(b_list),
-        memberlist_seeds: vec![list],
+        memberlist_seeds: local_seeds(&[list]),
         ..PeerSpec::default()
     });
     b.wait_for("the zone", WITHIN, |l| {
@@ -410,9 +191,18 @@ fn both_protocols_merge_and_a_restarted_peer_or_member_catches_up() {
     });
     b.command("publish only-memberlist.c.k8s.local A 10.0.0.7");
     a.command("publish api.internal.c.k8s.local A 10.0.0.1");
-    node.wait_for_hosts("both protocols' records", WITHIN, |h| {
-        h.contains("10.0.0.7\tonly-memberlist.c.k8s.local") && h.contains("10.0.0.1\tapi.internal")
+    node.wait_for_hosts("the primary's record", WITHIN, |h| {
+        h.contains("10.0.0.1\tapi.internal")
     });
+    a.wait_for("the memberlist-only name, carried", WITHIN, |l| {
+        GoPeer::value(l, "memberlist", "dns/local/A/only-memberlist.c.k8s.local").is_some()
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !node.hosts().contains("only-memberlist"),
+        "the secondary never reaches the block:\n{}",
+        node.hosts()
+    );
     // A restarts with nothing: it gets the state back from us.
     drop(a);
     a = peer_a("i-kops-a");
@@ -544,7 +334,7 @@ fn hostile_connections_garbage_and_oversized_frames_leave_the_member_serving() {
     let mut peer = GoPeer::start(&PeerSpec {
         name: "i-kops",
         mesh: Some(a),
-        mesh_seeds: vec![ours],
+        mesh_seeds: local_seeds(&[ours]),
         ..PeerSpec::default()
     });
     peer.command("publish api.internal.c.k8s.local A 10.0.0.1");
@@ -579,7 +369,7 @@ fn kops_136_unit_runs_the_member_beside_its_runs_and_stops_on_sigterm() {
     let mut peer = GoPeer::start(&PeerSpec {
         name: "dns-controller.master",
         mesh: Some(a),
-        mesh_seeds: vec![mesh],
+        mesh_seeds: local_seeds(&[mesh]),
         ..PeerSpec::default()
     });
     peer.wait_for("the node's zone", WITHIN, |l| {
@@ -605,7 +395,7 @@ fn a_sync_in_another_process_leaves_the_members_names_alone() {
     let node = Node::new();
     // A running master: the worker's own computation of api.internal is its address.
     support::runtime().block_on(async {
-        let ec2 = node.moto.ec2("us-east-1").await;
+        let ec2 = node.moto().ec2("us-east-1").await;
         let tags = [("KubernetesCluster", CLUSTER), ("k8s.io/role/master", "1")];
         support::seed::instance(&ec2, "us-east-1a", &tags).await
     });
@@ -613,7 +403,7 @@ fn a_sync_in_another_process_leaves_the_members_names_alone() {
     let mut peer = GoPeer::start(&PeerSpec {
         name: "dns-controller.m",
         mesh: Some(a),
-        mesh_seeds: vec![ours],
+        mesh_seeds: local_seeds(&[ours]),
         ..PeerSpec::default()
     });
     let _member = Member::start(

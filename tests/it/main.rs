@@ -27,6 +27,7 @@ mod gce;
 mod gce_fidelity;
 mod generated_files;
 mod gossip;
+mod gossip_cluster;
 mod host_paths;
 mod hosts_file;
 mod iam;

@@ -2,7 +2,8 @@
 //! send each zone's planned changes in the service's batches, re-plan when another writer was
 //! first, wait for the changes to be in effect.
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -133,8 +134,9 @@ pub(crate) async fn release(
     run.each_zone(names, None, report, plan).await.map(drop)
 }
 
-/// Removes kOps' precreated placeholder names among `names` (`--remove-dns-names`), same reads,
-/// batches and retries as [`publish`].
+/// Removes the A records of `names` (`--remove-dns-names`), same reads, batches and retries as
+/// [`publish`]. A listed name in no zone protokube may write, or holding no A record in its
+/// zone, is said once in the run's `info`: there is nothing to remove.
 pub(crate) async fn remove_placeholders(
     dns: &dyn ZoneApi,
     names: &[DesiredRecord],
@@ -143,9 +145,30 @@ pub(crate) async fn remove_placeholders(
     options: &PublishOptions,
     report: &mut Report,
 ) -> Result<()> {
+    let zones = find_zones(dns, rules).await?;
+    let mut zoned = Vec::new();
+    for record in names {
+        if zone_for(&record.name, &zones)?.is_some() {
+            zoned.push(record.clone());
+        } else {
+            report.note(format!(
+                "--remove-dns-names: `{}` is in no zone protokube may write; nothing to remove",
+                record.name
+            ));
+        }
+    }
+    let (absent, removed) = (RefCell::new(BTreeSet::new()), RefCell::new(BTreeSet::new()));
     let plan = |records: &[&DesiredRecord], existing: &[RecordSet]| {
         let names: Vec<&str> = records.iter().map(|r| r.name.as_str()).collect();
-        plan_placeholder_removal(existing, &names)
+        let (changes, outcomes) = plan_placeholder_removal(existing, &names);
+        for name in names {
+            if outcomes.iter().any(|o| o.name == name) {
+                removed.borrow_mut().insert(name.to_owned());
+            } else {
+                absent.borrow_mut().insert(name.to_owned());
+            }
+        }
+        (changes, outcomes)
     };
     let run = ZoneRun {
         dns,
@@ -153,7 +176,15 @@ pub(crate) async fn remove_placeholders(
         cluster,
         options,
     };
-    run.each_zone(names, None, report, plan).await.map(drop)
+    if !zoned.is_empty() {
+        run.each_zone(&zoned, Some(&zones), report, plan).await?;
+    }
+    for name in absent.into_inner().difference(&removed.into_inner()) {
+        report.note(format!(
+            "--remove-dns-names: `{name}` holds no A record in its zone; nothing to remove"
+        ));
+    }
+    Ok(())
 }
 
 /// One walk over the allowed zones.
@@ -588,6 +619,42 @@ mod tests {
             &mut report,
         ));
         (published, report)
+    }
+
+    #[test]
+    fn listed_names_to_remove_that_hold_nothing_or_lie_in_no_zone_are_said_once() {
+        let dns = service();
+        dns.change(|z| z.put("Z1", set("etcd-a.internal.c.example.com", "A", &["203.0.113.123"])));
+        let names: Vec<DesiredRecord> = [
+            "etcd-a.internal.c.example.com",
+            "etcd-b.internal.c.example.com",
+            "etcd-c.elsewhere.org",
+        ]
+        .iter()
+        .map(|name| desired(name, [10, 0, 0, 1]))
+        .collect();
+        let mut report = Report::new("sync", false);
+        block_on(remove_placeholders(
+            &dns,
+            &names,
+            &[ZoneRule::Id("Z1".into())],
+            CLUSTER,
+            &options(None),
+            &mut report,
+        ))
+        .unwrap();
+        assert!(dns.zones().get("Z1", "etcd-a.internal.c.example.com", "A").is_none());
+        assert_eq!(report.changes.len(), 1, "{:?}", report.changes);
+        let said: Vec<&str> = report.info.iter().map(String::as_str).collect();
+        assert_eq!(
+            said,
+            [
+                "--remove-dns-names: `etcd-c.elsewhere.org` is in no zone protokube may write; \
+                 nothing to remove",
+                "--remove-dns-names: `etcd-b.internal.c.example.com` holds no A record in its \
+                 zone; nothing to remove",
+            ]
+        );
     }
 
     #[test]

@@ -828,14 +828,25 @@ impl Memberlist {
     // --- leaving ---------------------------------------------------------------------------
 
     /// Leaves: a dead message of its own, gossiped until it went its rounds (memberlist's
-    /// `Leave`), at most [`LEAVE_WAIT`].
+    /// `Leave`), at most [`LEAVE_WAIT`]; members not yet verified (a seed joined a moment ago)
+    /// are told once, directly.
     async fn leave(&self) {
         const TOKEN: u64 = u64::MAX;
-        let anyone = self.table(|t| {
+        let (verified, unverified, message) = self.table(|t| {
             t.leave(TOKEN);
-            t.members() > 0
+            let accusation = Accusation {
+                incarnation: t.incarnation_now(),
+                node: t.name().to_owned(),
+                from: t.name().to_owned(),
+            };
+            (t.members(), t.unverified_addresses(), encode(MessageType::Dead, &accusation))
         });
-        if !anyone {
+        if let Ok(message) = message {
+            for to in unverified {
+                self.send(std::slice::from_ref(&message), to);
+            }
+        }
+        if verified == 0 {
             return;
         }
         let deadline = Instant::now() + LEAVE_WAIT;

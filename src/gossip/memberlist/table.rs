@@ -209,10 +209,6 @@ impl Table {
         self.addr
     }
 
-    #[cfg(test)]
-    pub(crate) fn incarnation(&self) -> u32 {
-        self.incarnation
-    }
 
     #[cfg(test)]
     pub(crate) fn node(&self, name: &str) -> Option<&Node> {
@@ -394,7 +390,11 @@ impl Table {
         let message = encode(MessageType::Alive, &self.alive_message());
         let name = self.name.clone();
         self.queue(message, &name);
-        tracing::debug!("memberlist: refuted a rumour; alive at incarnation {}", self.incarnation);
+        tracing::info!(
+            "memberlist: another member said this one was suspect or dead; alive again at \
+             incarnation {}",
+            self.incarnation
+        );
     }
 
     /// A suspect message: a new suspicion (gossiped on), or a confirmation of one.
@@ -707,6 +707,22 @@ impl Table {
         candidates
     }
 
+    /// The incarnation this member is at.
+    pub(crate) fn incarnation_now(&self) -> u32 {
+        self.incarnation
+    }
+
+    /// The addresses of the live members not verified yet (each once).
+    pub(crate) fn unverified_addresses(&self) -> Vec<SocketAddr> {
+        let addresses: BTreeSet<SocketAddr> = self
+            .nodes
+            .values()
+            .filter(|n| !n.verified && n.state.is_live())
+            .map(|n| n.addr)
+            .collect();
+        addresses.into_iter().collect()
+    }
+
     /// The addresses of the verified live members (for reliable user messages).
     pub(crate) fn live_addresses(&self) -> Vec<SocketAddr> {
         self.nodes
@@ -916,13 +932,13 @@ mod tests {
         let now = Instant::now();
         let mut table = table(&["a"], now);
         table.suspect(&accuse("me", 1, "a"), now);
-        assert_eq!(table.incarnation(), 2);
+        assert_eq!(table.incarnation_now(), 2);
         table.dead(&accuse("me", 5, "a"), now);
-        assert_eq!(table.incarnation(), 6);
+        assert_eq!(table.incarnation_now(), 6);
         assert_eq!(table.alive(&alive("me", addr(1), 6), now), Learned::Nothing);
-        assert_eq!(table.incarnation(), 6, "its own alive is no rumour");
+        assert_eq!(table.incarnation_now(), 6, "its own alive is no rumour");
         table.alive(&alive("me", addr(1), 9), now);
-        assert_eq!(table.incarnation(), 10, "someone else's is");
+        assert_eq!(table.incarnation_now(), 10, "someone else's is");
         assert!(table.scale(PROBE_INTERVAL) > PROBE_INTERVAL, "refuting costs health");
     }
 

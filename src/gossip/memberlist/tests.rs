@@ -279,7 +279,7 @@ async fn a_poisoned_push_pull_is_bounded_reaped_and_costs_the_victim_a_few_pings
         nodes: invented,
         state: FullState::default(),
     };
-    let mut stream = network.node([10, 9, 9, 9]).connect(addr(1)).await.unwrap();
+    let mut stream = network.node([10, 9, 9, 9]).connect(None, addr(1)).await.unwrap();
     stream.write_all(&stream_of(&message).unwrap()).await.unwrap();
     let _reply = read_message(&mut stream).await.unwrap();
     let size = nodes[0].member.as_ref().unwrap().table(|t| t.nodes_held());
@@ -373,7 +373,7 @@ async fn a_ping_is_answered_over_udp_and_over_tcp_but_not_for_another_name() {
         let got = tokio::time::timeout(Duration::from_secs(1), socket.recv(&mut buffer)).await;
         assert_eq!(got.is_ok(), answered);
     }
-    let mut stream = asker.connect(addr(1)).await.unwrap();
+    let mut stream = asker.connect(None, addr(1)).await.unwrap();
     let ping = Ping {
         seq_no: 9,
         node: nodes[0].name.clone(),
@@ -405,7 +405,7 @@ async fn a_rumour_that_a_live_member_is_suspect_is_refuted_and_it_stays() {
     };
     liar.send(&raw_packet(MessageType::Suspect, &rumour), addr(1));
     until("refuted", Duration::from_secs(5), || {
-        nodes[2].member.as_ref().unwrap().table(|t| t.incarnation()) > 1
+        nodes[2].member.as_ref().unwrap().table(|t| t.incarnation_now()) > 1
     })
     .await;
     tokio::time::sleep(Duration::from_secs(40)).await;

@@ -101,7 +101,7 @@ impl Mesh {
             password,
             store,
             listener,
-            dialer: Dialer::new(transport),
+            dialer: Dialer::new(transport).from(listen.ip()),
             conns: Mutex::new(BTreeMap::new()),
             version: Mutex::new(1),
             targets: Mutex::new(Targets::default()),

@@ -229,7 +229,7 @@ async fn a_topology_naming_many_addresses_costs_each_address_a_few_dials() {
     // A peer that has the secret (none here) and tells of 1 000 peers, each connected out to an
     // address of its choosing, many of them the same victim.
     let stranger = network.node([10, 9, 9, 9]);
-    let stream = stranger.connect(addr(1)).await.unwrap();
+    let stream = stranger.connect(None, addr(1)).await.unwrap();
     let mut connection = MeshConnection::handshake(stream, true, &local("stranger"), b"")
         .await
         .unwrap();

@@ -247,7 +247,7 @@ impl Transport for Node {
         }))
     }
 
-    async fn connect(&self, to: SocketAddr) -> io::Result<BoxStream> {
+    async fn connect(&self, _from: Option<IpAddr>, to: SocketAddr) -> io::Result<BoxStream> {
         let arrival = {
             let mut state = self.network.state();
             *state.connections.entry(to).or_default() += 1;
@@ -281,7 +281,7 @@ mod tests {
         let (a, b) = (network.node([10, 0, 0, 1]), network.node([10, 0, 0, 2]));
         let listener = b.listen("0.0.0.0:4000".parse().unwrap()).await.unwrap();
         assert_eq!(listener.local_addr(), "10.0.0.2:4000".parse().unwrap());
-        let mut stream = a.connect(listener.local_addr()).await.unwrap();
+        let mut stream = a.connect(None, listener.local_addr()).await.unwrap();
         let (mut accepted, from) = listener.accept().await.unwrap();
         assert_eq!(from.ip(), IpAddr::from([10, 0, 0, 1]));
         stream.write_all(b"hello").await.unwrap();
@@ -303,6 +303,6 @@ mod tests {
         assert_eq!(network.packets_to("10.0.0.2:4000".parse().unwrap()), 2);
         drop(listener);
         network.heal([10, 0, 0, 2]);
-        assert!(a.connect("10.0.0.2:4000".parse().unwrap()).await.is_err(), "nobody listens");
+        assert!(a.connect(None, "10.0.0.2:4000".parse().unwrap()).await.is_err(), "nobody listens");
     }
 }

@@ -33,6 +33,7 @@ use sdk::AwsSdk;
 /// names kOps' IAM role of the node.
 pub(crate) const PROVIDER: Provider = Provider {
     name: "aws",
+    summary: "Amazon Web Services: EC2 instances, EBS volumes, Route53",
     zone_service: "Route53",
     zone_service_names: &["route53", "aws-route53"],
     region_variables: &["AWS_REGION", "AWS_DEFAULT_REGION"],

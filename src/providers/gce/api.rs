@@ -20,7 +20,7 @@ use crate::cloud::patient;
 use crate::cloud::AccessDenied;
 use crate::error::{NotReady, Unreachable};
 use crate::proxy::EgressProxies;
-use crate::wait::{Backoff, Deadline};
+use crate::wait::{retry_until, Backoff, Deadline, Retry};
 
 /// Attempts per call (the first included) while Google answers busy (429, 5xx).
 const MAX_ATTEMPTS: u32 = 6;
@@ -218,49 +218,41 @@ impl GoogleApi {
     }
 
     /// Up to [`MAX_ATTEMPTS`] attempts while Google answers busy; a token Google rejects (401:
-    /// revoked, or the node's clock off) fetched again once.
+    /// revoked, or the node's clock off) fetched again once; a refused rate quota waited out
+    /// (the method held until its window turns).
     async fn attempts(&self, call: &Call<'_>) -> Result<Vec<u8>> {
-        let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
-        let mut attempt = 1;
-        let mut token_refetched = false;
-        loop {
+        let backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
+        let token_refetched = std::sync::atomic::AtomicBool::new(false);
+        let answered = retry_until(self.deadline, backoff, MAX_ATTEMPTS + 1, |_| async {
             match self.attempt(call).await? {
-                Answer::Body(bytes) => return Ok(bytes),
-                Answer::TokenRejected(error) if !token_refetched => {
+                Answer::Body(bytes) => Ok(Retry::Done(bytes)),
+                Answer::TokenRejected(error)
+                    if !token_refetched.swap(true, std::sync::atomic::Ordering::Relaxed) =>
+                {
                     tracing::info!(
                         "Google Cloud rejected the access token ({}: {}); fetching a new one",
                         error.reason,
                         error.message
                     );
                     self.metadata.forget_token().await;
-                    token_refetched = true;
+                    Ok(Retry::Again(None))
                 }
                 Answer::TokenRejected(error) => {
                     // Waited for like credentials not there yet: the next attempt fetches
                     // another token.
                     self.metadata.forget_token().await;
-                    return Err(Unreachable(format!(
+                    Err(Unreachable(format!(
                         "Google Cloud rejects the access tokens of the metadata server's default \
                          service account (`{}`: HTTP 401 {}: {}); check the instance's service \
                          account and the node's clock",
                         call.method_id, error.reason, error.message
                     ))
-                    .into());
+                    .into())
                 }
-                Answer::Busy(said) if attempt < MAX_ATTEMPTS => {
-                    let pause = backoff.next_delay();
-                    if pause >= self.deadline.remaining() {
-                        return Err(busy_to_the_end(call, &said));
-                    }
-                    tracing::debug!(
-                        "`{}` answered {said}; trying again in {:.1}s",
-                        call.method_id,
-                        pause.as_secs_f64()
-                    );
-                    tokio::time::sleep(pause).await;
-                    attempt += 1;
+                Answer::Busy(said) => {
+                    tracing::debug!("`{}` answered {said}; trying again", call.method_id);
+                    Ok(Retry::Again(Some(busy_to_the_end(call, &said))))
                 }
-                Answer::Busy(said) => return Err(busy_to_the_end(call, &said)),
                 Answer::RateLimited(said) => {
                     // Asked again once the quota's window has turned, never in a burst
                     // inside the refused minute: at most two calls of the method in it.
@@ -274,9 +266,16 @@ impl GoogleApi {
                         hold.as_secs_f64()
                     );
                     self.hold(call.method_id, hold);
+                    Ok(Retry::Again(Some(busy_to_the_end(call, &said))))
                 }
             }
-        }
+        })
+        .await?;
+        answered.map_err(|gave_up| {
+            gave_up
+                .last
+                .unwrap_or_else(|| busy_to_the_end(call, "busy answers"))
+        })
     }
 
     /// Holds every call of `method_id` for `pause` (a rate quota refused it).

@@ -24,6 +24,7 @@ use crate::cloud::{
     Placement, VolumeApi, VolumeAttachment, VolumeQuery, VolumeState,
 };
 use crate::error::{caused_by, NotReady};
+use crate::wait::{retry_until, Backoff, Retry};
 
 /// Largest page asked for; with the label filter one page is the normal case.
 const PAGE_SIZE: &str = "500";
@@ -135,6 +136,23 @@ impl Instance {
                  protokube claims no disk and writes no name for either: correct the one that \
                  is wrong",
                 self.name.as_deref().unwrap_or_default()
+            )
+        })
+    }
+
+    /// Where its own cluster label names another cluster than `disk`'s: what to say. Such a
+    /// node never claims the disk.
+    fn foreign(&self, disk: &Disk, name: &str) -> Option<String> {
+        let ours = self.labels.get(CLUSTER_LABEL)?;
+        let theirs = disk.labels.get(CLUSTER_LABEL)?;
+        (ours != theirs).then(|| {
+            format!(
+                "disk `{name}` is labelled `{CLUSTER_LABEL}={theirs}`, instance `{}` \
+                 `{CLUSTER_LABEL}={ours}` (its metadata `cluster-name={}`): protokube claims no \
+                 disk of another cluster than its instance's label names; correct the label or \
+                 the metadata that is wrong",
+                self.name.as_deref().unwrap_or_default(),
+                self.metadata_item("cluster-name").unwrap_or("none")
             )
         })
     }
@@ -488,31 +506,33 @@ impl Compute {
     /// the deadline is "not ready", saying so: Compute Engine finishes it on its own.
     async fn finish(&self, what: &str, operation: Operation) -> Result<Option<OperationErrorItem>> {
         let deadline = self.api.deadline();
-        let mut operation = operation;
-        loop {
-            if operation.status.as_deref() == Some("DONE") {
-                return Ok(operation.error.and_then(|e| e.errors.into_iter().next()));
-            }
-            let name = required(operation.name.clone(), "name", "compute.zoneOperations")?;
-            let still_running = || -> anyhow::Error {
-                NotReady(format!(
-                    "the zone operation `{name}` ({what}) was still `{}` at the run's deadline \
-                     (--timeout {}); Compute Engine finishes it on its own, the next run sees \
-                     its outcome; retry later",
-                    operation.status.as_deref().unwrap_or("PENDING"),
-                    deadline.timeout_text()
-                ))
-                .into()
-            };
-            if deadline.remaining().is_zero() {
-                return Err(still_running());
-            }
-            let path = self.zonal(
-                &self.placement.zone,
-                &format!("operations/{}/wait", escape(&name)),
-            );
+        if operation.status.as_deref() == Some("DONE") {
+            return Ok(operation.error.and_then(|e| e.errors.into_iter().next()));
+        }
+        let name = required(operation.name.clone(), "name", "compute.zoneOperations")?;
+        let status = std::sync::Mutex::new(operation.status.clone());
+        let still_running = || -> anyhow::Error {
+            let status = status
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone();
+            NotReady(format!(
+                "the zone operation `{name}` ({what}) was still `{}` at the run's deadline \
+                 (--timeout {}); Compute Engine finishes it on its own, the next run sees its \
+                 outcome; retry later",
+                status.as_deref().unwrap_or("PENDING"),
+                deadline.timeout_text()
+            ))
+            .into()
+        };
+        let path = self.zonal(
+            &self.placement.zone,
+            &format!("operations/{}/wait", escape(&name)),
+        );
+        let pause = Backoff::new(Duration::from_millis(500), Duration::from_millis(500));
+        let finished = retry_until(deadline, pause, u32::MAX, |_| async {
             // `wait` answers when the operation is done, or after up to two minutes.
-            let waited = self
+            let waited: Result<Operation> = self
                 .api
                 .call(
                     GoogleService::Compute,
@@ -523,18 +543,25 @@ impl Compute {
                     None,
                 )
                 .await;
-            operation = match waited {
-                Ok(next) => next,
+            match waited {
+                Ok(next) if next.status.as_deref() == Some("DONE") => Ok(Retry::Done(
+                    next.error.and_then(|e| e.errors.into_iter().next()),
+                )),
+                Ok(next) => {
+                    *status
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = next.status;
+                    Ok(Retry::Again(None))
+                }
                 // The deadline came while Compute Engine still held the wait.
                 Err(err) if deadline.remaining().is_zero() && caused_by::<NotReady>(&err) => {
-                    return Err(still_running())
+                    Err(still_running())
                 }
-                Err(err) => return Err(err),
-            };
-            if operation.status.as_deref() != Some("DONE") {
-                tokio::time::sleep(Duration::from_millis(500).min(deadline.remaining())).await;
+                Err(err) => Err(err),
             }
-        }
+        })
+        .await?;
+        finished.map_err(|_| still_running())
     }
 
     /// Every page of `path`, with the list `filter` when given.
@@ -729,23 +756,31 @@ impl VolumeApi for Compute {
         dry_run: bool,
     ) -> Result<AttachOutcome> {
         let zone = self.placement.zone.clone();
-        // A node never claims a disk while its own label and its metadata name two clusters.
-        if let Some(said) = self.instance(instance_id).await?.cluster_contradiction() {
+        // A node never claims a disk while its own label and its metadata name two clusters,
+        // nor a disk labelled for another cluster than its own label names.
+        let instance = self.instance(instance_id).await?;
+        if let Some(said) = instance.cluster_contradiction() {
+            bail!(said);
+        }
+        let Some(disk) = self.disk(volume_id).await? else {
+            bail!("disk `{volume_id}` does not exist in zone `{zone}`");
+        };
+        if let Some(said) = instance.foreign(&disk, volume_id) {
             bail!(said);
         }
         if dry_run {
             // Compute Engine has no dry run: a disk nobody uses would be attached.
-            return Ok(match self.disk(volume_id).await? {
-                Some(disk) if disk.users.is_empty() => AttachOutcome::WouldSucceed,
-                Some(disk) => AttachOutcome::VolumeTaken(format!(
+            return Ok(if disk.users.is_empty() {
+                AttachOutcome::WouldSucceed
+            } else {
+                AttachOutcome::VolumeTaken(format!(
                     "`{volume_id}` is in use by `{}`",
                     disk.users
                         .iter()
                         .map(|u| last_part(u))
                         .collect::<Vec<_>>()
                         .join("`, `")
-                )),
-                None => bail!("disk `{volume_id}` does not exist in zone `{zone}`"),
+                ))
             });
         }
         let path = self.zonal(

@@ -35,6 +35,7 @@ use metadata::MetadataServer;
 /// service account.
 pub(crate) const PROVIDER: Provider = Provider {
     name: "gce",
+    summary: "Google Compute Engine: instances, persistent disks, Cloud DNS",
     zone_service: "Cloud DNS",
     zone_service_names: &["clouddns", "google-clouddns"],
     region_variables: &[],
@@ -43,10 +44,14 @@ pub(crate) const PROVIDER: Provider = Provider {
     endpoints: &[
         Endpoint {
             flag: COMPUTE_ENDPOINT_FLAG,
+            variable: "PROTOKUBE_GCE_COMPUTE_ENDPOINT",
+            what: "Compute Engine's API root, for tests and private endpoints",
             default: "https://compute.googleapis.com/compute/v1/",
         },
         Endpoint {
             flag: DNS_ENDPOINT_FLAG,
+            variable: "PROTOKUBE_GCE_DNS_ENDPOINT",
+            what: "Cloud DNS' API root, for tests and private endpoints",
             default: "https://dns.googleapis.com/dns/v1/",
         },
     ],

@@ -9,6 +9,7 @@ pub(crate) mod block;
 pub(crate) mod double;
 pub(crate) mod etcd;
 pub(crate) mod gce;
+pub(crate) mod gossip;
 pub(crate) mod iam;
 pub(crate) mod imds;
 pub(crate) mod kops;
