@@ -53,22 +53,30 @@ _protokube() {
 
     case "${cmd}" in
         protokube)
-            opts="-o -v -q -h -V --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help --version discover-volumes mount render-manifests publish-dns sync reset apply-channels label-node version gossip"
+            opts="-o -v -q -h -V --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help --version discover-volumes mount render-manifests publish-dns sync reset apply-channels label-node version gossip"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --cloud)
+                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    return 0
+                    ;;
+                --gce-compute-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --cluster-spec)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --cluster-id)
                     COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
                     return 0
                     ;;
                 --master)
@@ -104,14 +112,6 @@ _protokube() {
                     return 0
                     ;;
                 --zone)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-compute-endpoint)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-dns-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -291,22 +291,30 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__apply__subcmd__channels)
-            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --cloud)
+                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    return 0
+                    ;;
+                --gce-compute-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --cluster-spec)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --cluster-id)
                     COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
                     return 0
                     ;;
                 --master)
@@ -342,14 +350,6 @@ _protokube() {
                     return 0
                     ;;
                 --zone)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-compute-endpoint)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-dns-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -489,22 +489,30 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__discover__subcmd__volumes)
-            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --cloud)
+                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    return 0
+                    ;;
+                --gce-compute-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --cluster-spec)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --cluster-id)
                     COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
                     return 0
                     ;;
                 --master)
@@ -540,14 +548,6 @@ _protokube() {
                     return 0
                     ;;
                 --zone)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-compute-endpoint)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-dns-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -687,22 +687,30 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__gossip)
-            opts="-o -v -q -h --once --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --once --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --cloud)
+                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    return 0
+                    ;;
+                --gce-compute-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --cluster-spec)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --cluster-id)
                     COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
                     return 0
                     ;;
                 --master)
@@ -738,14 +746,6 @@ _protokube() {
                     return 0
                     ;;
                 --zone)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-compute-endpoint)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-dns-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -885,22 +885,30 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__label__subcmd__node)
-            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --cloud)
+                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    return 0
+                    ;;
+                --gce-compute-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --cluster-spec)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --cluster-id)
                     COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
                     return 0
                     ;;
                 --master)
@@ -936,14 +944,6 @@ _protokube() {
                     return 0
                     ;;
                 --zone)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-compute-endpoint)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-dns-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1083,22 +1083,30 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__mount)
-            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --cloud)
+                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    return 0
+                    ;;
+                --gce-compute-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --cluster-spec)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --cluster-id)
                     COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
                     return 0
                     ;;
                 --master)
@@ -1134,14 +1142,6 @@ _protokube() {
                     return 0
                     ;;
                 --zone)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-compute-endpoint)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-dns-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1281,22 +1281,30 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__publish__subcmd__dns)
-            opts="-o -v -q -h --wait --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --wait --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --cloud)
+                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    return 0
+                    ;;
+                --gce-compute-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --cluster-spec)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --cluster-id)
                     COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
                     return 0
                     ;;
                 --master)
@@ -1332,14 +1340,6 @@ _protokube() {
                     return 0
                     ;;
                 --zone)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-compute-endpoint)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-dns-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1479,7 +1479,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__render__subcmd__manifests)
-            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1525,16 +1525,24 @@ _protokube() {
                     COMPREPLY=($(compgen -W "true false" -- "${cur}"))
                     return 0
                     ;;
+                --cloud)
+                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    return 0
+                    ;;
+                --gce-compute-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --cluster-spec)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --cluster-id)
                     COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
                     return 0
                     ;;
                 --master)
@@ -1570,14 +1578,6 @@ _protokube() {
                     return 0
                     ;;
                 --zone)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-compute-endpoint)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-dns-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1717,22 +1717,30 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__reset)
-            opts="-o -v -q -h --detach --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --detach --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --cloud)
+                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    return 0
+                    ;;
+                --gce-compute-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --cluster-spec)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --cluster-id)
                     COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
                     return 0
                     ;;
                 --master)
@@ -1768,14 +1776,6 @@ _protokube() {
                     return 0
                     ;;
                 --zone)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-compute-endpoint)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-dns-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1915,7 +1915,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__sync)
-            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --wait --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --wait --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1961,16 +1961,24 @@ _protokube() {
                     COMPREPLY=($(compgen -W "true false" -- "${cur}"))
                     return 0
                     ;;
+                --cloud)
+                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    return 0
+                    ;;
+                --gce-compute-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --cluster-spec)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --cluster-id)
                     COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
                     return 0
                     ;;
                 --master)
@@ -2006,14 +2014,6 @@ _protokube() {
                     return 0
                     ;;
                 --zone)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-compute-endpoint)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-dns-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2153,22 +2153,30 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__version)
-            opts="-o -v -q -h --cluster-spec --cluster-id --cloud --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --gce-compute-endpoint --gce-dns-endpoint --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --cloud)
+                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    return 0
+                    ;;
+                --gce-compute-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --cluster-spec)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --cluster-id)
                     COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
                     return 0
                     ;;
                 --master)
@@ -2204,14 +2212,6 @@ _protokube() {
                     return 0
                     ;;
                 --zone)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-compute-endpoint)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --gce-dns-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

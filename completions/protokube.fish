@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_protokube_global_optspecs
-    string join \n cluster-spec= cluster-id= cloud= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= gce-compute-endpoint= gce-dns-endpoint= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= verify-interval= log-format= metrics-file= v/verbose q/quiet blank-check= no-progress channels= bootstrap-master-node-labels= node-name= adopt gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= gossip-seed= gossip-seed-secondary= gossip-conn-limit= etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth= v= gossip= containerized= initialize-rbac= manage-etcd= remove-dns-names= dns-update-interval= dns-server= apply-taints= etcd-backup-image= etcd-backup-store= h/help V/version
+    string join \n cloud= gce-compute-endpoint= gce-dns-endpoint= cluster-spec= cluster-id= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= verify-interval= log-format= metrics-file= v/verbose q/quiet blank-check= no-progress channels= bootstrap-master-node-labels= node-name= adopt gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= gossip-seed= gossip-seed-secondary= gossip-conn-limit= etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth= v= gossip= containerized= initialize-rbac= manage-etcd= remove-dns-names= dns-update-interval= dns-server= apply-taints= etcd-backup-image= etcd-backup-store= h/help V/version
 end
 
 function __fish_protokube_needs_command
@@ -24,10 +24,12 @@ function __fish_protokube_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c protokube -n "__fish_protokube_needs_command" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
-complete -c protokube -n "__fish_protokube_needs_command" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+complete -c protokube -n "__fish_protokube_needs_command" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_needs_command" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_needs_command" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
@@ -38,8 +40,6 @@ complete -c protokube -n "__fish_protokube_needs_command" -l internal-ip -d 'Thi
 complete -c protokube -n "__fish_protokube_needs_command" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6, taken as its own beside those the cloud lists for it [default: those the cloud lists]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_needs_command" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
-complete -c protokube -n "__fish_protokube_needs_command" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_needs_command" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -110,10 +110,12 @@ complete -c protokube -n "__fish_protokube_needs_command" -f -a "apply-channels"
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "label-node" -d 'Give this node kOps\' mandatory control-plane labels through the Kubernetes API'
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "version" -d 'Print the build: version, git commit, build date, rustc, target and enabled features (`-o json` for one object)'
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "gossip" -d 'Be a member of kOps\' gossip network (`*.k8s.local` clusters) and keep the hosts block from its view, until stopped'
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
@@ -124,8 +126,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6, taken as its own beside those the cloud lists for it [default: those the cloud lists]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -174,10 +174,12 @@ complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -s
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l no-progress -d 'No progress bars, even on a terminal'
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
@@ -188,8 +190,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand mount" -l internal-i
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6, taken as its own beside those the cloud lists for it [default: those the cloud lists]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -249,10 +249,12 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l peer-key -d 'Peer key (ETCD_PEER_KEY_FILE)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l tls-auth -d 'Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH); kOps writes `--tls-auth=true`' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
@@ -263,8 +265,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6, taken as its own beside those the cloud lists for it [default: those the cloud lists]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -313,10 +313,12 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -s
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l no-progress -d 'No progress bars, even on a terminal'
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
@@ -327,8 +329,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l inte
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6, taken as its own beside those the cloud lists for it [default: those the cloud lists]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -389,10 +389,12 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -l peer-cert -
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l peer-key -d 'Peer key (ETCD_PEER_KEY_FILE)' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l tls-auth -d 'Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH); kOps writes `--tls-auth=true`' -r -f -a "true\t''
 false\t''"
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
@@ -403,8 +405,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -l internal-ip
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6, taken as its own beside those the cloud lists for it [default: those the cloud lists]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -454,10 +454,12 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -s q -l quiet 
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l no-progress -d 'No progress bars, even on a terminal'
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
@@ -468,8 +470,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand reset" -l internal-i
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6, taken as its own beside those the cloud lists for it [default: those the cloud lists]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -519,10 +519,12 @@ complete -c protokube -n "__fish_protokube_using_subcommand reset" -s q -l quiet
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l no-progress -d 'No progress bars, even on a terminal'
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
@@ -533,8 +535,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l i
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6, taken as its own beside those the cloud lists for it [default: those the cloud lists]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -583,10 +583,12 @@ complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -s q
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l no-progress -d 'No progress bars, even on a terminal'
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
@@ -597,8 +599,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l inter
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6, taken as its own beside those the cloud lists for it [default: those the cloud lists]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -647,10 +647,12 @@ complete -c protokube -n "__fish_protokube_using_subcommand label-node" -s q -l 
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l no-progress -d 'No progress bars, even on a terminal'
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
@@ -661,8 +663,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand version" -l internal
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6, taken as its own beside those the cloud lists for it [default: those the cloud lists]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand version" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand version" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''
@@ -711,10 +711,12 @@ complete -c protokube -n "__fish_protokube_using_subcommand version" -s q -l qui
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l no-progress -d 'No progress bars, even on a terminal'
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand version" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
-complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l root -d 'Directory the host\'s `/` is found at; every host path is taken under it [default: `/`, `/rootfs` with kOps\' `--containerized=true`]' -r -F
@@ -725,8 +727,6 @@ complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l internal-
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l external-ip -d 'This instance\'s public IP address, IPv4 or IPv6, taken as its own beside those the cloud lists for it [default: those the cloud lists]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l dns -d 'Where DNS records go: `zones` (the cloud\'s DNS service: Route53 on AWS, Cloud DNS on GCE; also called by its name, `route53`, `clouddns`, or kOps\', `aws-route53`, `google-clouddns`), `hosts` (the guarded block in /etc/hosts; kOps\' `gossip`) or `none` [default: hosts for `.k8s.local` clusters, else zones]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l zone -d 'DNS zone choice (repeatable): `*` or `*/*` any, `*/ID`, `NAME`, `NAME/ID` [default: spec.dnsZone, else the longest-suffix zone]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
-complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l dns-internal-suffix -d 'Suffix of internal names such as etcd peers [default: `.internal.<cluster>`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l templates -d 'Directory of Tera templates that override the built-in ones (same file names)' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -s o -l output -d 'Report format on stdout' -r -f -a "text\t''

@@ -9,7 +9,11 @@ use clap::builder::BoolishValueParser;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::error::UsageError;
+use std::collections::BTreeMap;
+
+use crate::cloud::provider::{Endpoint, Provider};
 use crate::flags::{DnsChoice, DnsKind, Flags, OutputArg};
+use crate::providers::Registered;
 use crate::logging::LogFormat;
 use crate::plan::kops::KopsUnit;
 use crate::plan::manifests::etcd::EtcdOptions;
@@ -18,6 +22,73 @@ use crate::settings::DEFAULT_KUBECONFIG;
 
 /// Where kOps' protokube container (`--containerized=true`, kOps 1.12–1.20) has the host's root.
 pub(crate) const CONTAINER_ROOT: &str = "/rootfs";
+
+/// `--cloud`: its words, its help and its default are the registry's (one list of providers).
+impl clap::ValueEnum for Registered {
+    fn value_variants<'a>() -> &'a [Self] {
+        crate::providers::all()
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.provider.name).help(self.provider.summary))
+    }
+}
+
+/// Every provider's endpoint flags (`--<cloud>-…-endpoint`), as each provider declares them in
+/// its own folder: the API roots given, flag → value.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct EndpointFlags(pub(crate) BTreeMap<String, String>);
+
+impl EndpointFlags {
+    /// Each provider's endpoints, with the provider.
+    fn declared() -> impl Iterator<Item = (&'static Provider, &'static Endpoint)> {
+        crate::providers::all()
+            .iter()
+            .flat_map(|r| r.provider.endpoints.iter().map(move |e| (r.provider, e)))
+    }
+}
+
+impl clap::FromArgMatches for EndpointFlags {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let given = Self::declared()
+            .filter_map(|(_, endpoint)| {
+                let id = endpoint.flag.trim_start_matches('-');
+                let value = matches.get_one::<String>(id)?;
+                Some((endpoint.flag.to_owned(), value.clone()))
+            })
+            .collect();
+        Ok(Self(given))
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for EndpointFlags {
+    fn augment_args(mut command: clap::Command) -> clap::Command {
+        for (provider, endpoint) in Self::declared() {
+            let long = endpoint.flag.trim_start_matches('-');
+            command = command.arg(
+                clap::Arg::new(long)
+                    .long(long)
+                    .global(true)
+                    .value_name("URL")
+                    .env(endpoint.variable)
+                    .help(format!(
+                        "{} (with `--cloud {}`) [default: `{}`]",
+                        endpoint.what, provider.name, endpoint.default
+                    )),
+            );
+        }
+        command
+    }
+
+    fn augment_args_for_update(command: clap::Command) -> clap::Command {
+        Self::augment_args(command)
+    }
+}
 
 /// Bring a Kubernetes control plane up on cloud machines before the Kubernetes API exists.
 ///
@@ -38,6 +109,19 @@ pub(crate) const CONTAINER_ROOT: &str = "/rootfs";
     max_term_width = 100
 )]
 pub struct Cli {
+    /// The cloud this node runs on.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value_t = Registered::default(),
+        env = "PROTOKUBE_CLOUD"
+    )]
+    pub(crate) cloud: Registered,
+
+    #[command(flatten)]
+    pub(crate) endpoints: EndpointFlags,
+
     #[command(flatten)]
     pub(crate) global: Flags,
 
@@ -531,6 +615,8 @@ impl Cli {
         if flags.dns.is_none() && self.legacy.gossip == Some(true) {
             flags.dns = Some(DnsChoice::of(DnsKind::Hosts));
         }
+        flags.provider = Some(self.cloud.provider);
+        flags.endpoints.clone_from(&self.endpoints.0);
         flags.etcd = etcd;
         flags.wait = wait;
         flags.detach = matches!(&self.command, Some(Command::Reset(args)) if args.detach);

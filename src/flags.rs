@@ -13,8 +13,7 @@ use std::time::Duration;
 use clap::builder::BoolishValueParser;
 use clap::Args;
 
-use crate::cloud::provider::{Endpoint, Provider};
-use crate::providers::Registered;
+use crate::cloud::provider::Provider;
 use crate::logging::LogFormat;
 use crate::plan::blank::BlankCheck;
 use crate::plan::kops::KopsUnit;
@@ -42,16 +41,6 @@ pub(crate) struct Flags {
     /// Cluster name [default: metadata.name of the spec, else the instance's KubernetesCluster tag].
     #[arg(long, global = true, value_name = "NAME", env = "PROTOKUBE_CLUSTER_ID")]
     pub(crate) cluster_id: Option<String>,
-
-    /// The cloud this node runs on.
-    #[arg(
-        long,
-        global = true,
-        value_enum,
-        default_value_t = Registered::default(),
-        env = "PROTOKUBE_CLOUD"
-    )]
-    pub(crate) cloud: Registered,
 
     /// This node is a control-plane node (volumes, etcd, control-plane manifests, API records).
     #[arg(
@@ -117,8 +106,6 @@ pub(crate) struct Flags {
     )]
     pub(crate) zones: Vec<String>,
 
-    #[command(flatten)]
-    pub(crate) endpoints: EndpointFlags,
 
     /// Suffix of internal names such as etcd peers [default: `.internal.<cluster>`].
     #[arg(
@@ -249,6 +236,13 @@ pub(crate) struct Flags {
 
     #[command(flatten)]
     pub(crate) gossip: GossipFlags,
+
+    /// `--cloud`: the provider (the command line parses it from the registry).
+    #[arg(skip)]
+    pub(crate) provider: Option<&'static Provider>,
+    /// The API root flags given (a provider's endpoint flags): flag → value.
+    #[arg(skip)]
+    pub(crate) endpoints: BTreeMap<String, String>,
 
     /// The etcd flags of the command given (the old daemon's, or the subcommand's).
     #[arg(skip)]
@@ -486,73 +480,6 @@ impl From<BlankCheckArg> for BlankCheck {
             BlankCheckArg::Sampled => Self::Sampled,
             BlankCheckArg::Full => Self::Full,
         }
-    }
-}
-
-/// `--cloud`: its words, its help and its default are the registry's (one list of providers).
-impl clap::ValueEnum for Registered {
-    fn value_variants<'a>() -> &'a [Self] {
-        crate::providers::all()
-    }
-
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.provider.name).help(self.provider.summary))
-    }
-}
-
-/// Every provider's endpoint flags (`--<cloud>-…-endpoint`), as each provider declares them in
-/// its own folder: the API roots given, flag → value.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct EndpointFlags(pub(crate) BTreeMap<String, String>);
-
-impl EndpointFlags {
-    /// Each provider's endpoints, with the provider.
-    fn declared() -> impl Iterator<Item = (&'static Provider, &'static Endpoint)> {
-        crate::providers::all()
-            .iter()
-            .flat_map(|r| r.provider.endpoints.iter().map(move |e| (r.provider, e)))
-    }
-}
-
-impl clap::FromArgMatches for EndpointFlags {
-    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
-        let given = Self::declared()
-            .filter_map(|(_, endpoint)| {
-                let id = endpoint.flag.trim_start_matches('-');
-                let value = matches.get_one::<String>(id)?;
-                Some((endpoint.flag.to_owned(), value.clone()))
-            })
-            .collect();
-        Ok(Self(given))
-    }
-
-    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
-        *self = Self::from_arg_matches(matches)?;
-        Ok(())
-    }
-}
-
-impl clap::Args for EndpointFlags {
-    fn augment_args(mut command: clap::Command) -> clap::Command {
-        for (provider, endpoint) in Self::declared() {
-            let long = endpoint.flag.trim_start_matches('-');
-            command = command.arg(
-                clap::Arg::new(long)
-                    .long(long)
-                    .global(true)
-                    .value_name("URL")
-                    .env(endpoint.variable)
-                    .help(format!(
-                        "{} (with `--cloud {}`) [default: `{}`]",
-                        endpoint.what, provider.name, endpoint.default
-                    )),
-            );
-        }
-        command
-    }
-
-    fn augment_args_for_update(command: clap::Command) -> clap::Command {
-        Self::augment_args(command)
     }
 }
 

@@ -69,7 +69,7 @@ async fn connect_and_run(
     member: Option<&Handle>,
     report: &mut Report,
 ) -> Result<()> {
-    let Connected { cloud, zones } = (cli.global.cloud.connect)(settings, &LinuxHost)?;
+    let Connected { cloud, zones } = (cli.cloud.connect)(settings, &LinuxHost)?;
     let cut_off = tokio::time::Instant::from(settings.deadline.instant() + PAST_DEADLINE);
     let places = Places {
         zones: &*zones,

@@ -151,7 +151,9 @@ impl Settings {
             ))
         })?;
         let kubeconfig = host_kubeconfig(&flags, &given_root, &root)?;
-        let provider = flags.cloud.provider;
+        let provider = flags
+            .provider
+            .ok_or_else(|| UsageError("--cloud: no cloud given".to_owned()))?;
         let dns_flag = flags
             .dns
             .as_ref()
@@ -161,7 +163,7 @@ impl Settings {
         let etcd_only = flags.legacy && spec.document.is_none();
         let mut settings = Self {
             provider,
-            endpoints: provider.endpoints(&flags.endpoints.0).map_err(usage)?,
+            endpoints: provider.endpoints(&flags.endpoints).map_err(usage)?,
             cluster: None,
             master: flags.master,
             root,
@@ -709,6 +711,7 @@ mod tests {
 
     fn flags() -> Flags {
         Flags {
+            provider: Some(&crate::providers::aws::PROVIDER),
             root: Some("/".into()),
             timeout: Duration::from_mins(1),
             ..Default::default()

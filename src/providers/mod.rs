@@ -82,7 +82,7 @@ mod tests {
     fn each_providers_connect_makes_its_cloud_and_zones_without_a_call() {
         for registered in all() {
             let word = registered.provider.name;
-            let bench = Bench::with_flags(&[], |flags| flags.cloud = *registered);
+            let bench = Bench::with_flags(&[], |flags| flags.provider = Some(registered.provider));
             let connected = (registered.connect)(&bench.settings, &bench.host).unwrap();
             assert!(connected.cloud.calls().values().all(|n| *n == 0), "{word}");
             assert!(

@@ -118,7 +118,7 @@ async fn member_beside_runs(cli: &Cli, beside: &RefCell<Option<Handle>>) {
 /// returns the settings and the cloud calls the start made.
 async fn start(cli: &Cli) -> Result<(Home, Arc<Settings>, CloudCalls)> {
     let settings = Arc::new(Settings::resolve(cli.flags()?, &LinuxHost)?);
-    let connect = cli.global.cloud.connect;
+    let connect = cli.cloud.connect;
     let Connected { cloud, .. } = connect(&settings, &LinuxHost)?;
     let mut snapshot = Snapshot::new(&settings, &*cloud, &LinuxHost, VolumeScope::Region);
     let home = Home::start(&mut snapshot, connect, Arc::new(Sockets))

@@ -140,6 +140,7 @@ impl Bench {
     pub(crate) fn with_flags(volumes: &[Vol], adjust: impl FnOnce(&mut Flags)) -> Self {
         let dir = tempfile::tempdir().expect("a temporary root");
         let mut flags = Flags {
+            provider: Some(&crate::providers::aws::PROVIDER),
             cluster_id: Some(CLUSTER.to_owned()),
             master: true,
             root: Some(dir.path().to_owned()),

@@ -60,8 +60,9 @@ const TEST_SUPPORT: [&str; 4] = [
     "steps/testing.rs",
 ];
 
-/// The composition root: it picks the providers and the real node, and may name them all.
-const COMPOSITION_ROOT: [&str; 2] = ["lib.rs", "main.rs"];
+/// The composition root: it picks the real node and runs the commands (the one-shot runner and
+/// the wing for what does not end), and may name them all.
+const COMPOSITION_ROOT: [&str; 4] = ["lib.rs", "main.rs", "run.rs", "serve/mod.rs"];
 
 /// The paths every `use` declaration of `code` names, groups expanded at any depth and in any
 /// layout: `use crate::{a::X, b::{c, self}};` → `crate::a::X`, `crate::b::c`, `crate::b`.
@@ -207,7 +208,9 @@ fn command_files_are_thin_and_do_not_import_each_other() {
 fn nothing_below_the_commands_imports_the_cli_or_a_command() {
     let graph = graph();
     for (module, imports) in &graph.edges {
-        if ["main", "lib", "cli"].contains(&module.as_str()) || top(module) == "cmd" {
+        if ["main", "lib", "cli", "run"].contains(&module.as_str())
+            || ["cmd", "serve"].contains(&top(module))
+        {
             continue;
         }
         for import in imports {
@@ -413,9 +416,13 @@ const PROVIDERS: [(&str, &[&str], &[&str]); 2] = [
     ),
 ];
 
-/// Where the command line names the providers (`--cloud`'s values, their flags), and the
-/// registry that picks them: nowhere else (ARCHITECTURE.md).
-const NAMES_PROVIDERS: [&str; 3] = ["cli.rs", "flags.rs", "providers/mod.rs"];
+/// The registry that lists the providers: the one product file outside their folders that may
+/// name them (ARCHITECTURE.md).
+const NAMES_PROVIDERS: [&str; 1] = ["providers/mod.rs"];
+
+/// Files whose doc comments are the command line's help: there (and only there) a doc comment
+/// may name a provider, its code never.
+const HELP_TEXT: [&str; 2] = ["cli.rs", "flags.rs"];
 
 /// The lines of `text` (outside its unit tests, comments included) that name one of `words`,
 /// as `line: text`; module declarations (`mod route53;`) are a folder's listing, not a use.
@@ -445,37 +452,47 @@ fn lines_naming(text: &str, words: &[&str]) -> Vec<String> {
 }
 
 /// A provider has one home, `providers/<provider>/` (its value, its cloud, its zone service,
-/// its `connect`), and one arm of the registry's one `match` on `--cloud`'s word in
-/// `providers/mod.rs`; no other file matches on the provider (`CloudArg::` appears nowhere),
-/// and nothing keeps a table of provider pairs.
+/// its `connect`, its endpoint flags), and one line of the registry, the one list of providers in
+/// `providers/mod.rs`: `--cloud` takes its words and its default from it (no mirror enum), the
+/// endpoint flags come from each provider's own declaration, nothing matches on a provider, and
+/// the registry is read where the command line is parsed, once per run.
 #[test]
-fn one_registry_match_picks_the_provider() {
-    let mut matches = Vec::new();
+fn the_registry_is_the_one_list_of_providers() {
+    let mut mirrors = Vec::new();
     for (path, text) in sources() {
         let name = path.display().to_string();
-        for (n, line) in without_tests(&text).lines().enumerate() {
-            if line.contains("CloudArg::") && !line.trim_start().starts_with("//") {
-                matches.push(format!("{name}:{}: {}", n + 1, line.trim()));
+        let code = without_tests(&text);
+        for (n, line) in code.lines().enumerate() {
+            let trimmed = line.trim_start();
+            if trimmed.starts_with("//") {
+                continue;
+            }
+            let reads_registry =
+                line.contains("providers::all()") || line.contains("providers::registry(");
+            if line.contains("CloudArg") || line.contains("=> Some(Registered {") {
+                mirrors.push(format!("{name}:{}: {}", n + 1, line.trim()));
+            }
+            if reads_registry && !["cli.rs", "providers/mod.rs"].contains(&name.as_str()) {
+                mirrors.push(format!("{name}:{}: {} (reads the registry)", n + 1, line.trim()));
             }
         }
     }
     assert!(
-        matches.is_empty(),
-        "the provider matched outside the registry:\n{}",
-        matches.join("\n")
+        mirrors.is_empty(),
+        "the providers listed or looked up outside the registry:\n{}",
+        mirrors.join("\n")
     );
     let registry =
         std::fs::read_to_string(crate::support::repo().join("src/providers/mod.rs")).unwrap();
     let code = without_tests(&registry);
-    assert_eq!(
-        code.matches("match word {").count(),
-        1,
-        "the registry is one `match`"
+    assert!(
+        code.contains(&format!("static REGISTRY: [Registered; {}]", PROVIDERS.len())),
+        "one registry line per provider"
     );
-    assert_eq!(
-        code.matches("=> Some(Registered {").count(),
-        PROVIDERS.len(),
-        "one registry arm per provider"
+    let cli = std::fs::read_to_string(crate::support::repo().join("src/cli.rs")).unwrap();
+    assert!(
+        cli.contains("pub(crate) cloud: Registered,"),
+        "--cloud parses to the registry's value"
     );
     // Each provider is one folder.
     for (provider, folders, _) in PROVIDERS {
@@ -504,14 +521,20 @@ fn a_providers_words_stay_in_its_own_folders() {
                 continue;
             }
             for line in lines_naming(&text, words) {
+                let help = line
+                    .split_once(": ")
+                    .is_some_and(|(_, code)| code.starts_with("///"));
+                if help && HELP_TEXT.contains(&name.as_str()) {
+                    continue;
+                }
                 misplaced.push(format!("{name}:{line} ({provider})"));
             }
         }
     }
     assert!(
         misplaced.is_empty(),
-        "a provider's words outside its folder (providers/<provider>/) and the \
-         command line's files:\n{}",
+        "a provider's words outside its folder (providers/<provider>/), the registry and the \
+         command line's help:\n{}",
         misplaced.join("\n")
     );
     // The check sees what it is meant to.
