@@ -121,7 +121,7 @@ impl Home {
     /// Writes the view into the hosts block (or plans it, with `--dry-run`), holding the run
     /// lock while it writes when `lock` says so (not beside the old daemon's runs, which hold
     /// it themselves in this process).
-    pub(crate) async fn write_hosts(&self, files: &dyn Files, lock: bool) -> Result<HostsUpdate> {
+    pub(crate) async fn write_block(&self, files: &dyn Files, lock: bool) -> Result<HostsUpdate> {
         let path = self.hosts_path()?;
         let view = self.handle().view();
         let _lock = if lock && !self.settings.dry_run {
@@ -172,7 +172,7 @@ impl Home {
                     tracing::warn!("{warning}");
                 }
             }
-            match self.write_hosts(files, lock).await {
+            match self.write_block(files, lock).await {
                 Ok(update) => log_changes(&update),
                 Err(err) => tracing::warn!("gossip: {err:#}"),
             }

@@ -168,7 +168,7 @@ async fn once_report(home: &Home, settings: &Settings, report: &mut Report) -> R
     for warning in &view.skipped {
         report.warn(warning.clone());
     }
-    let update = home.write_hosts(&LinuxHost, true).await?;
+    let update = home.write_block(&LinuxHost, true).await?;
     for change in update.changes {
         report.push(change);
     }

@@ -2,9 +2,12 @@
 //! import each other, nothing below the commands importing the CLI layer or a command, no
 //! import cycles between modules nor between files, planning free of effects, the machine
 //! touched under `host/linux/` only and reached from outside `host/` by the composition root
-//! alone, the pure DNS rules in `plan/dns/` and effects only in `dns/`, a provider's words only in its own folders and where the command line names it, test
-//! support compiled for tests only, clap in the CLI layer only, and a `//!` line at the top of
-//! every file.
+//! alone, the pure DNS rules in `plan/dns/` and effects only in `dns/`, a provider's words only
+//! in its own folders and the registry (the one list of providers), what does not end in
+//! `serve/` with the gossip member a value (no static state), the protocols on their transport
+//! seam and free of files and runs, one writer of the hosts block, every retry through the
+//! wait module, test support compiled for tests only, clap in the CLI layer only, functions
+//! that fit on a screen (tests too), and a `//!` line at the top of every file.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -830,6 +833,112 @@ fn pub_is_a_door() {
     );
 }
 
+/// What does not end lives in `serve/`: the stop signals are caught there alone, and the
+/// member is a value handed to what uses it — no `static` holds mutable state (logging keeps
+/// its own, set once at start).
+#[test]
+fn what_does_not_end_lives_in_serve_and_holds_no_static_state() {
+    for (path, text) in sources() {
+        let name = path.display().to_string();
+        let code = without_tests(&text);
+        if code.contains("tokio::signal") {
+            assert_eq!(name, "serve/signals.rs", "{name} catches signals");
+        }
+        if name == "logging.rs" {
+            continue;
+        }
+        for line in code.lines().map(str::trim_start) {
+            let declares = line.starts_with("static ") || line.contains(" static ");
+            let mutable = ["Mutex", "RwLock", "Atomic", "RefCell", "Cell<", "static mut"]
+                .iter()
+                .any(|kind| line.contains(kind));
+            assert!(
+                !(declares && mutable && !line.starts_with("//")),
+                "{name}: a static holding mutable state: {line}"
+            );
+        }
+    }
+}
+
+/// The gossip protocols and their view touch no file and know no run: `gossip/` imports none
+/// of the layers that do; its wire and its view are pure; the protocols reach the network
+/// through the transport seam alone (real sockets in `transport.rs`, the in-memory network in
+/// their unit tests).
+#[test]
+fn the_gossip_protocols_know_no_file_and_no_run() {
+    let graph = graph();
+    for (module, imports) in &graph.edges {
+        if top(module) != "gossip" {
+            continue;
+        }
+        for import in imports {
+            assert!(
+                ![
+                    "host", "dns", "settings", "snapshot", "steps", "providers", "cmd", "serve",
+                    "run", "cli", "flags",
+                ]
+                .contains(&top(import)),
+                "{module} (the gossip protocols) imports {import}"
+            );
+        }
+        let code = without_tests(&graph.texts[module]);
+        let pure = module.starts_with("gossip::wire") || module == "gossip::view";
+        for effect in ["tokio::", ".await", "std::net::UdpSocket", "std::net::TcpStream"] {
+            assert!(
+                !(pure && code.contains(effect)),
+                "{module} (pure) uses {effect}"
+            );
+        }
+        if module != "gossip::transport" {
+            assert!(
+                !code.contains("tokio::net"),
+                "{module} opens sockets itself: the protocols go through the transport seam"
+            );
+        }
+    }
+}
+
+/// The hosts block has one writer, in the DNS layer, that the one-shot target and the member
+/// both call: nothing else writes the hosts file.
+#[test]
+fn the_hosts_block_has_one_writer() {
+    for (path, text) in sources() {
+        let name = path.display().to_string();
+        if name.starts_with("host/") || name == "dns/hosts_file.rs" {
+            continue;
+        }
+        assert!(
+            !without_tests(&text).contains("write_hosts("),
+            "{name} writes the hosts file itself: it goes through dns::hosts_file"
+        );
+    }
+}
+
+/// Every wait and retry goes through the wait module (`poll_until`, `retry_until`): no other
+/// file pauses by hand between attempts (the protocols, which run on their own clock, and the
+/// long-running wing, which paces itself, aside; the node's own blocking waits are under
+/// `host/linux/`).
+#[test]
+fn every_retry_goes_through_the_wait_module() {
+    for (path, text) in sources() {
+        let name = path.display().to_string();
+        if name == "wait.rs" || name.starts_with("gossip/") || name.starts_with("serve/") {
+            continue;
+        }
+        let code = without_tests(&text);
+        assert!(
+            !code.contains("tokio::time::sleep("),
+            "{name} pauses by hand: retry through wait::retry_until or wait::poll_until"
+        );
+        if !name.starts_with("host/linux") {
+            assert!(
+                !code.contains("std::thread::sleep"),
+                "{name} blocks its thread to pause"
+            );
+        }
+    }
+}
+
 /// The lines of each function of `text` that has a body: (name, first line, line count).
 fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
     let lines: Vec<&str> = text.lines().collect();
@@ -866,11 +975,26 @@ fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
     found
 }
 
-/// Functions fit on a screen: none over 100 lines, tests included.
+/// Every `.rs` file under `tests/it/`, with its text.
+fn test_sources() -> Vec<(PathBuf, String)> {
+    let dir = crate::support::repo().join("tests/it");
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap().chain(std::fs::read_dir(dir.join("support")).unwrap()) {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            out.push((path.strip_prefix(crate::support::repo()).unwrap().to_owned(), text));
+        }
+    }
+    out
+}
+
+/// Functions fit on a screen: none over 100 lines, unit tests and integration tests included.
 #[test]
 fn no_function_is_over_100_lines() {
     let long: Vec<String> = sources()
         .into_iter()
+        .chain(test_sources())
         .flat_map(|(path, text)| {
             function_lengths(&text)
                 .into_iter()

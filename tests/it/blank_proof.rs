@@ -45,115 +45,88 @@ fn volume_on(node: &Bed, case: usize, disk: &LoopDevice) -> (String, String) {
     (cluster, volume)
 }
 
-#[test]
-#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
-fn every_signature_kind_is_refused_and_left_byte_for_byte() {
-    type Prepare = fn(&LoopDevice);
-    // (kind, size in MiB, how to make it, what the refusal names)
-    let cases: Vec<(&str, u64, Prepare, &str)> = vec![
-        (
-            "dos partition table",
-            64,
-            |d| d.write_partition_table(),
-            "`dos` partition table",
-        ),
+/// How a case prepares its device.
+type Prepare = fn(&LoopDevice);
+
+/// An ISO 9660 image (xorriso) at the start.
+fn iso9660(d: &LoopDevice) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("file"), "data").unwrap();
+    let image = dir.path().join("image.iso");
+    let out = std::process::Command::new("xorriso")
+        .args(["-as", "mkisofs", "-quiet", "-o"])
+        .arg(&image)
+        .arg(dir.path().join("file"))
+        .output()
+        .expect("xorriso");
+    assert!(out.status.success(), "{out:?}");
+    d.write_at(0, &std::fs::read(&image).unwrap());
+}
+
+/// A LUKS2 header (cryptsetup).
+fn luks2(d: &LoopDevice) {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new("cryptsetup")
+        .args(["luksFormat", "--type", "luks2", "--batch-mode", "--key-file=-"])
+        .args(["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"])
+        .arg(d.path_str())
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("cryptsetup (cryptsetup-bin)");
+    child.stdin.take().unwrap().write_all(b"secret").unwrap();
+    assert!(child.wait().unwrap().success());
+}
+
+/// A GPT whose primary header was wiped: only its backup at the end.
+fn gpt_backup_only(d: &LoopDevice) {
+    d.run_on("sgdisk", &["-o", "-n", "1:2048:+16M"]);
+    d.write_at(0, &[0u8; 34 * 512]);
+}
+
+/// ZFS vdev labels L2 and L3 at the end of the device, uberblocks 128 KiB into each.
+fn zfs_end_labels(d: &LoopDevice) {
+    let size = 64u64 << 20;
+    for label in [size - (512 << 10), size - (256 << 10)] {
+        for i in 0..8u64 {
+            let mut block = 0x00ba_b10cu64.to_le_bytes().to_vec();
+            block.extend_from_slice(&5000u64.to_le_bytes());
+            block.extend_from_slice(&[1u8; 48]);
+            d.write_at(label + (128 << 10) + i * 1024, &block);
+        }
+    }
+}
+
+/// A mebibyte of bytes that are never zero.
+fn random_bytes(d: &LoopDevice) {
+    let bytes: Vec<u8> = (0..1u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 | 1)
+        .collect();
+    d.write_at(0, &bytes);
+}
+
+/// Every kind: (kind, size in MiB, how to make it, what the refusal names).
+fn signature_kinds() -> Vec<(&'static str, u64, Prepare, &'static str)> {
+    vec![
+        ("dos partition table", 64, |d| d.write_partition_table(), "`dos` partition table"),
         ("swap", 64, |d| d.run_on("mkswap", &[]), "`swap`"),
         ("xfs", 320, |d| d.run_on("mkfs.xfs", &["-q"]), "`xfs`"),
         ("ext3", 64, |d| d.run_on("mkfs.ext3", &["-q"]), "`ext3`"),
-        (
-            "btrfs",
-            256,
-            |d| d.run_on("mkfs.btrfs", &["-q", "-f"]),
-            "`btrfs`",
-        ),
+        ("btrfs", 256, |d| d.run_on("mkfs.btrfs", &["-q", "-f"]), "`btrfs`"),
         ("vfat", 64, |d| d.run_on("mkfs.vfat", &[]), "`vfat`"),
-        (
-            "bcache",
-            64,
-            |d| d.run_on("make-bcache", &["-B"]),
-            "`bcache`",
-        ),
-        (
-            "iso9660",
-            64,
-            |d| {
-                let dir = tempfile::tempdir().unwrap();
-                std::fs::write(dir.path().join("file"), "data").unwrap();
-                let image = dir.path().join("image.iso");
-                let out = std::process::Command::new("xorriso")
-                    .args(["-as", "mkisofs", "-quiet", "-o"])
-                    .arg(&image)
-                    .arg(dir.path().join("file"))
-                    .output()
-                    .expect("xorriso");
-                assert!(out.status.success(), "{out:?}");
-                d.write_at(0, &std::fs::read(&image).unwrap());
-            },
-            "`iso9660`",
-        ),
-        (
-            "LUKS2",
-            64,
-            |d| {
-                use std::io::Write as _;
-                let mut child = std::process::Command::new("cryptsetup")
-                    .args([
-                        "luksFormat",
-                        "--type",
-                        "luks2",
-                        "--batch-mode",
-                        "--key-file=-",
-                    ])
-                    .args(["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"])
-                    .arg(d.path_str())
-                    .stdin(std::process::Stdio::piped())
-                    .spawn()
-                    .expect("cryptsetup (cryptsetup-bin)");
-                child.stdin.take().unwrap().write_all(b"secret").unwrap();
-                assert!(child.wait().unwrap().success());
-            },
-            "`crypto_LUKS`",
-        ),
-        (
-            "GPT with only its backup header",
-            64,
-            |d| {
-                d.run_on("sgdisk", &["-o", "-n", "1:2048:+16M"]);
-                d.write_at(0, &[0u8; 34 * 512]);
-            },
-            "backup GPT",
-        ),
-        (
-            "ZFS end labels",
-            64,
-            |d| {
-                // vdev labels L2 and L3 at the end of the device, uberblocks 128 KiB into each.
-                let size = 64u64 << 20;
-                for label in [size - (512 << 10), size - (256 << 10)] {
-                    for i in 0..8u64 {
-                        let mut block = 0x00ba_b10cu64.to_le_bytes().to_vec();
-                        block.extend_from_slice(&5000u64.to_le_bytes());
-                        block.extend_from_slice(&[1u8; 48]);
-                        d.write_at(label + (128 << 10) + i * 1024, &block);
-                    }
-                }
-            },
-            "`zfs_member`",
-        ),
-        (
-            "random bytes",
-            64,
-            |d| {
-                let bytes: Vec<u8> = (0..1u32 << 20)
-                    .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 | 1)
-                    .collect();
-                d.write_at(0, &bytes);
-            },
-            "non-zero data",
-        ),
-    ];
+        ("bcache", 64, |d| d.run_on("make-bcache", &["-B"]), "`bcache`"),
+        ("iso9660", 64, iso9660, "`iso9660`"),
+        ("LUKS2", 64, luks2, "`crypto_LUKS`"),
+        ("GPT with only its backup header", 64, gpt_backup_only, "backup GPT"),
+        ("ZFS end labels", 64, zfs_end_labels, "`zfs_member`"),
+        ("random bytes", 64, random_bytes, "non-zero data"),
+    ]
+}
+
+#[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
+fn every_signature_kind_is_refused_and_left_byte_for_byte() {
     let node = Bed::new(NodeKind::Bare);
-    for (i, (kind, size_mib, prepare, found)) in cases.into_iter().enumerate() {
+    for (i, (kind, size_mib, prepare, found)) in signature_kinds().into_iter().enumerate() {
         let disk = LoopDevice::blank(size_mib);
         prepare(&disk);
         let (cluster, volume) = volume_on(&node, i, &disk);

@@ -91,6 +91,7 @@ struct Host {
     zone: &'static str,
     address: String,
     instance_id: String,
+    volume: String,
     root: TestRoot,
 }
 
@@ -197,6 +198,91 @@ fn wait_healthy(ns: &str, members: usize, timeout: Duration, logs: &[PathBuf]) -
     }
 }
 
+const ZONES: [&str; 3] = ["us-east-1a", "us-east-1b", "us-east-1c"];
+const ADDRESSES: [&str; 3] = ["10.231.1.10", "10.231.2.10", "10.231.3.10"];
+const MASTER_TAGS: [(&str, &str); 2] = [("KubernetesCluster", CLUSTER), ("k8s.io/role/master", "1")];
+
+/// Three masters, one per zone and subnet, each with its `main` volume (members a, b, c) on one
+/// of `disks`, and a host (a network namespace, a root) for each: the subnets and the hosts.
+fn three_masters(net: &mut Network, moto: &Moto, disks: &[LoopDevice]) -> (Vec<String>, Vec<Host>) {
+    let (subnets, instances, volumes) = support::runtime().block_on(async {
+        let ec2 = moto.ec2(REGION).await;
+        let cidrs: Vec<(&str, String)> = (0..3)
+            .map(|i| (ZONES[i], format!("10.231.{}.0/24", i + 1)))
+            .collect();
+        let cidrs: Vec<(&str, &str)> = cidrs.iter().map(|(z, c)| (*z, c.as_str())).collect();
+        let subnets = seed::vpc_with_subnets(&ec2, "10.231.0.0/16", &cidrs).await;
+        let (mut instances, mut volumes) = (Vec::new(), Vec::new());
+        for (i, member) in ["a", "b", "c"].iter().enumerate() {
+            instances.push(seed::instance_at(&ec2, &subnets[i], ADDRESSES[i], &MASTER_TAGS).await);
+            let membership = format!("{member}/a,b,c");
+            volumes.push(seed::etcd_volume(&ec2, CLUSTER, ZONES[i], &[("main", &membership)]).await);
+        }
+        (subnets, instances, volumes)
+    });
+    let hosts = (0..3)
+        .map(|i| {
+            let ns = net.host(i + 1, &format!("{}/16", ADDRESSES[i]));
+            let root = TestRoot::new();
+            root.link_by_id(&volumes[i], &disks[i].path);
+            Host {
+                ns,
+                zone: ZONES[i],
+                address: ADDRESSES[i].to_owned(),
+                instance_id: instances[i].clone(),
+                volume: volumes[i].clone(),
+                root,
+            }
+        })
+        .collect();
+    (subnets, hosts)
+}
+
+/// Host `host` is gone: its etcd stopped, everything in its namespace killed, its volume
+/// unmounted and detached, its instance terminated.
+fn retire(moto: &Moto, host: &Host, etcd: EtcdPod, disk: &LoopDevice) {
+    etcd.stop();
+    kill_all_in(&host.ns);
+    support::block::unmount_below(&host.root.join("/mnt"));
+    // The old etcd's mount namespace goes a moment after it (the kernel's teardown); a new
+    // machine would not share the device with it at all.
+    disk.wait_released();
+    support::runtime().block_on(async {
+        let ec2 = moto.ec2(REGION).await;
+        ec2.detach_volume()
+            .volume_id(&host.volume)
+            .instance_id(&host.instance_id)
+            .send()
+            .await
+            .unwrap();
+        ec2.terminate_instances()
+            .instance_ids(&host.instance_id)
+            .send()
+            .await
+            .unwrap();
+    });
+}
+
+/// Host 4 in zone a, at a new address in `subnet`, with `retired`'s volume on `disk`.
+fn host_four(net: &mut Network, moto: &Moto, subnet: &str, retired: &Host, disk: &LoopDevice) -> Host {
+    let address = "10.231.1.11";
+    let ns = net.host(4, &format!("{address}/16"));
+    let instance_id = support::runtime().block_on(async {
+        let ec2 = moto.ec2(REGION).await;
+        seed::instance_at(&ec2, subnet, address, &MASTER_TAGS).await
+    });
+    let root = TestRoot::new();
+    root.link_by_id(&retired.volume, &disk.path);
+    Host {
+        ns,
+        zone: ZONES[0],
+        address: address.to_owned(),
+        instance_id,
+        volume: retired.volume.clone(),
+        root,
+    }
+}
+
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn three_masters_form_one_etcd_cluster_and_survive_a_failover() {
@@ -204,139 +290,49 @@ fn three_masters_form_one_etcd_cluster_and_survive_a_failover() {
     let moto = Moto::start();
     let work = tempfile::tempdir().unwrap();
     let spec = spec(work.path(), false);
-    let zones = ["us-east-1a", "us-east-1b", "us-east-1c"];
-    let addresses = ["10.231.1.10", "10.231.2.10", "10.231.3.10"];
     let disks: Vec<LoopDevice> = (0..3).map(|_| LoopDevice::blank(512)).collect();
-    let tags = [("KubernetesCluster", CLUSTER), ("k8s.io/role/master", "1")];
-    let (subnets, instances, volumes) = support::runtime().block_on(async {
-        let ec2 = moto.ec2(REGION).await;
-        let subnets = seed::vpc_with_subnets(
-            &ec2,
-            "10.231.0.0/16",
-            &[
-                (zones[0], "10.231.1.0/24"),
-                (zones[1], "10.231.2.0/24"),
-                (zones[2], "10.231.3.0/24"),
-            ],
-        )
-        .await;
-        let mut instances = Vec::new();
-        let mut volumes = Vec::new();
-        for (i, member) in ["a", "b", "c"].iter().enumerate() {
-            instances.push(seed::instance_at(&ec2, &subnets[i], addresses[i], &tags).await);
-            volumes.push(
-                seed::etcd_volume(
-                    &ec2,
-                    CLUSTER,
-                    zones[i],
-                    &[("main", &format!("{member}/a,b,c"))],
-                )
-                .await,
-            );
-        }
-        (subnets, instances, volumes)
-    });
-    let mut hosts = Vec::new();
-    for i in 0..3 {
-        let ns = net.host(i + 1, &format!("{}/16", addresses[i]));
-        let root = TestRoot::new();
-        root.link_by_id(&volumes[i], &disks[i].path);
-        hosts.push(Host {
-            ns,
-            zone: zones[i],
-            address: addresses[i].to_owned(),
-            instance_id: instances[i].clone(),
-            root,
-        });
-    }
+    let (subnets, hosts) = three_masters(&mut net, &moto, &disks);
 
     // Bring-up: every host syncs; a second round lets each learn the others' attachments.
     let started = Instant::now();
-    for round in 0..2 {
+    for _round in 0..2 {
         for host in &hosts {
             sync(&moto, host, &spec);
         }
-        let _ = round;
     }
     let mut etcds: Vec<EtcdPod> = hosts.iter().map(start_etcd).collect();
-    let logs: Vec<PathBuf> = hosts
+    let mut logs: Vec<PathBuf> = hosts
         .iter()
         .map(|h| h.root.join("/var/log/etcd.log"))
         .collect();
     wait_healthy(&hosts[0].ns, 3, Duration::from_secs(40), &logs);
     let bring_up = started.elapsed();
     assert!(etcdctl(&hosts[0].ns, &["put", "protokube-key", "survives"]).is_some());
-    let got = etcdctl(
-        &hosts[1].ns,
-        &["get", "protokube-key", "--print-value-only"],
-    )
-    .unwrap();
+    let got = etcdctl(&hosts[1].ns, &["get", "protokube-key", "--print-value-only"]).unwrap();
     assert_eq!(got.lines().next(), Some("survives"), "{got}");
 
-    // Failover: host 1's etcd stops, its instance is terminated and its volume detached.
+    // Failover: host 1 is gone; host 4 in zone a takes over with a new address.
     let failover_started = Instant::now();
-    etcds.remove(0).stop();
-    // Everything in host 1's namespace is gone (its mount namespace held the volume too).
-    kill_all_in(&hosts[0].ns);
-    support::block::unmount_below(&hosts[0].root.join("/mnt"));
-    // The old etcd's mount namespace goes a moment after it (the kernel's teardown); a new
-    // machine would not share the device with it at all.
-    disks[0].wait_released();
-    support::runtime().block_on(async {
-        let ec2 = moto.ec2(REGION).await;
-        ec2.detach_volume()
-            .volume_id(&volumes[0])
-            .instance_id(&instances[0])
-            .send()
-            .await
-            .unwrap();
-        ec2.terminate_instances()
-            .instance_ids(&instances[0])
-            .send()
-            .await
-            .unwrap();
-    });
-    // Host 4 in zone a takes over with a new address.
-    let address4 = "10.231.1.11";
-    let ns4 = net.host(4, &format!("{address4}/16"));
-    let instance4 = support::runtime().block_on(async {
-        let ec2 = moto.ec2(REGION).await;
-        seed::instance_at(&ec2, &subnets[0], address4, &tags).await
-    });
-    let root4 = TestRoot::new();
-    root4.link_by_id(&volumes[0], &disks[0].path);
-    let host4 = Host {
-        ns: ns4,
-        zone: zones[0],
-        address: address4.to_owned(),
-        instance_id: instance4,
-        root: root4,
-    };
+    retire(&moto, &hosts[0], etcds.remove(0), &disks[0]);
+    let host4 = host_four(&mut net, &moto, &subnets[0], &hosts[0], &disks[0]);
     let before = disks[0].fs_type();
     sync(&moto, &host4, &spec);
     assert_eq!(disks[0].fs_type(), before, "the volume was not reformatted");
     assert!(
-        host4
-            .root
-            .mountpoint(&volumes[0])
-            .join("var/etcd/data/member")
-            .exists(),
+        host4.root.mountpoint(&host4.volume).join("var/etcd/data/member").exists(),
         "member a's data is on the volume host 4 mounted"
     );
     // Every host's next sync points etcd-a at host 4.
     for host in &hosts[1..] {
         sync(&moto, host, &spec);
         let text = std::fs::read_to_string(format!("/etc/netns/{}/hosts", host.ns)).unwrap();
-        let line = text
-            .lines()
-            .find(|l| l.starts_with(&format!("{address4}\t")));
+        let line = text.lines().find(|l| l.starts_with(&format!("{}\t", host4.address)));
         assert!(
             line.is_some_and(|l| l.contains(&format!("etcd-a.internal.{CLUSTER}"))),
             "{text}"
         );
     }
     etcds.push(start_etcd(&host4));
-    let mut logs = logs;
     logs.push(host4.root.join("/var/log/etcd.log"));
     wait_healthy(&host4.ns, 3, Duration::from_secs(90), &logs);
     let failover = failover_started.elapsed();
@@ -386,6 +382,7 @@ fn three_ipv6_masters_form_one_etcd_cluster() {
             zone: zones[i],
             address: addresses[i].clone(),
             instance_id: instances[i].clone(),
+            volume: volumes[i].clone(),
             root,
         });
     }

@@ -137,23 +137,21 @@ fn a_joined_etcd_name_over_63_characters_is_refused() {
         .all(|(name, _)| !name.contains(&member)));
 }
 
-#[test]
-#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
-fn names_held_through_an_alias_or_a_type_protokube_does_not_write_are_left_alone() {
-    let bed = Bed::new(NodeKind::HaMaster);
-    let owner = "\"heritage=protokube,protokube/cluster=ha.example.com\"";
-    let zone_id = bed.zone_id.clone().unwrap();
-    let set = |name: &str, kind: &str, values: &[&str]| {
-        let mut set = ResourceRecordSet::builder()
-            .name(name)
-            .r#type(RrType::from(kind))
-            .ttl(300);
-        for value in values {
-            set = set.resource_records(ResourceRecord::builder().value(*value).build().unwrap());
-        }
-        set.build().unwrap()
-    };
-    let alias = ResourceRecordSet::builder()
+/// A record set of `kind` with `values` (TTL 300).
+fn record_set(name: &str, kind: &str, values: &[&str]) -> ResourceRecordSet {
+    let mut set = ResourceRecordSet::builder()
+        .name(name)
+        .r#type(RrType::from(kind))
+        .ttl(300);
+    for value in values {
+        set = set.resource_records(ResourceRecord::builder().value(*value).build().unwrap());
+    }
+    set.build().unwrap()
+}
+
+/// `api.ha.example.com` as an alias to a load balancer.
+fn alias_to_a_load_balancer() -> ResourceRecordSet {
+    ResourceRecordSet::builder()
         .name("api.ha.example.com")
         .r#type(RrType::A)
         .alias_target(
@@ -165,18 +163,11 @@ fn names_held_through_an_alias_or_a_type_protokube_does_not_write_are_left_alone
                 .unwrap(),
         )
         .build()
-        .unwrap();
-    let sets = [
-        alias,
-        set("api.ha.example.com", "TXT", &[owner]),
-        set("api.internal.ha.example.com", "AAAA", &["fd00::1"]),
-        set(
-            "etcd-a.internal.ha.example.com",
-            "MX",
-            &["10 mail.example.com"],
-        ),
-        set("etcd-a.internal.ha.example.com", "TXT", &[owner]),
-    ];
+        .unwrap()
+}
+
+/// Creates `sets` in the bed's zone in one change.
+fn create(bed: &Bed, sets: Vec<ResourceRecordSet>) {
     support::runtime().block_on(async {
         let mut batch = ChangeBatch::builder();
         for set in sets {
@@ -192,12 +183,50 @@ fn names_held_through_an_alias_or_a_type_protokube_does_not_write_are_left_alone
             .route53()
             .await
             .change_resource_record_sets()
-            .hosted_zone_id(&zone_id)
+            .hosted_zone_id(bed.zone_id.as_ref().unwrap())
             .change_batch(batch.build().unwrap())
             .send()
             .await
             .unwrap();
     });
+}
+
+/// Where the alias at `api.ha.example.com` points.
+fn alias_target(bed: &Bed) -> Option<String> {
+    support::runtime().block_on(async {
+        let out = bed
+            .moto()
+            .route53()
+            .await
+            .list_resource_record_sets()
+            .hosted_zone_id(bed.zone_id.as_ref().unwrap())
+            .start_record_name("api.ha.example.com")
+            .start_record_type(RrType::A)
+            .max_items(1)
+            .send()
+            .await
+            .unwrap();
+        out.resource_record_sets()[0]
+            .alias_target()
+            .map(|a| a.dns_name().trim_end_matches('.').to_owned())
+    })
+}
+
+#[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
+fn names_held_through_an_alias_or_a_type_protokube_does_not_write_are_left_alone() {
+    let bed = Bed::new(NodeKind::HaMaster);
+    let owner = "\"heritage=protokube,protokube/cluster=ha.example.com\"";
+    create(
+        &bed,
+        vec![
+            alias_to_a_load_balancer(),
+            record_set("api.ha.example.com", "TXT", &[owner]),
+            record_set("api.internal.ha.example.com", "AAAA", &["fd00::1"]),
+            record_set("etcd-a.internal.ha.example.com", "MX", &["10 mail.example.com"]),
+            record_set("etcd-a.internal.ha.example.com", "TXT", &[owner]),
+        ],
+    );
     let before = zone_records(&bed);
     let out = bed.run("sync", &[]);
     assert_eq!(out.code, 0, "{out:#?}");
@@ -226,27 +255,10 @@ fn names_held_through_an_alias_or_a_type_protokube_does_not_write_are_left_alone
         };
         assert_eq!(of(&after), of(&before), "{name} was changed");
     }
-    // The alias still points at its load balancer.
-    let alias = support::runtime().block_on(async {
-        let out = bed
-            .moto()
-            .route53()
-            .await
-            .list_resource_record_sets()
-            .hosted_zone_id(&zone_id)
-            .start_record_name("api.ha.example.com")
-            .start_record_type(RrType::A)
-            .max_items(1)
-            .send()
-            .await
-            .unwrap();
-        out.resource_record_sets()[0]
-            .alias_target()
-            .map(|a| a.dns_name().to_owned())
-    });
     assert_eq!(
-        alias.as_deref().map(|n| n.trim_end_matches('.')),
-        Some("lb-123.us-east-1.elb.amazonaws.com")
+        alias_target(&bed).as_deref(),
+        Some("lb-123.us-east-1.elb.amazonaws.com"),
+        "the alias still points at its load balancer"
     );
 }
 

@@ -1,5 +1,5 @@
-//! Every protokube unit line kOps' nodeup writes, version by version (issue "The old
-//! protokube's job on every kOps version"): the golden lines of kOps' own nodeup tests on every
+//! Every protokube unit line kOps' nodeup writes, version by version (the old protokube's job on
+//! every kOps version): the golden lines of kOps' own nodeup tests on every
 //! `release-1.N` branch that has them (1.18–1.36; for the docker and containerd forms the
 //! arguments after the image's binary), and lines built from the code of branches without one
 //! (1.12, 1.16), all under `tests/fixtures/kops/protokube-units/` with the branch they came
@@ -11,6 +11,7 @@
 use crate::support;
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use support::block::TestRoot;
@@ -65,11 +66,41 @@ fn every_kops_unit_line_runs_as_that_version_s_protokube() {
         } else {
             &route53
         };
+        let node = Staged::new(&name, &args);
+        let run = node.run(world, &args);
+        let context = format!("{name} ({origin})\n{}", run.stderr);
+        assert!(!run.stderr.contains("protokube: error:"), "{context}");
+        assert_eq!(run.exit_on_sigterm, Some(0), "{context}");
+        assert!(run.report.get("error").is_none(), "{context}\n{:#}", run.report);
+        node.assert_api_objects(&name, &args, &context);
+        node.assert_services_and_tools(&run, &context);
+        assert_no_etcd_where_declined(world, &args, &run, &context);
+        println!("{name}: first run done, SIGTERM → 0");
+    }
+}
+
+/// A node staged for one unit line: its root with a kubeconfig for a stand-in API that has its
+/// Node registered, etcd-manager's pods where the unit leaves etcd to it, and the channels tool
+/// where that era has it.
+struct Staged {
+    root: TestRoot,
+    _certs: Certs,
+    api: KubeApi,
+    node: String,
+    registered: String,
+    image: Option<Image>,
+    image_tool: Option<PathBuf>,
+    tool_log: Option<PathBuf>,
+    _tools: tempfile::TempDir,
+}
+
+impl Staged {
+    fn new(name: &str, args: &[String]) -> Self {
         let root = TestRoot::new();
         let certs = Certs::new();
         let api = KubeApi::start(&certs);
         certs.write_kubeconfig(&root, api.port, true);
-        let node = flag(&args, "--node-name").unwrap_or("master.hostname.invalid");
+        let node = flag(args, "--node-name").unwrap_or("master.hostname.invalid");
         // nodeup's --node-name is the host's name; on kOps 1.19–1.20 the Node may be
         // registered under another name and carry it as its hostname label.
         let registered = if node == "master.override.invalid" {
@@ -78,20 +109,17 @@ fn every_kops_unit_line_runs_as_that_version_s_protokube() {
             node
         };
         api.register(registered, &[(HOSTNAME, node)]);
-        let containerized = flag(&args, "--containerized") == Some("true");
         // etcd-manager runs on every master of these versions but where the unit says
         // protokube manages etcd itself (legacy etcd, `--manage-etcd=true`).
-        let manage_etcd = flag(&args, "--manage-etcd");
-        if manage_etcd != Some("true") {
+        if flag(args, "--manage-etcd") != Some("true") {
             etcd_manager_pods(&root, "master-us-test-1a");
         }
-        let channels = flag(&args, "--channels").is_some();
-        let version = version_of(&name);
-        let image = containerized.then(|| Image::of_version(version));
+        let containerized = flag(args, "--containerized") == Some("true");
+        let image = containerized.then(|| Image::of_version(version_of(name)));
         // The channels tool where that era has it: in its image up to 1.20 (nowhere on the
         // host), where nodeup installs it from 1.21.
         let tools = tempfile::tempdir().unwrap();
-        let (image_tool, tool_log) = match (channels, image) {
+        let (image_tool, tool_log) = match (flag(args, "--channels").is_some(), image) {
             (false, _) => (None, None),
             (true, Some(_)) => {
                 let (tool, log) = (tools.path().join("channels"), tools.path().join("log"));
@@ -100,72 +128,72 @@ fn every_kops_unit_line_runs_as_that_version_s_protokube() {
             }
             (true, None) => (None, Some(install_channels_tool(&root))),
         };
-        // nodeup's environment: its sysconfig file on the host, the container's own
-        // (`/rootfs/...`) for the container era.
-        let kubeconfig = if containerized {
-            "/rootfs/var/lib/kops/kubeconfig".to_owned()
+        Self {
+            root,
+            _certs: certs,
+            api,
+            node: node.to_owned(),
+            registered: registered.to_owned(),
+            image,
+            image_tool,
+            tool_log,
+            _tools: tools,
+        }
+    }
+
+    /// The unit line run in `world`, where nodeup runs it, with nodeup's environment (its
+    /// sysconfig file on the host, the container's own `/rootfs/...` for the container era).
+    fn run(&self, world: &World, args: &[String]) -> support::kops::FirstRun {
+        let kubeconfig = if self.image.is_some() {
+            "/rootfs/var/lib/kops/kubeconfig"
         } else {
-            "/var/lib/kops/kubeconfig".to_owned()
+            "/var/lib/kops/kubeconfig"
         };
         let systemctl = recording_systemctl();
         world.bed.moto().reset_operations();
-        let layout = match image {
-            Some(image) => Layout::Image(image, image_tool.as_deref()),
+        let layout = match self.image {
+            Some(image) => Layout::Image(image, self.image_tool.as_deref()),
             None => Layout::Host,
         };
-        let run = world.run_in(
+        world.run_in(
             layout,
-            &args,
-            &root,
-            &[("KUBECONFIG", kubeconfig)],
+            args,
+            &self.root,
+            &[("KUBECONFIG", kubeconfig.to_owned())],
             &systemctl,
-        );
-        let context = format!("{name} ({origin})\n{}", run.stderr);
-        assert!(!run.stderr.contains("protokube: error:"), "{context}");
-        assert_eq!(run.exit_on_sigterm, Some(0), "{context}");
-        assert!(
-            run.report.get("error").is_none(),
-            "{context}\n{:#}",
-            run.report
-        );
+        )
+    }
 
-        // Labels: exactly the old version's, on the node kOps' labeller found.
-        let wanted = labels_of_version(&name, &args);
-        let labels = api.labels(registered);
-        let mut expected: BTreeMap<String, String> =
-            [(HOSTNAME.to_owned(), node.to_owned())].into();
-        for label in &wanted {
-            let value = if *label == ROLE { "master" } else { "" };
-            expected.insert((*label).to_owned(), value.to_owned());
+    /// Labels exactly the old version's, on the node kOps' labeller found; kOps' bootstrap RBAC
+    /// objects exactly where `--initialize-rbac=true`.
+    fn assert_api_objects(&self, name: &str, args: &[String], context: &str) {
+        let labels = self.api.labels(&self.registered);
+        let mut expected: BTreeMap<String, String> = [(HOSTNAME.to_owned(), self.node.clone())].into();
+        for label in labels_of_version(name, args) {
+            let value = if label == ROLE { "master" } else { "" };
+            expected.insert(label.to_owned(), value.to_owned());
         }
         assert_eq!(labels, expected, "{context}");
-
-        // RBAC: kOps' bootstrap objects exactly where --initialize-rbac=true.
-        let objects = api.objects();
-        let rbac = flag(&args, "--initialize-rbac") == Some("true");
+        let objects = self.api.objects();
+        let rbac = flag(args, "--initialize-rbac") == Some("true");
         for (kind, key) in [
             ("serviceaccounts", "kube-system/kube-dns"),
             ("serviceaccounts", "kube-system/kube-proxy"),
             ("clusterrolebindings", "/kubeadm:node-proxier"),
         ] {
-            assert_eq!(
-                objects[kind].get(key).is_some(),
-                rbac,
-                "{context}: {kind} {key}"
-            );
+            assert_eq!(objects[kind].get(key).is_some(), rbac, "{context}: {kind} {key}");
         }
         if rbac {
             let binding = &objects["clusterrolebindings"]["/kubeadm:node-proxier"];
-            assert_eq!(
-                binding["roleRef"]["name"], "system:node-proxier",
-                "{context}"
-            );
+            assert_eq!(binding["roleRef"]["name"], "system:node-proxier", "{context}");
             assert_eq!(binding["subjects"][0]["name"], "kube-proxy", "{context}");
         }
+    }
 
-        // kubelet: started where kOps 1.12–1.18 left it to protokube, never elsewhere (from
-        // 1.19 nodeup starts it).
-        if image == Some(Image::Debian) {
+    /// kubelet started where kOps 1.12–1.18 left it to protokube, never elsewhere (from 1.19
+    /// nodeup starts it); channels applied with the tool nodeup installed.
+    fn assert_services_and_tools(&self, run: &support::kops::FirstRun, context: &str) {
+        if self.image == Some(Image::Debian) {
             assert_eq!(
                 run.systemctl,
                 ["is-active --quiet kubelet", "start --no-block kubelet"],
@@ -174,34 +202,31 @@ fn every_kops_unit_line_runs_as_that_version_s_protokube() {
         } else {
             assert!(run.systemctl.is_empty(), "{context}: {:?}", run.systemctl);
         }
-
-        // Channels: applied (the API answers), with the tool nodeup installed.
-        if let Some(log) = tool_log {
+        if let Some(log) = &self.tool_log {
             let ran = std::fs::read_to_string(log).unwrap_or_default();
-            assert!(
-                ran.starts_with("ARGS apply channel s3://"),
-                "{context}: {ran}"
-            );
+            assert!(ran.starts_with("ARGS apply channel s3://"), "{context}: {ran}");
         }
-
-        // --manage-etcd=false: etcd is not protokube's, no volume asked for.
-        let operations = world.bed.moto().operations();
-        if manage_etcd == Some("false") {
-            assert!(
-                !operations.iter().any(|o| o.contains("Volume")),
-                "{context}: {operations:?}"
-            );
-            assert!(
-                !run.report["changes"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|c| c["target"].as_str().unwrap_or("").contains("etcd")),
-                "{context}"
-            );
-        }
-        println!("{name}: first run done, SIGTERM → 0");
     }
+}
+
+/// `--manage-etcd=false`: etcd is not protokube's, no volume asked for, no etcd change.
+fn assert_no_etcd_where_declined(world: &World, args: &[String], run: &support::kops::FirstRun, context: &str) {
+    if flag(args, "--manage-etcd") != Some("false") {
+        return;
+    }
+    let operations = world.bed.moto().operations();
+    assert!(
+        !operations.iter().any(|o| o.contains("Volume")),
+        "{context}: {operations:?}"
+    );
+    assert!(
+        !run.report["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["target"].as_str().unwrap_or("").contains("etcd")),
+        "{context}"
+    );
 }
 
 /// kOps' container ran protokube with the host at `/rootfs` and no `--root`: the host's files

@@ -109,6 +109,14 @@ fn label_node_waits_for_the_api_and_the_node_then_patches_once() {
         last["body"]["metadata"]["labels"],
         serde_json::json!({ LABELS[1]: "" })
     );
+    // A client without the cluster's certificate is refused by the server: an error, not 75.
+    certs.write_kubeconfig(&root, api.port, false);
+    let refused = label_node(&root, &[]);
+    assert_ne!(refused.code, 0, "{refused:#?}");
+}
+
+#[test]
+fn a_relative_kubeconfig_is_refused_before_anything_by_the_steps_that_use_it() {
     // KUBECONFIG must name a host path; only the steps that use it look at it.
     // A relative one is refused before anything (the run lock included) is touched.
     let fresh = TestRoot::new();
@@ -145,13 +153,9 @@ fn label_node_waits_for_the_api_and_the_node_then_patches_once() {
             "--cluster-spec",
             &fixture("cluster-completed/minimal-1.28.yaml"),
         )
-        .arg_path("--root", root.path())
+        .arg_path("--root", fresh.path())
         .run();
     assert_eq!(unused.code, 0, "{unused:#?}");
-    // A client without the cluster's certificate is refused by the server: an error, not 75.
-    certs.write_kubeconfig(&root, api.port, false);
-    let refused = label_node(&root, &[]);
-    assert_ne!(refused.code, 0, "{refused:#?}");
 }
 
 #[test]

@@ -53,6 +53,55 @@ fn manifest_names(node: &Bed) -> Vec<String> {
     support::dir_names(&node.root.join("/etc/kubernetes/manifests"))
 }
 
+/// After a reset: nothing of this node is left (manifests, mounts, its addresses in shared
+/// names, the state), its members' names kept for the next master, other names untouched, and
+/// its volumes still attached (no `--detach`).
+fn assert_nothing_of_the_node_is_left(node: &Bed, before: &Records) {
+    // Nothing of this node is left: manifests, mounts, its addresses in shared names, the state.
+    assert!(
+        manifest_names(node).is_empty(),
+        "{:?}",
+        manifest_names(node)
+    );
+    for disk in &node.disks {
+        assert!(disk.mounted_at().is_empty(), "{:?}", disk.mounted_at());
+    }
+    assert!(!node.root.join("/var/lib/protokube/state.json").exists());
+    let after = records(node);
+    let shared = "api.internal.ha.example.com";
+    assert!(!after.contains_key(&key(shared, "A")), "{after:#?}");
+    assert!(!after.contains_key(&key(shared, "TXT")), "{after:#?}");
+    // The member's own names follow its volume: kept for the master that claims it next (a
+    // deleted name would leave the peers with NXDOMAIN cached for the zone's SOA minimum).
+    for name in [
+        "etcd-a.internal.ha.example.com",
+        "etcd-events-a.internal.ha.example.com",
+    ] {
+        assert_eq!(
+            after.get(&key(name, "A")),
+            before.get(&key(name, "A")),
+            "{name}: {after:#?}"
+        );
+        assert!(after.contains_key(&key(name, "TXT")), "{name}: {after:#?}");
+    }
+    // Other nodes' names and foreign records are untouched.
+    for name in ["etcd-b.internal.ha.example.com", "foreign.ha.example.com"] {
+        assert_eq!(
+            after.get(&key(name, "A")),
+            before.get(&key(name, "A")),
+            "{name}"
+        );
+    }
+    assert!(after.contains_key(&key("etcd-b.internal.ha.example.com", "TXT")));
+    // Never formats, never deletes a volume: the volumes are still attached (no --detach).
+    let tags = support::runtime().block_on(async {
+        let ec2 = node.moto().ec2(REGION).await;
+        seed::volume_tags(&ec2, &node.volumes[0]).await
+    });
+    assert!(!tags.is_empty());
+
+}
+
 #[test]
 #[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
 fn reset_undoes_exactly_what_its_dry_run_lists_and_sync_brings_the_node_back() {
@@ -97,48 +146,7 @@ fn reset_undoes_exactly_what_its_dry_run_lists_and_sync_brings_the_node_back() {
             "{action} in {planned:#?}"
         );
     }
-    // Nothing of this node is left: manifests, mounts, its addresses in shared names, the state.
-    assert!(
-        manifest_names(&node).is_empty(),
-        "{:?}",
-        manifest_names(&node)
-    );
-    for disk in &node.disks {
-        assert!(disk.mounted_at().is_empty(), "{:?}", disk.mounted_at());
-    }
-    assert!(!node.root.join("/var/lib/protokube/state.json").exists());
-    let after = records(&node);
-    let shared = "api.internal.ha.example.com";
-    assert!(!after.contains_key(&key(shared, "A")), "{after:#?}");
-    assert!(!after.contains_key(&key(shared, "TXT")), "{after:#?}");
-    // The member's own names follow its volume: kept for the master that claims it next (a
-    // deleted name would leave the peers with NXDOMAIN cached for the zone's SOA minimum).
-    for name in [
-        "etcd-a.internal.ha.example.com",
-        "etcd-events-a.internal.ha.example.com",
-    ] {
-        assert_eq!(
-            after.get(&key(name, "A")),
-            before.get(&key(name, "A")),
-            "{name}: {after:#?}"
-        );
-        assert!(after.contains_key(&key(name, "TXT")), "{name}: {after:#?}");
-    }
-    // Other nodes' names and foreign records are untouched.
-    for name in ["etcd-b.internal.ha.example.com", "foreign.ha.example.com"] {
-        assert_eq!(
-            after.get(&key(name, "A")),
-            before.get(&key(name, "A")),
-            "{name}"
-        );
-    }
-    assert!(after.contains_key(&key("etcd-b.internal.ha.example.com", "TXT")));
-    // Never formats, never deletes a volume: the volumes are still attached (no --detach).
-    let tags = support::runtime().block_on(async {
-        let ec2 = node.moto().ec2(REGION).await;
-        seed::volume_tags(&ec2, &node.volumes[0]).await
-    });
-    assert!(!tags.is_empty());
+    assert_nothing_of_the_node_is_left(&node, &before);
 
     // A second reset changes nothing.
     let again = node.run("reset", &["--detailed-exitcode"]);

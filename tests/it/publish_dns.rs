@@ -64,38 +64,20 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
     v
 }
 
-#[test]
-fn route53_records_are_exact_and_a_rerun_from_either_master_changes_nothing() {
-    let moto = Moto::start();
-    let root = TestRoot::new();
-    let (cluster, zone) = support::runtime().block_on(async {
-        let cluster = seed_cluster(&moto, CLUSTER).await;
+/// The cluster and its zone `example.com`: kOps' placeholders, someone else's record at a name
+/// protokube would manage, member c's record (its volume attached nowhere), and 300 unrelated
+/// names.
+fn seed_cluster_and_zone(moto: &Moto) -> (Cluster, String) {
+    let a = |name: &str, value: &str| (name.to_owned(), "A", vec![value.to_owned()]);
+    support::runtime().block_on(async {
+        let cluster = seed_cluster(moto, CLUSTER).await;
         let route53 = moto.route53().await;
         let zone = seed::hosted_zone(&route53, "example.com").await;
         let mut sets = vec![
-            // kOps' placeholders.
-            (
-                "api.c.example.com".to_owned(),
-                "A",
-                vec!["203.0.113.123".to_owned()],
-            ),
-            (
-                "api.internal.c.example.com".to_owned(),
-                "A",
-                vec!["203.0.113.123".to_owned()],
-            ),
-            // Someone else's record at a name protokube would manage: left alone.
-            (
-                "etcd-b.internal.c.example.com".to_owned(),
-                "A",
-                vec!["192.0.2.1".to_owned()],
-            ),
-            // Member c's volume is attached nowhere: its record stays as it is.
-            (
-                "etcd-c.internal.c.example.com".to_owned(),
-                "A",
-                vec!["10.1.1.1".to_owned()],
-            ),
+            a("api.c.example.com", "203.0.113.123"),
+            a("api.internal.c.example.com", "203.0.113.123"),
+            a("etcd-b.internal.c.example.com", "192.0.2.1"),
+            a("etcd-c.internal.c.example.com", "10.1.1.1"),
             (
                 "etcd-c.internal.c.example.com".to_owned(),
                 "TXT",
@@ -104,63 +86,27 @@ fn route53_records_are_exact_and_a_rerun_from_either_master_changes_nothing() {
                 )],
             ),
         ];
-        for i in 0..300 {
-            sets.push((
-                format!("host-{i}.example.com"),
-                "A",
-                vec!["192.0.2.9".to_owned()],
-            ));
-        }
+        sets.extend((0..300).map(|i| a(&format!("host-{i}.example.com"), "192.0.2.9")));
         seed::records(&route53, &zone, &sets).await;
         (cluster, zone)
-    });
-    let imds_a = ImdsServer::for_instance(
-        &cluster.masters[0],
-        "us-east-1a",
-        REGION,
-        &cluster.private[0],
-    );
-    moto.reset_operations();
-    let out = publish(
-        &moto,
-        &imds_a,
-        &root,
-        &["--zone", "example.com", "--detailed-exitcode"],
-    );
-    assert_eq!(out.code, 2, "{out:#?}");
-    let report = out.report();
-    assert_eq!(report.warnings.len(), 1, "{report:#?}");
-    assert!(report.warnings[0].contains("etcd-b.internal.c.example.com"));
-    assert_eq!(
-        moto.rrset_requests("POST"),
-        1,
-        "one change batch for the zone"
-    );
+    })
+}
 
+/// The zone's records after the first publish: each name exactly, owned where it is ours.
+fn assert_exact_records(moto: &Moto, zone: &str, cluster: &Cluster) {
     let records = support::runtime()
-        .block_on(async { seed::zone_records(&moto.route53().await, &zone).await });
+        .block_on(async { seed::zone_records(&moto.route53().await, zone).await });
     let a = |name: &str| records.get(&(name.to_owned(), "A".to_owned())).cloned();
     let owner = format!("\"heritage=protokube,protokube/cluster={CLUSTER}\"");
-    assert_eq!(
-        a("etcd-a.internal.c.example.com"),
-        Some((Some(60), vec![cluster.private[0].clone()]))
-    );
-    assert_eq!(
-        a("etcd-b.internal.c.example.com"),
-        Some((Some(300), vec!["192.0.2.1".to_owned()]))
-    );
-    assert_eq!(
-        a("etcd-c.internal.c.example.com"),
-        Some((Some(300), vec!["10.1.1.1".to_owned()]))
-    );
-    assert_eq!(
-        a("api.internal.c.example.com"),
-        Some((Some(60), sorted(cluster.private.clone())))
-    );
-    assert_eq!(
-        a("api.c.example.com"),
-        Some((Some(60), sorted(cluster.public.clone())))
-    );
+    for (name, expected) in [
+        ("etcd-a.internal.c.example.com", (Some(60), vec![cluster.private[0].clone()])),
+        ("etcd-b.internal.c.example.com", (Some(300), vec!["192.0.2.1".to_owned()])),
+        ("etcd-c.internal.c.example.com", (Some(300), vec!["10.1.1.1".to_owned()])),
+        ("api.internal.c.example.com", (Some(60), sorted(cluster.private.clone()))),
+        ("api.c.example.com", (Some(60), sorted(cluster.public.clone()))),
+    ] {
+        assert_eq!(a(name), Some(expected), "{name}");
+    }
     for name in [
         "etcd-a.internal.c.example.com",
         "api.internal.c.example.com",
@@ -173,14 +119,33 @@ fn route53_records_are_exact_and_a_rerun_from_either_master_changes_nothing() {
         );
     }
     assert!(!records.contains_key(&("etcd-b.internal.c.example.com".to_owned(), "TXT".to_owned())));
+}
+
+#[test]
+fn route53_records_are_exact_and_a_rerun_from_either_master_changes_nothing() {
+    let moto = Moto::start();
+    let root = TestRoot::new();
+    let (cluster, zone) = seed_cluster_and_zone(&moto);
+    let imds = |i: usize, az: &str| {
+        ImdsServer::for_instance(&cluster.masters[i], az, REGION, &cluster.private[i])
+    };
+    let imds_a = imds(0, "us-east-1a");
+    moto.reset_operations();
+    let out = publish(
+        &moto,
+        &imds_a,
+        &root,
+        &["--zone", "example.com", "--detailed-exitcode"],
+    );
+    assert_eq!(out.code, 2, "{out:#?}");
+    let report = out.report();
+    assert_eq!(report.warnings.len(), 1, "{report:#?}");
+    assert!(report.warnings[0].contains("etcd-b.internal.c.example.com"));
+    assert_eq!(moto.rrset_requests("POST"), 1, "one change batch for the zone");
+    assert_exact_records(&moto, &zone, &cluster);
 
     // A rerun from the other master: the same answer, nothing sent.
-    let imds_b = ImdsServer::for_instance(
-        &cluster.masters[1],
-        "us-east-1b",
-        REGION,
-        &cluster.private[1],
-    );
+    let imds_b = imds(1, "us-east-1b");
     moto.reset_operations();
     let out = publish(
         &moto,
@@ -189,28 +154,16 @@ fn route53_records_are_exact_and_a_rerun_from_either_master_changes_nothing() {
         &["--zone", "example.com", "--detailed-exitcode"],
     );
     assert_eq!(out.code, 0, "{out:#?}");
-    let operations = moto.operations();
-    assert_eq!(moto.rrset_requests("POST"), 0, "{operations:?}");
+    assert_eq!(moto.rrset_requests("POST"), 0, "{:?}", moto.operations());
     let reads_small = moto.rrset_requests("GET");
 
     // Thousands more unrelated records: the number of reads does not change.
     support::runtime().block_on(async {
         let route53 = moto.route53().await;
         let sets: Vec<(String, &str, Vec<String>)> = (0..3000)
-            .map(|i| {
-                (
-                    format!("other-{i}.example.com"),
-                    "A",
-                    vec!["192.0.2.10".to_owned()],
-                )
-            })
-            .chain((0..500).map(|i| {
-                (
-                    format!("z{i}.example.com"),
-                    "A",
-                    vec!["192.0.2.11".to_owned()],
-                )
-            }))
+            .map(|i| format!("other-{i}.example.com"))
+            .chain((0..500).map(|i| format!("z{i}.example.com")))
+            .map(|name| (name, "A", vec!["192.0.2.10".to_owned()]))
             .collect();
         seed::records(&route53, &zone, &sets).await;
     });

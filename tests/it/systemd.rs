@@ -5,11 +5,24 @@
 
 use crate::support;
 
-#[test]
-fn units_pass_systemd_analyze_verify() {
+/// The units `systemd-analyze verify` checks.
+const UNITS: [&str; 4] = [
+    "protokube-sync.service",
+    "protokube-sync.timer",
+    "protokube-gossip.service",
+    "protokube-nodeup.service",
+];
+
+/// A root with what every check needs: the system's unit tree, the binary where the units run
+/// it, nodeup's and the operator's environment files, the man pages, the units and the drop-in.
+fn unit_root() -> tempfile::TempDir {
     let repo = &crate::support::repo();
     let root = tempfile::tempdir().unwrap();
     let r = |p: &str| root.path().join(p.trim_start_matches('/'));
+    let write = |path: &str, text: &str| {
+        std::fs::create_dir_all(r(path).parent().unwrap()).unwrap();
+        std::fs::write(r(path), text).unwrap();
+    };
     std::fs::create_dir_all(r("/usr/lib/systemd")).unwrap();
     let status = std::process::Command::new("cp")
         .args(["-r", "/usr/lib/systemd/system"])
@@ -19,61 +32,34 @@ fn units_pass_systemd_analyze_verify() {
     assert!(status.success(), "copying the system's unit tree");
     for bin in ["/opt/protokube/bin", "/opt/kops/bin"] {
         std::fs::create_dir_all(r(bin)).unwrap();
-        std::fs::copy(
-            env!("CARGO_BIN_EXE_protokube"),
-            r(&format!("{bin}/protokube")),
-        )
-        .unwrap();
+        std::fs::copy(env!("CARGO_BIN_EXE_protokube"), r(&format!("{bin}/protokube"))).unwrap();
     }
-    std::fs::create_dir_all(r("/etc/sysconfig")).unwrap();
-    std::fs::write(
-        r("/etc/sysconfig/protokube"),
-        "KUBECONFIG=/var/lib/kops/kubeconfig\n",
-    )
-    .unwrap();
-    std::fs::create_dir_all(r("/etc/systemd/system")).unwrap();
+    write("/etc/sysconfig/protokube", "KUBECONFIG=/var/lib/kops/kubeconfig\n");
+    // The operator's settings: protokube's own file, read by the shipped unit and, through the
+    // drop-in, by nodeup's unit after nodeup's /etc/sysconfig/protokube.
+    write("/etc/protokube/protokube.env", "PROTOKUBE_VERIFY_INTERVAL=30m\n");
     std::fs::create_dir_all(r("/man/man1")).unwrap();
     for entry in std::fs::read_dir(repo.join("man")).unwrap() {
         let entry = entry.unwrap();
         std::fs::copy(entry.path(), r("/man/man1").join(entry.file_name())).unwrap();
     }
-    let units = [
-        "protokube-sync.service",
-        "protokube-sync.timer",
-        "protokube-gossip.service",
-        "protokube-nodeup.service",
-    ];
-    for unit in units {
-        std::fs::copy(
-            repo.join("systemd").join(unit),
-            r("/etc/systemd/system").join(unit),
-        )
-        .unwrap();
+    let drop_in = "protokube-nodeup.service.d/50-operator-settings.conf";
+    for unit in UNITS.iter().chain(&[drop_in]) {
+        let to = r(&format!("/etc/systemd/system/{unit}"));
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(repo.join("systemd").join(unit), to).unwrap();
     }
-    // The operator's settings: protokube's own file, read by the shipped unit and, through the
-    // drop-in, by nodeup's unit after nodeup's /etc/sysconfig/protokube.
-    std::fs::create_dir_all(r("/etc/protokube")).unwrap();
-    std::fs::write(
-        r("/etc/protokube/protokube.env"),
-        "PROTOKUBE_VERIFY_INTERVAL=30m\n",
-    )
-    .unwrap();
-    let drop_in_dir = "protokube-nodeup.service.d";
-    std::fs::create_dir_all(r("/etc/systemd/system").join(drop_in_dir)).unwrap();
-    std::fs::copy(
-        repo.join("systemd")
-            .join(drop_in_dir)
-            .join("50-operator-settings.conf"),
-        r("/etc/systemd/system")
-            .join(drop_in_dir)
-            .join("50-operator-settings.conf"),
-    )
-    .unwrap();
+    root
+}
+
+#[test]
+fn units_pass_systemd_analyze_verify() {
+    let root = unit_root();
     let output = std::process::Command::new("systemd-analyze")
         .arg("verify")
         .arg(format!("--root={}", root.path().display()))
-        .args(units)
-        .env("MANPATH", r("/man"))
+        .args(UNITS)
+        .env("MANPATH", root.path().join("man"))
         .output()
         .expect("systemd-analyze (systemd package)");
     assert!(
@@ -82,7 +68,22 @@ fn units_pass_systemd_analyze_verify() {
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
+    let listed = std::process::Command::new("systemd-analyze")
+        .arg("cat-config")
+        .arg(format!("--root={}", root.path().display()))
+        .arg("systemd/system/protokube-nodeup.service.d/50-operator-settings.conf")
+        .output();
+    if let Ok(listed) = listed {
+        if listed.status.success() {
+            let own = "EnvironmentFile=-/etc/protokube/protokube.env";
+            assert!(String::from_utf8_lossy(&listed.stdout).contains(own));
+        }
+    }
+}
 
+#[test]
+fn the_units_run_what_they_say_and_read_the_operators_settings_last() {
+    let repo = &crate::support::repo();
     let service = std::fs::read_to_string(repo.join("systemd/protokube-sync.service")).unwrap();
     assert!(service.contains("Type=oneshot"));
     assert!(service.contains("ExecStart=/opt/protokube/bin/protokube sync"));
@@ -104,16 +105,6 @@ fn units_pass_systemd_analyze_verify() {
     )
     .unwrap();
     assert!(drop_in.contains(&format!("[Service]\n{own}\n")));
-    let listed = std::process::Command::new("systemd-analyze")
-        .arg("cat-config")
-        .arg(format!("--root={}", root.path().display()))
-        .arg("systemd/system/protokube-nodeup.service.d/50-operator-settings.conf")
-        .output();
-    if let Ok(listed) = listed {
-        if listed.status.success() {
-            assert!(String::from_utf8_lossy(&listed.stdout).contains(own));
-        }
-    }
 }
 
 /// The settings file the .deb installs (`/etc/protokube/protokube.env`, a conffile) sets

@@ -51,124 +51,93 @@ fn spec_with(dir: &Path, path: &[&str], value: &str) -> PathBuf {
     support::spec_with(dir, "ha.yaml", path, value.into())
 }
 
-#[test]
-#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
-fn invalid_flags_and_derived_values_change_nothing() {
-    let inputs = tempfile::tempdir().unwrap();
-    let broken_templates = inputs.path().join("templates");
-    std::fs::create_dir(&broken_templates).unwrap();
-    std::fs::write(broken_templates.join("etcd.yaml"), "{% if %}").unwrap();
-    let unreadable = inputs.path().join("missing.yaml");
-    let s = |p: &Path| p.display().to_string();
-    let flag = |what, args: &[&str], code, needle| Case {
+/// A bad flag: exit 64 (or 1 for a file it names), the error line naming `needle`.
+fn bad_flag(what: &'static str, args: &[&str], code: i32, needle: &'static str) -> Case {
+    Case {
         what,
         spec: None,
         args: args.iter().map(std::string::ToString::to_string).collect(),
         code,
         needle,
-    };
-    let spec = |what, spec: PathBuf, needle| Case {
+    }
+}
+
+/// A bad spec: exit 1, the error line naming `needle`.
+fn bad_spec(what: &'static str, spec: PathBuf, needle: &'static str) -> Case {
+    Case {
         what,
         spec: Some(spec),
         args: Vec::new(),
         code: 1,
         needle,
-    };
-    let cases = vec![
-        flag(
-            "internal suffix",
-            &["--dns-internal-suffix", "bad_suffix..x"],
-            64,
-            "--dns-internal-suffix",
-        ),
-        flag("zone rule", &["--zone", "a/b/c"], 64, "--zone"),
-        flag(
-            "cluster name",
-            &["--cluster-id", "Bad_Name"],
-            64,
-            "--cluster-id",
-        ),
-        flag(
-            "templates dir",
-            &["--templates", "/nonexistent/templates"],
-            64,
-            "--templates",
-        ),
-        flag("duration", &["--timeout", "soon"], 64, "--timeout"),
-        flag("output", &["-o", "xml"], 64, "xml"),
-        flag(
-            "identity",
-            &["--availability-zone", "us-east-1a\nx"],
-            64,
-            "--availability-zone",
-        ),
-        flag(
-            "broken template",
-            &["--templates", &s(&broken_templates)],
-            1,
-            "etcd.yaml",
-        ),
-        spec(
+    }
+}
+
+/// Every bad input the table covers, its files under `inputs`.
+fn cases(inputs: &Path) -> Vec<Case> {
+    let broken_templates = inputs.join("templates");
+    std::fs::create_dir(&broken_templates).unwrap();
+    std::fs::write(broken_templates.join("etcd.yaml"), "{% if %}").unwrap();
+    let broken_templates = broken_templates.display().to_string();
+    vec![
+        bad_flag("internal suffix", &["--dns-internal-suffix", "bad_suffix..x"], 64, "--dns-internal-suffix"),
+        bad_flag("zone rule", &["--zone", "a/b/c"], 64, "--zone"),
+        bad_flag("cluster name", &["--cluster-id", "Bad_Name"], 64, "--cluster-id"),
+        bad_flag("templates dir", &["--templates", "/nonexistent/templates"], 64, "--templates"),
+        bad_flag("duration", &["--timeout", "soon"], 64, "--timeout"),
+        bad_flag("output", &["-o", "xml"], 64, "xml"),
+        bad_flag("identity", &["--availability-zone", "us-east-1a\nx"], 64, "--availability-zone"),
+        bad_flag("broken template", &["--templates", &broken_templates], 1, "etcd.yaml"),
+        bad_spec(
             "public name",
-            spec_with(
-                inputs.path(),
-                &["spec", "masterPublicName"],
-                "api..ha.example.com",
-            ),
+            spec_with(inputs, &["spec", "masterPublicName"], "api..ha.example.com"),
             "spec.masterPublicName",
         ),
-        spec(
-            "spec zone",
-            spec_with(inputs.path(), &["spec", "dnsZone"], "bad zone!"),
-            "dnsZone",
-        ),
-        spec(
+        bad_spec("spec zone", spec_with(inputs, &["spec", "dnsZone"], "bad zone!"), "dnsZone"),
+        bad_spec(
             "spec cluster name",
-            spec_with(inputs.path(), &["metadata", "name"], "Bad..Name"),
+            spec_with(inputs, &["metadata", "name"], "Bad..Name"),
             "metadata.name",
         ),
-        spec("unreadable spec", unreadable.clone(), "missing.yaml"),
-    ];
-    for Case {
-        what,
-        spec,
-        args,
-        code,
-        needle,
-    } in cases
-    {
-        let bed = Bed::new(NodeKind::HaMaster);
-        let before = tree(bed.root.path());
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let out = match &spec {
-            Some(spec) => bed.run_with_spec("sync", spec, &args),
-            None => bed.run("sync", &args),
-        };
-        assert_eq!(out.code, code, "{what}: {out:#?}");
-        let errors = out.error_lines();
-        assert_eq!(errors.len(), 1, "{what}: one error line: {out:#?}");
-        assert!(
-            errors[0].contains(needle),
-            "{what}: `{needle}` not in {errors:?}"
-        );
-        let operations = bed.moto().operations();
-        assert!(
-            operations
-                .iter()
-                .all(|o| !MUTATING.iter().any(|m| o.contains(m))),
-            "{what}: {operations:?}"
-        );
-        for disk in &bed.disks {
-            assert!(disk.mounted_at().is_empty(), "{what}");
-            assert!(disk.fs_type().is_none(), "{what}");
-        }
-        assert_eq!(
-            tree(bed.root.path()),
-            before,
-            "{what}: files appeared under --root"
-        );
-        // Validated before anything else: not even a lookup.
-        assert!(operations.is_empty(), "{what}: {operations:?}");
+        bad_spec("unreadable spec", inputs.join("missing.yaml"), "missing.yaml"),
+    ]
+}
+
+/// `case` given to `sync` on a fresh master: its exit code and one error line naming the
+/// input, and nothing changed — no AWS call at all, no mount, no format, no new file.
+fn assert_changes_nothing(case: &Case) {
+    let bed = Bed::new(NodeKind::HaMaster);
+    let before = tree(bed.root.path());
+    let args: Vec<&str> = case.args.iter().map(String::as_str).collect();
+    let out = match &case.spec {
+        Some(spec) => bed.run_with_spec("sync", spec, &args),
+        None => bed.run("sync", &args),
+    };
+    let (what, needle) = (case.what, case.needle);
+    assert_eq!(out.code, case.code, "{what}: {out:#?}");
+    let errors = out.error_lines();
+    assert_eq!(errors.len(), 1, "{what}: one error line: {out:#?}");
+    assert!(errors[0].contains(needle), "{what}: `{needle}` not in {errors:?}");
+    let operations = bed.moto().operations();
+    assert!(
+        operations.iter().all(|o| !MUTATING.iter().any(|m| o.contains(m))),
+        "{what}: {operations:?}"
+    );
+    for disk in &bed.disks {
+        assert!(disk.mounted_at().is_empty(), "{what}");
+        assert!(disk.fs_type().is_none(), "{what}");
+    }
+    assert_eq!(tree(bed.root.path()), before, "{what}: files appeared under --root");
+    // Validated before anything else: not even a lookup.
+    assert!(operations.is_empty(), "{what}: {operations:?}");
+}
+
+#[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
+fn invalid_flags_and_derived_values_change_nothing() {
+    let inputs = tempfile::tempdir().unwrap();
+    for case in cases(inputs.path()) {
+        assert_changes_nothing(&case);
     }
 }
 
