@@ -11,7 +11,7 @@
 use crate::support;
 
 use std::io::{BufRead as _, BufReader, Write as _};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use support::bed::{Bed, NodeKind};
 use support::block::LoopDevice;
@@ -21,7 +21,7 @@ const CLUSTER: &str = "c.example.com";
 
 /// A PID namespace whose init's root is `dir`; gone when dropped.
 struct Host {
-    unshare: Child,
+    unshare: support::Guard,
     init: u32,
 }
 
@@ -32,13 +32,15 @@ impl Host {
              echo ready && read line",
             dir.display()
         );
-        let mut unshare = Command::new("unshare")
-            .args(["--pid", "--fork", "--mount", "--propagation", "private"])
-            .args(["sh", "-c", &script])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("unshare (util-linux)");
+        let mut unshare = support::Guard::new(
+            Command::new("unshare")
+                .args(["--pid", "--fork", "--mount", "--propagation", "private"])
+                .args(["sh", "-c", &script])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("unshare (util-linux)"),
+        );
         let mut line = String::new();
         BufReader::new(unshare.stdout.as_mut().unwrap())
             .read_line(&mut line)

@@ -7,7 +7,9 @@
 use crate::support;
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+use support::Guard;
 
 use support::bed::{Bed, NodeKind};
 use support::block::TestRoot;
@@ -17,7 +19,7 @@ use support::Protokube;
 
 /// The forward proxy: it resolves only the names it is given, and logs every request.
 struct ForwardProxy {
-    child: Child,
+    child: Guard,
     port: u16,
     log: PathBuf,
     _dir: tempfile::TempDir,

@@ -1,6 +1,6 @@
-//! GCE as kOps and Google really run it (issue "1.36's disk labels, unlabelled old instances,
-//! Google's own answers, every device name"), each divergence of
-//! `reference/kops/gce/fidelity.md` played by the stand-in (`scripts/gce_standin.py`) as kOps
+//! GCE as kOps and Google really run it: 1.36's disk labels, unlabelled old instances, Google's
+//! own answers, every device name; each divergence from a plain reading of the API played by the
+//! stand-in (`scripts/gce_standin.py`) as kOps
 //! lays out that version's instances and disks and as Google documents its answers: kOps 1.36's
 //! self-only disk labels, kOps 1.22's unlabelled instances, 403 rate limits, 400
 //! `resourceNotReady`, the metadata server by address, a worker without

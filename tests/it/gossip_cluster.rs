@@ -325,11 +325,13 @@ fn a_run_lock_held_for_thirty_seconds_causes_no_suspicion() {
     // Another process's `sync` holds the run lock for 30 s while records arrive.
     let lock = node.root.path().join("run/protokube.lock");
     std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
-    let mut holder = std::process::Command::new("flock")
-        .arg(&lock)
-        .args(["sleep", "30"])
-        .spawn()
-        .expect("flock (util-linux)");
+    let mut holder = support::Guard::new(
+        std::process::Command::new("flock")
+            .arg(&lock)
+            .args(["sleep", "30"])
+            .spawn()
+            .expect("flock (util-linux)"),
+    );
     std::thread::sleep(Duration::from_millis(500));
     peer.command("publish api.internal.c.k8s.local A 10.0.0.1");
     let start = std::time::Instant::now();

@@ -230,7 +230,7 @@ fn wait_for(what: &str, stderr: &Path, ready: impl Fn() -> bool) {
 }
 
 /// SIGTERM, then the exit code (within 10 s).
-fn stop(mut daemon: std::process::Child) -> Option<i32> {
+fn stop(mut daemon: support::Guard) -> Option<i32> {
     support::stop_with_sigterm(&mut daemon, Duration::from_secs(10))
 }
 

@@ -65,7 +65,7 @@ fn master(disk: &LoopDevice) -> (Bed, String, String) {
 /// nodeup's unit running on `node`: the daemon started with `args` and the settings file's
 /// `env` (beside `PROTOKUBE_ROOT`), its standard output and error kept in files.
 struct Unit {
-    daemon: std::process::Child,
+    daemon: support::Guard,
     out: PathBuf,
     err: PathBuf,
     _logs: tempfile::TempDir,

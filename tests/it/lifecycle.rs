@@ -259,10 +259,12 @@ fn reset_while_a_process_uses_a_volume_exits_75_and_leaves_the_node_as_it_was() 
     let file = mountpoint.join("held.txt");
     std::fs::write(&file, "x").unwrap();
     // A process holding a file open on the volume.
-    let mut holder = std::process::Command::new("sh")
-        .args(["-c", "exec 3<\"$0\"; exec sleep 60", file.to_str().unwrap()])
-        .spawn()
-        .unwrap();
+    let mut holder = support::Guard::new(
+        std::process::Command::new("sh")
+            .args(["-c", "exec 3<\"$0\"; exec sleep 60", file.to_str().unwrap()])
+            .spawn()
+            .unwrap(),
+    );
     std::thread::sleep(std::time::Duration::from_millis(300));
     let manifests = manifest_names(&node);
     let before = records(&node);

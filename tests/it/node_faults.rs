@@ -787,3 +787,54 @@ fn reset_with_something_below_the_volume_changes_nothing() {
     let out = node.run("reset", &[]);
     assert_eq!(out.code, 0, "{out:#?}");
 }
+
+/// `label-node` or the RBAC objects against an API server whose first writes answer 503.
+#[test]
+fn a_kubernetes_api_answering_503_to_its_first_writes_is_asked_again() {
+    const NODE: &str = "master.hostname.invalid";
+    let root = TestRoot::new();
+    let certs = Certs::new();
+    let api = KubeApi::start(&certs);
+    certs.write_kubeconfig(&root, api.port, true);
+    api.register(NODE, &[("kubernetes.io/hostname", NODE)]);
+    api.fail_writes(2);
+    let out = Protokube::new()
+        .env("KUBECONFIG", "/var/lib/kops/kubeconfig")
+        .args(["label-node", "--node-name", NODE, "-o", "json"])
+        .args(["--timeout", "10s"])
+        .arg_path("--root", root.path())
+        .run();
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(
+        api.labels(NODE)
+            .get("node-role.kubernetes.io/control-plane"),
+        Some(&String::new())
+    );
+    assert_eq!(api.patches().len(), 3, "two refused, one made");
+
+    // kOps ≤ 1.22's bootstrap RBAC objects, created through writes that fail at first.
+    let world = support::kops::World::new("minimal.example.com");
+    let (args, _) = support::kops::unit_line("1.22-host");
+    let root = TestRoot::new();
+    let api = KubeApi::start(&certs);
+    certs.write_kubeconfig(&root, api.port, true);
+    api.register(NODE, &[("kubernetes.io/hostname", NODE)]);
+    api.fail_writes(2);
+    let systemctl = support::kops::recording_systemctl();
+    let env = [("KUBECONFIG", "/var/lib/kops/kubeconfig".to_owned())];
+    let run = world.run(&args, &root, &env, &systemctl);
+    assert_eq!(run.exit_on_sigterm, Some(0), "{}", run.stderr);
+    let objects = api.objects();
+    for key in ["kube-system/kube-dns", "kube-system/kube-proxy"] {
+        assert!(
+            objects["serviceaccounts"].get(key).is_some(),
+            "{key}: {objects}"
+        );
+    }
+    assert!(
+        objects["clusterrolebindings"]
+            .get("/kubeadm:node-proxier")
+            .is_some(),
+        "{objects}"
+    );
+}

@@ -1,4 +1,4 @@
-//! A healthy node is quiet; a failing one names the true cause (issue "A healthy node is quiet").
+//! A healthy node is quiet; a failing one names the true cause.
 //! `journalctl -p warning` and the report's `warnings` are what operators alert on: each kind
 //! of healthy node — a kOps 1.24–1.35 master beside etcd-manager through nodeup's unit, kOps
 //! 1.36's gossip unit on a control-plane instance and on a worker, a Route53 master, a gossip

@@ -5,7 +5,9 @@
 //! `--cloud gce` pointed at them.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+use super::Guard;
 
 use serde_json::{json, Value};
 
@@ -49,7 +51,7 @@ fn script() -> PathBuf {
 
 /// Starts the stand-in with `args`, in network namespace `netns` when given; it and the port it
 /// reports.
-fn start(args: &[&std::ffi::OsStr], netns: Option<&str>) -> (Child, u16) {
+fn start(args: &[&std::ffi::OsStr], netns: Option<&str>) -> (Guard, u16) {
     let mut command = match netns {
         Some(ns) => {
             let mut command = Command::new("nsenter");
@@ -66,7 +68,7 @@ fn start(args: &[&std::ffi::OsStr], netns: Option<&str>) -> (Child, u16) {
 pub(crate) struct GceWorld {
     dir: tempfile::TempDir,
     certs: Certs,
-    api: Child,
+    api: Guard,
     pub api_port: u16,
     /// The network namespace the world's servers and nodes run in, if not this one.
     netns: Option<String>,
@@ -430,7 +432,7 @@ impl Drop for GceWorld {
 pub(crate) struct GceNode<'a> {
     world: &'a GceWorld,
     pub instance: String,
-    metadata: Child,
+    metadata: Guard,
     port: u16,
     /// Its metadata server is at Google's own address: protokube is not told where.
     default_address: bool,

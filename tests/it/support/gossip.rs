@@ -302,7 +302,7 @@ impl Node {
 
 /// `protokube gossip` running, its stderr in a file, its metrics file beside.
 pub(crate) struct Member {
-    child: Option<Child>,
+    child: Option<super::Guard>,
     log: tempfile::NamedTempFile,
     metrics: PathBuf,
 }

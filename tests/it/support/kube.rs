@@ -6,7 +6,9 @@
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+use super::Guard;
 
 use super::block::TestRoot;
 use super::moto::python;
@@ -154,7 +156,7 @@ pub(crate) struct Waking {
 }
 
 pub(crate) struct KubeApi {
-    child: Child,
+    child: Guard,
     pub port: u16,
     pub nodes: PathBuf,
     log: PathBuf,

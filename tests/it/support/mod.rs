@@ -1,6 +1,8 @@
-//! Shared test bed for the integration tests: the local AWS emulator (moto behind a
-//! request-recording wrapper), an in-test IMDSv2 server, EC2 seeding through the real SDK, and a
-//! runner for the real `protokube` binary.
+//! What the integration tests share: moto (`moto_server` behind a request-recording, fault-
+//! injecting wrapper) seeded through the real AWS SDK, an in-test IMDSv2 server, the stand-ins
+//! for what has no emulator (GCE's metadata server and APIs, the Kubernetes API), kOps' files and
+//! nodes, real loop devices, network namespaces, the gossip bed with the project's Go peer, and
+//! a runner for the real `protokube` binary. Each module says which.
 
 #![allow(dead_code)]
 
@@ -44,9 +46,42 @@ pub(crate) fn run(program: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// A child process a test started: killed (and reaped) when the guard goes, pass or fail, so
+/// that nothing a test starts outlives it. Derefs to the child.
+pub(crate) struct Guard(std::process::Child);
+
+impl Guard {
+    pub(crate) fn new(child: std::process::Child) -> Self {
+        Self(child)
+    }
+}
+
+impl std::ops::Deref for Guard {
+    type Target = std::process::Child;
+
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Guard {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts `command` (stdout piped) and reads the `PORT <n>` line a stand-in prints when it
 /// listens: the child and the port.
-pub(crate) fn spawn_listening(command: &mut Command, what: &str) -> (std::process::Child, u16) {
+pub(crate) fn spawn_listening(command: &mut Command, what: &str) -> (Guard, u16) {
     use std::io::BufRead as _;
     let mut child = command
         .stdin(Stdio::null())
@@ -62,7 +97,7 @@ pub(crate) fn spawn_listening(command: &mut Command, what: &str) -> (std::proces
         .strip_prefix("PORT ")
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("{what} did not report its port: {line:?}"));
-    (child, port)
+    (Guard::new(child), port)
 }
 
 pub(crate) use imds::ImdsServer;
@@ -301,13 +336,16 @@ impl Protokube {
         self
     }
 
-    /// Starts it (stdout and stderr discarded); the caller waits.
-    pub(crate) fn spawn(mut self) -> std::process::Child {
-        self.command
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawning protokube")
+    /// Starts it (stdout and stderr discarded); the caller waits, the guard kills it at the
+    /// latest when the test ends.
+    pub(crate) fn spawn(mut self) -> Guard {
+        Guard::new(
+            self.command
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawning protokube"),
+        )
     }
 
     /// Starts it with its output going to `stdout` and `stderr`; the caller waits.
@@ -315,12 +353,14 @@ impl Protokube {
         mut self,
         stdout: std::fs::File,
         stderr: std::fs::File,
-    ) -> std::process::Child {
-        self.command
-            .stdout(stdout)
-            .stderr(stderr)
-            .spawn()
-            .expect("spawning protokube")
+    ) -> Guard {
+        Guard::new(
+            self.command
+                .stdout(stdout)
+                .stderr(stderr)
+                .spawn()
+                .expect("spawning protokube"),
+        )
     }
 
     /// Runs to completion (killed after two minutes so a hang fails the test instead of CI).
@@ -331,7 +371,7 @@ impl Protokube {
         self.command
             .stdout(std::fs::File::create(&out_path).unwrap())
             .stderr(std::fs::File::create(&err_path).unwrap());
-        let mut child = self.command.spawn().expect("spawning protokube");
+        let mut child = Guard::new(self.command.spawn().expect("spawning protokube"));
         let deadline = Instant::now() + Duration::from_mins(2);
         let status = loop {
             if let Some(status) = child.try_wait().unwrap() {

@@ -1,16 +1,17 @@
-//! EC2 as it fails for real (docs/safety.md), injected by the test layer in front of the emulator
+//! AWS as it fails for real (docs/safety.md), injected by the test layer in front of moto
 //! (`scripts/moto_server.py`), with real loop devices: an AttachVolume that succeeded but whose
 //! answer was lost (the SDK's retry gets `VolumeInUse`), an attachment stuck in `attaching`, a
 //! stale read showing the previous owner's `detaching` attachment, a second volume of one etcd
-//! key attached here, throttling past the SDK's retries, a slow service, and listings whose
-//! pages are empty before the last.
+//! key attached here, throttling past the SDK's retries, a slow service, listings whose pages are
+//! empty before the last, a metadata service that never answers, and a public name that is one
+//! of the cluster's internal names on Route53.
 
 use crate::support;
 
 use serde_json::json;
 use support::bed::{Bed, NodeKind, REGION};
-use support::block::LoopDevice;
-use support::seed;
+use support::block::{LoopDevice, TestRoot};
+use support::{fixture, seed, Protokube};
 
 const CLUSTER: &str = "c.example.com";
 
@@ -204,4 +205,56 @@ fn listings_follow_their_pages_through_empty_ones() {
     assert_eq!(out.code, 0, "{out:#?}");
     let hosts = std::fs::read_to_string(bed.root.join("/etc/hosts")).unwrap();
     assert!(hosts.contains("api.internal.minimal.k8s.local"), "{hosts}");
+}
+
+#[test]
+#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
+fn a_public_name_among_the_internal_names_is_refused_on_route53_too() {
+    let inputs = tempfile::tempdir().unwrap();
+    for public in [
+        format!("etcd-a.internal.{}", support::bed::HA),
+        format!("kops-controller.internal.{}", support::bed::HA),
+    ] {
+        let bed = Bed::new(NodeKind::HaMaster);
+        let spec = support::spec_with(
+            inputs.path(),
+            "ha.yaml",
+            &["spec", "masterPublicName"],
+            public.clone().into(),
+        );
+        let out = bed.run_with_spec("sync", &spec, &[]);
+        assert_eq!(out.code, 1, "{public}: {out:#?}");
+        assert!(out.error_lines()[0].contains(&public), "{public}: {out:#?}");
+        assert!(
+            bed.moto().operations().is_empty(),
+            "{public}: asked the cloud"
+        );
+        for disk in &bed.disks {
+            assert!(disk.mounted_at().is_empty());
+        }
+    }
+}
+
+#[test]
+fn a_dead_metadata_service_changes_nothing() {
+    let root = TestRoot::new();
+    let out = Protokube::new()
+        .args(["sync", "--master", "--timeout", "3s"])
+        .arg_path(
+            "--cluster-spec",
+            &fixture("cluster-completed/minimal_gossip.yaml"),
+        )
+        .arg_path("--root", root.path())
+        .run();
+    // Waited for up to --timeout, then not ready (a later run may find it).
+    assert_eq!(out.code, 75, "{out:#?}");
+    assert_eq!(out.error_lines().len(), 1, "{out:#?}");
+    assert!(out.error_lines()[0].contains("--instance-id"), "{out:#?}");
+    let left: Vec<_> = std::fs::read_dir(root.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "run")
+        .collect();
+    // Only the run lock's directory: no mount, manifest, state or hosts file.
+    assert!(left.is_empty(), "{left:?}");
 }

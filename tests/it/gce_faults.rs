@@ -1,22 +1,17 @@
-//! The clouds' and the Kubernetes API's faults: GCE boot disks, spec names that collide, an API
-//! that answers 503, reports that keep what was done, each case as an operator would meet it: a
-//! boot disk that carries etcd labels, under kOps' device name and under gcloud's; a public name
-//! that is one of the cluster's own internal names; a record set someone removed between read and
-//! change; a Kubernetes API whose writes answer 503 at first; a wait cut by the deadline after the
-//! change was accepted; a disk attached read-only; a disk of one name in two zones; a token Google
-//! rejects early; a worker that may not call `compute.instances.get`; an operation still running at
-//! the deadline; and GCE's own words for what an operator must fix. Real binary; the GCE stand-in
-//! (`scripts/gce_standin.py`), moto, the Kubernetes API stand-in; real loop devices where a disk is
-//! mounted.
+//! GCE's faults as an operator would meet them: a boot disk that carries etcd labels, under kOps'
+//! device name and under gcloud's; a public name that is one of the cluster's own internal names;
+//! a record set someone removed between read and change; a wait cut by the deadline after the
+//! change was accepted (reports that keep what was done); a disk attached read-only; a disk of one
+//! name in two zones; a token Google rejects early; a worker that may not call
+//! `compute.instances.get`; an operation still running at the deadline; and GCE's own words for
+//! what an operator must fix. Real binary, the GCE stand-in (`scripts/gce_standin.py`), real loop
+//! devices where a disk is mounted.
 
 use crate::support;
 
 use serde_json::json;
-use support::bed::{Bed, NodeKind};
-use support::block::{LoopDevice, TestRoot};
+use support::block::LoopDevice;
 use support::gce::{kops_gce_spec, GceNode, GceWorld};
-use support::kube::{Certs, KubeApi};
-use support::Protokube;
 
 const CLUSTER: &str = "ha.example.com";
 const ZONE: &str = "us-test1-a";
@@ -168,34 +163,6 @@ fn a_public_name_that_is_one_of_the_clusters_own_names_is_refused_before_any_cha
             .collect();
         assert!(mutations.is_empty(), "{public}: {mutations:?}");
         world.assert_faithful();
-    }
-}
-
-#[test]
-#[ignore = "needs root: loop devices, mounts or namespaces; scripts/test runs it as root"]
-fn a_public_name_among_the_internal_names_is_refused_on_route53_too() {
-    let inputs = tempfile::tempdir().unwrap();
-    for public in [
-        format!("etcd-a.internal.{}", support::bed::HA),
-        format!("kops-controller.internal.{}", support::bed::HA),
-    ] {
-        let bed = Bed::new(NodeKind::HaMaster);
-        let spec = support::spec_with(
-            inputs.path(),
-            "ha.yaml",
-            &["spec", "masterPublicName"],
-            public.clone().into(),
-        );
-        let out = bed.run_with_spec("sync", &spec, &[]);
-        assert_eq!(out.code, 1, "{public}: {out:#?}");
-        assert!(out.error_lines()[0].contains(&public), "{public}: {out:#?}");
-        assert!(
-            bed.moto().operations().is_empty(),
-            "{public}: asked the cloud"
-        );
-        for disk in &bed.disks {
-            assert!(disk.mounted_at().is_empty());
-        }
     }
 }
 
@@ -483,55 +450,4 @@ fn a_formatted_label_without_its_filesystem_names_the_label() {
     );
     assert!(!error.contains("k8s.io/"), "{out:#?}");
     world.assert_faithful();
-}
-
-/// `label-node` or the RBAC objects against an API server whose first writes answer 503.
-#[test]
-fn a_kubernetes_api_answering_503_to_its_first_writes_is_asked_again() {
-    const NODE: &str = "master.hostname.invalid";
-    let root = TestRoot::new();
-    let certs = Certs::new();
-    let api = KubeApi::start(&certs);
-    certs.write_kubeconfig(&root, api.port, true);
-    api.register(NODE, &[("kubernetes.io/hostname", NODE)]);
-    api.fail_writes(2);
-    let out = Protokube::new()
-        .env("KUBECONFIG", "/var/lib/kops/kubeconfig")
-        .args(["label-node", "--node-name", NODE, "-o", "json"])
-        .args(["--timeout", "10s"])
-        .arg_path("--root", root.path())
-        .run();
-    assert_eq!(out.code, 0, "{out:#?}");
-    assert_eq!(
-        api.labels(NODE)
-            .get("node-role.kubernetes.io/control-plane"),
-        Some(&String::new())
-    );
-    assert_eq!(api.patches().len(), 3, "two refused, one made");
-
-    // kOps ≤ 1.22's bootstrap RBAC objects, created through writes that fail at first.
-    let world = support::kops::World::new("minimal.example.com");
-    let (args, _) = support::kops::unit_line("1.22-host");
-    let root = TestRoot::new();
-    let api = KubeApi::start(&certs);
-    certs.write_kubeconfig(&root, api.port, true);
-    api.register(NODE, &[("kubernetes.io/hostname", NODE)]);
-    api.fail_writes(2);
-    let systemctl = support::kops::recording_systemctl();
-    let env = [("KUBECONFIG", "/var/lib/kops/kubeconfig".to_owned())];
-    let run = world.run(&args, &root, &env, &systemctl);
-    assert_eq!(run.exit_on_sigterm, Some(0), "{}", run.stderr);
-    let objects = api.objects();
-    for key in ["kube-system/kube-dns", "kube-system/kube-proxy"] {
-        assert!(
-            objects["serviceaccounts"].get(key).is_some(),
-            "{key}: {objects}"
-        );
-    }
-    assert!(
-        objects["clusterrolebindings"]
-            .get("/kubeadm:node-proxier")
-            .is_some(),
-        "{objects}"
-    );
 }
