@@ -13,10 +13,10 @@ use std::collections::BTreeMap;
 
 use crate::cloud::provider::{Endpoint, Provider};
 use crate::flags::{DnsChoice, DnsKind, Flags, OutputArg};
-use crate::providers::Registered;
 use crate::logging::LogFormat;
 use crate::plan::kops::KopsUnit;
 use crate::plan::manifests::etcd::EtcdOptions;
+use crate::providers::Registered;
 use crate::report::OutputFormat;
 use crate::settings::DEFAULT_KUBECONFIG;
 

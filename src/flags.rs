@@ -106,7 +106,6 @@ pub(crate) struct Flags {
     )]
     pub(crate) zones: Vec<String>,
 
-
     /// Suffix of internal names such as etcd peers [default: `.internal.<cluster>`].
     #[arg(
         long,

@@ -117,7 +117,11 @@ pub mod testing {
 
         /// A memberlist push/pull stream (compressed, as kOps' memberlist sends it) from
         /// `sender` at `from`, telling of `members` alive at their addresses.
-        pub fn memberlist_push_pull(sender: &str, from: SocketAddr, members: &[(String, SocketAddr)]) -> Vec<u8> {
+        pub fn memberlist_push_pull(
+            sender: &str,
+            from: SocketAddr,
+            members: &[(String, SocketAddr)],
+        ) -> Vec<u8> {
             let me = Table::new(sender, from).push_nodes().remove(0);
             let mut nodes = vec![me.clone()];
             for (name, addr) in members {

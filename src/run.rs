@@ -109,7 +109,9 @@ pub(crate) async fn run_with(
         Command::RenderManifests(_) => {
             cmd::render_manifests::run(settings, cloud, host, report).await
         }
-        Command::PublishDns(_) => cmd::publish_dns::run(settings, cloud, places, host, report).await,
+        Command::PublishDns(_) => {
+            cmd::publish_dns::run(settings, cloud, places, host, report).await
+        }
         Command::Sync(_) => cmd::sync::run(settings, cloud, places, host, report).await,
         Command::Reset(_) => cmd::reset::run(settings, cloud, places, host, report).await,
         Command::ApplyChannels => cmd::apply_channels::run(settings, host, report).await,

@@ -314,32 +314,59 @@ mod tests {
     async fn retries_stop_at_done_an_error_the_count_or_the_deadline() {
         let backoff = || Backoff::new(Duration::from_millis(10), Duration::from_millis(40));
         let calls = std::cell::Cell::new(0);
-        let done = retry_until(Deadline::after(Duration::from_secs(5)), backoff(), 10, |n| {
-            calls.set(calls.get() + 1);
-            async move { Ok(if n == 3 { Retry::Done(n) } else { Retry::Again(None) }) }
-        })
+        let done = retry_until(
+            Deadline::after(Duration::from_secs(5)),
+            backoff(),
+            10,
+            |n| {
+                calls.set(calls.get() + 1);
+                async move {
+                    Ok(if n == 3 {
+                        Retry::Done(n)
+                    } else {
+                        Retry::Again(None)
+                    })
+                }
+            },
+        )
         .await
         .unwrap()
         .unwrap();
         assert_eq!((done, calls.get()), (3, 3));
-        let counted = retry_until(Deadline::after(Duration::from_secs(5)), backoff(), 4, |n| async move {
-            Ok(Retry::<()>::Again(Some(anyhow::anyhow!("busy {n}"))))
-        })
+        let counted = retry_until(
+            Deadline::after(Duration::from_secs(5)),
+            backoff(),
+            4,
+            |n| async move { Ok(Retry::<()>::Again(Some(anyhow::anyhow!("busy {n}")))) },
+        )
         .await
         .unwrap()
         .unwrap_err();
-        assert_eq!((counted.attempts, counted.why("none").as_str()), (4, "busy 4"));
-        let timed = retry_until(Deadline::after(Duration::from_millis(100)), backoff(), 1000, |_| async {
-            Ok(Retry::<()>::Again(None))
-        })
+        assert_eq!(
+            (counted.attempts, counted.why("none").as_str()),
+            (4, "busy 4")
+        );
+        let timed = retry_until(
+            Deadline::after(Duration::from_millis(100)),
+            backoff(),
+            1000,
+            |_| async { Ok(Retry::<()>::Again(None)) },
+        )
         .await
         .unwrap()
         .unwrap_err();
-        assert!(timed.attempts < 20, "the deadline ended it, not the count: {}", timed.attempts);
+        assert!(
+            timed.attempts < 20,
+            "the deadline ended it, not the count: {}",
+            timed.attempts
+        );
         assert_eq!(timed.why("no answer"), "no answer");
-        let failed = retry_until(Deadline::after(Duration::from_secs(5)), backoff(), 10, |_| async {
-            Err::<Retry<()>, _>(anyhow::anyhow!("refused"))
-        })
+        let failed = retry_until(
+            Deadline::after(Duration::from_secs(5)),
+            backoff(),
+            10,
+            |_| async { Err::<Retry<()>, _>(anyhow::anyhow!("refused")) },
+        )
         .await;
         assert_eq!(failed.unwrap_err().to_string(), "refused");
     }

@@ -32,7 +32,8 @@ where
     Fut: Future<Output = Result<T>> + Send,
 {
     let answered = retry_until(deadline, backoff, u32::MAX, |_| {
-        let attempt = deadline.run(call());
+        // On the heap: an SDK call's future is large, and every caller would carry it.
+        let attempt = Box::pin(deadline.run(call()));
         async move {
             match attempt.await {
                 Ok(Err(err)) if crate::error::caused_by::<Unreachable>(&err) => {

@@ -207,13 +207,19 @@ impl HostsFile<'_> {
         let path = self.path()?;
         let target = path.display().to_string();
         let settings = self.settings;
-        let update = rewrite_block(self.files, &path, settings.deadline, settings.dry_run, |content| {
-            let plan = plan(&target, content);
-            HostsUpdate {
-                content: plan.content,
-                changes: plan.changes,
-            }
-        })
+        let update = rewrite_block(
+            self.files,
+            &path,
+            settings.deadline,
+            settings.dry_run,
+            |content| {
+                let plan = plan(&target, content);
+                HostsUpdate {
+                    content: plan.content,
+                    changes: plan.changes,
+                }
+            },
+        )
         .await?;
         for change in update.changes {
             report.push(change);

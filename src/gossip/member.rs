@@ -122,7 +122,11 @@ impl Member {
     /// (kOps' rule); `explicit` ones are the primary's and the secondary's as given.
     pub(crate) fn set_seeds(&self, cloud: &[IpAddr], explicit: &[Seed], secondary: &[Seed]) {
         for endpoint in &self.endpoints {
-            let given = if endpoint.primary { explicit } else { secondary };
+            let given = if endpoint.primary {
+                explicit
+            } else {
+                secondary
+            };
             let port = endpoint.port;
             let mut addrs: BTreeSet<SocketAddr> =
                 cloud.iter().map(|ip| SocketAddr::new(*ip, port)).collect();

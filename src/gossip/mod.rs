@@ -125,7 +125,11 @@ mod tests {
             assert!(a.tombstone && a.data.is_empty(), "{a:?}");
             assert!(state.records[&format!("dns/local/AAAA/{name}")].tombstone);
         }
-        assert_eq!(handle.names(), BTreeSet::from([name]), "a deleted name is still held");
+        assert_eq!(
+            handle.names(),
+            BTreeSet::from([name]),
+            "a deleted name is still held"
+        );
         assert!(handle.view().records.is_empty());
     }
 }

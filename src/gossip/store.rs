@@ -305,7 +305,13 @@ mod tests {
                 version: unix_now() + MAX_AHEAD,
             },
         );
-        assert_eq!(store.merge(Protocol::Memberlist, "peer", &fair).records.len(), 1);
+        assert_eq!(
+            store
+                .merge(Protocol::Memberlist, "peer", &fair)
+                .records
+                .len(),
+            1
+        );
         assert!(store.view().records.is_empty(), "memberlist is not read");
         assert_eq!(store.merge(Protocol::Mesh, "peer", &fair).records.len(), 1);
         assert_eq!(store.view().records[0].name, "api.internal.c.k8s.local");

@@ -95,7 +95,9 @@ impl Transport for Sockets {
     }
 
     async fn bind_packets(&self, addr: SocketAddr) -> io::Result<Arc<dyn Packets>> {
-        Ok(Arc::new(UdpSocket(tokio::net::UdpSocket::bind(addr).await?)))
+        Ok(Arc::new(UdpSocket(
+            tokio::net::UdpSocket::bind(addr).await?,
+        )))
     }
 
     async fn connect(&self, from: Option<IpAddr>, to: SocketAddr) -> io::Result<BoxStream> {
@@ -224,14 +226,21 @@ mod tests {
     async fn one_address_gets_a_few_connections_a_minute_whatever_asks() {
         let network = Network::new();
         let server = network.node([10, 0, 0, 1]);
-        let listener = server.listen("10.0.0.1:4000".parse().unwrap()).await.unwrap();
+        let listener = server
+            .listen("10.0.0.1:4000".parse().unwrap())
+            .await
+            .unwrap();
         let dialer = Dialer::new(Arc::new(network.node([10, 0, 0, 2])));
         let to = listener.local_addr();
         for _ in 0..CONNECTIONS_PER_MINUTE {
             dialer.connect(to, Duration::from_secs(1)).await.unwrap();
         }
         let refused = dialer.connect(to, Duration::from_secs(1)).await;
-        assert!(matches!(refused, Err(DialError::Budget)), "{:?}", refused.err());
+        assert!(
+            matches!(refused, Err(DialError::Budget)),
+            "{:?}",
+            refused.err()
+        );
         assert_eq!(network.connections_to(to), CONNECTIONS_PER_MINUTE);
         // Another address has its own budget; a minute later this one has it again.
         assert!(dialer.take("10.0.0.3:4000".parse().unwrap()));
@@ -246,13 +255,24 @@ mod tests {
         let closed = dialer
             .connect("10.0.0.9:4000".parse().unwrap(), Duration::from_secs(1))
             .await;
-        assert!(matches!(closed, Err(DialError::Io(_))), "{:?}", closed.err());
+        assert!(
+            matches!(closed, Err(DialError::Io(_))),
+            "{:?}",
+            closed.err()
+        );
         let server = network.node([10, 0, 0, 1]);
-        let listener = server.listen("10.0.0.1:4000".parse().unwrap()).await.unwrap();
+        let listener = server
+            .listen("10.0.0.1:4000".parse().unwrap())
+            .await
+            .unwrap();
         network.cut([10, 0, 0, 1]);
         let silent = dialer
             .connect(listener.local_addr(), Duration::from_secs(1))
             .await;
-        assert!(matches!(silent, Err(DialError::Timeout)), "{:?}", silent.err());
+        assert!(
+            matches!(silent, Err(DialError::Timeout)),
+            "{:?}",
+            silent.err()
+        );
     }
 }

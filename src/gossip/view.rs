@@ -87,7 +87,10 @@ pub(crate) const ZONE: &str = "local";
 
 /// Whether `name` is in the gossip zone (`local`, or a name under it).
 fn in_zone(name: &str) -> bool {
-    name == ZONE || name.strip_suffix(ZONE).is_some_and(|head| head.ends_with('.'))
+    name == ZONE
+        || name
+            .strip_suffix(ZONE)
+            .is_some_and(|head| head.ends_with('.'))
 }
 
 /// Reads the primary protocol's state as DNS records (kOps' `DNSView`, which reads the primary
@@ -257,7 +260,10 @@ mod tests {
                 record("6.6.6.6\n9.9.9.9 registry.k8s.io", 1),
             ),
             ("dns/local/A/bad name.local", record("1.2.3.4", 1)),
-            ("dns/local/A/registry.k8s.local", record("10.0.0.3\n9.9.9.9 x.local", 1)),
+            (
+                "dns/local/A/registry.k8s.local",
+                record("10.0.0.3\n9.9.9.9 x.local", 1),
+            ),
             ("dns/local/A/v6.local", record("fd00::1", 1)),
             ("dns/local/AAAA/v6.local", record("fd00::1", 1)),
             ("dns/local/NS/local", record("gossip", 1)),

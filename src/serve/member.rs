@@ -89,7 +89,11 @@ impl Home {
             .or_else(|| toward.and_then(advertise_toward));
         let (member, thread) =
             spawn(&settings, &identity.instance_id, advertise, transport).await?;
-        member.set_seeds(&seeds, &settings.gossip.seeds, &settings.gossip.seeds_secondary);
+        member.set_seeds(
+            &seeds,
+            &settings.gossip.seeds,
+            &settings.gossip.seeds_secondary,
+        );
         let first_ask = if asked && !seeds.is_empty() {
             RESEED
         } else {
@@ -129,7 +133,14 @@ impl Home {
         } else {
             None
         };
-        write_view(files, &path, Deadline::after(LOCK_WAIT), &view, self.settings.dry_run).await
+        write_view(
+            files,
+            &path,
+            Deadline::after(LOCK_WAIT),
+            &view,
+            self.settings.dry_run,
+        )
+        .await
     }
 
     /// Waits (up to `deadline`) for a peer of the primary protocol, then for the state to
@@ -180,7 +191,10 @@ impl Home {
                 tracing::warn!("gossip: {err:#}");
             }
             metrics(&handle);
-            let reseed_at = *self.reseed_at.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let reseed_at = *self
+                .reseed_at
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             tokio::select! {
                 _ = changes.changed() => {}
                 () = tokio::time::sleep(RECHECK) => {}
@@ -283,7 +297,9 @@ async fn spawn(
             {
                 Ok(runtime) => runtime,
                 Err(err) => {
-                    let _ = sender.send(Err(anyhow::Error::new(err).context("starting the gossip runtime")));
+                    let _ = sender.send(Err(
+                        anyhow::Error::new(err).context("starting the gossip runtime")
+                    ));
                     return;
                 }
             };

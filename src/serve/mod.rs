@@ -83,7 +83,13 @@ async fn runs_until_stopped(
             run::record_error(&mut report, err);
         }
         let figures = member.as_ref().map(Handle::figures);
-        run::conclude_beside(cli, &report, &result, (started, clock.elapsed()), figures.as_ref());
+        run::conclude_beside(
+            cli,
+            &report,
+            &result,
+            (started, clock.elapsed()),
+            figures.as_ref(),
+        );
         each(&report, &result);
         first_run_done.notify_one();
         if !pause.next().await {

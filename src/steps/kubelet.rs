@@ -105,3 +105,100 @@ pub(crate) async fn run(
     });
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::kops::KopsUnit;
+    use crate::steps::testing::Bench;
+
+    /// A master of kOps 1.12–1.18 (its Debian image's unit) whose kubelet is `running`.
+    fn debian_image_master(running: bool) -> Bench {
+        let mut bench = Bench::master(&[]);
+        bench.settings.kops = KopsUnit::DebianImage;
+        bench.host.change(|node| {
+            node.services.insert(KUBELET.to_owned(), running);
+        });
+        bench
+    }
+
+    fn actions(report: &Report) -> Vec<(String, Action)> {
+        report
+            .changes
+            .iter()
+            .map(|change| (change.target.clone(), change.action))
+            .collect()
+    }
+
+    #[test]
+    fn the_rule_follows_the_version_the_role_and_who_manages_etcd() {
+        let mut bench = Bench::master(&[]);
+        assert_eq!(KubeletStart::of(&bench.settings), KubeletStart::Never);
+        bench.settings.kops = KopsUnit::DistrolessImage;
+        assert_eq!(KubeletStart::of(&bench.settings), KubeletStart::Never);
+        bench.settings.kops = KopsUnit::DebianImage;
+        assert_eq!(KubeletStart::of(&bench.settings), KubeletStart::AfterMount);
+        bench.settings.etcd_declined = Some(crate::plan::etcd_owner::Declined::ManageEtcdFalse);
+        assert_eq!(KubeletStart::of(&bench.settings), KubeletStart::First);
+        bench.settings.etcd_declined = None;
+        bench.settings.master = false;
+        assert_eq!(KubeletStart::of(&bench.settings), KubeletStart::First);
+    }
+
+    #[test]
+    fn a_stopped_kubelet_is_started_once_in_its_place() {
+        let bench = debian_image_master(false);
+        let start = KubeletStart::of(&bench.settings);
+        let mut report = bench.report();
+        Bench::block_on(first(start, &bench.settings, &bench.host, &mut report))
+            .expect("nothing to do first on a master managing etcd");
+        assert!(bench.take_effects().is_empty());
+        Bench::block_on(after_mount(
+            start,
+            &bench.settings,
+            &bench.host,
+            &mut report,
+        ))
+        .expect("kubelet started");
+        assert_eq!(bench.take_effects(), ["start kubelet"]);
+        assert_eq!(actions(&report), [(KUBELET.to_owned(), Action::Start)]);
+    }
+
+    #[test]
+    fn a_running_kubelet_is_left_alone_and_said_unchanged() {
+        let bench = debian_image_master(true);
+        let mut report = bench.report();
+        Bench::block_on(run(&bench.settings, &bench.host, &mut report)).expect("asked");
+        assert!(bench.take_effects().is_empty());
+        assert_eq!(actions(&report), [(KUBELET.to_owned(), Action::Unchanged)]);
+    }
+
+    #[test]
+    fn a_dry_run_reports_the_start_it_would_make_and_starts_nothing() {
+        let mut bench = debian_image_master(false);
+        bench.dry_run();
+        let mut report = bench.report();
+        Bench::block_on(run(&bench.settings, &bench.host, &mut report)).expect("planned");
+        assert!(bench.take_effects().is_empty());
+        assert_eq!(actions(&report), [(KUBELET.to_owned(), Action::Start)]);
+        assert!(!bench.host.node().services[KUBELET]);
+    }
+
+    #[test]
+    fn a_version_whose_nodeup_starts_kubelet_never_touches_it() {
+        let mut bench = debian_image_master(false);
+        bench.settings.kops = KopsUnit::Current;
+        let start = KubeletStart::of(&bench.settings);
+        let mut report = bench.report();
+        Bench::block_on(first(start, &bench.settings, &bench.host, &mut report)).expect("first");
+        Bench::block_on(after_mount(
+            start,
+            &bench.settings,
+            &bench.host,
+            &mut report,
+        ))
+        .expect("after mount");
+        assert!(bench.take_effects().is_empty());
+        assert!(report.changes.is_empty());
+    }
+}

@@ -476,7 +476,11 @@ fn the_registry_is_the_one_list_of_providers() {
                 mirrors.push(format!("{name}:{}: {}", n + 1, line.trim()));
             }
             if reads_registry && !["cli.rs", "providers/mod.rs"].contains(&name.as_str()) {
-                mirrors.push(format!("{name}:{}: {} (reads the registry)", n + 1, line.trim()));
+                mirrors.push(format!(
+                    "{name}:{}: {} (reads the registry)",
+                    n + 1,
+                    line.trim()
+                ));
             }
         }
     }
@@ -489,7 +493,10 @@ fn the_registry_is_the_one_list_of_providers() {
         std::fs::read_to_string(crate::support::repo().join("src/providers/mod.rs")).unwrap();
     let code = without_tests(&registry);
     assert!(
-        code.contains(&format!("static REGISTRY: [Registered; {}]", PROVIDERS.len())),
+        code.contains(&format!(
+            "static REGISTRY: [Registered; {}]",
+            PROVIDERS.len()
+        )),
         "one registry line per provider"
     );
     let cli = std::fs::read_to_string(crate::support::repo().join("src/cli.rs")).unwrap();
@@ -849,9 +856,16 @@ fn what_does_not_end_lives_in_serve_and_holds_no_static_state() {
         }
         for line in code.lines().map(str::trim_start) {
             let declares = line.starts_with("static ") || line.contains(" static ");
-            let mutable = ["Mutex", "RwLock", "Atomic", "RefCell", "Cell<", "static mut"]
-                .iter()
-                .any(|kind| line.contains(kind));
+            let mutable = [
+                "Mutex",
+                "RwLock",
+                "Atomic",
+                "RefCell",
+                "Cell<",
+                "static mut",
+            ]
+            .iter()
+            .any(|kind| line.contains(kind));
             assert!(
                 !(declares && mutable && !line.starts_with("//")),
                 "{name}: a static holding mutable state: {line}"
@@ -874,8 +888,17 @@ fn the_gossip_protocols_know_no_file_and_no_run() {
         for import in imports {
             assert!(
                 ![
-                    "host", "dns", "settings", "snapshot", "steps", "providers", "cmd", "serve",
-                    "run", "cli", "flags",
+                    "host",
+                    "dns",
+                    "settings",
+                    "snapshot",
+                    "steps",
+                    "providers",
+                    "cmd",
+                    "serve",
+                    "run",
+                    "cli",
+                    "flags",
                 ]
                 .contains(&top(import)),
                 "{module} (the gossip protocols) imports {import}"
@@ -883,7 +906,12 @@ fn the_gossip_protocols_know_no_file_and_no_run() {
         }
         let code = without_tests(&graph.texts[module]);
         let pure = module.starts_with("gossip::wire") || module == "gossip::view";
-        for effect in ["tokio::", ".await", "std::net::UdpSocket", "std::net::TcpStream"] {
+        for effect in [
+            "tokio::",
+            ".await",
+            "std::net::UdpSocket",
+            "std::net::TcpStream",
+        ] {
             assert!(
                 !(pure && code.contains(effect)),
                 "{module} (pure) uses {effect}"
@@ -979,11 +1007,19 @@ fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
 fn test_sources() -> Vec<(PathBuf, String)> {
     let dir = crate::support::repo().join("tests/it");
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(&dir).unwrap().chain(std::fs::read_dir(dir.join("support")).unwrap()) {
+    for entry in std::fs::read_dir(&dir)
+        .unwrap()
+        .chain(std::fs::read_dir(dir.join("support")).unwrap())
+    {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "rs") {
             let text = std::fs::read_to_string(&path).unwrap();
-            out.push((path.strip_prefix(crate::support::repo()).unwrap().to_owned(), text));
+            out.push((
+                path.strip_prefix(crate::support::repo())
+                    .unwrap()
+                    .to_owned(),
+                text,
+            ));
         }
     }
     out

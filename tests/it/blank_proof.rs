@@ -67,7 +67,13 @@ fn iso9660(d: &LoopDevice) {
 fn luks2(d: &LoopDevice) {
     use std::io::Write as _;
     let mut child = std::process::Command::new("cryptsetup")
-        .args(["luksFormat", "--type", "luks2", "--batch-mode", "--key-file=-"])
+        .args([
+            "luksFormat",
+            "--type",
+            "luks2",
+            "--batch-mode",
+            "--key-file=-",
+        ])
         .args(["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"])
         .arg(d.path_str())
         .stdin(std::process::Stdio::piped())
@@ -107,16 +113,36 @@ fn random_bytes(d: &LoopDevice) {
 /// Every kind: (kind, size in MiB, how to make it, what the refusal names).
 fn signature_kinds() -> Vec<(&'static str, u64, Prepare, &'static str)> {
     vec![
-        ("dos partition table", 64, |d| d.write_partition_table(), "`dos` partition table"),
+        (
+            "dos partition table",
+            64,
+            |d| d.write_partition_table(),
+            "`dos` partition table",
+        ),
         ("swap", 64, |d| d.run_on("mkswap", &[]), "`swap`"),
         ("xfs", 320, |d| d.run_on("mkfs.xfs", &["-q"]), "`xfs`"),
         ("ext3", 64, |d| d.run_on("mkfs.ext3", &["-q"]), "`ext3`"),
-        ("btrfs", 256, |d| d.run_on("mkfs.btrfs", &["-q", "-f"]), "`btrfs`"),
+        (
+            "btrfs",
+            256,
+            |d| d.run_on("mkfs.btrfs", &["-q", "-f"]),
+            "`btrfs`",
+        ),
         ("vfat", 64, |d| d.run_on("mkfs.vfat", &[]), "`vfat`"),
-        ("bcache", 64, |d| d.run_on("make-bcache", &["-B"]), "`bcache`"),
+        (
+            "bcache",
+            64,
+            |d| d.run_on("make-bcache", &["-B"]),
+            "`bcache`",
+        ),
         ("iso9660", 64, iso9660, "`iso9660`"),
         ("LUKS2", 64, luks2, "`crypto_LUKS`"),
-        ("GPT with only its backup header", 64, gpt_backup_only, "backup GPT"),
+        (
+            "GPT with only its backup header",
+            64,
+            gpt_backup_only,
+            "backup GPT",
+        ),
         ("ZFS end labels", 64, zfs_end_labels, "`zfs_member`"),
         ("random bytes", 64, random_bytes, "non-zero data"),
     ]

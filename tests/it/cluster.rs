@@ -200,7 +200,8 @@ fn wait_healthy(ns: &str, members: usize, timeout: Duration, logs: &[PathBuf]) -
 
 const ZONES: [&str; 3] = ["us-east-1a", "us-east-1b", "us-east-1c"];
 const ADDRESSES: [&str; 3] = ["10.231.1.10", "10.231.2.10", "10.231.3.10"];
-const MASTER_TAGS: [(&str, &str); 2] = [("KubernetesCluster", CLUSTER), ("k8s.io/role/master", "1")];
+const MASTER_TAGS: [(&str, &str); 2] =
+    [("KubernetesCluster", CLUSTER), ("k8s.io/role/master", "1")];
 
 /// Three masters, one per zone and subnet, each with its `main` volume (members a, b, c) on one
 /// of `disks`, and a host (a network namespace, a root) for each: the subnets and the hosts.
@@ -216,7 +217,8 @@ fn three_masters(net: &mut Network, moto: &Moto, disks: &[LoopDevice]) -> (Vec<S
         for (i, member) in ["a", "b", "c"].iter().enumerate() {
             instances.push(seed::instance_at(&ec2, &subnets[i], ADDRESSES[i], &MASTER_TAGS).await);
             let membership = format!("{member}/a,b,c");
-            volumes.push(seed::etcd_volume(&ec2, CLUSTER, ZONES[i], &[("main", &membership)]).await);
+            volumes
+                .push(seed::etcd_volume(&ec2, CLUSTER, ZONES[i], &[("main", &membership)]).await);
         }
         (subnets, instances, volumes)
     });
@@ -264,7 +266,13 @@ fn retire(moto: &Moto, host: &Host, etcd: EtcdPod, disk: &LoopDevice) {
 }
 
 /// Host 4 in zone a, at a new address in `subnet`, with `retired`'s volume on `disk`.
-fn host_four(net: &mut Network, moto: &Moto, subnet: &str, retired: &Host, disk: &LoopDevice) -> Host {
+fn host_four(
+    net: &mut Network,
+    moto: &Moto,
+    subnet: &str,
+    retired: &Host,
+    disk: &LoopDevice,
+) -> Host {
     let address = "10.231.1.11";
     let ns = net.host(4, &format!("{address}/16"));
     let instance_id = support::runtime().block_on(async {
@@ -308,7 +316,11 @@ fn three_masters_form_one_etcd_cluster_and_survive_a_failover() {
     wait_healthy(&hosts[0].ns, 3, Duration::from_secs(40), &logs);
     let bring_up = started.elapsed();
     assert!(etcdctl(&hosts[0].ns, &["put", "protokube-key", "survives"]).is_some());
-    let got = etcdctl(&hosts[1].ns, &["get", "protokube-key", "--print-value-only"]).unwrap();
+    let got = etcdctl(
+        &hosts[1].ns,
+        &["get", "protokube-key", "--print-value-only"],
+    )
+    .unwrap();
     assert_eq!(got.lines().next(), Some("survives"), "{got}");
 
     // Failover: host 1 is gone; host 4 in zone a takes over with a new address.
@@ -319,14 +331,20 @@ fn three_masters_form_one_etcd_cluster_and_survive_a_failover() {
     sync(&moto, &host4, &spec);
     assert_eq!(disks[0].fs_type(), before, "the volume was not reformatted");
     assert!(
-        host4.root.mountpoint(&host4.volume).join("var/etcd/data/member").exists(),
+        host4
+            .root
+            .mountpoint(&host4.volume)
+            .join("var/etcd/data/member")
+            .exists(),
         "member a's data is on the volume host 4 mounted"
     );
     // Every host's next sync points etcd-a at host 4.
     for host in &hosts[1..] {
         sync(&moto, host, &spec);
         let text = std::fs::read_to_string(format!("/etc/netns/{}/hosts", host.ns)).unwrap();
-        let line = text.lines().find(|l| l.starts_with(&format!("{}\t", host4.address)));
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{}\t", host4.address)));
         assert!(
             line.is_some_and(|l| l.contains(&format!("etcd-a.internal.{CLUSTER}"))),
             "{text}"

@@ -223,7 +223,11 @@ fn names_held_through_an_alias_or_a_type_protokube_does_not_write_are_left_alone
             alias_to_a_load_balancer(),
             record_set("api.ha.example.com", "TXT", &[owner]),
             record_set("api.internal.ha.example.com", "AAAA", &["fd00::1"]),
-            record_set("etcd-a.internal.ha.example.com", "MX", &["10 mail.example.com"]),
+            record_set(
+                "etcd-a.internal.ha.example.com",
+                "MX",
+                &["10 mail.example.com"],
+            ),
             record_set("etcd-a.internal.ha.example.com", "TXT", &[owner]),
         ],
     );

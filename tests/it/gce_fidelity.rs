@@ -620,7 +620,15 @@ fn a_metadata_cluster_name_contradicting_the_label_stops_a_node_without_role_lab
     for args in [
         &["mount", "--master", "-o", "json"][..],
         &["mount", "--master", "--cluster-id", other, "-o", "json"][..],
-        &["mount", "--master", "--cluster-id", other, "--dry-run", "-o", "json"][..],
+        &[
+            "mount",
+            "--master",
+            "--cluster-id",
+            other,
+            "--dry-run",
+            "-o",
+            "json",
+        ][..],
     ] {
         let out = run(&node, args);
         assert_eq!(out.code, 1, "{args:?}: {out:#?}");
@@ -634,8 +642,10 @@ fn a_metadata_cluster_name_contradicting_the_label_stops_a_node_without_role_lab
     }
     let requests = world.requests();
     assert!(
-        !requests.iter().any(|r| r["id"] == "compute.instances.attachDisk"
-            || r["id"] == "compute.disks.setLabels"),
+        !requests
+            .iter()
+            .any(|r| r["id"] == "compute.instances.attachDisk"
+                || r["id"] == "compute.disks.setLabels"),
         "{requests:?}"
     );
     assert!(device.fs_type().is_none(), "formatted");
@@ -713,4 +723,3 @@ fn googles_rate_limit_holding_a_minute_is_asked_again_at_most_twice_in_it() {
     assert_eq!(refused, 1, "asked again inside the refused minute");
     world.assert_faithful();
 }
-

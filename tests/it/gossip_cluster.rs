@@ -75,13 +75,23 @@ fn members(cloud: &Arc<Cloud>, ports: Ports, ips: &[&str]) -> Vec<(Node, Member)
 fn in_a_cluster_of_five_protokube_members_a_killed_one_leaves_every_list() {
     let cloud = Cloud::new();
     let ports = Ports::new();
-    let ips = ["127.0.0.11", "127.0.0.12", "127.0.0.13", "127.0.0.14", "127.0.0.15"];
+    let ips = [
+        "127.0.0.11",
+        "127.0.0.12",
+        "127.0.0.13",
+        "127.0.0.14",
+        "127.0.0.15",
+    ];
     let mut nodes = members(&cloud, ports, &ips);
-    wait_until("every member counts four peers on both protocols", WITHIN * 3, || {
-        nodes
-            .iter()
-            .all(|(_, m)| m.peers("memberlist") == Some(4) && m.peers("mesh") == Some(4))
-    });
+    wait_until(
+        "every member counts four peers on both protocols",
+        WITHIN * 3,
+        || {
+            nodes
+                .iter()
+                .all(|(_, m)| m.peers("memberlist") == Some(4) && m.peers("mesh") == Some(4))
+        },
+    );
     nodes[4].1.kill();
     let took = wait_until("every survivor counts three", WITHIN * 3, || {
         nodes[..4]
@@ -99,7 +109,9 @@ fn in_a_cluster_of_five_protokube_members_a_killed_one_leaves_every_list() {
         nodes[4].1.kill();
     }
     wait_until("restarts leave no ghosts", WITHIN * 3, || {
-        nodes[..4].iter().all(|(_, m)| m.peers("memberlist") == Some(3))
+        nodes[..4]
+            .iter()
+            .all(|(_, m)| m.peers("memberlist") == Some(3))
     });
 }
 
@@ -111,7 +123,13 @@ fn a_mixed_cluster_of_three_and_three_knows_both_deaths() {
     let mut go: Vec<Option<GoPeer>> = go_ips
         .iter()
         .enumerate()
-        .map(|(i, ip)| Some(GoPeer::start(&ports.peer(["k1", "k2", "k3"][i], ip, &[go_ips[0]]))))
+        .map(|(i, ip)| {
+            Some(GoPeer::start(&ports.peer(
+                ["k1", "k2", "k3"][i],
+                ip,
+                &[go_ips[0]],
+            )))
+        })
         .collect();
     let ours: Vec<(Node, Member)> = ["127.0.0.24", "127.0.0.25", "127.0.0.26"]
         .iter()
@@ -133,9 +151,11 @@ fn a_mixed_cluster_of_three_and_three_knows_both_deaths() {
     ours.pop();
     // kOps' own peers took 17–26 s in such a cluster (6 s when all six run kOps); protokube's
     // members had taken 31–55 s before they probed and confirmed.
-    let took = wait_until("both deaths known everywhere", Duration::from_secs(25), || {
-        counts(&go, &ours, 3)
-    });
+    let took = wait_until(
+        "both deaths known everywhere",
+        Duration::from_secs(25),
+        || counts(&go, &ours, 3),
+    );
     eprintln!("a mixed 3 + 3 cluster knew both deaths in {took:?}");
 }
 
@@ -147,10 +167,16 @@ fn a_stopped_member_leaves_and_go_peers_count_it_out_at_once() {
     let node = Node::at(&cloud, "127.0.0.42");
     let mut member = Member::start(&node, &ports.member_flags("127.0.0.42", &["127.0.0.41"]));
     peer.wait_for("the member", WITHIN, |l| l["peers"]["memberlist"] == 1);
-    wait_until("the member counts the peer", WITHIN, || member.peers("memberlist") == Some(1));
+    wait_until("the member counts the peer", WITHIN, || {
+        member.peers("memberlist") == Some(1)
+    });
     assert_eq!(member.stop(), Some(0));
     let took = peer.wait_for("the leave", WITHIN, |l| l["peers"]["memberlist"] == 0);
-    assert!(took < Duration::from_secs(5), "a leave, not a suspicion: {took:?}\n{}", member.log());
+    assert!(
+        took < Duration::from_secs(5),
+        "a leave, not a suspicion: {took:?}\n{}",
+        member.log()
+    );
 }
 
 #[test]
@@ -168,7 +194,10 @@ fn a_worker_that_is_no_seed_follows_a_three_step_control_plane_roll() {
     }
     // The worker's seeds are the first three masters, as the cloud named them when it started.
     let worker = Node::at(&cloud, "127.0.0.30");
-    let _member = Member::start(&worker, &ports.member_flags("127.0.0.30", &[&ips[0], &ips[1], &ips[2]]));
+    let _member = Member::start(
+        &worker,
+        &ports.member_flags("127.0.0.30", &[&ips[0], &ips[1], &ips[2]]),
+    );
     let answer = |first: usize| ips[first..first + 3].join(",");
     masters[0]
         .as_mut()
@@ -182,11 +211,15 @@ fn a_worker_that_is_no_seed_follows_a_three_step_control_plane_roll() {
             .map(|a| format!("{a}\t{API}"))
             .collect::<Vec<_>>()
     };
-    worker.wait_for_hosts("the first answer", WITHIN, |h| line(0).iter().all(|l| h.contains(l)));
+    worker.wait_for_hosts("the first answer", WITHIN, |h| {
+        line(0).iter().all(|l| h.contains(l))
+    });
     for step in 0..3 {
         let new = step + 3;
         let seeds = [ips[new - 2].as_str(), ips[new - 1].as_str()];
-        masters.push(Some(GoPeer::start(&ports.peer(names[new], &ips[new], &seeds))));
+        masters.push(Some(GoPeer::start(
+            &ports.peer(names[new], &ips[new], &seeds),
+        )));
         std::thread::sleep(Duration::from_secs(3));
         // The oldest master goes; dns-controller, now on the new one, publishes the new answer
         // (after the third step, none of the worker's seeds is left).
@@ -261,17 +294,33 @@ fn a_strangers_datagram_changes_no_hosts_block() {
         .as_secs();
     for version in [1u64 << 63, now + 60] {
         let packet = protokube::testing::gossip::memberlist_user_packet(&[
-            ("dns/local/A/api.internal.c.k8s.local", Some("127.0.0.99"), version),
-            ("dns/local/A/kops-controller.internal.c.k8s.local", None, version),
+            (
+                "dns/local/A/api.internal.c.k8s.local",
+                Some("127.0.0.99"),
+                version,
+            ),
+            (
+                "dns/local/A/kops-controller.internal.c.k8s.local",
+                None,
+                version,
+            ),
         ]);
-        stranger.send_to(&packet, at("127.0.0.52", ports.list)).unwrap();
+        stranger
+            .send_to(&packet, at("127.0.0.52", ports.list))
+            .unwrap();
     }
     std::thread::sleep(Duration::from_secs(3));
     dns_controller.command("publish other.c.k8s.local A 10.0.0.2");
-    node.wait_for_hosts("dns-controller's later round", WITHIN, |h| h.contains("other.c.k8s.local"));
+    node.wait_for_hosts("dns-controller's later round", WITHIN, |h| {
+        h.contains("other.c.k8s.local")
+    });
     let after = node.hosts();
     assert_eq!(after.replace("10.0.0.2\tother.c.k8s.local\n", ""), before);
-    assert!(member.log().contains("more than an hour ahead"), "{}", member.log());
+    assert!(
+        member.log().contains("more than an hour ahead"),
+        "{}",
+        member.log()
+    );
 }
 
 #[test]
@@ -293,7 +342,9 @@ fn a_poisoned_push_pull_is_reaped_with_no_connection_storm() {
     );
     let mut stream = std::net::TcpStream::connect(at("127.0.0.62", ports.list)).unwrap();
     stream.write_all(&poison).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     let mut reply = Vec::new();
     let _ = stream.read_to_end(&mut reply);
     // Then one datagram that, before, made the member open a connection to every member.
@@ -307,11 +358,23 @@ fn a_poisoned_push_pull_is_reaped_with_no_connection_storm() {
         .send_to(&packet, at("127.0.0.62", ports.list))
         .unwrap();
     std::thread::sleep(Duration::from_secs(20));
-    assert_eq!(victim.connections.load(Ordering::SeqCst), 0, "no connection to the victim");
+    assert_eq!(
+        victim.connections.load(Ordering::SeqCst),
+        0,
+        "no connection to the victim"
+    );
     let pings = victim.datagrams.load(Ordering::SeqCst);
     assert!(pings <= 6, "a few pings, not thousands: {pings}");
-    assert_eq!(member.peers("memberlist"), Some(1), "invented members are no peers");
-    assert_eq!(peer.peers("memberlist"), Some(1), "nor were they told on to kOps' peer");
+    assert_eq!(
+        member.peers("memberlist"),
+        Some(1),
+        "invented members are no peers"
+    );
+    assert_eq!(
+        peer.peers("memberlist"),
+        Some(1),
+        "nor were they told on to kOps' peer"
+    );
 }
 
 #[test]
@@ -336,7 +399,11 @@ fn a_run_lock_held_for_thirty_seconds_causes_no_suspicion() {
     peer.command("publish api.internal.c.k8s.local A 10.0.0.1");
     let start = std::time::Instant::now();
     while start.elapsed() < Duration::from_secs(31) {
-        assert_eq!(peer.peers("memberlist"), Some(1), "kOps' peer kept the member");
+        assert_eq!(
+            peer.peers("memberlist"),
+            Some(1),
+            "kOps' peer kept the member"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     let _ = holder.wait();
@@ -345,5 +412,8 @@ fn a_run_lock_held_for_thirty_seconds_causes_no_suspicion() {
     });
     let log = member.log();
     assert!(!log.contains("alive again"), "never suspected:\n{log}");
-    assert!(log.contains("protokube.lock"), "the wait for the lock is said:\n{log}");
+    assert!(
+        log.contains("protokube.lock"),
+        "the wait for the lock is said:\n{log}"
+    );
 }

@@ -71,7 +71,11 @@ fn every_kops_unit_line_runs_as_that_version_s_protokube() {
         let context = format!("{name} ({origin})\n{}", run.stderr);
         assert!(!run.stderr.contains("protokube: error:"), "{context}");
         assert_eq!(run.exit_on_sigterm, Some(0), "{context}");
-        assert!(run.report.get("error").is_none(), "{context}\n{:#}", run.report);
+        assert!(
+            run.report.get("error").is_none(),
+            "{context}\n{:#}",
+            run.report
+        );
         node.assert_api_objects(&name, &args, &context);
         node.assert_services_and_tools(&run, &context);
         assert_no_etcd_where_declined(world, &args, &run, &context);
@@ -168,7 +172,8 @@ impl Staged {
     /// objects exactly where `--initialize-rbac=true`.
     fn assert_api_objects(&self, name: &str, args: &[String], context: &str) {
         let labels = self.api.labels(&self.registered);
-        let mut expected: BTreeMap<String, String> = [(HOSTNAME.to_owned(), self.node.clone())].into();
+        let mut expected: BTreeMap<String, String> =
+            [(HOSTNAME.to_owned(), self.node.clone())].into();
         for label in labels_of_version(name, args) {
             let value = if label == ROLE { "master" } else { "" };
             expected.insert(label.to_owned(), value.to_owned());
@@ -181,11 +186,18 @@ impl Staged {
             ("serviceaccounts", "kube-system/kube-proxy"),
             ("clusterrolebindings", "/kubeadm:node-proxier"),
         ] {
-            assert_eq!(objects[kind].get(key).is_some(), rbac, "{context}: {kind} {key}");
+            assert_eq!(
+                objects[kind].get(key).is_some(),
+                rbac,
+                "{context}: {kind} {key}"
+            );
         }
         if rbac {
             let binding = &objects["clusterrolebindings"]["/kubeadm:node-proxier"];
-            assert_eq!(binding["roleRef"]["name"], "system:node-proxier", "{context}");
+            assert_eq!(
+                binding["roleRef"]["name"], "system:node-proxier",
+                "{context}"
+            );
             assert_eq!(binding["subjects"][0]["name"], "kube-proxy", "{context}");
         }
     }
@@ -204,13 +216,21 @@ impl Staged {
         }
         if let Some(log) = &self.tool_log {
             let ran = std::fs::read_to_string(log).unwrap_or_default();
-            assert!(ran.starts_with("ARGS apply channel s3://"), "{context}: {ran}");
+            assert!(
+                ran.starts_with("ARGS apply channel s3://"),
+                "{context}: {ran}"
+            );
         }
     }
 }
 
 /// `--manage-etcd=false`: etcd is not protokube's, no volume asked for, no etcd change.
-fn assert_no_etcd_where_declined(world: &World, args: &[String], run: &support::kops::FirstRun, context: &str) {
+fn assert_no_etcd_where_declined(
+    world: &World,
+    args: &[String],
+    run: &support::kops::FirstRun,
+    context: &str,
+) {
     if flag(args, "--manage-etcd") != Some("false") {
         return;
     }

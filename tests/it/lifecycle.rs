@@ -99,7 +99,6 @@ fn assert_nothing_of_the_node_is_left(node: &Bed, before: &Records) {
         seed::volume_tags(&ec2, &node.volumes[0]).await
     });
     assert!(!tags.is_empty());
-
 }
 
 #[test]

@@ -10,6 +10,7 @@
 mod support;
 
 mod architecture;
+mod aws_faults;
 mod blank_proof;
 mod boot;
 mod cli;
@@ -18,7 +19,6 @@ mod containers;
 mod discover_volumes;
 mod dns_names;
 mod dry_run;
-mod aws_faults;
 mod egress_proxy;
 mod failed_runs;
 mod fleet;
@@ -46,9 +46,9 @@ mod packaging;
 mod properties;
 mod publish_dns;
 mod quiet;
-mod repeated_faults;
 mod render_golden;
 mod render_manifests;
+mod repeated_faults;
 mod sync;
 mod systemd;
 mod validation;

@@ -99,11 +99,26 @@ fn assert_exact_records(moto: &Moto, zone: &str, cluster: &Cluster) {
     let a = |name: &str| records.get(&(name.to_owned(), "A".to_owned())).cloned();
     let owner = format!("\"heritage=protokube,protokube/cluster={CLUSTER}\"");
     for (name, expected) in [
-        ("etcd-a.internal.c.example.com", (Some(60), vec![cluster.private[0].clone()])),
-        ("etcd-b.internal.c.example.com", (Some(300), vec!["192.0.2.1".to_owned()])),
-        ("etcd-c.internal.c.example.com", (Some(300), vec!["10.1.1.1".to_owned()])),
-        ("api.internal.c.example.com", (Some(60), sorted(cluster.private.clone()))),
-        ("api.c.example.com", (Some(60), sorted(cluster.public.clone()))),
+        (
+            "etcd-a.internal.c.example.com",
+            (Some(60), vec![cluster.private[0].clone()]),
+        ),
+        (
+            "etcd-b.internal.c.example.com",
+            (Some(300), vec!["192.0.2.1".to_owned()]),
+        ),
+        (
+            "etcd-c.internal.c.example.com",
+            (Some(300), vec!["10.1.1.1".to_owned()]),
+        ),
+        (
+            "api.internal.c.example.com",
+            (Some(60), sorted(cluster.private.clone())),
+        ),
+        (
+            "api.c.example.com",
+            (Some(60), sorted(cluster.public.clone())),
+        ),
     ] {
         assert_eq!(a(name), Some(expected), "{name}");
     }
@@ -141,7 +156,11 @@ fn route53_records_are_exact_and_a_rerun_from_either_master_changes_nothing() {
     let report = out.report();
     assert_eq!(report.warnings.len(), 1, "{report:#?}");
     assert!(report.warnings[0].contains("etcd-b.internal.c.example.com"));
-    assert_eq!(moto.rrset_requests("POST"), 1, "one change batch for the zone");
+    assert_eq!(
+        moto.rrset_requests("POST"),
+        1,
+        "one change batch for the zone"
+    );
     assert_exact_records(&moto, &zone, &cluster);
 
     // A rerun from the other master: the same answer, nothing sent.

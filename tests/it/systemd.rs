@@ -32,12 +32,22 @@ fn unit_root() -> tempfile::TempDir {
     assert!(status.success(), "copying the system's unit tree");
     for bin in ["/opt/protokube/bin", "/opt/kops/bin"] {
         std::fs::create_dir_all(r(bin)).unwrap();
-        std::fs::copy(env!("CARGO_BIN_EXE_protokube"), r(&format!("{bin}/protokube"))).unwrap();
+        std::fs::copy(
+            env!("CARGO_BIN_EXE_protokube"),
+            r(&format!("{bin}/protokube")),
+        )
+        .unwrap();
     }
-    write("/etc/sysconfig/protokube", "KUBECONFIG=/var/lib/kops/kubeconfig\n");
+    write(
+        "/etc/sysconfig/protokube",
+        "KUBECONFIG=/var/lib/kops/kubeconfig\n",
+    );
     // The operator's settings: protokube's own file, read by the shipped unit and, through the
     // drop-in, by nodeup's unit after nodeup's /etc/sysconfig/protokube.
-    write("/etc/protokube/protokube.env", "PROTOKUBE_VERIFY_INTERVAL=30m\n");
+    write(
+        "/etc/protokube/protokube.env",
+        "PROTOKUBE_VERIFY_INTERVAL=30m\n",
+    );
     std::fs::create_dir_all(r("/man/man1")).unwrap();
     for entry in std::fs::read_dir(repo.join("man")).unwrap() {
         let entry = entry.unwrap();

@@ -80,26 +80,59 @@ fn cases(inputs: &Path) -> Vec<Case> {
     std::fs::write(broken_templates.join("etcd.yaml"), "{% if %}").unwrap();
     let broken_templates = broken_templates.display().to_string();
     vec![
-        bad_flag("internal suffix", &["--dns-internal-suffix", "bad_suffix..x"], 64, "--dns-internal-suffix"),
+        bad_flag(
+            "internal suffix",
+            &["--dns-internal-suffix", "bad_suffix..x"],
+            64,
+            "--dns-internal-suffix",
+        ),
         bad_flag("zone rule", &["--zone", "a/b/c"], 64, "--zone"),
-        bad_flag("cluster name", &["--cluster-id", "Bad_Name"], 64, "--cluster-id"),
-        bad_flag("templates dir", &["--templates", "/nonexistent/templates"], 64, "--templates"),
+        bad_flag(
+            "cluster name",
+            &["--cluster-id", "Bad_Name"],
+            64,
+            "--cluster-id",
+        ),
+        bad_flag(
+            "templates dir",
+            &["--templates", "/nonexistent/templates"],
+            64,
+            "--templates",
+        ),
         bad_flag("duration", &["--timeout", "soon"], 64, "--timeout"),
         bad_flag("output", &["-o", "xml"], 64, "xml"),
-        bad_flag("identity", &["--availability-zone", "us-east-1a\nx"], 64, "--availability-zone"),
-        bad_flag("broken template", &["--templates", &broken_templates], 1, "etcd.yaml"),
+        bad_flag(
+            "identity",
+            &["--availability-zone", "us-east-1a\nx"],
+            64,
+            "--availability-zone",
+        ),
+        bad_flag(
+            "broken template",
+            &["--templates", &broken_templates],
+            1,
+            "etcd.yaml",
+        ),
         bad_spec(
             "public name",
             spec_with(inputs, &["spec", "masterPublicName"], "api..ha.example.com"),
             "spec.masterPublicName",
         ),
-        bad_spec("spec zone", spec_with(inputs, &["spec", "dnsZone"], "bad zone!"), "dnsZone"),
+        bad_spec(
+            "spec zone",
+            spec_with(inputs, &["spec", "dnsZone"], "bad zone!"),
+            "dnsZone",
+        ),
         bad_spec(
             "spec cluster name",
             spec_with(inputs, &["metadata", "name"], "Bad..Name"),
             "metadata.name",
         ),
-        bad_spec("unreadable spec", inputs.join("missing.yaml"), "missing.yaml"),
+        bad_spec(
+            "unreadable spec",
+            inputs.join("missing.yaml"),
+            "missing.yaml",
+        ),
     ]
 }
 
@@ -117,17 +150,26 @@ fn assert_changes_nothing(case: &Case) {
     assert_eq!(out.code, case.code, "{what}: {out:#?}");
     let errors = out.error_lines();
     assert_eq!(errors.len(), 1, "{what}: one error line: {out:#?}");
-    assert!(errors[0].contains(needle), "{what}: `{needle}` not in {errors:?}");
+    assert!(
+        errors[0].contains(needle),
+        "{what}: `{needle}` not in {errors:?}"
+    );
     let operations = bed.moto().operations();
     assert!(
-        operations.iter().all(|o| !MUTATING.iter().any(|m| o.contains(m))),
+        operations
+            .iter()
+            .all(|o| !MUTATING.iter().any(|m| o.contains(m))),
         "{what}: {operations:?}"
     );
     for disk in &bed.disks {
         assert!(disk.mounted_at().is_empty(), "{what}");
         assert!(disk.fs_type().is_none(), "{what}");
     }
-    assert_eq!(tree(bed.root.path()), before, "{what}: files appeared under --root");
+    assert_eq!(
+        tree(bed.root.path()),
+        before,
+        "{what}: files appeared under --root"
+    );
     // Validated before anything else: not even a lookup.
     assert!(operations.is_empty(), "{what}: {operations:?}");
 }

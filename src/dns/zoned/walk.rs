@@ -624,7 +624,12 @@ mod tests {
     #[test]
     fn listed_names_to_remove_that_hold_nothing_or_lie_in_no_zone_are_said_once() {
         let dns = service();
-        dns.change(|z| z.put("Z1", set("etcd-a.internal.c.example.com", "A", &["203.0.113.123"])));
+        dns.change(|z| {
+            z.put(
+                "Z1",
+                set("etcd-a.internal.c.example.com", "A", &["203.0.113.123"]),
+            );
+        });
         let names: Vec<DesiredRecord> = [
             "etcd-a.internal.c.example.com",
             "etcd-b.internal.c.example.com",
@@ -643,7 +648,10 @@ mod tests {
             &mut report,
         ))
         .unwrap();
-        assert!(dns.zones().get("Z1", "etcd-a.internal.c.example.com", "A").is_none());
+        assert!(dns
+            .zones()
+            .get("Z1", "etcd-a.internal.c.example.com", "A")
+            .is_none());
         assert_eq!(report.changes.len(), 1, "{:?}", report.changes);
         let said: Vec<&str> = report.info.iter().map(String::as_str).collect();
         assert_eq!(

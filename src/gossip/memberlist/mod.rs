@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
-use serde_bytes::ByteBuf;
 use futures_util::future::join_all;
+use serde_bytes::ByteBuf;
 use tokio::io::AsyncWriteExt as _;
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::time::Instant;
@@ -34,8 +34,8 @@ use super::store::Store;
 use super::transport::{Dialer, Listener, Packets, Transport};
 use super::view::Protocol;
 use super::wire::memberlist::{
-    decode, encode, messages_of_packet, packet, stream as compressed, Accusation, AckResp, Alive, IndirectPing,
-    MessageType, NackResp, Ping, UDP_BUFFER_SIZE,
+    decode, encode, messages_of_packet, packet, stream as compressed, Accusation, AckResp, Alive,
+    IndirectPing, MessageType, NackResp, Ping, UDP_BUFFER_SIZE,
 };
 use super::wire::protobuf::{decode_part, encode_part, FullState, KvState};
 
@@ -120,7 +120,10 @@ impl Memberlist {
             .await
             .with_context(|| format!("listening for memberlist peers on `{listen}` (UDP)"))?;
         Ok(Arc::new(Self {
-            table: Mutex::new(Table::new(&random_name()?, SocketAddr::new(advertise, port))),
+            table: Mutex::new(Table::new(
+                &random_name()?,
+                SocketAddr::new(advertise, port),
+            )),
             user: Mutex::new(Queue::default()),
             store,
             packets,
@@ -152,7 +155,9 @@ impl Memberlist {
     }
 
     fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-        mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        mutex
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Runs until `stop` says so, then leaves (waiting a bounded time for the leave to go out).
@@ -476,7 +481,10 @@ impl Memberlist {
             join,
             nodes: self.table(|t| t.push_nodes()),
             state: FullState {
-                parts: vec![(DNS.to_owned(), self.store.state(Protocol::Memberlist).encode())],
+                parts: vec![(
+                    DNS.to_owned(),
+                    self.store.state(Protocol::Memberlist).encode(),
+                )],
             },
         }
     }
@@ -573,7 +581,8 @@ impl Memberlist {
             self.table(Table::probe_answered);
             return;
         }
-        let (expected_nacks, answered, nacks) = self.indirect(&node, &ping, deadline, &mut answers).await;
+        let (expected_nacks, answered, nacks) =
+            self.indirect(&node, &ping, deadline, &mut answers).await;
         Self::lock(&self.waiters).remove(&seq);
         if answered {
             self.table(Table::probe_answered);
@@ -611,9 +620,7 @@ impl Memberlist {
             self.send_one(MessageType::IndirectPing, &request, helper.addr);
         }
         let mut nacks = 0;
-        let tcp = async {
-            node.pmax() >= 3 && self.ping_over_tcp(node.addr, ping, deadline).await
-        };
+        let tcp = async { node.pmax() >= 3 && self.ping_over_tcp(node.addr, ping, deadline).await };
         let (acked, contacted) = tokio::join!(wait_for_ack(answers, deadline, &mut nacks), tcp);
         if !acked && contacted {
             tracing::warn!(
@@ -661,7 +668,7 @@ impl Memberlist {
         let verify = self.table(|t| {
             t.expire(now);
             t.reap(now);
-            t.to_verify(now)
+            t.take_verification_pings(now)
         });
         for (name, addr) in verify {
             let seq = {
@@ -694,7 +701,10 @@ impl Memberlist {
         });
         let room = UDP_BUFFER_SIZE - 2;
         for to in targets {
-            let mut messages = self.table(|t| t.broadcasts.take(COMPOUND_OVERHEAD, room, RETRANSMIT_MULT, nodes));
+            let mut messages = self.table(|t| {
+                t.broadcasts
+                    .take(COMPOUND_OVERHEAD, room, RETRANSMIT_MULT, nodes)
+            });
             let used: usize = messages.iter().map(|m| m.len() + COMPOUND_OVERHEAD).sum();
             messages.extend(Self::lock(&self.user).take(
                 COMPOUND_OVERHEAD,
@@ -839,7 +849,11 @@ impl Memberlist {
                 node: t.name().to_owned(),
                 from: t.name().to_owned(),
             };
-            (t.members(), t.unverified_addresses(), encode(MessageType::Dead, &accusation))
+            (
+                t.members(),
+                t.unverified_addresses(),
+                encode(MessageType::Dead, &accusation),
+            )
         });
         if let Ok(message) = message {
             for to in unverified {

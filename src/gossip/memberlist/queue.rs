@@ -3,8 +3,6 @@
 //! newest first among equals); a message about a key (a member's name) replaces an older one
 //! about the same key. Pure.
 
-
-
 /// The bytes a packet spends per message it bundles (a compound message's length field).
 pub(crate) const COMPOUND_OVERHEAD: usize = 2;
 /// Messages held at most: the oldest are dropped past it (kOps prunes at 4 096 too).
@@ -44,7 +42,12 @@ impl Queue {
     }
 
     /// Queues `message` and says `token` in [`Queue::finished`] once it has gone its last time.
-    pub(crate) fn push_tracked(&mut self, message: Vec<u8>, key: Option<String>, token: Option<u64>) {
+    pub(crate) fn push_tracked(
+        &mut self,
+        message: Vec<u8>,
+        key: Option<String>,
+        token: Option<u64>,
+    ) {
         if let Some(key) = &key {
             let mut replaced = Vec::new();
             self.items.retain(|item| {
@@ -67,13 +70,20 @@ impl Queue {
         if self.items.len() > MAX_QUEUED {
             self.items.sort_by_key(|item| std::cmp::Reverse(item.id));
             let dropped = self.items.split_off(MAX_QUEUED);
-            self.done.extend(dropped.iter().filter_map(|item| item.finished));
+            self.done
+                .extend(dropped.iter().filter_map(|item| item.finished));
         }
     }
 
     /// Messages for one packet of at most `limit` bytes (each costing `overhead` more), in a
     /// cluster of `nodes`, sent at most `mult × ⌈log10(nodes + 1)⌉` times each.
-    pub(crate) fn take(&mut self, overhead: usize, limit: usize, mult: u32, nodes: usize) -> Vec<Vec<u8>> {
+    pub(crate) fn take(
+        &mut self,
+        overhead: usize,
+        limit: usize,
+        mult: u32,
+        nodes: usize,
+    ) -> Vec<Vec<u8>> {
         let most = retransmit_limit(mult, nodes);
         let mut order: Vec<usize> = (0..self.items.len()).collect();
         order.sort_by_key(|&i| (self.items[i].transmits, std::cmp::Reverse(self.items[i].id)));

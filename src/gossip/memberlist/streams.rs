@@ -141,7 +141,8 @@ mod tests {
     async fn a_push_pull_is_read_whole_from_pieces_and_a_silent_stream_times_out() {
         let push_pull = PushPull {
             join: true,
-            nodes: super::super::table::Table::new("a", "10.0.0.1:4000".parse().unwrap()).push_nodes(),
+            nodes: super::super::table::Table::new("a", "10.0.0.1:4000".parse().unwrap())
+                .push_nodes(),
             state: FullState {
                 parts: vec![("dns".into(), vec![1, 2, 3])],
             },
@@ -162,7 +163,10 @@ mod tests {
         assert_eq!(read_message(&mut ours).await.unwrap(), message);
         let _open = writer.await.unwrap();
         let err = read_message(&mut ours).await.unwrap_err();
-        assert!(format!("{err:#}").contains("did not finish in time"), "{err:#}");
+        assert!(
+            format!("{err:#}").contains("did not finish in time"),
+            "{err:#}"
+        );
     }
 
     #[test]
@@ -179,6 +183,9 @@ mod tests {
             join: false,
         };
         let message = encode(MessageType::PushPull, &huge).unwrap();
-        assert!(PushPull::decode(&message[1..]).unwrap_err().to_string().contains("5000 members"));
+        assert!(PushPull::decode(&message[1..])
+            .unwrap_err()
+            .to_string()
+            .contains("5000 members"));
     }
 }

@@ -127,12 +127,16 @@ impl Suspicion {
 
     /// Counts `from`'s confirmation: true when it was new (and is to be gossiped on).
     fn confirm(&mut self, from: &str) -> bool {
-        if self.confirmations >= self.k || self.from.len() >= 64 || !self.from.insert(from.to_owned()) {
+        if self.confirmations >= self.k
+            || self.from.len() >= 64
+            || !self.from.insert(from.to_owned())
+        {
             return false;
         }
         self.confirmations += 1;
         let fraction = f64::from(self.confirmations + 1).ln() / f64::from(self.k + 1).ln();
-        let raw = self.max.as_secs_f64() - fraction * (self.max.as_secs_f64() - self.min.as_secs_f64());
+        let raw =
+            self.max.as_secs_f64() - fraction * (self.max.as_secs_f64() - self.min.as_secs_f64());
         let timeout = Duration::from_millis((1000.0 * raw).floor() as u64).max(self.min);
         self.deadline = self.start + timeout;
         true
@@ -209,7 +213,6 @@ impl Table {
         self.addr
     }
 
-
     #[cfg(test)]
     pub(crate) fn node(&self, name: &str) -> Option<&Node> {
         self.nodes.get(name)
@@ -217,7 +220,10 @@ impl Table {
 
     #[cfg(test)]
     pub(crate) fn debug(&self) -> Vec<(String, State, bool, u32)> {
-        self.nodes.values().map(|n| (n.name.clone(), n.state, n.verified, n.pings)).collect()
+        self.nodes
+            .values()
+            .map(|n| (n.name.clone(), n.state, n.verified, n.pings))
+            .collect()
     }
 
     /// Members held, this one included (verified or not, any state).
@@ -295,7 +301,11 @@ impl Table {
             self.alive_of_self(alive, addr);
             return Learned::Nothing;
         }
-        if alive.vsn.len() < 6 || alive.vsn[0] == 0 || alive.vsn[1] == 0 || alive.vsn[0] > alive.vsn[1] {
+        if alive.vsn.len() < 6
+            || alive.vsn[0] == 0
+            || alive.vsn[1] == 0
+            || alive.vsn[0] > alive.vsn[1]
+        {
             return Learned::Nothing;
         }
         let new = match self.nodes.get(&alive.node) {
@@ -306,7 +316,9 @@ impl Table {
                 self.insert(&alive.node, addr, now);
                 true
             }
-            Some(node) if node.addr != addr && node.state != State::Left => return Learned::Nothing,
+            Some(node) if node.addr != addr && node.state != State::Left => {
+                return Learned::Nothing
+            }
             Some(node) if node.addr == addr && alive.incarnation <= node.incarnation => {
                 return Learned::Nothing;
             }
@@ -338,7 +350,10 @@ impl Table {
         if self.left || addr != self.addr || alive.incarnation < self.incarnation {
             return;
         }
-        if alive.incarnation == self.incarnation && alive.vsn.as_slice() == VSN && alive.meta.is_empty() {
+        if alive.incarnation == self.incarnation
+            && alive.vsn.as_slice() == VSN
+            && alive.meta.is_empty()
+        {
             return;
         }
         self.refute(alive.incarnation);
@@ -474,14 +489,22 @@ impl Table {
             tracing::info!(
                 "memberlist: `{}` {}",
                 accusation.node.escape_debug(),
-                if accusation.node == accusation.from { "left" } else { "is dead" }
+                if accusation.node == accusation.from {
+                    "left"
+                } else {
+                    "is dead"
+                }
             );
         }
     }
 
     /// A push/pull's members, merged as memberlist merges them (the dead only suspected).
     /// Returns the members learnt that are to be pinged.
-    pub(crate) fn merge(&mut self, nodes: &[PushNodeState], now: Instant) -> Vec<(String, SocketAddr)> {
+    pub(crate) fn merge(
+        &mut self,
+        nodes: &[PushNodeState],
+        now: Instant,
+    ) -> Vec<(String, SocketAddr)> {
         let mut new = Vec::new();
         for remote in nodes {
             match State::of(remote.state) {
@@ -541,7 +564,11 @@ impl Table {
             let message = encode(MessageType::Alive, &alive);
             self.queue(message, name);
         }
-        tracing::debug!("memberlist: `{}` at `{}` answered", name.escape_debug(), alive.port);
+        tracing::debug!(
+            "memberlist: `{}` at `{}` answered",
+            name.escape_debug(),
+            alive.port
+        );
     }
 
     /// The next member to probe (memberlist's round robin over a shuffled list, skipping this
@@ -583,7 +610,8 @@ impl Table {
     pub(crate) fn reap(&mut self, now: Instant) -> usize {
         let before = self.nodes.len();
         self.nodes.retain(|_, node| {
-            let dead_long = !node.state.is_live() && now.duration_since(node.changed) > GOSSIP_TO_THE_DEAD;
+            let dead_long =
+                !node.state.is_live() && now.duration_since(node.changed) > GOSSIP_TO_THE_DEAD;
             let unanswered = !node.verified && now.duration_since(node.learned) > VERIFY_WINDOW;
             !(dead_long || unanswered)
         });
@@ -597,7 +625,7 @@ impl Table {
 
     /// Unverified members to ping now: each at most [`VERIFY_PINGS`] times, a second apart,
     /// one per address a second.
-    pub(crate) fn to_verify(&mut self, now: Instant) -> Vec<(String, SocketAddr)> {
+    pub(crate) fn take_verification_pings(&mut self, now: Instant) -> Vec<(String, SocketAddr)> {
         let mut out = Vec::new();
         let pinged = &mut self.verify_pinged;
         for node in self.nodes.values_mut() {
@@ -626,14 +654,23 @@ impl Table {
 
     /// A probe of `node` went unanswered (no ack direct, indirect or over TCP): it is suspect,
     /// and this member's health is judged by the nacks it got.
-    pub(crate) fn probe_failed(&mut self, node: &Node, expected_nacks: usize, nacks: usize, now: Instant) {
+    pub(crate) fn probe_failed(
+        &mut self,
+        node: &Node,
+        expected_nacks: usize,
+        nacks: usize,
+        now: Instant,
+    ) {
         let delta = if expected_nacks > 0 {
             expected_nacks.saturating_sub(nacks)
         } else {
             1
         };
         self.awareness(i32::try_from(delta).unwrap_or(i32::MAX));
-        tracing::debug!("memberlist: `{}` did not answer a probe", node.name.escape_debug());
+        tracing::debug!(
+            "memberlist: `{}` did not answer a probe",
+            node.name.escape_debug()
+        );
         let accusation = Accusation {
             incarnation: node.incarnation,
             node: node.name.clone(),
@@ -740,19 +777,28 @@ impl Table {
             port: self.addr.port(),
             meta: ByteBuf::new(),
             incarnation: self.incarnation,
-            state: if self.left { State::Left as u8 } else { State::Alive as u8 },
+            state: if self.left {
+                State::Left as u8
+            } else {
+                State::Alive as u8
+            },
             vsn: ByteBuf::from(VSN.to_vec()),
         };
         std::iter::once(me)
-            .chain(self.nodes.values().filter(|n| n.verified).map(|n| PushNodeState {
-                name: n.name.clone(),
-                addr: ByteBuf::from(ip_bytes(n.addr.ip())),
-                port: n.addr.port(),
-                meta: ByteBuf::new(),
-                incarnation: n.incarnation,
-                state: n.state as u8,
-                vsn: ByteBuf::from(n.vsn.clone()),
-            }))
+            .chain(
+                self.nodes
+                    .values()
+                    .filter(|n| n.verified)
+                    .map(|n| PushNodeState {
+                        name: n.name.clone(),
+                        addr: ByteBuf::from(ip_bytes(n.addr.ip())),
+                        port: n.addr.port(),
+                        meta: ByteBuf::new(),
+                        incarnation: n.incarnation,
+                        state: n.state as u8,
+                        vsn: ByteBuf::from(n.vsn.clone()),
+                    }),
+            )
             .collect()
     }
 
@@ -767,7 +813,8 @@ impl Table {
         };
         if let Ok(message) = encode(MessageType::Dead, &accusation) {
             let name = self.name.clone();
-            self.broadcasts.push_tracked(message, Some(name), Some(token));
+            self.broadcasts
+                .push_tracked(message, Some(name), Some(token));
         }
     }
 
@@ -844,18 +891,30 @@ mod tests {
         assert!(table.push_nodes().len() == 1, "nor told of");
         assert!(table.next_probe(now).is_none(), "nor probed");
         assert!(table.broadcasts.len() == 0, "nor gossiped on");
-        assert_eq!(table.to_verify(now), [("a".into(), addr(2))]);
-        assert!(table.to_verify(now).is_empty(), "a second apart");
+        assert_eq!(table.take_verification_pings(now), [("a".into(), addr(2))]);
+        assert!(
+            table.take_verification_pings(now).is_empty(),
+            "a second apart"
+        );
         table.acked("a");
         assert_eq!(table.members(), 1);
-        assert_eq!(table.broadcasts.len(), 1, "its alive gossiped on once verified");
+        assert_eq!(
+            table.broadcasts.len(),
+            1,
+            "its alive gossiped on once verified"
+        );
         assert_eq!(table.next_probe(now).unwrap().name, "a");
         table.alive(&alive("b", addr(3), 1), now);
         for second in 1..=4 {
-            let pinged = table.to_verify(now + Duration::from_secs(second)).len();
+            let pinged = table
+                .take_verification_pings(now + Duration::from_secs(second))
+                .len();
             assert_eq!(pinged, usize::from(second <= 3), "second {second}");
         }
-        assert_eq!(table.reap(now + VERIFY_WINDOW + Duration::from_millis(1)), 1);
+        assert_eq!(
+            table.reap(now + VERIFY_WINDOW + Duration::from_millis(1)),
+            1
+        );
         assert!(table.node("b").is_none());
         assert!(table.node("a").is_some());
     }
@@ -867,14 +926,18 @@ mod tests {
         for i in 0..4095u32 {
             table.alive(&alive(&format!("x{i}"), addr(9), 1), now);
         }
-        assert_eq!(table.nodes.len(), NAMES_PER_ADDRESS, "one address, two live names");
+        assert_eq!(
+            table.nodes.len(),
+            NAMES_PER_ADDRESS,
+            "one address, two live names"
+        );
         for i in 0..200u32 {
             let at = SocketAddr::from(([10, 1, (i / 250) as u8, (i % 250) as u8], 4000));
             table.alive(&alive(&format!("y{i}"), at, 1), now);
         }
         assert_eq!(table.nodes.len(), MAX_UNVERIFIED);
         // Pinging them costs one datagram per address a second.
-        let pinged = table.to_verify(now);
+        let pinged = table.take_verification_pings(now);
         assert_eq!(pinged.iter().filter(|(_, a)| *a == addr(9)).count(), 1);
         table.reap(now + VERIFY_WINDOW + Duration::from_secs(1));
         assert!(table.nodes.is_empty(), "all reaped");
@@ -891,7 +954,10 @@ mod tests {
         table.suspect(&accuse("a", 1, "b"), now);
         table.suspect(&accuse("a", 1, "b"), now);
         let one = table.next_deadline().unwrap() - now;
-        assert!(one > Duration::from_secs(4) && one < Duration::from_secs(24), "{one:?}");
+        assert!(
+            one > Duration::from_secs(4) && one < Duration::from_secs(24),
+            "{one:?}"
+        );
         table.suspect(&accuse("a", 1, "c"), now);
         assert_eq!(table.next_deadline(), Some(now + Duration::from_secs(4)));
         table.expire(now + Duration::from_secs(3));
@@ -900,7 +966,9 @@ mod tests {
         assert_eq!(table.node("a").unwrap().state, State::Dead);
         assert_eq!(table.members(), 3, "the dead leave the list at once");
         // Still gossiped to for 30 s, then reaped.
-        assert!(table.gossip_targets(10, now + Duration::from_secs(5)).contains(&addr(2)));
+        assert!(table
+            .gossip_targets(10, now + Duration::from_secs(5))
+            .contains(&addr(2)));
         table.reap(now + Duration::from_secs(35));
         assert!(table.node("a").is_none());
     }
@@ -910,7 +978,11 @@ mod tests {
         let now = Instant::now();
         let mut table = table(&["a"], now);
         table.suspect(&accuse("a", 1, "me"), now);
-        assert_eq!(table.next_deadline(), Some(now + Duration::from_secs(4)), "min at once");
+        assert_eq!(
+            table.next_deadline(),
+            Some(now + Duration::from_secs(4)),
+            "min at once"
+        );
     }
 
     #[test]
@@ -918,7 +990,11 @@ mod tests {
         let now = Instant::now();
         let mut table = table(&["a", "b", "c"], now);
         table.suspect(&accuse("a", 1, "b"), now);
-        assert_eq!(table.alive(&alive("a", addr(2), 1), now), Learned::Nothing, "old news");
+        assert_eq!(
+            table.alive(&alive("a", addr(2), 1), now),
+            Learned::Nothing,
+            "old news"
+        );
         assert_eq!(table.alive(&alive("a", addr(2), 2), now), Learned::Updated);
         assert_eq!(table.node("a").unwrap().state, State::Alive);
         assert!(table.next_deadline().is_none());
@@ -939,7 +1015,10 @@ mod tests {
         assert_eq!(table.incarnation_now(), 6, "its own alive is no rumour");
         table.alive(&alive("me", addr(1), 9), now);
         assert_eq!(table.incarnation_now(), 10, "someone else's is");
-        assert!(table.scale(PROBE_INTERVAL) > PROBE_INTERVAL, "refuting costs health");
+        assert!(
+            table.scale(PROBE_INTERVAL) > PROBE_INTERVAL,
+            "refuting costs health"
+        );
     }
 
     #[test]
@@ -949,7 +1028,11 @@ mod tests {
         table.dead(&accuse("a", 1, "a"), now);
         assert_eq!(table.node("a").unwrap().state, State::Left);
         table.dead(&accuse("b", 0, "me"), now);
-        assert_eq!(table.node("b").unwrap().state, State::Alive, "an older incarnation is ignored");
+        assert_eq!(
+            table.node("b").unwrap().state,
+            State::Alive,
+            "an older incarnation is ignored"
+        );
         // A member that left may come back at another address.
         assert_eq!(table.alive(&alive("a", addr(8), 2), now), Learned::Updated);
         assert_eq!(table.node("a").unwrap().addr, addr(8));
@@ -972,7 +1055,11 @@ mod tests {
         });
         let new = table.merge(&nodes, now);
         assert_eq!(new, [("z".into(), addr(9))]);
-        assert_eq!(table.node("a").unwrap().state, State::Suspect, "suspected, not dead");
+        assert_eq!(
+            table.node("a").unwrap().state,
+            State::Suspect,
+            "suspected, not dead"
+        );
     }
 
     #[test]
@@ -988,7 +1075,11 @@ mod tests {
         assert_eq!(seen, BTreeSet::from(["a".to_owned(), "b".to_owned()]));
         let node = table.node("a").unwrap().clone();
         table.probe_failed(&node, 2, 2, now);
-        assert_eq!(table.scale(PROBE_INTERVAL), PROBE_INTERVAL, "nacks came: not our fault");
+        assert_eq!(
+            table.scale(PROBE_INTERVAL),
+            PROBE_INTERVAL,
+            "nacks came: not our fault"
+        );
         table.probe_failed(&table.node("b").unwrap().clone(), 0, 0, now);
         assert_eq!(table.scale(PROBE_INTERVAL), PROBE_INTERVAL * 2);
         table.probe_answered();
@@ -998,8 +1089,14 @@ mod tests {
 
     #[test]
     fn timings_scale_as_memberlists() {
-        assert_eq!(suspicion_timeout(4, 1, PROBE_INTERVAL), Duration::from_secs(4));
-        assert_eq!(suspicion_timeout(4, 100, PROBE_INTERVAL), Duration::from_secs(8));
+        assert_eq!(
+            suspicion_timeout(4, 1, PROBE_INTERVAL),
+            Duration::from_secs(4)
+        );
+        assert_eq!(
+            suspicion_timeout(4, 100, PROBE_INTERVAL),
+            Duration::from_secs(8)
+        );
         let minute = Duration::from_mins(1);
         assert_eq!(push_pull_scale(minute, 32), minute);
         assert_eq!(push_pull_scale(minute, 33), minute * 2);

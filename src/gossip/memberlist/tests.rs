@@ -24,7 +24,13 @@ struct Node {
 
 impl Node {
     async fn start(network: &Network, last: u8, seeds: &[SocketAddr]) -> Self {
-        Self::start_with(network, last, seeds, vec![Protocol::Mesh, Protocol::Memberlist]).await
+        Self::start_with(
+            network,
+            last,
+            seeds,
+            vec![Protocol::Mesh, Protocol::Memberlist],
+        )
+        .await
     }
 
     async fn start_with(
@@ -58,7 +64,10 @@ impl Node {
     }
 
     fn members(&self) -> Vec<String> {
-        self.member.as_ref().map(|m| m.members()).unwrap_or_default()
+        self.member
+            .as_ref()
+            .map(|m| m.members())
+            .unwrap_or_default()
     }
 
     fn knows(&self, other: &Node) -> bool {
@@ -75,7 +84,10 @@ impl Node {
 
     fn publish(&self, name: &str, value: &str) {
         self.store.publish(
-            &[(format!("dns/local/A/{name}"), Some(value.as_bytes().to_vec()))],
+            &[(
+                format!("dns/local/A/{name}"),
+                Some(value.as_bytes().to_vec()),
+            )],
             "me",
         );
     }
@@ -116,8 +128,18 @@ async fn cluster(network: &Network, n: u8) -> Vec<Node> {
     };
     let started = Instant::now();
     while !knows_all() {
-        assert!(started.elapsed() < Duration::from_secs(30), "never within 30s: everyone knows everyone: {:?}",
-            nodes.iter().map(|n| (n.name.clone(), n.members(), n.member.as_ref().unwrap().table(|t| t.debug()))).collect::<Vec<_>>());
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "never within 30s: everyone knows everyone: {:?}",
+            nodes
+                .iter()
+                .map(|n| (
+                    n.name.clone(),
+                    n.members(),
+                    n.member.as_ref().unwrap().table(|t| t.debug())
+                ))
+                .collect::<Vec<_>>()
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     nodes
@@ -132,7 +154,11 @@ async fn members_join_through_one_seed_and_verify_each_other() {
     let network = Network::new();
     let nodes = cluster(&network, 3).await;
     for node in &nodes {
-        assert_eq!(node.store.peers(Protocol::Memberlist), 2, "the peer count reaches the store");
+        assert_eq!(
+            node.store.peers(Protocol::Memberlist),
+            2,
+            "the peer count reaches the store"
+        );
     }
     assert!(nodes[1].knows(&nodes[2]), "met through the seed");
 }
@@ -143,9 +169,11 @@ async fn a_killed_member_is_dead_everywhere_within_ten_seconds_then_reaped() {
     let mut nodes = cluster(&network, 5).await;
     let killed = nodes[4].name.clone();
     nodes[4].kill().await;
-    let took = until("every survivor counts it out", Duration::from_secs(60), || {
-        nodes[..4].iter().all(|n| !n.members().contains(&killed))
-    })
+    let took = until(
+        "every survivor counts it out",
+        Duration::from_mins(1),
+        || nodes[..4].iter().all(|n| !n.members().contains(&killed)),
+    )
     .await;
     assert!(took <= Duration::from_secs(10), "{took:?}");
     // Gossiped to for 30 s, then gone from every table.
@@ -168,13 +196,20 @@ async fn a_member_that_stops_leaves_and_is_known_to_have_left_at_once() {
     let took = until("left everywhere", Duration::from_secs(10), || {
         nodes[..3].iter().all(|n| {
             n.member.as_ref().is_some_and(|m| {
-                m.table(|t| t.node(&leaving).is_some_and(|node| node.state == State::Left))
+                m.table(|t| {
+                    t.node(&leaving)
+                        .is_some_and(|node| node.state == State::Left)
+                })
             })
         })
     })
     .await;
     assert!(took < Duration::from_secs(2), "{took:?}");
-    assert!(tokio::time::timeout(LEAVE_WAIT, nodes[3].task.is_finished_future()).await.is_ok());
+    assert!(
+        tokio::time::timeout(LEAVE_WAIT, nodes[3].task.is_finished_future())
+            .await
+            .is_ok()
+    );
 }
 
 trait Finished {
@@ -213,11 +248,18 @@ async fn a_state_too_large_for_a_packet_goes_to_each_member_over_tcp_once() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let before: Vec<usize> = (1..=3).map(|i| network.connections_to(addr(i))).collect();
     let big = (0..40)
-        .map(|i| (format!("dns/local/A/name-{i}.c.k8s.local"), Some(b"10.0.0.1".to_vec())))
+        .map(|i| {
+            (
+                format!("dns/local/A/name-{i}.c.k8s.local"),
+                Some(b"10.0.0.1".to_vec()),
+            )
+        })
         .collect::<Vec<_>>();
     nodes[0].store.publish(&big, "me");
     until("the others have it", Duration::from_secs(5), || {
-        nodes[1..].iter().all(|n| n.record("name-39.c.k8s.local").is_some())
+        nodes[1..]
+            .iter()
+            .all(|n| n.record("name-39.c.k8s.local").is_some())
     })
     .await;
     for i in 2..=3u8 {
@@ -237,7 +279,10 @@ async fn a_strangers_datagram_changes_no_view_opens_no_connection_and_cannot_out
         .await
         .unwrap();
     let mut poison = KvState::default();
-    for (name, version) in [("api.internal.c.k8s.local", 1u64 << 63), ("evil.c.k8s.local", 5)] {
+    for (name, version) in [
+        ("api.internal.c.k8s.local", 1u64 << 63),
+        ("evil.c.k8s.local", 5),
+    ] {
         poison.records.insert(
             format!("dns/local/A/{name}"),
             KvRecord {
@@ -251,13 +296,21 @@ async fn a_strangers_datagram_changes_no_view_opens_no_connection_and_cannot_out
     user.extend(encode_part(DNS, &poison.encode()));
     let before = network.connections();
     socket.send(&packet(&[user]).unwrap(), addr(1));
-    until("the plain record spreads by packets", Duration::from_secs(5), || {
-        nodes.iter().all(|n| n.record("evil.c.k8s.local").is_some())
-    })
+    until(
+        "the plain record spreads by packets",
+        Duration::from_secs(5),
+        || nodes.iter().all(|n| n.record("evil.c.k8s.local").is_some()),
+    )
     .await;
     for node in &nodes {
-        assert!(node.record("api.internal.c.k8s.local").is_none(), "a version from the future");
-        assert!(node.store.view().records.is_empty(), "memberlist is not the primary: no view");
+        assert!(
+            node.record("api.internal.c.k8s.local").is_none(),
+            "a version from the future"
+        );
+        assert!(
+            node.store.view().records.is_empty(),
+            "memberlist is not the primary: no view"
+        );
     }
     assert_eq!(network.connections(), before, "no connection storm");
 }
@@ -267,7 +320,9 @@ async fn a_poisoned_push_pull_is_bounded_reaped_and_costs_the_victim_a_few_pings
     let network = Network::new();
     let nodes = cluster(&network, 2).await;
     let victim = SocketAddr::from(([10, 7, 7, 7], PORT));
-    let mut invented = vec![Table::new("stranger", SocketAddr::from(([10, 9, 9, 9], PORT))).push_nodes()[0].clone()];
+    let mut invented = vec![
+        Table::new("stranger", SocketAddr::from(([10, 9, 9, 9], PORT))).push_nodes()[0].clone(),
+    ];
     for i in 0..4095 {
         let mut node = invented[0].clone();
         node.name = format!("invented-{i}");
@@ -279,8 +334,15 @@ async fn a_poisoned_push_pull_is_bounded_reaped_and_costs_the_victim_a_few_pings
         nodes: invented,
         state: FullState::default(),
     };
-    let mut stream = network.node([10, 9, 9, 9]).connect(None, addr(1)).await.unwrap();
-    stream.write_all(&stream_of(&message).unwrap()).await.unwrap();
+    let mut stream = network
+        .node([10, 9, 9, 9])
+        .connect(None, addr(1))
+        .await
+        .unwrap();
+    stream
+        .write_all(&stream_of(&message).unwrap())
+        .await
+        .unwrap();
     let _reply = read_message(&mut stream).await.unwrap();
     let size = nodes[0].member.as_ref().unwrap().table(|t| t.nodes_held());
     // This member, the real one, the stranger, and two names at the victim's address.
@@ -308,10 +370,26 @@ async fn a_poisoned_push_pull_is_bounded_reaped_and_costs_the_victim_a_few_pings
         nodes[0].member.as_ref().unwrap().table(|t| t.nodes_held()) == 2
     })
     .await;
-    assert_eq!(network.connections_to(victim), 0, "no connection to the victim");
-    assert!(network.connections() - before <= 2, "no storm: {}", network.connections() - before);
-    assert!(network.packets_to(victim) <= 6, "a few pings: {}", network.packets_to(victim));
-    assert_eq!(nodes[0].members(), [nodes[1].name.clone()], "the real member stays");
+    assert_eq!(
+        network.connections_to(victim),
+        0,
+        "no connection to the victim"
+    );
+    assert!(
+        network.connections() - before <= 2,
+        "no storm: {}",
+        network.connections() - before
+    );
+    assert!(
+        network.packets_to(victim) <= 6,
+        "a few pings: {}",
+        network.packets_to(victim)
+    );
+    assert_eq!(
+        nodes[0].members(),
+        [nodes[1].name.clone()],
+        "the real member stays"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -362,7 +440,10 @@ async fn a_ping_is_answered_over_udp_and_over_tcp_but_not_for_another_name() {
         .bind_packets(SocketAddr::from(([10, 9, 9, 9], PORT)))
         .await
         .unwrap();
-    for (node, answered) in [(nodes[0].name.clone(), true), ("someone-else".to_owned(), false)] {
+    for (node, answered) in [
+        (nodes[0].name.clone(), true),
+        ("someone-else".to_owned(), false),
+    ] {
         let ping = Ping {
             seq_no: 5,
             node,
@@ -405,7 +486,12 @@ async fn a_rumour_that_a_live_member_is_suspect_is_refuted_and_it_stays() {
     };
     liar.send(&raw_packet(MessageType::Suspect, &rumour), addr(1));
     until("refuted", Duration::from_secs(5), || {
-        nodes[2].member.as_ref().unwrap().table(|t| t.incarnation_now()) > 1
+        nodes[2]
+            .member
+            .as_ref()
+            .unwrap()
+            .table(|t| t.incarnation_now())
+            > 1
     })
     .await;
     tokio::time::sleep(Duration::from_secs(40)).await;
@@ -420,8 +506,14 @@ async fn a_seed_that_comes_later_is_joined_on_the_refresh() {
     let early = Node::start(&network, 1, &[addr(2)]).await;
     tokio::time::sleep(Duration::from_secs(20)).await;
     let late = Node::start(&network, 2, &[]).await;
-    let took = until("joined", Duration::from_secs(30), || early.knows(&late) && late.knows(&early)).await;
-    assert!(took <= REFRESH_INTERVAL + Duration::from_secs(1), "{took:?}");
+    let took = until("joined", Duration::from_secs(30), || {
+        early.knows(&late) && late.knows(&early)
+    })
+    .await;
+    assert!(
+        took <= REFRESH_INTERVAL + Duration::from_secs(1),
+        "{took:?}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -429,7 +521,10 @@ async fn a_member_back_on_its_address_under_a_new_name_is_joined_again() {
     let network = Network::new();
     let mut nodes = cluster(&network, 3).await;
     nodes[2].kill().await;
-    until("dead", Duration::from_secs(30), || nodes[0].members().len() == 1).await;
+    until("dead", Duration::from_secs(30), || {
+        nodes[0].members().len() == 1
+    })
+    .await;
     // Back with no seeds of its own: the others' reconnect (failed peers every 10 s) finds it.
     let back = Node::start(&network, 3, &[]).await;
     until("joined again", Duration::from_secs(30), || {
@@ -446,7 +541,10 @@ async fn a_record_missed_by_gossip_arrives_by_push_pull() {
     nodes[0].publish("late.c.k8s.local", "10.0.0.5");
     tokio::time::sleep(Duration::from_secs(3)).await;
     network.heal([10, 0, 0, 2]);
-    assert!(nodes[1].record("late.c.k8s.local").is_none(), "the packets were lost");
+    assert!(
+        nodes[1].record("late.c.k8s.local").is_none(),
+        "the packets were lost"
+    );
     until("pushed and pulled", PUSH_PULL_INTERVAL * 3, || {
         nodes[1].record("late.c.k8s.local").is_some()
     })
@@ -461,5 +559,8 @@ async fn new_seeds_are_joined_when_given() {
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert!(a.members().is_empty());
     a.seeds.send(vec![addr(2)]).unwrap();
-    until("joined", Duration::from_secs(5), || a.knows(&b) && b.knows(&a)).await;
+    until("joined", Duration::from_secs(5), || {
+        a.knows(&b) && b.knows(&a)
+    })
+    .await;
 }

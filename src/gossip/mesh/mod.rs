@@ -168,7 +168,8 @@ impl Mesh {
                     .get(&addr)
                     .is_some_and(|name| *name == self.local.name || connected.contains(name))
             };
-            let (due, next) = lock(&self.targets).due(&current, &discovered, covered, Instant::now());
+            let (due, next) =
+                lock(&self.targets).due(&current, &discovered, covered, Instant::now());
             for addr in due {
                 let Ok(slot) = self.slots.clone().try_acquire_owned() else {
                     lock(&self.targets).failed(addr, Instant::now());

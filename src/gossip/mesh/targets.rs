@@ -72,12 +72,15 @@ impl Targets {
             .collect();
         for addr in &valid {
             if self.targets.len() < MAX_TARGETS || self.targets.contains_key(addr) {
-                self.targets.entry(*addr).or_insert_with(|| Target::now(now));
+                self.targets
+                    .entry(*addr)
+                    .or_insert_with(|| Target::now(now));
             }
         }
         // Discovered addresses no longer offered are dropped; seeds are kept.
-        self.targets
-            .retain(|addr, t| t.phase != Phase::Waiting || valid.contains(addr) || seeds.contains(addr));
+        self.targets.retain(|addr, t| {
+            t.phase != Phase::Waiting || valid.contains(addr) || seeds.contains(addr)
+        });
         let (mut due, mut next) = (Vec::new(), None::<Instant>);
         for (addr, target) in &mut self.targets {
             if target.phase != Phase::Waiting || !valid.contains(addr) {
@@ -158,9 +161,15 @@ mod tests {
             let next = next.unwrap();
             pauses.push(next - at);
             at = next;
-            assert_eq!(targets.due(&[addr(1)], &BTreeSet::new(), |_| false, at).0, [addr(1)]);
+            assert_eq!(
+                targets.due(&[addr(1)], &BTreeSet::new(), |_| false, at).0,
+                [addr(1)]
+            );
         }
-        assert!(pauses[0] >= Duration::from_secs(1) && pauses[0] <= Duration::from_secs(3), "{pauses:?}");
+        assert!(
+            pauses[0] >= Duration::from_secs(1) && pauses[0] <= Duration::from_secs(3),
+            "{pauses:?}"
+        );
         assert!(pauses.iter().all(|p| *p <= MAX * 3 / 2), "{pauses:?}");
         assert!(pauses[19] >= MAX / 2, "capped, still jittered: {pauses:?}");
     }
@@ -187,9 +196,22 @@ mod tests {
         targets.connected(addr(1));
         let later = now + Duration::from_mins(5);
         targets.ended(addr(1), later);
-        assert_eq!(targets.due(&[addr(1)], &BTreeSet::new(), |_| false, later).0, [addr(1)]);
+        assert_eq!(
+            targets
+                .due(&[addr(1)], &BTreeSet::new(), |_| false, later)
+                .0,
+            [addr(1)]
+        );
         targets.connected(addr(1));
         targets.ended(addr(1), later + Duration::from_secs(1));
-        assert!(targets.due(&[addr(1)], &BTreeSet::new(), |_| false, later + Duration::from_secs(1)).0.is_empty());
+        assert!(targets
+            .due(
+                &[addr(1)],
+                &BTreeSet::new(),
+                |_| false,
+                later + Duration::from_secs(1)
+            )
+            .0
+            .is_empty());
     }
 }

@@ -35,7 +35,12 @@ struct Peer {
 }
 
 impl Peer {
-    async fn start(network: &Network, listen: SocketAddr, name: &str, seeds: &[SocketAddr]) -> Self {
+    async fn start(
+        network: &Network,
+        listen: SocketAddr,
+        name: &str,
+        seeds: &[SocketAddr],
+    ) -> Self {
         Self::with_secret(network, listen, name, seeds, b"").await
     }
 
@@ -48,15 +53,22 @@ impl Peer {
     ) -> Self {
         let transport = Arc::new(network.node(listen.ip()));
         let store = Arc::new(Store::new(vec![Protocol::Mesh]));
-        let mesh = Mesh::bind(transport, listen, local(name), secret.to_vec(), store.clone(), 64)
-            .await
-            .unwrap();
-        let (_seeds, receiver) = watch::channel(seeds.to_vec());
+        let mesh = Mesh::bind(
+            transport,
+            listen,
+            local(name),
+            secret.to_vec(),
+            store.clone(),
+            64,
+        )
+        .await
+        .unwrap();
+        let (seeds_sender, receiver) = watch::channel(seeds.to_vec());
         let (stop, stopped) = watch::channel(false);
         let task = tokio::spawn({
             let mesh = mesh.clone();
             async move {
-                let _seeds = _seeds;
+                let _kept_open = seeds_sender;
                 mesh.run(receiver, stopped).await;
             }
         });
@@ -69,7 +81,11 @@ impl Peer {
     }
 
     fn connected(&self) -> Vec<String> {
-        let mut names = self.mesh.as_ref().map(|m| m.connected()).unwrap_or_default();
+        let mut names = self
+            .mesh
+            .as_ref()
+            .map(|m| m.connected())
+            .unwrap_or_default();
         names.sort();
         names
     }
@@ -113,13 +129,21 @@ async fn two_members_connect_through_a_seed_and_exchange_their_states() {
     let network = Network::new();
     let a = Peer::start(&network, addr(1), "a", &[]).await;
     let b = Peer::start(&network, addr(2), "b", &[addr(1)]).await;
-    a.store.publish_at("dns/local/A/api.internal.c.k8s.local", b"10.0.0.1", 10);
-    until("connected", Duration::from_secs(5), || a.connected() == ["b"] && b.connected() == ["a"]).await;
+    a.store
+        .publish_at("dns/local/A/api.internal.c.k8s.local", b"10.0.0.1", 10);
+    until("connected", Duration::from_secs(5), || {
+        a.connected() == ["b"] && b.connected() == ["a"]
+    })
+    .await;
     until("b has a's record", Duration::from_secs(5), || {
         b.value("api.internal.c.k8s.local").as_deref() == Some("10.0.0.1")
     })
     .await;
-    assert_eq!(b.store.peers(Protocol::Mesh), 1, "the peer count reaches the store");
+    assert_eq!(
+        b.store.peers(Protocol::Mesh),
+        1,
+        "the peer count reaches the store"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -128,9 +152,11 @@ async fn the_peers_a_topology_names_are_dialled() {
     let a = Peer::start(&network, addr(1), "a", &[]).await;
     let b = Peer::start(&network, addr(2), "b", &[addr(1)]).await;
     let c = Peer::start(&network, addr(3), "c", &[addr(1)]).await;
-    until("b and c met through a's topology", Duration::from_secs(20), || {
-        b.connected() == ["a", "c"] && c.connected() == ["a", "b"]
-    })
+    until(
+        "b and c met through a's topology",
+        Duration::from_secs(20),
+        || b.connected() == ["a", "c"] && c.connected() == ["a", "b"],
+    )
     .await;
     assert_eq!(a.connected(), ["b", "c"]);
 }
@@ -140,10 +166,20 @@ async fn both_sides_dialling_keep_one_connection() {
     let network = Network::new();
     let a = Peer::start(&network, addr(1), "a", &[addr(2)]).await;
     let b = Peer::start(&network, addr(2), "b", &[addr(1)]).await;
-    until("connected", Duration::from_secs(5), || a.connected() == ["b"]).await;
-    tokio::time::sleep(Duration::from_secs(120)).await;
-    assert_eq!((a.connected(), b.connected()), (vec!["b".to_owned()], vec!["a".to_owned()]));
-    assert!(network.connections() < 10, "no flapping: {}", network.connections());
+    until("connected", Duration::from_secs(5), || {
+        a.connected() == ["b"]
+    })
+    .await;
+    tokio::time::sleep(Duration::from_mins(2)).await;
+    assert_eq!(
+        (a.connected(), b.connected()),
+        (vec!["b".to_owned()], vec!["a".to_owned()])
+    );
+    assert!(
+        network.connections() < 10,
+        "no flapping: {}",
+        network.connections()
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -153,15 +189,34 @@ async fn a_broadcast_reaches_a_peer_known_only_through_the_relay() {
     // connection's address at its own port) finds nothing that answers, so c hears a only
     // through b.
     let b = Peer::start(&network, at([10, 0, 0, 2], 3002), "b", &[]).await;
-    let a = Peer::start(&network, at([10, 0, 0, 1], 3001), "a", &[at([10, 0, 0, 2], 3002)]).await;
-    let c = Peer::start(&network, at([10, 0, 0, 3], 3003), "c", &[at([10, 0, 0, 2], 3002)]).await;
-    until("a line", Duration::from_secs(5), || b.connected() == ["a", "c"]).await;
-    a.store.publish_at("dns/local/A/x.c.k8s.local", b"10.0.0.7", 20);
+    let a = Peer::start(
+        &network,
+        at([10, 0, 0, 1], 3001),
+        "a",
+        &[at([10, 0, 0, 2], 3002)],
+    )
+    .await;
+    let c = Peer::start(
+        &network,
+        at([10, 0, 0, 3], 3003),
+        "c",
+        &[at([10, 0, 0, 2], 3002)],
+    )
+    .await;
+    until("a line", Duration::from_secs(5), || {
+        b.connected() == ["a", "c"]
+    })
+    .await;
+    a.store
+        .publish_at("dns/local/A/x.c.k8s.local", b"10.0.0.7", 20);
     let took = until("relayed", Duration::from_secs(5), || {
         c.value("x.c.k8s.local").as_deref() == Some("10.0.0.7")
     })
     .await;
-    assert!(took < Duration::from_secs(1), "a broadcast, not the 30 s gossip: {took:?}");
+    assert!(
+        took < Duration::from_secs(1),
+        "a broadcast, not the 30 s gossip: {took:?}"
+    );
     assert_eq!(c.connected(), ["b"]);
 }
 
@@ -176,10 +231,16 @@ async fn a_node_that_is_no_seed_follows_a_control_plane_roll() {
     let worker_addr = at([10, 0, 1, 1], PORT);
     let worker = Peer::start(&network, worker_addr, "w", &[addr(1), addr(2), addr(3)]).await;
     const API: &str = "api.internal.c.k8s.local";
-    masters[0].store.publish_at(&format!("dns/local/A/{API}"), b"10.0.0.1,10.0.0.2,10.0.0.3", 100);
-    until("the worker has the first answer", Duration::from_secs(10), || {
-        worker.value(API).as_deref() == Some("10.0.0.1,10.0.0.2,10.0.0.3")
-    })
+    masters[0].store.publish_at(
+        &format!("dns/local/A/{API}"),
+        b"10.0.0.1,10.0.0.2,10.0.0.3",
+        100,
+    );
+    until(
+        "the worker has the first answer",
+        Duration::from_secs(10),
+        || worker.value(API).as_deref() == Some("10.0.0.1,10.0.0.2,10.0.0.3"),
+    )
     .await;
     // Each step: a new master seeded with the two that remain (the cloud's answer then),
     // dns-controller's new answer published from it, the oldest master gone.
@@ -189,20 +250,24 @@ async fn a_node_that_is_no_seed_follows_a_control_plane_roll() {
         masters.push(Peer::start(&network, addr(new), &format!("m{new}"), &seeds).await);
         tokio::time::sleep(Duration::from_secs(5)).await;
         let answer = format!("10.0.0.{},10.0.0.{},10.0.0.{}", new - 2, new - 1, new);
-        masters
-            .last()
-            .unwrap()
-            .store
-            .publish_at(&format!("dns/local/A/{API}"), answer.as_bytes(), 200 + u64::from(step));
+        masters.last().unwrap().store.publish_at(
+            &format!("dns/local/A/{API}"),
+            answer.as_bytes(),
+            200 + u64::from(step),
+        );
         masters[usize::from(step)].kill().await;
-        until(&format!("the worker follows step {}", step + 1), Duration::from_secs(30), || {
-            worker.value(API).as_deref() == Some(answer.as_str())
-        })
+        until(
+            &format!("the worker follows step {}", step + 1),
+            Duration::from_secs(30),
+            || worker.value(API).as_deref() == Some(answer.as_str()),
+        )
         .await;
     }
-    until("the worker is connected to the new control plane", Duration::from_secs(120), || {
-        worker.connected() == ["m4", "m5", "m6"]
-    })
+    until(
+        "the worker is connected to the new control plane",
+        Duration::from_mins(2),
+        || worker.connected() == ["m4", "m5", "m6"],
+    )
     .await;
 }
 
@@ -219,7 +284,10 @@ async fn a_dead_seed_is_dialled_with_backoff_within_the_budget() {
     tokio::time::sleep(Duration::from_mins(9)).await;
     let ten_minutes = network.connections_to(addr(9));
     assert!(ten_minutes > first_minute, "still tried");
-    assert!(ten_minutes <= first_minute + 9, "backing off: {ten_minutes}");
+    assert!(
+        ten_minutes <= first_minute + 9,
+        "backing off: {ten_minutes}"
+    );
 }
 
 #[tokio::test(start_paused = true)]

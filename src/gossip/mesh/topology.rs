@@ -71,7 +71,8 @@ impl Topology {
                 continue;
             }
             let known = self.peers.get(&name);
-            let newer = known.is_none_or(|k| k.uid != peer.summary.uid || k.version < peer.summary.version);
+            let newer =
+                known.is_none_or(|k| k.uid != peer.summary.uid || k.version < peer.summary.version);
             if !newer || (known.is_none() && self.peers.len() >= MAX_KNOWN_PEERS) {
                 continue;
             }
@@ -191,7 +192,10 @@ mod tests {
             ],
         )]);
         assert!(news);
-        assert!(!topology.update(&[peer("m1", 3, &[])]), "the same version is old news");
+        assert!(
+            !topology.update(&[peer("m1", 3, &[])]),
+            "the same version is old news"
+        );
         let connected = BTreeSet::from([peer_name("m1")]);
         let targets: Vec<String> = topology
             .targets(&connected, 3999)
@@ -200,7 +204,10 @@ mod tests {
             .collect();
         assert_eq!(targets, ["10.0.0.2:3999", "10.0.1.5:3999"]);
         let connected = BTreeSet::from([peer_name("m1"), peer_name("m2"), peer_name("w1")]);
-        assert!(topology.targets(&connected, 3999).is_empty(), "connected peers are not dialled");
+        assert!(
+            topology.targets(&connected, 3999).is_empty(),
+            "connected peers are not dialled"
+        );
     }
 
     #[test]
@@ -211,8 +218,14 @@ mod tests {
             peer("m2", 1, &[("m1", "10.0.0.1:3999", false)]),
             peer("gone", 1, &[]),
         ]);
-        assert_eq!(topology.forget_unreachable(&BTreeSet::from([peer_name("m1")])), 1);
-        assert!(topology.peer(&peer_name("m2")).is_some(), "reached through m1");
+        assert_eq!(
+            topology.forget_unreachable(&BTreeSet::from([peer_name("m1")])),
+            1
+        );
+        assert!(
+            topology.peer(&peer_name("m2")).is_some(),
+            "reached through m1"
+        );
         assert_eq!(topology.forget_unreachable(&BTreeSet::new()), 2);
         assert_eq!(topology.len(), 0);
     }
@@ -228,11 +241,23 @@ mod tests {
         }
         assert_eq!(topology.len(), MAX_KNOWN_PEERS);
         let links: Vec<(String, String, bool)> = (0..600)
-            .map(|i| (format!("x{i}"), format!("10.{}.{}.1:3999", i / 250, i % 250), true))
+            .map(|i| {
+                (
+                    format!("x{i}"),
+                    format!("10.{}.{}.1:3999", i / 250, i % 250),
+                    true,
+                )
+            })
             .collect();
-        let borrowed: Vec<(&str, &str, bool)> = links.iter().map(|(a, b, c)| (a.as_str(), b.as_str(), *c)).collect();
+        let borrowed: Vec<(&str, &str, bool)> = links
+            .iter()
+            .map(|(a, b, c)| (a.as_str(), b.as_str(), *c))
+            .collect();
         let mut topology = Topology::new(peer_name("me"));
         topology.update(&[peer("m1", 1, &borrowed)]);
-        assert_eq!(topology.targets(&BTreeSet::new(), 3999).len(), MAX_DISCOVERED);
+        assert_eq!(
+            topology.targets(&BTreeSet::new(), 3999).len(),
+            MAX_DISCOVERED
+        );
     }
 }

@@ -155,7 +155,11 @@ struct MemoryPackets {
 impl Drop for MemoryListener {
     fn drop(&mut self) {
         let mut state = self.network.state();
-        if state.listeners.get(&self.addr).is_some_and(|(id, _)| *id == self.id) {
+        if state
+            .listeners
+            .get(&self.addr)
+            .is_some_and(|(id, _)| *id == self.id)
+        {
             state.listeners.remove(&self.addr);
         }
     }
@@ -164,7 +168,11 @@ impl Drop for MemoryListener {
 impl Drop for MemoryPackets {
     fn drop(&mut self) {
         let mut state = self.network.state();
-        if state.sockets.get(&self.addr).is_some_and(|(id, _)| *id == self.id) {
+        if state
+            .sockets
+            .get(&self.addr)
+            .is_some_and(|(id, _)| *id == self.id)
+        {
             state.sockets.remove(&self.addr);
         }
     }
@@ -262,7 +270,8 @@ impl Transport for Node {
         let Some((sender, from)) = arrival else {
             return std::future::pending().await;
         };
-        let refused = || io::Error::new(io::ErrorKind::ConnectionRefused, format!("`{to}` refused"));
+        let refused =
+            || io::Error::new(io::ErrorKind::ConnectionRefused, format!("`{to}` refused"));
         let sender = sender.ok_or_else(refused)?;
         let (ours, theirs) = tokio::io::duplex(PIPE);
         sender.send((theirs, from)).await.map_err(|_| refused())?;
@@ -289,20 +298,33 @@ mod tests {
         accepted.read_exact(&mut got).await.unwrap();
         assert_eq!(&got, b"hello");
         let (pa, pb) = (
-            a.bind_packets("10.0.0.1:4000".parse().unwrap()).await.unwrap(),
-            b.bind_packets("10.0.0.2:4000".parse().unwrap()).await.unwrap(),
+            a.bind_packets("10.0.0.1:4000".parse().unwrap())
+                .await
+                .unwrap(),
+            b.bind_packets("10.0.0.2:4000".parse().unwrap())
+                .await
+                .unwrap(),
         );
         pa.send(b"ping", "10.0.0.2:4000".parse().unwrap());
         let mut buffer = [0u8; 16];
         let (len, from) = pb.recv(&mut buffer).await.unwrap();
-        assert_eq!((&buffer[..len], from), (&b"ping"[..], "10.0.0.1:4000".parse().unwrap()));
+        assert_eq!(
+            (&buffer[..len], from),
+            (&b"ping"[..], "10.0.0.1:4000".parse().unwrap())
+        );
         network.cut([10, 0, 0, 2]);
         pa.send(b"lost", "10.0.0.2:4000".parse().unwrap());
-        let heard = tokio::time::timeout(std::time::Duration::from_secs(5), pb.recv(&mut buffer)).await;
+        let heard =
+            tokio::time::timeout(std::time::Duration::from_secs(5), pb.recv(&mut buffer)).await;
         assert!(heard.is_err(), "a cut node hears nothing");
         assert_eq!(network.packets_to("10.0.0.2:4000".parse().unwrap()), 2);
         drop(listener);
         network.heal([10, 0, 0, 2]);
-        assert!(a.connect(None, "10.0.0.2:4000".parse().unwrap()).await.is_err(), "nobody listens");
+        assert!(
+            a.connect(None, "10.0.0.2:4000".parse().unwrap())
+                .await
+                .is_err(),
+            "nobody listens"
+        );
     }
 }

@@ -462,3 +462,6 @@ fn instance_addresses(instance: &aws_sdk_ec2::types::Instance) -> (Vec<IpAddr>, 
     public.dedup();
     (private, public)
 }
+
+#[cfg(test)]
+mod tests;

@@ -1013,3 +1013,6 @@ impl InstanceApi for Compute {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests;

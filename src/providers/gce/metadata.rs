@@ -65,6 +65,16 @@ impl MetadataServer {
         })
     }
 
+    /// The server whose `computeMetadata/v1/` is at `root` (a local answer in tests).
+    #[cfg(test)]
+    pub(crate) fn at(root: &str) -> Result<Self> {
+        Ok(Self {
+            http: http_client(Duration::from_secs(1), Arc::new(EgressProxies::none()))?,
+            root: root.to_owned(),
+            token: Mutex::new(None),
+        })
+    }
+
     /// The value at `path` (relative to `computeMetadata/v1/`), `None` when the server says it
     /// does not exist.
     pub(crate) async fn get(&self, path: &str) -> Result<Option<String>> {

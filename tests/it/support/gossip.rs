@@ -183,7 +183,12 @@ impl GoPeer {
 
     /// What it knows now.
     pub(crate) fn last(&self) -> serde_json::Value {
-        self.lines.lock().unwrap().last().cloned().unwrap_or_default()
+        self.lines
+            .lock()
+            .unwrap()
+            .last()
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Waits until what the peer knows satisfies `test`; the time it took.
@@ -200,7 +205,10 @@ impl GoPeer {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("the Go peer never saw {what}; its last view: {:?}", self.last());
+        panic!(
+            "the Go peer never saw {what}; its last view: {:?}",
+            self.last()
+        );
     }
 
     pub(crate) fn value(line: &serde_json::Value, protocol: &str, key: &str) -> Option<String> {
@@ -227,7 +235,9 @@ pub(crate) struct Cloud {
 
 impl Cloud {
     pub(crate) fn new() -> Arc<Self> {
-        Arc::new(Self { moto: Moto::start() })
+        Arc::new(Self {
+            moto: Moto::start(),
+        })
     }
 }
 

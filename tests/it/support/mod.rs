@@ -349,11 +349,7 @@ impl Protokube {
     }
 
     /// Starts it with its output going to `stdout` and `stderr`; the caller waits.
-    pub(crate) fn spawn_to(
-        mut self,
-        stdout: std::fs::File,
-        stderr: std::fs::File,
-    ) -> Guard {
+    pub(crate) fn spawn_to(mut self, stdout: std::fs::File, stderr: std::fs::File) -> Guard {
         Guard::new(
             self.command
                 .stdout(stdout)
