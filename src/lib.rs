@@ -48,7 +48,8 @@ pub use host::linux::stderr_is_journal;
 pub use logging::{init as init_logging, print_error_line, set_stderr_is_journal};
 pub use report::{OutputFormat, Report, ReportError};
 pub use run::{conclude, error_line, exit_code, once as run_once, record_error};
-pub use serve::{gossip as serve_gossip, legacy as serve_legacy, INTERVAL as DAEMON_INTERVAL};
+pub use serve::signals::INTERVAL as DAEMON_INTERVAL;
+pub use serve::{gossip as serve_gossip, legacy as serve_legacy};
 pub use version::BuildInfo;
 
 /// What this repository's integration tests (`tests/it`) reach beyond the binary: the traits

@@ -142,14 +142,7 @@ impl Settings {
         let spec = LoadedSpec::read(files, &flags)?;
         let templates = Arc::new(load_templates_dir(files, flags.templates.as_deref())?);
         check_kubernetes_flags(&flags)?;
-        let given_root = flags.root.clone().unwrap_or_else(|| PathBuf::from("/"));
-        let root = files.root(&given_root).map_err(|err| {
-            UsageError(format!(
-                "--root: `{}` is not a directory protokube can use ({})",
-                given_root.display(),
-                crate::error::one_line(&err)
-            ))
-        })?;
+        let (given_root, root) = host_root(&flags, files)?;
         let kubeconfig = host_kubeconfig(&flags, &given_root, &root)?;
         let provider = flags
             .provider
@@ -186,20 +179,8 @@ impl Settings {
             initialize_rbac: flags.initialize_rbac,
             etcd_members: spec.etcd_members,
             remove_dns_names: checked_remove_dns_names(&flags.remove_dns_names)?,
-            etcd_declined: if flags.manage_etcd == Some(false) {
-                Some(Declined::ManageEtcdFalse)
-            } else if flags.kops_123_unit {
-                Some(Declined::Kops123Unit)
-            } else {
-                None
-            },
-            etcd: match (&flags.etcd.etcd_image, etcd_only) {
-                (None, true) => EtcdOptions {
-                    etcd_image: Some(DEFAULT_ETCD_IMAGE.to_owned()),
-                    ..flags.etcd.clone()
-                },
-                _ => flags.etcd.clone(),
-            },
+            etcd_declined: etcd_declined(&flags),
+            etcd: etcd_options(&flags, etcd_only),
             dns_wait: flags.wait,
             blank_check: flags.blank_check.into(),
             adopt: flags.adopt,
@@ -210,21 +191,16 @@ impl Settings {
             internal_suffix_flag,
             spec: spec.document,
         };
-        let offline_name = flags.cluster_id.clone().or_else(|| {
-            settings
-                .spec
-                .as_ref()
-                .and_then(|s| s.name())
-                .map(str::to_owned)
-        });
-        if let Some(name) = offline_name {
-            settings.cluster = Some(
-                settings
-                    .cluster_named(&name)
-                    .with_context(|| format!("cluster spec `{}`", spec.origin))?,
-            );
-        }
+        settings.cluster = settings
+            .cluster_known_offline(flags.cluster_id.as_deref())
+            .with_context(|| format!("cluster spec `{}`", spec.origin))?;
         Ok(settings)
+    }
+
+    /// The cluster known before any cloud call: `--cluster-id`, else the spec's name.
+    fn cluster_known_offline(&self, cluster_id: Option<&str>) -> Result<Option<Cluster>> {
+        let name = cluster_id.or_else(|| self.spec.as_ref().and_then(|s| s.name()));
+        name.map(|name| self.cluster_named(name)).transpose()
     }
 
     /// The node `sync` gives kOps' control-plane labels: `--node-name`, when
@@ -301,6 +277,41 @@ impl Settings {
             dns,
             dns_note,
         })
+    }
+}
+
+/// The root as given (`/` unless `--root` says otherwise) and as protokube uses it.
+fn host_root(flags: &Flags, files: &dyn Files) -> Result<(PathBuf, HostRoot)> {
+    let given = flags.root.clone().unwrap_or_else(|| PathBuf::from("/"));
+    let root = files.root(&given).map_err(|err| {
+        UsageError(format!(
+            "--root: `{}` is not a directory protokube can use ({})",
+            given.display(),
+            crate::error::one_line(&err)
+        ))
+    })?;
+    Ok((given, root))
+}
+
+/// Why protokube does not manage etcd here, where its unit says so.
+fn etcd_declined(flags: &Flags) -> Option<Declined> {
+    if flags.manage_etcd == Some(false) {
+        Some(Declined::ManageEtcdFalse)
+    } else if flags.kops_123_unit {
+        Some(Declined::Kops123Unit)
+    } else {
+        None
+    }
+}
+
+/// The etcd flags, with the default image where the old daemon runs etcd without a spec.
+fn etcd_options(flags: &Flags, etcd_only: bool) -> EtcdOptions {
+    match (&flags.etcd.etcd_image, etcd_only) {
+        (None, true) => EtcdOptions {
+            etcd_image: Some(DEFAULT_ETCD_IMAGE.to_owned()),
+            ..flags.etcd.clone()
+        },
+        _ => flags.etcd.clone(),
     }
 }
 

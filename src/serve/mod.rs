@@ -13,6 +13,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use self::member::Home;
+use self::signals::INTERVAL;
 use crate::cli::{Cli, Command};
 use crate::error::{self, NotReady};
 use crate::gossip::transport::Sockets;
@@ -24,8 +25,6 @@ use crate::report::{CloudCalls, GossipRecord, GossipReport, Report};
 use crate::run::{self, Beside};
 use crate::settings::Settings;
 use crate::snapshot::{Snapshot, VolumeScope};
-
-pub use signals::INTERVAL;
 
 /// The old daemon's invocation (no subcommand): `sync` every `interval` until SIGTERM or
 /// SIGINT; `each` gets every run's report and outcome (a failed run is reported and the next one

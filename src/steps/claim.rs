@@ -69,9 +69,10 @@ pub(crate) async fn claim_and_mount(
     Ok((claimed, mounted))
 }
 
+/// Claims this node's etcd volumes: keeps those attached here, releases a second volume of a
+/// key and a stuck attachment, attaches free ones in kOps' order and waits for them. Not ready
+/// (exit 75) where an attachment stayed stuck: it was detached, its device name remembered.
 pub(crate) async fn run(snapshot: &mut Snapshot<'_>, report: &mut Report) -> Result<Claimed> {
-    let settings = snapshot.settings();
-    let settings = settings.as_ref();
     let mut claimed = Claimed::default();
     let instance_id = snapshot.identity().await?.instance_id.clone();
     if is_retired(snapshot, &instance_id, report)? {
@@ -79,35 +80,12 @@ pub(crate) async fn run(snapshot: &mut Snapshot<'_>, report: &mut Report) -> Res
     }
     warn_skipped(snapshot, report).await?;
     let here = snapshot.volumes_here().await?;
-    let table = snapshot.mount_table()?;
-    let mut mounted = BTreeSet::new();
-    for volume in &here {
-        let mountpoint = settings.root.resolve(volume_mountpoint(&volume.id))?;
-        if mounted_at(&table, &mountpoint).is_some() {
-            mounted.insert(volume.id.clone());
-        }
-    }
+    let mounted = mounted_here(snapshot, &here)?;
     // This run's waits are measured on the monotonic clock: a clock stepped at boot (NTP)
     // neither makes an attachment stuck nor hides one.
     let requested = std::time::Instant::now();
     let plan = plan_claims(&here, &instance_id, &mounted, SystemTime::now());
-    for (volume, why) in plan
-        .extra
-        .iter()
-        .map(|v| (v, "a second volume of the same etcd cluster on this node"))
-        .chain(plan.stuck.iter().map(|v| (v, STUCK_WHY)))
-    {
-        detach(snapshot, &instance_id, volume, why, &mut claimed, report).await?;
-    }
-    for volume in &plan.doubled {
-        report.warn(format!(
-            "volume `{}` holds etcd {} that another volume mounted on this node holds too; both \
-             are mounted, so neither is detached: unmount `{}` and run again to release it",
-            volume.id,
-            memberships(volume),
-            volume_mountpoint(&volume.id).display()
-        ));
-    }
+    release(snapshot, &instance_id, &plan, &mut claimed, report).await?;
     let mut attaching = Attaching::kept(&plan);
     attach_candidates(
         snapshot,
@@ -122,46 +100,123 @@ pub(crate) async fn run(snapshot: &mut Snapshot<'_>, report: &mut Report) -> Res
         tracing::info!("no etcd volume for this node: none attached here and none free to claim");
     }
     let mut stuck: Vec<String> = plan.stuck.iter().map(|v| v.id.clone()).collect();
-    if !settings.dry_run && !attaching.waiting.is_empty() {
-        let volumes = snapshot.clients().await?.volumes;
-        let stuck_now = wait_attached(
-            &*volumes,
-            &instance_id,
-            &attaching.waiting,
+    if !snapshot.settings().dry_run && !attaching.waiting.is_empty() {
+        let waited = Waited {
+            here: &here,
+            attaching: &attaching,
             requested,
-            settings.deadline,
-            settings.progress,
-        )
-        .await?;
-        for volume in here.iter().filter(|v| stuck_now.contains(&v.id)) {
-            detach(
-                snapshot,
-                &instance_id,
-                volume,
-                STUCK_WHY,
-                &mut claimed,
-                report,
-            )
-            .await?;
+        };
+        stuck.extend(
+            wait_and_release_stuck(snapshot, &instance_id, waited, &mut claimed, report).await?,
+        );
+    }
+    if !stuck.is_empty() {
+        return Err(stuck_attachments(snapshot, &stuck, &attaching));
+    }
+    Ok(claimed)
+}
+
+/// The volumes attached here that are mounted where protokube mounts them.
+fn mounted_here(snapshot: &Snapshot<'_>, here: &[EtcdVolume]) -> Result<BTreeSet<String>> {
+    let table = snapshot.mount_table()?;
+    let mut mounted = BTreeSet::new();
+    for volume in here {
+        let mountpoint = snapshot
+            .settings()
+            .root
+            .resolve(volume_mountpoint(&volume.id))?;
+        if mounted_at(&table, &mountpoint).is_some() {
+            mounted.insert(volume.id.clone());
         }
-        stuck.extend(stuck_now);
     }
-    if stuck.is_empty() {
-        return Ok(claimed);
+    Ok(mounted)
+}
+
+/// Detaches a second volume of a key and an attachment stuck in `attaching`; says why two
+/// volumes of one key that are both mounted stay.
+async fn release(
+    snapshot: &mut Snapshot<'_>,
+    instance_id: &str,
+    plan: &ClaimPlan,
+    claimed: &mut Claimed,
+    report: &mut Report,
+) -> Result<()> {
+    for (volume, why) in plan
+        .extra
+        .iter()
+        .map(|v| (v, "a second volume of the same etcd cluster on this node"))
+        .chain(plan.stuck.iter().map(|v| (v, STUCK_WHY)))
+    {
+        detach(snapshot, instance_id, volume, why, claimed, report).await?;
     }
+    for volume in &plan.doubled {
+        report.warn(format!(
+            "volume `{}` holds etcd {} that another volume mounted on this node holds too; both \
+             are mounted, so neither is detached: unmount `{}` and run again to release it",
+            volume.id,
+            memberships(volume),
+            volume_mountpoint(&volume.id).display()
+        ));
+    }
+    Ok(())
+}
+
+/// What the wait for this run's attachments starts from.
+struct Waited<'a> {
+    here: &'a [EtcdVolume],
+    attaching: &'a Attaching,
+    /// When the attachments were requested (the monotonic clock).
+    requested: std::time::Instant,
+}
+
+/// Waits for this run's attachments; those still `attaching` after 90 s are detached. Their
+/// ids.
+async fn wait_and_release_stuck(
+    snapshot: &mut Snapshot<'_>,
+    instance_id: &str,
+    waited: Waited<'_>,
+    claimed: &mut Claimed,
+    report: &mut Report,
+) -> Result<Vec<String>> {
+    let settings = snapshot.settings();
+    let volumes = snapshot.clients().await?.volumes;
+    let stuck = wait_attached(
+        &*volumes,
+        instance_id,
+        &waited.attaching.waiting,
+        waited.requested,
+        settings.deadline,
+        settings.progress,
+    )
+    .await?;
+    for volume in waited.here.iter().filter(|v| stuck.contains(&v.id)) {
+        detach(snapshot, instance_id, volume, STUCK_WHY, claimed, report).await?;
+    }
+    Ok(stuck)
+}
+
+/// The run's end where attachments stayed stuck: their device names remembered (avoided next
+/// time; not in a dry run), not ready.
+fn stuck_attachments(
+    snapshot: &mut Snapshot<'_>,
+    stuck: &[String],
+    attaching: &Attaching,
+) -> anyhow::Error {
     let names: Vec<&String> = stuck
         .iter()
         .filter_map(|id| attaching.device_of.get(id))
         .collect();
-    if !settings.dry_run {
-        remember_stuck_names(snapshot, &names)?;
+    if !snapshot.settings().dry_run {
+        if let Err(err) = remember_stuck_names(snapshot, &names) {
+            return err;
+        }
     }
-    Err(NotReady(format!(
+    NotReady(format!(
         "the attachment of `{}` stayed in `attaching` for over 90 s; it was detached so the next \
          run can attach it again under another device name; retry later",
         stuck.join("`, `")
     ))
-    .into())
+    .into()
 }
 
 /// Whether this node was retired with `reset --detach`: it claims nothing, its unit or timer

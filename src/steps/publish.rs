@@ -7,71 +7,107 @@ use crate::dns::target::{Desired, DnsTarget, Known, PublishOutcome, RunFacts};
 use crate::names::check_dns_name;
 use crate::plan::dns::records::{listed_etcd_names, worker_records};
 use crate::report::Report;
+use crate::settings::Cluster;
 use crate::snapshot::Snapshot;
 use crate::state::State;
 use crate::steps::discover::warn_skipped;
 
-/// Publishes this node's names to `dns` (chosen once for the run).
+/// Publishes this node's names to `dns` (chosen once for the run): nothing where the target
+/// is idle or dns-controller owns the names (the placeholders kOps precreated removed there),
+/// else the records this node wants, checked, then the names waited out remembered.
 pub(crate) async fn run(
     snapshot: &mut Snapshot<'_>,
     dns: &dyn DnsTarget,
     known: &Known,
     report: &mut Report,
 ) -> Result<PublishOutcome> {
-    let settings = snapshot.settings();
-    let settings = settings.as_ref();
     let cluster = snapshot.cluster().await?;
     if let Some(why) = dns.idle_reason() {
         tracing::info!("{why}");
         return Ok(PublishOutcome::nothing());
     }
-    // The old protokube beside etcd-manager published nothing to a DNS service: dns-controller
-    // owns the names there.
-    if dns.shared_with_dns_controller() && settings.legacy && !snapshot.etcd_owner()?.is_protokube()
-    {
-        // kOps ≤ 1.22's nodeup lists the etcd names kOps precreated: removed while they still
-        // hold its placeholder, as its protokube removed them.
-        let names = &settings.remove_dns_names;
-        if settings.master && !names.is_empty() && snapshot.state()?.placeholders_removed != *names
-        {
-            let facts = run_facts(snapshot, dns).await?;
-            dns.remove_placeholders(&facts, names, report).await?;
-            if !settings.dry_run {
-                let state = State {
-                    placeholders_removed: names.clone(),
-                    ..snapshot.state()?.clone()
-                };
-                super::save_state(snapshot, state)
-                    .context("recording the placeholder names removed")?;
-            }
-        }
+    if stands_aside(snapshot, dns)? {
+        remove_placeholders(snapshot, dns, report).await?;
         tracing::info!(
             "etcd-manager runs here and dns-controller publishes the cluster's names: \
              nothing for protokube to publish"
         );
         return Ok(PublishOutcome::nothing());
     }
-    let masters = snapshot.masters().await?;
-    let mut listed = None;
-    let desired = if settings.master {
-        // Where etcd-manager owns etcd, the etcd names are its own: none desired, none deleted.
-        let volumes = if snapshot.etcd_owner()?.is_protokube() {
-            warn_skipped(snapshot, report).await?;
-            snapshot.discovery().await?.volumes.clone()
-        } else {
-            Vec::new()
+    let desired = desired(snapshot, dns, &cluster, report).await?;
+    check_names(&desired)?;
+    let facts = run_facts(snapshot, dns).await?;
+    let outcome = dns.publish(&facts, desired, known, report).await?;
+    remember_missing(snapshot, &outcome)?;
+    Ok(outcome)
+}
+
+/// Whether dns-controller owns the names: the old protokube beside etcd-manager published
+/// nothing to a DNS service.
+fn stands_aside(snapshot: &mut Snapshot<'_>, dns: &dyn DnsTarget) -> Result<bool> {
+    Ok(dns.shared_with_dns_controller()
+        && snapshot.settings().legacy
+        && !snapshot.etcd_owner()?.is_protokube())
+}
+
+/// kOps ≤ 1.22's nodeup lists the etcd names kOps precreated (`--remove-dns-names`): removed
+/// from a master while they still hold kOps' placeholder, as its protokube removed them, once.
+async fn remove_placeholders(
+    snapshot: &mut Snapshot<'_>,
+    dns: &dyn DnsTarget,
+    report: &mut Report,
+) -> Result<()> {
+    let settings = snapshot.settings();
+    let names = &settings.remove_dns_names;
+    if !settings.master || names.is_empty() || snapshot.state()?.placeholders_removed == *names {
+        return Ok(());
+    }
+    let facts = run_facts(snapshot, dns).await?;
+    dns.remove_placeholders(&facts, names, report).await?;
+    if !settings.dry_run {
+        let state = State {
+            placeholders_removed: names.clone(),
+            ..snapshot.state()?.clone()
         };
-        listed = listed_etcd_names(&cluster.internal_suffix, &volumes);
-        dns.master_records(&volumes, &masters)
+        super::save_state(snapshot, state).context("recording the placeholder names removed")?;
+    }
+    Ok(())
+}
+
+/// The records this node wants: a master's from its etcd volumes (none where etcd-manager owns
+/// etcd: the etcd names are its own, none desired, none deleted) and the masters; a worker's
+/// from the masters alone (it may not list volumes: kOps' node role has `DescribeInstances`
+/// alone).
+async fn desired(
+    snapshot: &mut Snapshot<'_>,
+    dns: &dyn DnsTarget,
+    cluster: &Cluster,
+    report: &mut Report,
+) -> Result<Desired> {
+    let masters = snapshot.masters().await?;
+    if !snapshot.settings().master {
+        return Ok(Desired {
+            records: worker_records(&cluster.name, &masters),
+            listed_etcd_names: None,
+        });
+    }
+    let volumes = if snapshot.etcd_owner()?.is_protokube() {
+        warn_skipped(snapshot, report).await?;
+        snapshot.discovery().await?.volumes.clone()
     } else {
-        // A worker needs the masters' addresses only, and may not list volumes (kOps' node
-        // role has `DescribeInstances` alone).
-        worker_records(&cluster.name, &masters)
+        Vec::new()
     };
-    // Names from tags and the spec are untrusted: each must be a DNS name before it is written,
-    // and one name has one purpose (two records of one name would overwrite each other).
+    Ok(Desired {
+        records: dns.master_records(&volumes, &masters),
+        listed_etcd_names: listed_etcd_names(&cluster.internal_suffix, &volumes),
+    })
+}
+
+/// Names from tags and the spec are untrusted: each must be a DNS name before it is written,
+/// and one name has one purpose (two records of one name would overwrite each other).
+fn check_names(desired: &Desired) -> Result<()> {
     let mut seen = std::collections::BTreeMap::new();
-    for record in &desired {
+    for record in &desired.records {
         check_dns_name(&record.name).map_err(|why| anyhow!("refusing to publish: {why}"))?;
         if let Some(first) = seen.insert(record.name.as_str(), record.role) {
             bail!(
@@ -83,29 +119,28 @@ pub(crate) async fn run(
             );
         }
     }
-    let desired = Desired {
-        records: desired,
-        listed_etcd_names: listed,
-    };
-    let facts = run_facts(snapshot, dns).await?;
-    let outcome = dns.publish(&facts, desired, known, report).await?;
+    Ok(())
+}
+
+/// The names waited out, remembered for the next full read (a dry run remembers nothing).
+fn remember_missing(snapshot: &mut Snapshot<'_>, outcome: &PublishOutcome) -> Result<()> {
     let state = snapshot.state()?.clone();
-    // The names waited out are remembered for the next full read (a dry run remembers nothing).
-    if let Some(missing) = outcome
+    let Some(missing) = outcome
         .missing
         .as_ref()
         .filter(|m| **m != state.missing_names)
-    {
-        if !settings.dry_run {
-            let state = State {
-                missing_names: missing.clone(),
-                ..state
-            };
-            super::save_state(snapshot, state)
-                .context("recording the names no longer the cluster's")?;
-        }
+    else {
+        return Ok(());
+    };
+    if !snapshot.settings().dry_run {
+        let state = State {
+            missing_names: missing.clone(),
+            ..state
+        };
+        super::save_state(snapshot, state)
+            .context("recording the names no longer the cluster's")?;
     }
-    Ok(outcome)
+    Ok(())
 }
 
 /// What `dns` is told of the run: the node's region where it needs the cloud's facts (so a run
