@@ -66,6 +66,18 @@ def kops_protokube(binary, hosts, mesh, memberlist, seed_mesh, seed_list):
         stdout=log, stderr=log)
 
 
+def listening(port, within=30):
+    """Waits until something accepts TCP connections on 127.0.0.1:`port`."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < within:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("nothing listens on 127.0.0.1:%d after %d s" % (port, within))
+
+
 def active_opens():
     """The kernel's count of TCP connections opened (all processes: the machine is quiet)."""
     with open("/proc/net/snmp") as f:
@@ -231,6 +243,8 @@ def bench_gossip(binary, env):
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     children = [member]
     try:
+        # It listens once the cloud has named the seeds; kOps' peers give up a join refused.
+        listening(memberlist)
         peers = []
         for i in range(PEERS):
             peers.append(go_peer(peer_binary, "i-peer-%d" % i, free_port(), free_port(), mesh, memberlist))
