@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 /// A byte stream to a peer.
@@ -31,6 +32,37 @@ pub(crate) trait Listener: Send + Sync {
     async fn accept(&self) -> io::Result<(BoxStream, SocketAddr)>;
     /// The address it listens on (the port chosen when it was bound to port 0).
     fn local_addr(&self) -> SocketAddr;
+}
+
+/// Serves the streams `listener` accepts, each by `serve` on a task of its own holding one of
+/// `slots` (`GOSSIP_DNS_CONN_LIMIT`); a stream beyond the limit is closed at once, said in a
+/// debug line of `protocol`'s. Runs until dropped, and the tasks with it.
+pub(crate) async fn serve_accepted<F, Fut>(
+    listener: &dyn Listener,
+    slots: &Arc<Semaphore>,
+    protocol: &str,
+    serve: F,
+) where
+    F: Fn(BoxStream, SocketAddr, OwnedSemaphorePermit) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let mut serving = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, from)) = accepted else {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                };
+                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                    tracing::debug!("{protocol}: refused `{from}`: GOSSIP_DNS_CONN_LIMIT reached");
+                    continue;
+                };
+                serving.spawn(serve(stream, from, slot));
+            }
+            Some(_) = serving.join_next(), if !serving.is_empty() => {}
+        }
+    }
 }
 
 /// A datagram socket.

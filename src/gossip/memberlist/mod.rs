@@ -31,7 +31,7 @@ use self::table::{
     PROBE_TIMEOUT, RETRANSMIT_MULT,
 };
 use super::store::Store;
-use super::transport::{Dialer, Listener, Packets, Transport};
+use super::transport::{serve_accepted, Dialer, Listener, Packets, Transport};
 use super::view::Protocol;
 use super::wire::memberlist::{
     decode, encode, messages_of_packet, packet, stream as compressed, Accusation, AckResp, Alive,
@@ -414,27 +414,21 @@ impl Memberlist {
     /// Accepts streams, each served by a task of its own (ended with the member), at most
     /// `GOSSIP_DNS_CONN_LIMIT` at once.
     async fn accept(self: &Arc<Self>) {
-        let mut serving = tokio::task::JoinSet::new();
-        loop {
-            tokio::select! {
-                accepted = self.listener.accept() => {
-                    let Ok((stream, from)) = accepted else {
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
-                    };
-                    let Ok(slot) = self.slots.clone().try_acquire_owned() else {
-                        tracing::debug!("memberlist: refused `{from}`: GOSSIP_DNS_CONN_LIMIT reached");
-                        continue;
-                    };
-                    let member = self.clone();
-                    serving.spawn(async move {
-                        let _slot = slot;
-                        let _ = tokio::time::timeout(TCP_TIMEOUT * 2, member.serve_stream(stream, from)).await;
-                    });
+        serve_accepted(
+            &*self.listener,
+            &self.slots,
+            "memberlist",
+            |stream, from, slot| {
+                let member = self.clone();
+                async move {
+                    let _slot = slot;
+                    let _ =
+                        tokio::time::timeout(TCP_TIMEOUT * 2, member.serve_stream(stream, from))
+                            .await;
                 }
-                Some(_) = serving.join_next(), if !serving.is_empty() => {}
-            }
-        }
+            },
+        )
+        .await;
     }
 
     /// One TCP stream: a push/pull (answered with ours), a user message, or a ping (memberlist's

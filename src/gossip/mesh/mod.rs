@@ -24,7 +24,7 @@ use self::connection::{LocalPeer, MeshConnection};
 use self::targets::Targets;
 use self::topology::{Name, Topology};
 use super::store::Store;
-use super::transport::{BoxStream, Dialer, Listener, Transport};
+use super::transport::{serve_accepted, BoxStream, Dialer, Listener, Transport};
 use super::view::Protocol;
 use super::wire::gob::{ConnectionSummary, PeerSummary};
 use super::wire::mesh::{
@@ -135,24 +135,16 @@ impl Mesh {
         }
     }
 
+    /// Accepts connections, each served by a task of its own, at most `GOSSIP_DNS_CONN_LIMIT`
+    /// at once.
     async fn accept(self: &Arc<Self>) {
-        let mut connections = JoinSet::new();
-        loop {
-            tokio::select! {
-                accepted = self.listener.accept() => {
-                    let Ok((stream, addr)) = accepted else {
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
-                    };
-                    let Ok(slot) = self.slots.clone().try_acquire_owned() else {
-                        tracing::debug!("mesh: refused `{addr}`: GOSSIP_DNS_CONN_LIMIT reached");
-                        continue;
-                    };
-                    connections.spawn(self.clone().connection(stream, addr, false, slot));
-                }
-                Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            }
-        }
+        serve_accepted(
+            &*self.listener,
+            &self.slots,
+            "mesh",
+            |stream, addr, slot| self.clone().connection(stream, addr, false, slot),
+        )
+        .await;
     }
 
     /// mesh's connection maker: the seeds and what discovery offers, dialled when due.

@@ -126,7 +126,15 @@ fn instance(name: &str, zone: &str, status: &str, labels: &serde_json::Value) ->
     })
 }
 
-/// `(key, value)` of each query pair of the requests `matcher` saw.
+/// The cluster's disks in the node's zone.
+fn zone_query() -> VolumeQuery {
+    VolumeQuery {
+        cluster: CLUSTER.to_owned(),
+        zone: Some(ZONE.to_owned()),
+    }
+}
+
+/// A request matcher that matches every request and records its path and query, and the record.
 fn recorder() -> (
     Arc<StdMutex<Vec<String>>>,
     impl Fn(&mockito::Request) -> bool,
@@ -194,13 +202,9 @@ async fn a_zones_disks_are_listed_by_the_cluster_label_page_after_page() {
         )
         .create_async()
         .await;
-    let query = VolumeQuery {
-        cluster: CLUSTER.to_owned(),
-        zone: Some(ZONE.to_owned()),
-    };
     let volumes = google
         .compute
-        .find_volumes(&query)
+        .find_volumes(&zone_query())
         .await
         .expect("the disks");
     for mock in [&first, &second, &holder] {
@@ -463,13 +467,9 @@ async fn a_refusal_names_the_permission_google_checked() {
         .with_status(403)
         .create_async()
         .await;
-    let query = VolumeQuery {
-        cluster: CLUSTER.to_owned(),
-        zone: Some(ZONE.to_owned()),
-    };
     let err = google
         .compute
-        .find_volumes(&query)
+        .find_volumes(&zone_query())
         .await
         .expect_err("refused");
     let denied = err.downcast_ref::<AccessDenied>().expect("access denied");
