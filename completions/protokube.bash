@@ -53,14 +53,14 @@ _protokube() {
 
     case "${cmd}" in
         protokube)
-            opts="-o -v -q -h -V --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help --version discover-volumes mount render-manifests publish-dns sync reset apply-channels label-node version gossip"
+            opts="-o -v -q -h -V --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help --version discover-volumes mount render-manifests publish-dns sync reset apply-channels label-node version gossip"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -68,6 +68,22 @@ _protokube() {
                     return 0
                     ;;
                 --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -291,14 +307,14 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__apply__subcmd__channels)
-            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -306,6 +322,22 @@ _protokube() {
                     return 0
                     ;;
                 --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -489,14 +521,14 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__discover__subcmd__volumes)
-            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -504,6 +536,22 @@ _protokube() {
                     return 0
                     ;;
                 --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -687,14 +735,14 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__gossip)
-            opts="-o -v -q -h --once --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --once --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -702,6 +750,22 @@ _protokube() {
                     return 0
                     ;;
                 --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -885,14 +949,14 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__label__subcmd__node)
-            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -900,6 +964,22 @@ _protokube() {
                     return 0
                     ;;
                 --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1083,14 +1163,14 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__mount)
-            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -1098,6 +1178,22 @@ _protokube() {
                     return 0
                     ;;
                 --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1281,14 +1377,14 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__publish__subcmd__dns)
-            opts="-o -v -q -h --wait --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --wait --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -1296,6 +1392,22 @@ _protokube() {
                     return 0
                     ;;
                 --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1479,7 +1591,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__render__subcmd__manifests)
-            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1526,7 +1638,7 @@ _protokube() {
                     return 0
                     ;;
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -1534,6 +1646,22 @@ _protokube() {
                     return 0
                     ;;
                 --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1717,14 +1845,14 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__reset)
-            opts="-o -v -q -h --detach --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --detach --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -1732,6 +1860,22 @@ _protokube() {
                     return 0
                     ;;
                 --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1915,7 +2059,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__sync)
-            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --wait --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --wait --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1962,7 +2106,7 @@ _protokube() {
                     return 0
                     ;;
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -1970,6 +2114,22 @@ _protokube() {
                     return 0
                     ;;
                 --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2153,14 +2313,14 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__version)
-            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -2168,6 +2328,22 @@ _protokube() {
                     return 0
                     ;;
                 --gce-dns-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digitalocean-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hetzner-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

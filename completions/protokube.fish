@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_protokube_global_optspecs
-    string join \n cloud= gce-compute-endpoint= gce-dns-endpoint= cluster-spec= cluster-id= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= verify-interval= log-format= metrics-file= v/verbose q/quiet blank-check= no-progress channels= bootstrap-master-node-labels= node-name= adopt gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= gossip-seed= gossip-seed-secondary= gossip-conn-limit= etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth= v= gossip= containerized= initialize-rbac= manage-etcd= remove-dns-names= dns-update-interval= dns-server= apply-taints= etcd-backup-image= etcd-backup-store= h/help V/version
+    string join \n cloud= gce-compute-endpoint= gce-dns-endpoint= digitalocean-api-endpoint= digitalocean-metadata-endpoint= hetzner-api-endpoint= hetzner-metadata-endpoint= cluster-spec= cluster-id= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= verify-interval= log-format= metrics-file= v/verbose q/quiet blank-check= no-progress channels= bootstrap-master-node-labels= node-name= adopt gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= gossip-seed= gossip-seed-secondary= gossip-conn-limit= etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth= v= gossip= containerized= initialize-rbac= manage-etcd= remove-dns-names= dns-update-interval= dns-server= apply-taints= etcd-backup-image= etcd-backup-store= h/help V/version
 end
 
 function __fish_protokube_needs_command
@@ -25,9 +25,15 @@ function __fish_protokube_using_subcommand
 end
 
 complete -c protokube -n "__fish_protokube_needs_command" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
-gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
+digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_needs_command" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_needs_command" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -111,9 +117,15 @@ complete -c protokube -n "__fish_protokube_needs_command" -f -a "label-node" -d 
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "version" -d 'Print the build: version, git commit, build date, rustc, target and enabled features (`-o json` for one object)'
 complete -c protokube -n "__fish_protokube_needs_command" -f -a "gossip" -d 'Be a member of kOps\' gossip network (`*.k8s.local` clusters) and keep the hosts block from its view, until stopped'
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
-gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
+digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -175,9 +187,15 @@ complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
-gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
+digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -250,9 +268,15 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l tls-auth -d 'Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH); kOps writes `--tls-auth=true`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
-gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
+digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -314,9 +338,15 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
-gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
+digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -390,9 +420,15 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -l peer-key -d
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l tls-auth -d 'Require client certificates (ETCD_CLIENT_CERT_AUTH, ETCD_PEER_CLIENT_CERT_AUTH); kOps writes `--tls-auth=true`' -r -f -a "true\t''
 false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
-gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
+digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -455,9 +491,15 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -l no-progress
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
-gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
+digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -520,9 +562,15 @@ complete -c protokube -n "__fish_protokube_using_subcommand reset" -l no-progres
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
-gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
+digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -584,9 +632,15 @@ complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l n
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
-gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
+digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -648,9 +702,15 @@ complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l no-pr
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
-gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
+digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -712,9 +772,15 @@ complete -c protokube -n "__fish_protokube_using_subcommand version" -l no-progr
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l adopt -d 'Take over DNS names of this cluster\'s own set that exist with only A/AAAA records and no ownership TXT (left by kOps\' dns-controller or the old protokube): the TXT is written beside them. Without it such names are left alone with a warning'
 complete -c protokube -n "__fish_protokube_using_subcommand version" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
-gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'"
+gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
+digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''

@@ -71,6 +71,19 @@ impl fmt::Display for Unreachable {
 
 impl std::error::Error for Unreachable {}
 
+/// The cloud rejected the node's credential (a token from the environment): the node's
+/// settings are wrong, not the moment, so nothing waits for it to change (exit 1).
+#[derive(Debug)]
+pub(crate) struct CredentialRejected(pub String);
+
+impl fmt::Display for CredentialRejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CredentialRejected {}
+
 /// A flag or flag value is wrong in a way clap could not see (exit 64).
 #[derive(Debug)]
 pub(crate) struct UsageError(pub String);

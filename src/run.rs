@@ -59,6 +59,9 @@ const PAST_DEADLINE: Duration = Duration::from_secs(5);
 pub(crate) async fn execute(cli: &Cli, report: &mut Report, beside: Beside<'_>) -> Result<()> {
     let mut settings = Settings::resolve(cli.flags()?, &LinuxHost)?;
     settings.repeat = beside.every;
+    if let Some(refused) = refused_here(&cli.to_run(), &settings) {
+        return Err(refused.into());
+    }
     let result = connect_and_run(cli, &settings, beside.member, report).await;
     result.map_err(|err| explain_denied(err, &settings))
 }
@@ -91,6 +94,25 @@ async fn connect_and_run(
         by_operation: cloud.calls(),
     });
     result
+}
+
+/// On a cloud where protokube is the gossip member only, a command whose job another component
+/// does there, refused before anything is asked: etcd's volumes (`mount`, `discover-volumes`,
+/// `reset`, `sync`), the names in DNS zones (`publish-dns` to zones).
+fn refused_here(command: &Command, settings: &Settings) -> Option<error::UsageError> {
+    let to_zones = settings
+        .cluster
+        .as_ref()
+        .map(|c| c.dns)
+        .or(settings.dns_flag)
+        == Some(crate::flags::DnsKind::Zones);
+    let (volumes, zones) = match command {
+        Command::DiscoverVolumes | Command::Mount | Command::Reset(_) => (true, false),
+        Command::Sync(_) => (true, true),
+        Command::PublishDns(_) => (false, to_zones),
+        _ => (false, false),
+    };
+    crate::providers::member_only::refused(settings.provider, command.name(), volumes, zones)
 }
 
 /// Runs `command` with validated settings against `cloud`, the places names go and the node

@@ -125,7 +125,7 @@ pub(crate) struct Settings {
     pub(crate) gossip: GossipSettings,
     /// `--metrics-file`, where the long-running member keeps its figures.
     pub(crate) metrics_file: Option<PathBuf>,
-    dns_flag: Option<DnsKind>,
+    pub(crate) dns_flag: Option<DnsKind>,
     internal_suffix_flag: Option<String>,
 }
 
@@ -494,6 +494,10 @@ fn default_dns(
     provider: &Provider,
 ) -> (DnsKind, Option<String>) {
     let gossip = name.ends_with(".k8s.local");
+    if provider.zone_service_names.is_empty() {
+        // No DNS service of its own to publish to: the hosts file.
+        return (DnsKind::Hosts, None);
+    }
     match spec {
         Some(spec) if spec.uses_none_dns() => (
             DnsKind::None,

@@ -198,6 +198,8 @@ pub(crate) enum Retry<T> {
     Done(T),
     /// Not yet (and why, when the attempt can say): pause, then try again.
     Again(Option<anyhow::Error>),
+    /// Not before this pause, which the other side named (a rate limit's reset), and why.
+    After(Duration, anyhow::Error),
 }
 
 /// Why [`retry_until`] stopped trying: how many attempts it made, and the last reason given.
@@ -231,11 +233,18 @@ where
 {
     let mut last = None;
     for number in 1..=attempts {
-        match attempt(number).await? {
+        let named = match attempt(number).await? {
             Retry::Done(value) => return Ok(Ok(value)),
-            Retry::Again(why) => last = why.or(last),
-        }
-        let pause = backoff.next_delay();
+            Retry::Again(why) => {
+                last = why.or(last);
+                None
+            }
+            Retry::After(pause, why) => {
+                last = Some(why);
+                Some(pause)
+            }
+        };
+        let pause = named.unwrap_or_else(|| backoff.next_delay());
         if number == attempts || pause >= deadline.remaining() {
             return Ok(Err(GaveUp {
                 attempts: number,

@@ -30,6 +30,10 @@ pub(crate) struct Provider {
     pub(crate) labels_every_member: bool,
     /// The API roots its flags may move: each flag, and where it points by default.
     pub(crate) endpoints: &'static [Endpoint],
+    /// Whether protokube is the gossip member only there (DESIGN §14): etcd-manager attaches
+    /// etcd's volumes and dns-controller publishes the names, in every kOps version protokube
+    /// supports on that cloud; the commands that would need them are refused.
+    pub(crate) member_only: bool,
     /// Why a cluster spec leaves the names to another component on this cloud, if it does
     /// (kOps' IRSA clusters on AWS: the control-plane role has no DNS permission).
     pub(crate) names_left_by_spec: fn(&ClusterSpec) -> Option<&'static str>,
@@ -50,6 +54,9 @@ pub(crate) struct Endpoint {
     pub(crate) what: &'static str,
     /// Where it points unless the flag says otherwise.
     pub(crate) default: &'static str,
+    /// The variable of the cloud's own tools that moves it too, read when the flag is not
+    /// given.
+    pub(crate) sdk_variable: Option<&'static str>,
 }
 
 impl Provider {
@@ -68,7 +75,11 @@ impl Provider {
         self.endpoints
             .iter()
             .map(|endpoint| {
-                let value = given.get(endpoint.flag).map(String::as_str);
+                let sdk = endpoint.sdk_variable.and_then(|v| std::env::var(v).ok());
+                let value = given
+                    .get(endpoint.flag)
+                    .map(String::as_str)
+                    .or(sdk.as_deref().filter(|v| !v.is_empty()));
                 Ok((
                     endpoint.flag,
                     api_root(endpoint.flag, value, endpoint.default)?,

@@ -5,7 +5,12 @@
 
 pub(crate) mod aws;
 pub(crate) mod connected;
+pub(crate) mod digitalocean;
 pub(crate) mod gce;
+pub(crate) mod hetzner;
+pub(crate) mod http;
+pub(crate) mod member_only;
+pub(crate) mod rest;
 
 use anyhow::Result;
 
@@ -24,7 +29,7 @@ pub(crate) struct Registered {
 }
 
 /// The registry: every provider, the first one `--cloud`'s default.
-static REGISTRY: [Registered; 2] = [
+static REGISTRY: [Registered; 4] = [
     Registered {
         provider: &aws::PROVIDER,
         connect: aws::connect,
@@ -32,6 +37,14 @@ static REGISTRY: [Registered; 2] = [
     Registered {
         provider: &gce::PROVIDER,
         connect: gce::connect,
+    },
+    Registered {
+        provider: &digitalocean::PROVIDER,
+        connect: digitalocean::connect,
+    },
+    Registered {
+        provider: &hetzner::PROVIDER,
+        connect: hetzner::connect,
     },
 ];
 

@@ -16,6 +16,7 @@ use tokio::time::Instant;
 
 use crate::cloud::InstanceApi;
 use crate::dns::hosts_file::{names_text, write_view, HostsUpdate};
+use crate::error::{caused_by, CredentialRejected, UsageError};
 use crate::gossip::member::Member;
 use crate::gossip::transport::Transport;
 use crate::gossip::Handle;
@@ -76,8 +77,9 @@ impl Home {
         } else {
             let instances = snapshot.clients().await?.instances;
             match cloud_seeds(&*instances, &cluster).await {
-                Some(seeds) => (seeds, true),
-                None => (Vec::new(), false),
+                Ok(Some(seeds)) => (seeds, true),
+                Ok(None) => (Vec::new(), false),
+                Err(err) => return Err(err),
             }
         };
         let toward = seeds
@@ -236,7 +238,7 @@ impl Home {
         };
         let mut snapshot = Snapshot::new(&settings, &*cloud, host, VolumeScope::Region);
         let instances = snapshot.clients().await.ok()?.instances;
-        cloud_seeds(&*instances, &self.cluster).await
+        cloud_seeds(&*instances, &self.cluster).await.ok().flatten()
     }
 
     /// Records the names the view holds for the runs of other processes (none: the record goes,
@@ -360,20 +362,33 @@ fn known_from_runs(snapshot: &mut Snapshot<'_>, instance_id: &str) -> KnownFromR
 
 /// The control-plane instances' private addresses by kOps' seed rules (the provider's, which say
 /// which states count); none when the cloud cannot say now (the member listens all the same,
-/// keeps the seeds it has, and asks again).
-async fn cloud_seeds(instances: &dyn InstanceApi, cluster: &str) -> Option<Vec<IpAddr>> {
+/// keeps the seeds it has, and asks again); an error when the node's own settings stand in the
+/// way (a missing or rejected credential), which asking again will not mend.
+async fn cloud_seeds(instances: &dyn InstanceApi, cluster: &str) -> Result<Option<Vec<IpAddr>>> {
     match instances.seed_masters(cluster).await {
-        Ok(masters) => Some(
-            masters
+        Ok(masters) => {
+            let seeds: Vec<IpAddr> = masters
                 .iter()
                 .flat_map(|m| m.private_ips.iter().copied())
-                .collect(),
-        ),
+                .collect();
+            tracing::info!(
+                "gossip: the cloud's seeds for cluster `{cluster}`: {}",
+                seeds
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            Ok(Some(seeds))
+        }
+        Err(err) if caused_by::<UsageError>(&err) || caused_by::<CredentialRejected>(&err) => {
+            Err(err)
+        }
         Err(err) => {
             tracing::warn!(
                 "gossip: the control-plane instances could not be listed as seeds: {err:#}"
             );
-            None
+            Ok(None)
         }
     }
 }

@@ -37,6 +37,9 @@ pub async fn legacy(
     mut each: impl FnMut(&Report, &Result<()>),
 ) -> Result<()> {
     let flags = cli.flags()?;
+    if cli.cloud.provider.member_only {
+        return member_alone(cli, flags.gossip_member).await;
+    }
     let mut pause = signals::Pause::new(interval)?;
     let first_run_done = tokio::sync::Notify::new();
     let beside: RefCell<Option<Handle>> = RefCell::new(None);
@@ -114,6 +117,49 @@ async fn member_beside_runs(cli: &Cli, beside: &RefCell<Option<Handle>>) {
                     error::one_line(&err)
                 );
                 tokio::time::sleep(INTERVAL).await;
+            }
+        }
+    }
+}
+
+/// The old daemon's unit on a cloud where protokube is the gossip member only (kOps' protokube
+/// there has no other job): the member alone, kept until a stop signal, started again a minute
+/// after a failed start. Without `--gossip` there is nothing to do, as kOps' protokube says.
+async fn member_alone(cli: &Cli, gossip: bool) -> Result<()> {
+    let cloud = cli.cloud.provider.name;
+    if !gossip {
+        return Err(error::UsageError(format!(
+            "--cloud {cloud}: without --gossip protokube has nothing to do there (etcd-manager \
+             runs etcd's volumes, dns-controller the names); kOps' unit passes --gossip=true on \
+             gossip clusters"
+        ))
+        .into());
+    }
+    tracing::info!("--cloud {cloud}: protokube is the gossip member only here");
+    loop {
+        let started = tokio::select! {
+            started = start(cli) => started,
+            () = signals::stopped() => return Ok(()),
+        };
+        match started {
+            Ok((home, settings, _)) => {
+                let metrics = |handle: &Handle| write_gossip_metrics(&settings, handle);
+                tokio::select! {
+                    () = home.keep(&LinuxHost, true, &metrics) => {}
+                    () = signals::stopped() => tracing::info!("gossip: stopping"),
+                }
+                home.stop(&LinuxHost).await;
+                return Ok(());
+            }
+            Err(err) => {
+                tracing::error!(
+                    "gossip: the member did not start: {}",
+                    error::one_line(&err)
+                );
+                tokio::select! {
+                    () = tokio::time::sleep(INTERVAL) => {}
+                    () = signals::stopped() => return Ok(()),
+                }
             }
         }
     }

@@ -397,7 +397,7 @@ fn only_the_composition_root_reaches_the_linux_host_from_outside_host() {
 
 /// Each provider: the folders its code lives in, and its words (lowercase), which appear
 /// nowhere else but where the command line names the providers.
-const PROVIDERS: [(&str, &[&str], &[&str]); 2] = [
+const PROVIDERS: [(&str, &[&str], &[&str]); 4] = [
     (
         "AWS",
         &["providers/aws/"],
@@ -416,6 +416,16 @@ const PROVIDERS: [(&str, &[&str], &[&str]); 2] = [
         "Google Cloud",
         &["providers/gce/"],
         &["gce", "compute engine", "cloud dns", "clouddns", "google-"],
+    ),
+    (
+        "Hetzner Cloud",
+        &["providers/hetzner/"],
+        &["hetzner", "hcloud"],
+    ),
+    (
+        "DigitalOcean",
+        &["providers/digitalocean/"],
+        &["digitalocean", "droplet", "godo", "pydo"],
     ),
 ];
 

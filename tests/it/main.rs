@@ -38,6 +38,7 @@ mod kops_unit_lines;
 mod kops_versions;
 mod legacy;
 mod lifecycle;
+mod member_clouds;
 mod mount;
 mod mount_double;
 mod node_faults;

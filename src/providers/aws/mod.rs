@@ -40,6 +40,7 @@ pub(crate) const PROVIDER: Provider = Provider {
     // kOps writes every member on each EBS volume, 1.36 included (`master_volumes.go`).
     labels_every_member: true,
     endpoints: &[],
+    member_only: false,
     names_left_by_spec: |spec| {
         spec.uses_irsa().then_some(
             "IRSA cluster (spec.iam.useServiceAccountExternalPermissions): dns-controller owns \

@@ -14,11 +14,11 @@ use hyper::body::Bytes;
 use hyper::{Method, Request, StatusCode};
 use serde::de::DeserializeOwned;
 
-use super::http::{http_client, HttpClient};
 use super::metadata::MetadataServer;
 use crate::cloud::patient;
 use crate::cloud::AccessDenied;
 use crate::error::{NotReady, Unreachable};
+use crate::providers::http::{http_client, url, HttpClient};
 use crate::proxy::EgressProxies;
 use crate::wait::{retry_until, Backoff, Deadline, Retry};
 
@@ -489,19 +489,6 @@ pub(crate) fn required<T>(value: Option<T>, field: &str, answer: &str) -> Result
     value.ok_or_else(|| anyhow!("the `{answer}` answer has no `{field}`"))
 }
 
-/// `value` as one URL path segment or query value: unreserved bytes kept, the rest `%XX`.
-pub(crate) fn escape(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for byte in value.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
-}
-
 /// A new id for one mutating request (Compute Engine's `requestId`, Cloud DNS'
 /// `clientOperationId`): sent again with each retry of that request, so a request whose answer
 /// was lost is not carried out twice.
@@ -509,38 +496,9 @@ pub(crate) fn request_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-/// `base` followed by `path` (already escaped) and the query `pairs` (escaped here).
-pub(crate) fn url(base: &str, path: &str, pairs: &[(&str, &str)]) -> String {
-    let mut url = format!("{base}{path}");
-    for (i, (key, value)) in pairs.iter().enumerate() {
-        url.push(if i == 0 { '?' } else { '&' });
-        url.push_str(key);
-        url.push('=');
-        url.push_str(&escape(value));
-    }
-    url
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn urls_escape_what_they_carry() {
-        assert_eq!(
-            url(
-                "https://compute.googleapis.com/compute/v1/",
-                "projects/p/zones/z/disks",
-                &[
-                    ("filter", "labels.k8s-io-cluster-name=a-b"),
-                    ("pageToken", "x y")
-                ]
-            ),
-            "https://compute.googleapis.com/compute/v1/projects/p/zones/z/disks?\
-             filter=labels.k8s-io-cluster-name%3Da-b&pageToken=x%20y"
-        );
-        assert_eq!(escape("a/b"), "a%2Fb");
-    }
 
     #[test]
     fn a_method_needs_its_own_permission_but_where_google_checks_another() {

@@ -18,9 +18,8 @@ use crate::names::normalize_dns_name;
 use crate::plan::dns::zone_plan::EXTERNAL_DNS_PREFIXES;
 use crate::plan::dns::zones::Zone;
 use crate::plan::dns::zones::{RecordAction, RecordChange, RecordSet};
-use crate::providers::gce::api::{
-    escape, request_id, required, GoogleApi, GoogleError, GoogleService,
-};
+use crate::providers::gce::api::{request_id, required, GoogleApi, GoogleError, GoogleService};
+use crate::providers::http::escape;
 
 /// Additions and deletions per change at most (Cloud DNS' quota per change is 1 000 each).
 const CHANGE_LIMIT: usize = 1000;

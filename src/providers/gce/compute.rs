@@ -15,7 +15,7 @@ use hyper::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::api::{escape, request_id, required, GoogleApi, GoogleError, GoogleService};
+use super::api::{request_id, required, GoogleApi, GoogleError, GoogleService};
 use super::labels::{self, CLUSTER_LABEL, ROLE_PREFIX};
 use super::metadata::{last_part, region_of};
 use crate::cloud::patient;
@@ -24,6 +24,7 @@ use crate::cloud::{
     Placement, VolumeApi, VolumeAttachment, VolumeQuery, VolumeState,
 };
 use crate::error::{caused_by, NotReady};
+use crate::providers::http::escape;
 use crate::wait::{retry_until, Backoff, Retry};
 
 /// Largest page asked for; with the label filter one page is the normal case.

@@ -15,9 +15,9 @@ use hyper::body::Bytes;
 use hyper::Request;
 use tokio::sync::Mutex;
 
-use super::http::{http_client, HttpClient};
 use crate::cloud::{InstanceMetadata, MetadataItem};
 use crate::error::Unreachable;
+use crate::providers::http::{http_client, HttpClient};
 use crate::proxy::EgressProxies;
 
 /// Where the server is unless `GCE_METADATA_HOST` says otherwise: its link-local address, not

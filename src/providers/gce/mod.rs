@@ -1,14 +1,14 @@
 //! Google Compute Engine, everything true of it in one folder: its [`Provider`] value, identity
 //! and tokens from the metadata server ([`metadata`]), Compute Engine v1 behind the [`Cloud`]
 //! trait ([`compute`]) and Cloud DNS behind the zone seam ([`clouddns`]), both on one
-//! JSON-over-HTTPS layer ([`api`], [`http`]), kOps' GCE labels ([`labels`]), persistent disk
-//! device naming ([`devices`]), and [`connect`], which makes the run's cloud and zone service.
+//! JSON-over-HTTPS layer ([`api`], on `providers::http`), kOps' GCE labels ([`labels`]),
+//! persistent disk device naming ([`devices`]), and [`connect`], which makes the run's cloud and
+//! zone service.
 
 pub(crate) mod api;
 pub(crate) mod clouddns;
 pub(crate) mod compute;
 pub(crate) mod devices;
-pub(crate) mod http;
 pub(crate) mod labels;
 pub(crate) mod metadata;
 
@@ -47,14 +47,17 @@ pub(crate) const PROVIDER: Provider = Provider {
             variable: "PROTOKUBE_GCE_COMPUTE_ENDPOINT",
             what: "Compute Engine's API root, for tests and private endpoints",
             default: "https://compute.googleapis.com/compute/v1/",
+            sdk_variable: None,
         },
         Endpoint {
             flag: DNS_ENDPOINT_FLAG,
             variable: "PROTOKUBE_GCE_DNS_ENDPOINT",
             what: "Cloud DNS' API root, for tests and private endpoints",
             default: "https://dns.googleapis.com/dns/v1/",
+            sdk_variable: None,
         },
     ],
+    member_only: false,
     names_left_by_spec: |_| None,
     denied_to: |_, _| {
         (

@@ -8,6 +8,7 @@
 
 pub(crate) mod bed;
 pub(crate) mod block;
+pub(crate) mod clouds;
 pub(crate) mod double;
 pub(crate) mod etcd;
 pub(crate) mod gce;
@@ -258,6 +259,14 @@ impl Protokube {
     /// clean environment.
     pub(crate) fn under(wrapper: &[&str]) -> Self {
         let binary = binary();
+        // `PROTOKUBE_TEST_RUNNER` runs the binary under an emulator (scripts/prove-arm64:
+        // `qemu-aarch64-static -L /usr/aarch64-linux-gnu`), inside any wrapper of the test.
+        let runner = std::env::var("PROTOKUBE_TEST_RUNNER").unwrap_or_default();
+        let wrapper: Vec<&str> = wrapper
+            .iter()
+            .copied()
+            .chain(runner.split_whitespace())
+            .collect();
         let mut command = match wrapper.split_first() {
             Some((program, args)) => {
                 let mut command = Command::new(program);

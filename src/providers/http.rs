@@ -1,5 +1,5 @@
-//! The HTTP client of the Google APIs and the metadata server: hyper on rustls, trusting the
-//! node's certificate authorities (and `SSL_CERT_FILE`), `https://` and `http://`, through the
+//! The HTTP client of the clouds spoken to in plain REST (Google's APIs, the member-only clouds)
+//! and of their metadata servers: hyper on rustls, trusting the node's certificate authorities (and `SSL_CERT_FILE`), `https://` and `http://`, through the
 //! node's egress proxy where one is set (a `CONNECT` tunnel, as Go's transport does for
 //! `https://`; the metadata server and loopback never through it, `crate::proxy`).
 
@@ -81,4 +81,51 @@ pub(crate) fn http_client(
         .enable_http1()
         .wrap_connector(ProxiedConnector { direct, proxies });
     Ok(Client::builder(TokioExecutor::new()).build(https))
+}
+
+/// `value` as one URL path segment or query value: unreserved bytes kept, the rest `%XX`.
+pub(crate) fn escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// `base` followed by `path` (already escaped) and the query `pairs` (escaped here).
+pub(crate) fn url(base: &str, path: &str, pairs: &[(&str, &str)]) -> String {
+    let mut url = format!("{base}{path}");
+    for (i, (key, value)) in pairs.iter().enumerate() {
+        url.push(if i == 0 { '?' } else { '&' });
+        url.push_str(key);
+        url.push('=');
+        url.push_str(&escape(value));
+    }
+    url
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_escape_what_they_carry() {
+        assert_eq!(
+            url(
+                "https://compute.googleapis.com/compute/v1/",
+                "projects/p/zones/z/disks",
+                &[
+                    ("filter", "labels.k8s-io-cluster-name=a-b"),
+                    ("pageToken", "x y")
+                ]
+            ),
+            "https://compute.googleapis.com/compute/v1/projects/p/zones/z/disks?\
+             filter=labels.k8s-io-cluster-name%3Da-b&pageToken=x%20y"
+        );
+        assert_eq!(escape("a/b"), "a%2Fb");
+    }
 }

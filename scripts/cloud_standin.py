@@ -1,0 +1,436 @@
+"""A stand-in for the clouds where protokube is the gossip member only (Hetzner Cloud,
+DigitalOcean): each one's metadata service and the API calls protokube makes, in the cloud's
+own shapes, with paging, bearer-token auth, its error bodies and its rate-limit answers. Every
+answer it gives is first handed to the cloud's official Python client, through that client's own
+HTTP layer (a `requests` adapter that replays the answer), the way protokube's request would be
+read by it: Hetzner's `hcloud` (`client.servers.get_by_id`, `get_list`, its `APIException`),
+DigitalOcean's `pydo` (generated from DigitalOcean's OpenAPI: `droplets.list`, its
+`HttpResponseError`). An answer the client cannot read, or reads otherwise, is a violation:
+written to the log, which the tests require to hold none. A request the real API refuses (an
+unknown query parameter, a `per_page` out of range, a malformed label selector) is refused here
+in the API's words.
+
+  api CLOUD STATE LOG CERT_DIR
+      HTTPS on 127.0.0.1 with CERT_DIR/server.{crt,key}.
+      hetzner: GET /v1/servers/{id}, GET /v1/servers?label_selector=&per_page=&page=
+      (Hetzner's label selector: `k=v`, `k==v`, `k!=v`, `k`, `!k`, comma-separated).
+      digitalocean: GET /v2/droplets?tag_name=&per_page=&page= (links.pages.next).
+      `Authorization: Bearer <state token>`, else 401.
+  metadata CLOUD INSTANCE STATE LOG
+      HTTP on 127.0.0.1: the metadata service of server or droplet INSTANCE.
+      hetzner: /hetzner/v1/metadata/{instance-id,hostname,availability-zone,region}.
+      digitalocean: /metadata/v1/{id,hostname,region,tags,interfaces/private/0/ipv4/address}.
+
+The state is one JSON file: `token`, the servers (`servers`, Hetzner's shape) or droplets
+(`droplets`, DigitalOcean's), and `rate_limited` {operation: n} (answered 429 n times, with the
+cloud's reset header one second ahead). Every request is appended to LOG as a JSON line (time,
+server, operation, path, query, status). Prints `PORT <n>` when it listens.
+"""
+
+import http.server
+import io
+import json
+import os
+import ssl
+import sys
+import threading
+import time
+import urllib.parse
+
+import requests
+import urllib3
+
+LOCK = threading.Lock()
+
+
+def load(path):
+    with LOCK:
+        with open(path) as f:
+            return json.load(f)
+
+
+def save(path, state):
+    with LOCK:
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(state, f)
+        os.replace(tmp, path)
+
+
+def log(path, entry):
+    with LOCK:
+        with open(path, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+
+class Replay(requests.adapters.BaseAdapter):
+    """A `requests` adapter that answers the client's request with the stand-in's answer."""
+
+    def __init__(self, status, headers, body):
+        super().__init__()
+        self.answer = (status, headers, body)
+
+    def send(self, request, **kwargs):
+        status, headers, body = self.answer
+        response = requests.Response()
+        response.status_code = status
+        response.headers = requests.structures.CaseInsensitiveDict(headers)
+        response._content = body
+        # The raw stream too, for clients that read it (azure-core's transport, under pydo).
+        response.raw = urllib3.HTTPResponse(
+            body=io.BytesIO(body), headers=headers, status=status, preload_content=False
+        )
+        response.url = request.url
+        response.request = request
+        response.reason = http.HTTPStatus(status).phrase
+        return response
+
+    def close(self):
+        pass
+
+
+# --- Hetzner Cloud ---------------------------------------------------------------------------
+
+HETZNER_ERRORS = {
+    400: "invalid_input",
+    401: "unauthorized",
+    404: "not_found",
+    429: "rate_limit_exceeded",
+}
+
+
+def hetzner_selector(selector):
+    """Hetzner's label selector as a predicate on labels; ValueError when malformed."""
+    tests = []
+    for term in selector.split(","):
+        term = term.strip()
+        if not term:
+            raise ValueError("empty term")
+        if "!=" in term:
+            key, value = term.split("!=", 1)
+            tests.append(lambda labels, k=key, v=value: labels.get(k) != v)
+        elif "==" in term or "=" in term:
+            key, value = term.split("==", 1) if "==" in term else term.split("=", 1)
+            if "=" in value:
+                raise ValueError(f"bad term {term!r}")
+            tests.append(lambda labels, k=key, v=value: labels.get(k) == v)
+        elif term.startswith("!"):
+            tests.append(lambda labels, k=term[1:]: k not in labels)
+        else:
+            tests.append(lambda labels, k=term: k in labels)
+        if not key_ok(term.lstrip("!").split("=")[0].split("!")[0]):
+            raise ValueError(f"bad key in {term!r}")
+    return lambda labels: all(t(labels) for t in tests)
+
+
+def key_ok(key):
+    name = key.split("/")[-1]
+    return 0 < len(name) <= 63 and all(c.isalnum() or c in "-_." for c in name)
+
+
+def hetzner_api(method, path, query, state):
+    """(operation, status, body, extra headers) of a Hetzner Cloud API request."""
+    parts = path.strip("/").split("/")
+    if method != "GET" or parts[:2] != ["v1", "servers"] or len(parts) > 3:
+        return "unknown", 404, {"error": {"code": "not_found", "message": "not found"}}
+    if len(parts) == 3:
+        if query:
+            return "servers.get", 400, hetzner_error(400, "unknown parameters")
+        wanted = parts[2]
+        for server in state.get("servers", []):
+            if str(server["id"]) == wanted:
+                return "servers.get", 200, {"server": server}
+        return "servers.get", 404, hetzner_error(404, f"server with ID '{wanted}' not found")
+    allowed = {"label_selector", "per_page", "page", "name", "status", "sort"}
+    if set(query) - allowed:
+        return "servers.list", 400, hetzner_error(400, f"invalid parameters: {sorted(set(query) - allowed)}")
+    try:
+        per_page = int(query.get("per_page", ["25"])[0])
+        page = int(query.get("page", ["1"])[0])
+        if not (1 <= per_page <= 50) or page < 1:
+            raise ValueError("out of range")
+        matches = hetzner_selector(query["label_selector"][0]) if "label_selector" in query else lambda _: True
+    except (ValueError, KeyError) as err:
+        return "servers.list", 400, hetzner_error(400, f"invalid input: {err}")
+    found = [s for s in state.get("servers", []) if matches(s["labels"])]
+    last = max(1, (len(found) + per_page - 1) // per_page)
+    body = {
+        "servers": found[(page - 1) * per_page : page * per_page],
+        "meta": {
+            "pagination": {
+                "page": page,
+                "per_page": per_page,
+                "previous_page": page - 1 if page > 1 else None,
+                "next_page": page + 1 if page < last else None,
+                "last_page": last,
+                "total_entries": len(found),
+            }
+        },
+    }
+    return "servers.list", 200, body
+
+
+def hetzner_error(status, message):
+    return {"error": {"code": HETZNER_ERRORS.get(status, "service_error"), "message": message, "details": {}}}
+
+
+def hetzner_rate_headers(reset):
+    return {"RateLimit-Limit": "3600", "RateLimit-Remaining": "0" if reset else "3599",
+            "RateLimit-Reset": str(reset or int(time.time()) + 1)}
+
+
+def hetzner_check(operation, path, query, status, headers, body):
+    """Hands the answer to hcloud, through its own HTTP layer; the violation, if any."""
+    import hcloud
+
+    client = hcloud.Client(token="checked", api_endpoint="https://api.hetzner.cloud/v1")
+    client._client._retry_max_retries = 0
+    client._client._session.mount("https://", Replay(status, headers, json.dumps(body).encode()))
+    try:
+        if operation == "servers.get":
+            server = client.servers.get_by_id(int(path.rsplit("/", 1)[1]))
+            read = (server.id, server.name, server.labels, [n.ip for n in server.private_net],
+                    server.public_net.ipv4.ip if server.public_net.ipv4 else None,
+                    server.location.name, server.location.network_zone, server.created)
+            if read[0] != body["server"]["id"]:
+                return f"hcloud read server {read[0]}, not {body['server']['id']}"
+        elif operation == "servers.list":
+            result = client.servers.get_list(
+                label_selector=query.get("label_selector", [None])[0],
+                page=int(query.get("page", ["1"])[0]),
+                per_page=int(query.get("per_page", ["25"])[0]),
+            )
+            if [s.id for s in result.servers] != [s["id"] for s in body["servers"]]:
+                return "hcloud read other servers than were sent"
+            if result.meta.pagination.next_page != body["meta"]["pagination"]["next_page"]:
+                return "hcloud read another next page"
+        if status >= 400:
+            return f"hcloud took HTTP {status} for a success"
+    except hcloud.APIException as err:
+        if status < 400 or err.code != body["error"]["code"]:
+            return f"hcloud read HTTP {status} as {err.code!r}: {err.message}"
+    except Exception as err:  # noqa: BLE001 - any failure to read is the violation
+        return f"hcloud could not read the answer: {type(err).__name__}: {err}"
+    return None
+
+
+def hetzner_metadata(path, instance, state):
+    prefix = "/hetzner/v1/metadata/"
+    if not path.startswith(prefix):
+        return 404, "not found"
+    server = next((s for s in state.get("servers", []) if str(s["id"]) == instance), None)
+    if server is None:
+        return 404, "not found"
+    item = path[len(prefix):]
+    answers = {
+        "instance-id": str(server["id"]),
+        "hostname": server["name"],
+        "availability-zone": server["location"]["name"] + "-dc14",
+        "region": server["location"]["name"],
+    }
+    if item not in answers:
+        return 404, "not found"
+    return 200, answers[item]
+
+
+# --- DigitalOcean ----------------------------------------------------------------------------
+
+
+def do_api(method, path, query, state):
+    if method != "GET" or path.rstrip("/") != "/v2/droplets":
+        return "unknown", 404, {"id": "not_found", "message": "The resource you were accessing could not be found."}
+    allowed = {"tag_name", "per_page", "page", "name", "type"}
+    if set(query) - allowed:
+        return "droplets.list", 400, {"id": "bad_request", "message": f"unknown parameters {sorted(set(query) - allowed)}"}
+    try:
+        per_page = int(query.get("per_page", ["20"])[0])
+        page = int(query.get("page", ["1"])[0])
+        if not (1 <= per_page <= 200) or page < 1:
+            raise ValueError("out of range")
+    except ValueError as err:
+        return "droplets.list", 400, {"id": "bad_request", "message": f"invalid paging: {err}"}
+    tag = query.get("tag_name", [None])[0]
+    found = [d for d in state.get("droplets", []) if tag is None or tag in d["tags"]]
+    last = max(1, (len(found) + per_page - 1) // per_page)
+    pages = {}
+    base = "https://api.digitalocean.com/v2/droplets?"
+
+    def link(n):
+        return base + urllib.parse.urlencode({**({"tag_name": tag} if tag else {}), "per_page": per_page, "page": n})
+
+    if page < last:
+        pages["next"] = link(page + 1)
+        pages["last"] = link(last)
+    if page > 1:
+        pages["first"] = link(1)
+        pages["prev"] = link(page - 1)
+    body = {
+        "droplets": found[(page - 1) * per_page : page * per_page],
+        "links": {"pages": pages},
+        "meta": {"total": len(found)},
+    }
+    return "droplets.list", 200, body
+
+
+def do_rate_headers(reset):
+    return {"ratelimit-limit": "5000", "ratelimit-remaining": "0" if reset else "4999",
+            "ratelimit-reset": str(reset or int(time.time()) + 1)}
+
+
+def do_check(operation, path, query, status, headers, body):
+    """Hands the answer to pydo, through its own HTTP layer; the violation, if any."""
+    import pydo
+    from azure.core.exceptions import HttpResponseError
+    from azure.core.pipeline.transport import RequestsTransport
+
+    session = requests.Session()
+    session.mount("https://", Replay(status, headers, json.dumps(body).encode()))
+    client = pydo.Client(token="checked", transport=RequestsTransport(session=session, session_owner=False), retry_total=0)
+    try:
+        if operation == "droplets.list":
+            kwargs = {"per_page": int(query.get("per_page", ["20"])[0]), "page": int(query.get("page", ["1"])[0])}
+            if "tag_name" in query:
+                kwargs["tag_name"] = query["tag_name"][0]
+            read = client.droplets.list(**kwargs)
+            droplets = read["droplets"]
+            if [d["id"] for d in droplets] != [d["id"] for d in body["droplets"]]:
+                return "pydo read other droplets than were sent"
+            for droplet in droplets:
+                # What godo reads of a droplet (`PrivateIPv4`, its tags and name).
+                for network in droplet["networks"]["v4"]:
+                    network["ip_address"], network["type"]
+                droplet["tags"], droplet["name"], droplet["status"]
+        if status >= 400:
+            return f"pydo took HTTP {status} for a success"
+    except HttpResponseError as err:
+        if status < 400 or err.status_code != status:
+            return f"pydo read HTTP {status} as {err.status_code}: {err.message}"
+        said = err.response.json()
+        if said.get("id") != body.get("id") or said.get("message") != body.get("message"):
+            return f"pydo read another error: {said}"
+    except Exception as err:  # noqa: BLE001 - any failure to read is the violation
+        return f"pydo could not read the answer: {type(err).__name__}: {err}"
+    return None
+
+
+def do_metadata(path, instance, state):
+    prefix = "/metadata/v1/"
+    droplet = next((d for d in state.get("droplets", []) if str(d["id"]) == instance), None)
+    if droplet is None or not path.startswith(prefix):
+        return 404, "not found"
+    private = next((n["ip_address"] for n in droplet["networks"]["v4"] if n["type"] == "private"), None)
+    answers = {
+        "id": str(droplet["id"]),
+        "hostname": droplet["name"],
+        "region": droplet["region"]["slug"],
+        "tags": "\n".join(droplet["tags"]) + "\n",
+        "interfaces/private/0/ipv4/address": private,
+    }
+    item = path[len(prefix):]
+    if answers.get(item) is None:
+        return 404, "not found"
+    return 200, answers[item]
+
+
+CLOUDS = {
+    "hetzner": {
+        "api": hetzner_api,
+        "error": lambda status, message: hetzner_error(status, message),
+        "rate_headers": hetzner_rate_headers,
+        "check": hetzner_check,
+        "metadata": hetzner_metadata,
+    },
+    "digitalocean": {
+        "api": do_api,
+        "error": lambda status, message: {
+            "id": {401: "unauthorized", 429: "too_many_requests"}.get(status, "error"),
+            "message": message,
+        },
+        "rate_headers": do_rate_headers,
+        "check": do_check,
+        "metadata": do_metadata,
+    },
+}
+
+
+def api_handler(cloud, state_path, log_path):
+    spec = CLOUDS[cloud]
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            url = urllib.parse.urlsplit(self.path)
+            query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
+            state = load(state_path)
+            operation, status, body = spec["api"]("GET", url.path, query, state)
+            reset = None
+            if self.headers.get("Authorization") != f"Bearer {state['token']}":
+                status, body = 401, spec["error"](401, "Unable to authenticate you")
+            elif state.get("rate_limited", {}).get(operation, 0) > 0:
+                state["rate_limited"][operation] -= 1
+                save(state_path, state)
+                reset = int(time.time()) + 1
+                status, body = 429, spec["error"](429, "Too many requests")
+            headers = {"Content-Type": "application/json", **spec["rate_headers"](reset)}
+            violation = spec["check"](operation, url.path, query, status, headers, body)
+            entry = {"time": time.time(), "server": "api", "operation": operation, "path": url.path,
+                     "query": query, "status": status, "reset": reset}
+            if violation:
+                entry["violation"] = violation
+            log(log_path, entry)
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
+
+
+def metadata_handler(cloud, instance, state_path, log_path):
+    spec = CLOUDS[cloud]
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            status, text = spec["metadata"](self.path, instance, load(state_path))
+            log(log_path, {"time": time.time(), "server": "metadata", "path": self.path, "status": status})
+            data = text.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
+
+
+def main():
+    role = sys.argv[1]
+    if role == "api":
+        cloud, state_path, log_path, cert_dir = sys.argv[2:6]
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), api_handler(cloud, state_path, log_path))
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(os.path.join(cert_dir, "server.crt"), os.path.join(cert_dir, "server.key"))
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    elif role == "metadata":
+        cloud, instance, state_path, log_path = sys.argv[2:6]
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), metadata_handler(cloud, instance, state_path, log_path))
+    else:
+        sys.exit(f"unknown role {role!r}")
+    print(f"PORT {server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

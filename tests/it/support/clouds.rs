@@ -1,0 +1,229 @@
+//! The clouds where protokube is the gossip member only, for the tests: a world of servers (or
+//! droplets) served by `scripts/cloud_standin.py` (the API over HTTPS with its own CA and
+//! bearer token, every answer read by the cloud's official Python client first), a metadata
+//! service per node, and a runner of the real binary with `--cloud <cloud>` pointed at them.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+use super::kube::Certs;
+use super::moto::python;
+use super::{Guard, Protokube};
+
+/// The token the world accepts.
+pub(crate) const TOKEN: &str = "standin-token-1";
+
+/// One member-only cloud as the tests see it: its `--cloud` word, its token variable, its
+/// endpoint flags' variables and the API root under the stand-in.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CloudKind {
+    pub(crate) word: &'static str,
+    pub(crate) token_variable: &'static str,
+    pub(crate) api_variable: &'static str,
+    api_root: &'static str,
+    metadata_variable: &'static str,
+    metadata_root: &'static str,
+    /// The state key its instances are under.
+    instances: &'static str,
+}
+
+pub(crate) const HETZNER: CloudKind = CloudKind {
+    word: "hetzner",
+    token_variable: "HCLOUD_TOKEN",
+    api_variable: "PROTOKUBE_HETZNER_API_ENDPOINT",
+    api_root: "v1/",
+    metadata_variable: "PROTOKUBE_HETZNER_METADATA_ENDPOINT",
+    metadata_root: "hetzner/v1/metadata/",
+    instances: "servers",
+};
+
+pub(crate) const DIGITALOCEAN: CloudKind = CloudKind {
+    word: "digitalocean",
+    token_variable: "DIGITALOCEAN_ACCESS_TOKEN",
+    api_variable: "PROTOKUBE_DIGITALOCEAN_API_ENDPOINT",
+    api_root: "v2/",
+    metadata_variable: "PROTOKUBE_DIGITALOCEAN_METADATA_ENDPOINT",
+    metadata_root: "metadata/v1/",
+    instances: "droplets",
+};
+
+/// An instance of a test world: id, name, cluster, role (`ControlPlane`, `Node`) and private
+/// address (none: no private network).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Instance<'a> {
+    pub(crate) id: u64,
+    pub(crate) name: &'a str,
+    pub(crate) cluster: &'a str,
+    pub(crate) role: &'a str,
+    pub(crate) ip: Option<&'a str>,
+}
+
+impl CloudKind {
+    /// `instance` in the cloud's own shape, as its API reference shows it (kOps' labels or
+    /// tags for its cluster and role).
+    fn shape(self, instance: &Instance<'_>) -> Value {
+        match self.word {
+            "hetzner" => json!({
+                "id": instance.id, "name": instance.name, "status": "running",
+                "created": "2026-01-30T23:55:00+00:00",
+                "labels": {"kops.k8s.io/cluster": instance.cluster, "kops.k8s.io/instance-role": instance.role,
+                           "kops.k8s.io/instance-group": format!("{}-fsn1", instance.role.to_lowercase())},
+                "private_net": instance.ip.map(|ip| vec![json!({"network": 4711, "ip": ip, "alias_ips": [], "mac_address": "86:00:00:2a:7d:e0"})]).unwrap_or_default(),
+                "public_net": {"ipv4": {"id": instance.id + 1000, "ip": "203.0.113.9", "blocked": false, "dns_ptr": "static.example.com"},
+                               "ipv6": null, "floating_ips": [], "firewalls": []},
+                "server_type": {"id": 1, "name": "cx22", "description": "CX22", "cores": 2, "memory": 4.0, "disk": 40,
+                                "storage_type": "local", "cpu_type": "shared", "architecture": "x86", "prices": [], "deprecation": null},
+                "location": {"id": 1, "name": "fsn1", "description": "Falkenstein DC Park 1", "country": "DE", "city": "Falkenstein",
+                             "latitude": 50.476_12, "longitude": 12.370_071, "network_zone": "eu-central"},
+                "image": null, "iso": null, "rescue_enabled": false, "locked": false, "backup_window": null,
+                "outgoing_traffic": 0, "ingoing_traffic": 0, "included_traffic": 21_990_232_555_520_u64,
+                "protection": {"delete": false, "rebuild": false}, "volumes": [], "load_balancers": [],
+                "primary_disk_size": 40, "placement_group": null,
+            }),
+            _ => json!({
+                "id": instance.id, "name": instance.name, "memory": 2048, "vcpus": 2, "disk": 60, "locked": false,
+                "status": "active", "created_at": "2026-01-30T23:55:00Z", "features": ["private_networking"],
+                "backup_ids": [], "next_backup_window": null, "snapshot_ids": [], "image": {}, "volume_ids": [],
+                "size": {}, "size_slug": "s-2vcpu-2gb",
+                "networks": {"v4": instance.ip.map(|ip| vec![json!({"ip_address": ip, "netmask": "255.255.0.0", "gateway": "10.10.0.1", "type": "private"})])
+                    .unwrap_or_default().into_iter().chain([json!({"ip_address": "203.0.113.9", "netmask": "255.255.255.0", "gateway": "203.0.113.1", "type": "public"})]).collect::<Vec<_>>(),
+                             "v6": []},
+                "region": {"name": "New York 1", "slug": "nyc1", "features": [], "available": true, "sizes": []},
+                "tags": [format!("KubernetesCluster:{}", instance.cluster.replace('.', "-")),
+                         format!("kops-instance-role:{}", instance.role),
+                         format!("kops-instancegroup:{}-nyc1", instance.role.to_lowercase())],
+                "vpc_uuid": "5a4981aa-9653-4bd1-bef5-d6bff52042e4",
+            }),
+        }
+    }
+}
+
+fn script() -> PathBuf {
+    crate::support::repo().join("scripts/cloud_standin.py")
+}
+
+fn start(args: &[&std::ffi::OsStr], what: &str) -> (Guard, u16) {
+    let mut command = Command::new(python());
+    command.arg(script()).args(args).stderr(Stdio::inherit());
+    super::spawn_listening(&mut command, what)
+}
+
+/// A world of one member-only cloud: its state, its API stand-in, a metadata service per node.
+pub(crate) struct CloudWorld {
+    pub(crate) kind: CloudKind,
+    dir: tempfile::TempDir,
+    certs: Certs,
+    _api: Guard,
+    api_port: u16,
+    metadata: std::sync::Mutex<Vec<Guard>>,
+}
+
+impl CloudWorld {
+    pub(crate) fn new(kind: CloudKind) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("state.json"),
+            json!({"token": TOKEN, kind.instances: []}).to_string(),
+        )
+        .unwrap();
+        let certs = Certs::new();
+        let (api, api_port) = start(
+            &[
+                "api".as_ref(),
+                kind.word.as_ref(),
+                dir.path().join("state.json").as_os_str(),
+                dir.path().join("requests.log").as_os_str(),
+                certs.dir.path().as_os_str(),
+            ],
+            "the cloud stand-in",
+        );
+        Self {
+            kind,
+            dir,
+            certs,
+            _api: api,
+            api_port,
+            metadata: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    fn state_path(&self) -> PathBuf {
+        self.dir.path().join("state.json")
+    }
+
+    /// Changes the world.
+    pub(crate) fn change(&self, f: impl FnOnce(&mut Value)) {
+        let mut state: Value =
+            serde_json::from_str(&std::fs::read_to_string(self.state_path()).unwrap()).unwrap();
+        f(&mut state);
+        let tmp = self.dir.path().join("state.json.test");
+        std::fs::write(&tmp, state.to_string()).unwrap();
+        std::fs::rename(tmp, self.state_path()).unwrap();
+    }
+
+    /// The API's root under the stand-in.
+    pub(crate) fn api_url(&self) -> String {
+        format!("https://127.0.0.1:{}/{}", self.api_port, self.kind.api_root)
+    }
+
+    /// Adds `instances`.
+    pub(crate) fn add(&self, instances: &[Instance<'_>]) {
+        let kind = self.kind;
+        self.change(|state| {
+            let list = state[kind.instances].as_array_mut().unwrap();
+            list.extend(instances.iter().map(|i| kind.shape(i)));
+        });
+    }
+
+    /// Every request the stand-in answered, in order.
+    pub(crate) fn requests(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.dir.path().join("requests.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// Panics when the cloud's official client could not read an answer the stand-in gave.
+    pub(crate) fn assert_the_client_read_every_answer(&self) {
+        let requests = self.requests();
+        let violations: Vec<&Value> = requests
+            .iter()
+            .filter(|r| r.get("violation").is_some())
+            .collect();
+        assert!(
+            violations.is_empty(),
+            "answers the official client could not read: {violations:#?}"
+        );
+        assert!(
+            requests.iter().any(|r| r["server"] == "api"),
+            "the stand-in answered no API request"
+        );
+    }
+
+    /// `protokube` on the node of instance `id`: its own metadata service, the API, the token.
+    pub(crate) fn protokube(&self, id: u64) -> Protokube {
+        let (guard, port) = start(
+            &[
+                "metadata".as_ref(),
+                self.kind.word.as_ref(),
+                id.to_string().as_ref(),
+                self.state_path().as_os_str(),
+                self.dir.path().join("requests.log").as_os_str(),
+            ],
+            "the metadata stand-in",
+        );
+        self.metadata.lock().unwrap().push(guard);
+        Protokube::new()
+            .env("PROTOKUBE_CLOUD", self.kind.word)
+            .env(self.kind.api_variable, self.api_url())
+            .env(
+                self.kind.metadata_variable,
+                format!("http://127.0.0.1:{port}/{}", self.kind.metadata_root),
+            )
+            .env(self.kind.token_variable, TOKEN)
+            .env("SSL_CERT_FILE", self.certs.dir.path().join("ca.crt"))
+    }
+}
