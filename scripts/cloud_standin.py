@@ -332,6 +332,141 @@ def do_metadata(path, instance, state):
     return 200, answers[item]
 
 
+# --- OpenStack (Keystone v3, Nova v2.1) -----------------------------------------------------
+
+OPENSTACK_TOKEN_LIFETIME = 3600
+
+
+def openstack_error(status, message):
+    titles = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 429: "Too Many Requests"}
+    return {"error": {"code": status, "title": titles.get(status, "Error"), "message": message}}
+
+
+def openstack_api(method, path, query, state, request):
+    """(operation, status, body, extra headers) of a Keystone or Nova request."""
+    if path == "/identity/v3/auth/tokens":
+        if method != "POST":
+            return "identity.tokens.create", 405, openstack_error(405, "method not allowed"), {}
+        identity = (request or {}).get("auth", {}).get("identity", {})
+        wanted = state["credentials"]
+        methods = identity.get("methods", [])
+        if methods == ["application_credential"]:
+            given = identity.get("application_credential", {})
+            ok = given.get("id") == wanted["application_credential_id"] and given.get("secret") == state["token"]
+        elif methods == ["password"]:
+            user = identity.get("password", {}).get("user", {})
+            scope = request["auth"].get("scope", {}).get("project", {})
+            ok = (user.get("name") == wanted["user"] and user.get("password") == state["token"]
+                  and user.get("domain") in ({"id": "default"}, {"name": "Default"})
+                  and scope in ({"id": state["project"]}, {"name": "demo", "domain": {"id": "default"}}))
+        else:
+            return "identity.tokens.create", 400, openstack_error(400, "Expecting to find identity methods"), {}
+        if not ok:
+            return "identity.tokens.create", 401, openstack_error(401, "The request you have made requires authentication."), {}
+        token = "gAAAAAB-standin-%d" % int(time.time() * 1000)
+        state.setdefault("issued", []).append(token)
+        now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+        later = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(time.time() + OPENSTACK_TOKEN_LIFETIME))
+        base = state["self_url"]
+        body = {"token": {
+            "methods": methods, "expires_at": later, "issued_at": now, "audit_ids": ["standin"],
+            "user": {"id": "u1", "name": wanted["user"], "domain": {"id": "default", "name": "Default"}, "password_expires_at": None},
+            "project": {"id": state["project"], "name": "demo", "domain": {"id": "default", "name": "Default"}},
+            "roles": [{"id": "r1", "name": "member"}, {"id": "r2", "name": "reader"}],
+            "catalog": [
+                {"type": "identity", "name": "keystone", "id": "s1", "endpoints": [
+                    {"id": "e1", "interface": "public", "region": "RegionOne", "region_id": "RegionOne", "url": base + "/identity/v3"}]},
+                {"type": "compute", "name": "nova", "id": "s2", "endpoints": [
+                    {"id": "e2", "interface": "internal", "region": "RegionOne", "region_id": "RegionOne", "url": "https://nova.internal.invalid/v2.1"},
+                    {"id": "e3", "interface": "public", "region": "RegionTwo", "region_id": "RegionTwo", "url": "https://nova.region-two.invalid/v2.1"},
+                    {"id": "e4", "interface": "public", "region": "RegionOne", "region_id": "RegionOne", "url": base + "/compute/v2.1"}]},
+            ],
+        }}
+        return "identity.tokens.create", 201, body, {"X-Subject-Token": token}
+    if method != "GET" or path != "/compute/v2.1/servers/detail":
+        return "unknown", 404, {"itemNotFound": {"code": 404, "message": "The resource could not be found."}}, {}
+    allowed = {"limit", "marker", "tenant_id", "name", "all_tenants", "status"}
+    if set(query) - allowed:
+        return "compute.servers.list", 400, {"badRequest": {"code": 400, "message": "Additional properties are not allowed (%s)" % sorted(set(query) - allowed)}}, {}
+    try:
+        limit = int(query.get("limit", ["1000"])[0])
+        if not 1 <= limit <= 1000:
+            raise ValueError("limit")
+    except ValueError:
+        return "compute.servers.list", 400, {"badRequest": {"code": 400, "message": "Invalid input for query parameters limit."}}, {}
+    servers = [x for x in state.get("servers", []) if x.get("tenant_id") == state["project"]]
+    if "name" in query:
+        import re
+        pattern = re.compile(query["name"][0])
+        servers = [x for x in servers if pattern.search(x["name"])]
+    if "marker" in query:
+        ids = [x["id"] for x in servers]
+        if query["marker"][0] not in ids:
+            return "compute.servers.list", 400, {"badRequest": {"code": 400, "message": "marker [%s] not found" % query["marker"][0]}}, {}
+        servers = servers[ids.index(query["marker"][0]) + 1:]
+    page = servers[:limit]
+    body = {"servers": page}
+    if len(servers) > limit:
+        body["servers_links"] = [{"rel": "next", "href": "%s/compute/v2.1/servers/detail?limit=%d&marker=%s" % (state["self_url"], limit, page[-1]["id"])}]
+    return "compute.servers.list", 200, body, {}
+
+
+def openstack_authorized(operation, headers, state):
+    if operation == "identity.tokens.create":
+        return True
+    return headers.get("X-Auth-Token") in state.get("issued", [])
+
+
+def openstack_check(operation, path, query, status, headers, body):
+    """Hands the answer to keystoneauth1 and openstacksdk; the violation, if any."""
+    import keystoneauth1.access
+    import keystoneauth1.exceptions
+    from openstack.compute.v2.server import Server
+
+    try:
+        if status >= 400:
+            response = requests.Response()
+            response.status_code = status
+            response.headers = requests.structures.CaseInsensitiveDict(headers)
+            response._content = json.dumps(body).encode()
+            error = keystoneauth1.exceptions.from_response(response, "GET", "https://standin" + path)
+            if error.http_status != status:
+                return "keystoneauth1 read HTTP %d as %s" % (status, error.http_status)
+            return None
+        if operation == "identity.tokens.create":
+            access = keystoneauth1.access.create(body=body, auth_token=headers["X-Subject-Token"])
+            url = access.service_catalog.url_for(service_type="compute", interface="public", region_name="RegionOne")
+            if not url.endswith("/compute/v2.1") or access.project_id != body["token"]["project"]["id"]:
+                return "keystoneauth1 read another catalogue: %s" % url
+        elif operation == "compute.servers.list":
+            for raw in body["servers"]:
+                server = Server.existing(**raw)
+                if server.name != raw["name"] or dict(server.metadata) != raw["metadata"] or server.addresses != raw["addresses"]:
+                    return "openstacksdk read server %s otherwise" % raw["id"]
+            if "servers_links" in body:
+                response = requests.Response()
+                response.status_code = status
+                next_link, params = Server._get_next_link("servers/detail", response, body, None, query.get("limit", [None])[0], len(body["servers"]))
+                if not next_link or "marker=" not in next_link:
+                    return "openstacksdk found no next page in %s" % body["servers_links"]
+    except Exception as err:  # noqa: BLE001 - any failure to read is the violation
+        return "the OpenStack clients could not read the answer: %s: %s" % (type(err).__name__, err)
+    return None
+
+
+def openstack_metadata(path, instance, state):
+    if path != "/openstack/latest/meta_data.json":
+        return 404, "not found"
+    server = next((x for x in state.get("servers", []) if x["id"] == instance), None)
+    if server is None:
+        return 404, "not found"
+    return 200, json.dumps({
+        "uuid": server["id"], "name": server["name"], "hostname": server["name"] + ".novalocal",
+        "project_id": server["tenant_id"], "availability_zone": server["OS-EXT-AZ:availability_zone"],
+        "meta": server["metadata"], "launch_index": 0, "devices": [], "keys": [], "public_keys": {},
+    })
+
+
 CLOUDS = {
     "hetzner": {
         "api": hetzner_api,
@@ -350,6 +485,14 @@ CLOUDS = {
         "check": do_check,
         "metadata": do_metadata,
     },
+    "openstack": {
+        "api": openstack_api,
+        "error": openstack_error,
+        "rate_headers": lambda reset: {"Retry-After": "1"} if reset else {},
+        "check": openstack_check,
+        "metadata": openstack_metadata,
+        "authorized": openstack_authorized,
+    },
 }
 
 
@@ -363,19 +506,34 @@ def api_handler(cloud, state_path, log_path):
             pass
 
         def do_GET(self):
+            self.answer("GET")
+
+        def do_POST(self):
+            self.answer("POST")
+
+        def answer(self, method):
             url = urllib.parse.urlsplit(self.path)
             query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
+            length = int(self.headers.get("Content-Length") or 0)
+            request = json.loads(self.rfile.read(length) or b"null") if length else None
             state = load(state_path)
-            operation, status, body = spec["api"]("GET", url.path, query, state)
+            state["self_url"] = "https://127.0.0.1:%d" % self.server.server_address[1]
+            if cloud == "openstack":
+                operation, status, body, extra = spec["api"](method, url.path, query, state, request)
+                authorized = spec["authorized"](operation, self.headers, state)
+            else:
+                operation, status, body = spec["api"](method, url.path, query, state)
+                extra = {}
+                authorized = self.headers.get("Authorization") == f"Bearer {state['token']}"
             reset = None
-            if self.headers.get("Authorization") != f"Bearer {state['token']}":
-                status, body = 401, spec["error"](401, "Unable to authenticate you")
+            if not authorized:
+                status, body, extra = 401, spec["error"](401, "Unable to authenticate you"), {}
             elif state.get("rate_limited", {}).get(operation, 0) > 0:
                 state["rate_limited"][operation] -= 1
-                save(state_path, state)
                 reset = int(time.time()) + 1
-                status, body = 429, spec["error"](429, "Too many requests")
-            headers = {"Content-Type": "application/json", **spec["rate_headers"](reset)}
+                status, body, extra = 429, spec["error"](429, "Too many requests"), {}
+            save(state_path, state)
+            headers = {"Content-Type": "application/json", **spec["rate_headers"](reset), **extra}
             violation = spec["check"](operation, url.path, query, status, headers, body)
             entry = {"time": time.time(), "server": "api", "operation": operation, "path": url.path,
                      "query": query, "status": status, "reset": reset}

@@ -103,9 +103,13 @@ pub(crate) async fn resolve(
         Some(region) => region.clone(),
         None => required(fetch(&REGION).await?, &REGION)?,
     };
-    check_identity_value("instance id", &instance_id, INSTANCE_ID.flag)?;
-    check_identity_value("availability zone", &availability_zone, ZONE.flag)?;
-    check_identity_value("region", &region, REGION.flag)?;
+    // Values given as flags were checked with the settings; the metadata service's are checked
+    // here, unless its provider checks its own spelling of them.
+    if !metadata.checks_its_names() {
+        check_identity_value("instance id", &instance_id, INSTANCE_ID.flag)?;
+        check_identity_value("availability zone", &availability_zone, ZONE.flag)?;
+        check_identity_value("region", &region, REGION.flag)?;
+    }
     Ok(NodeIdentity {
         instance_id,
         availability_zone,

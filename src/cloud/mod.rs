@@ -272,6 +272,13 @@ pub trait InstanceMetadata: Send + Sync {
     /// The value of `item`; `Ok(None)` when the service answers that it does not exist (the
     /// public address of a private instance).
     async fn get(&self, item: MetadataItem) -> Result<Option<String>>;
+
+    /// Whether the instance id, zone and region it gives are the provider's own spelling,
+    /// checked where they are read (kOps' server names on the clouds where protokube is the
+    /// gossip member only: `master-1.c.k8s.local`, `RegionOne`), not `[a-z0-9-]`.
+    fn checks_its_names(&self) -> bool {
+        false
+    }
 }
 
 #[async_trait]
@@ -286,6 +293,10 @@ impl<T: InstanceMetadata + ?Sized> InstanceMetadata for Arc<T> {
 
     async fn get(&self, item: MetadataItem) -> Result<Option<String>> {
         (**self).get(item).await
+    }
+
+    fn checks_its_names(&self) -> bool {
+        (**self).checks_its_names()
     }
 }
 

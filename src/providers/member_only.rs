@@ -141,6 +141,22 @@ impl Clients {
     }
 }
 
+/// `value`, a name the cloud gave (`what`: ``the droplet's name``), if it is a host name or
+/// label as the cloud spells them (letters, digits, `-`, `.`, `_`; at most 255): it becomes a
+/// gossip name that reaches every peer and the hosts file's neighbours, or a log line.
+pub(crate) fn checked_name(what: &str, value: &str) -> Result<String> {
+    let value = value.trim();
+    let plain = !value.is_empty()
+        && value.len() <= 255
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+    if !plain {
+        anyhow::bail!("{what} `{}` is not a host name", value.escape_debug());
+    }
+    Ok(value.to_owned())
+}
+
 /// kOps' metadata keys as a member-only cloud spells the cluster's: its noun and its key for
 /// `KubernetesCluster` (other keys are never read there).
 #[derive(Debug)]

@@ -10,6 +10,7 @@ pub(crate) mod gce;
 pub(crate) mod hetzner;
 pub(crate) mod http;
 pub(crate) mod member_only;
+pub(crate) mod openstack;
 pub(crate) mod rest;
 
 use anyhow::Result;
@@ -29,7 +30,7 @@ pub(crate) struct Registered {
 }
 
 /// The registry: every provider, the first one `--cloud`'s default.
-static REGISTRY: [Registered; 4] = [
+static REGISTRY: [Registered; 5] = [
     Registered {
         provider: &aws::PROVIDER,
         connect: aws::connect,
@@ -45,6 +46,10 @@ static REGISTRY: [Registered; 4] = [
     Registered {
         provider: &hetzner::PROVIDER,
         connect: hetzner::connect,
+    },
+    Registered {
+        provider: &openstack::PROVIDER,
+        connect: openstack::connect,
     },
 ];
 

@@ -107,6 +107,12 @@ impl<'a> Call<'a> {
     }
 }
 
+/// A successful answer: its headers and body.
+pub(crate) struct Answer {
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
+}
+
 /// One cloud API (or metadata service) at one root, for one run.
 pub(crate) struct Rest {
     cloud: &'static RestCloud,
@@ -158,21 +164,21 @@ impl Rest {
         operation: &str,
         path: &str,
     ) -> Result<T> {
-        let body = self.send(&Call::get(operation, path)).await?;
-        serde_json::from_slice(&body)
+        let answer = self.send(&Call::get(operation, path)).await?;
+        serde_json::from_slice(&answer.body)
             .with_context(|| format!("reading {}'s answer to `{operation}`", self.cloud.name))
     }
 
     /// `GET path` read as text.
     pub(crate) async fn get_text(&self, operation: &str, path: &str) -> Result<String> {
-        let body = self.send(&Call::get(operation, path)).await?;
-        String::from_utf8(body.to_vec())
+        let answer = self.send(&Call::get(operation, path)).await?;
+        String::from_utf8(answer.body.to_vec())
             .map_err(|_| anyhow!("{}'s answer to `{operation}` is not text", self.cloud.name))
     }
 
     /// Sends `call`: waited for while the cloud cannot be reached (up to the run's deadline),
     /// retried while it answers busy or rate-limited.
-    pub(crate) async fn send(&self, call: &Call<'_>) -> Result<Bytes> {
+    pub(crate) async fn send(&self, call: &Call<'_>) -> Result<Answer> {
         let what = format!("{} (`{}`)", self.cloud.name, call.operation);
         patient::until_reachable(&what, self.deadline, patient::backoff(), || {
             self.attempts(call)
@@ -180,7 +186,7 @@ impl Rest {
         .await
     }
 
-    async fn attempts(&self, call: &Call<'_>) -> Result<Bytes> {
+    async fn attempts(&self, call: &Call<'_>) -> Result<Answer> {
         let backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
         let answered = retry_until(self.deadline, backoff, MAX_ATTEMPTS, |_| async {
             match self.attempt(call).await? {
@@ -283,7 +289,7 @@ impl Rest {
         body: Bytes,
     ) -> Result<Outcome> {
         if status.is_success() {
-            return Ok(Outcome::Done(body));
+            return Ok(Outcome::Done(Answer { headers, body }));
         }
         let error = self.read_error(call, status, &body);
         if status == StatusCode::TOO_MANY_REQUESTS {
@@ -355,7 +361,7 @@ impl Rest {
 
 /// What one answer was.
 enum Outcome {
-    Done(Bytes),
+    Done(Answer),
     /// 5xx: try again after a while.
     Busy(String),
     /// 429: try again once the limit resets (`wait`, when the cloud says).

@@ -397,7 +397,7 @@ fn only_the_composition_root_reaches_the_linux_host_from_outside_host() {
 
 /// Each provider: the folders its code lives in, and its words (lowercase), which appear
 /// nowhere else but where the command line names the providers.
-const PROVIDERS: [(&str, &[&str], &[&str]); 4] = [
+const PROVIDERS: [(&str, &[&str], &[&str]); 5] = [
     (
         "AWS",
         &["providers/aws/"],
@@ -426,6 +426,11 @@ const PROVIDERS: [(&str, &[&str], &[&str]); 4] = [
         "DigitalOcean",
         &["providers/digitalocean/"],
         &["digitalocean", "droplet", "godo", "pydo"],
+    ),
+    (
+        "OpenStack",
+        &["providers/openstack/"],
+        &["openstack", "keystone", "nova", "gophercloud"],
     ),
 ];
 

@@ -10,7 +10,7 @@ use crate::support;
 
 use std::time::Duration;
 
-use support::clouds::{CloudKind, CloudWorld, Instance, DIGITALOCEAN, HETZNER};
+use support::clouds::{CloudKind, CloudWorld, Instance, DIGITALOCEAN, HETZNER, OPENSTACK};
 use support::gossip::{at, flags, free_port, GoPeer, PeerSpec, WITHIN};
 
 const CLUSTER: &str = "c.k8s.local";
@@ -276,7 +276,7 @@ fn tokens_rate_limits_and_the_jobs_others_own(kind: CloudKind, base: u8) {
     assert_eq!(missing.code, 64, "{}", missing.stderr);
     assert_eq!(missing.error_lines().len(), 1, "{}", missing.stderr);
     assert!(
-        missing.error_lines()[0].contains(&format!("`{}` is not set", kind.token_variable)),
+        missing.error_lines()[0].contains(kind.missing_says),
         "{}",
         missing.stderr
     );
@@ -284,18 +284,13 @@ fn tokens_rate_limits_and_the_jobs_others_own(kind: CloudKind, base: u8) {
     assert_eq!(wrong.code, 1, "{}", wrong.stderr);
     assert_eq!(wrong.error_lines().len(), 1, "{}", wrong.stderr);
     assert!(
-        wrong.error_lines()[0].contains(&format!("the token in `{}`", kind.token_variable))
-            && wrong.stderr.contains("HTTP 401"),
+        wrong.error_lines()[0].contains(kind.rejected_says) && wrong.stderr.contains("HTTP 401"),
         "{}",
         wrong.stderr
     );
     // Rate-limited once: asked again once the limit resets (the second after the answer's reset
     // header), and only once.
-    let list = if kind.word == "hetzner" {
-        "servers.list"
-    } else {
-        "droplets.list"
-    };
+    let list = kind.list_operation;
     world.change(|state| state["rate_limited"] = serde_json::json!({list: 1}));
     let before = world.requests().len();
     let limited = once(world.protokube(WORKER));
@@ -350,4 +345,19 @@ fn hetzner_tokens_rate_limits_and_the_jobs_others_own() {
 #[test]
 fn digitalocean_tokens_rate_limits_and_the_jobs_others_own() {
     tokens_rate_limits_and_the_jobs_others_own(DIGITALOCEAN, 66);
+}
+
+#[test]
+fn openstack_a_worker_joins_with_its_identity_and_exactly_its_clusters_control_plane() {
+    joins_with_its_identity_and_exactly_its_clusters_control_plane(OPENSTACK, 67);
+}
+
+#[test]
+fn openstack_the_old_daemons_unit_runs_the_member_alone() {
+    the_old_daemons_unit_runs_the_member_alone(OPENSTACK, 68);
+}
+
+#[test]
+fn openstack_tokens_rate_limits_and_the_jobs_others_own() {
+    tokens_rate_limits_and_the_jobs_others_own(OPENSTACK, 69);
 }

@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use crate::cloud::{tags, InstanceApi, InstanceInfo, InstanceMetadata, MetadataItem};
 use crate::providers::http::escape;
-use crate::providers::member_only::Clients;
+use crate::providers::member_only::{checked_name, Clients};
 
 /// kOps' cluster tag: `KubernetesCluster:<cluster name, dots as dashes>`
 /// (`cloudup/do.TagKubernetesClusterNamePrefix`).
@@ -88,22 +88,6 @@ fn kops_tags(found: &[String]) -> BTreeMap<String, String> {
     kops
 }
 
-/// A droplet name as a gossip name: a host name (it reaches every peer).
-fn checked_name(name: &str) -> Result<String> {
-    let plain = !name.is_empty()
-        && name.len() <= 255
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
-    if !plain {
-        bail!(
-            "the droplet's name `{}` is not a host name",
-            name.escape_debug()
-        );
-    }
-    Ok(name.to_owned())
-}
-
 impl Droplet {
     /// As a seed: its first private IPv4 address (godo's `PrivateIPv4`), none without one.
     fn info(&self) -> Result<Option<InstanceInfo>> {
@@ -122,7 +106,7 @@ impl Droplet {
             return Ok(None);
         };
         Ok(Some(InstanceInfo {
-            id: checked_name(&self.name)?,
+            id: checked_name("DigitalOcean's droplet name", &self.name)?,
             private_ips: vec![private],
             public_ips: self
                 .networks
@@ -167,8 +151,8 @@ impl Droplets {
                 let region = metadata.get_text("metadata.region", "region").await?;
                 let tags = metadata.get_text("metadata.tags", "tags").await?;
                 Ok(Me {
-                    name: checked_name(name.trim())?,
-                    region: region.trim().to_owned(),
+                    name: checked_name("the droplet's name", &name)?,
+                    region: checked_name("the droplet's region", &region)?,
                     tags: tags
                         .lines()
                         .map(str::trim)
@@ -212,6 +196,10 @@ impl InstanceMetadata for Droplets {
 
     /// The droplet's name, its region (zone and region alike); the addresses are not read (the
     /// member learns its own toward its seeds).
+    fn checks_its_names(&self) -> bool {
+        true
+    }
+
     async fn get(&self, item: MetadataItem) -> Result<Option<String>> {
         let me = self.me().await?;
         Ok(match item {

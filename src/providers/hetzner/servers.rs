@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use crate::cloud::{tags, InstanceApi, InstanceInfo, InstanceMetadata, MetadataItem};
 use crate::providers::http::escape;
-use crate::providers::member_only::Clients;
+use crate::providers::member_only::{checked_name, Clients};
 
 /// kOps' label of the cluster a server belongs to (`cloudup/hetzner.TagKubernetesClusterName`).
 pub(crate) const CLUSTER_LABEL: &str = "kops.k8s.io/cluster";
@@ -81,22 +81,13 @@ struct Location {
 
 impl Server {
     /// Its gossip name, as kOps' `InstanceID()`: `<name>-<id>`, the name checked as a host
-    /// name (it reaches every peer and the hosts file's neighbours).
+    /// name.
     fn gossip_name(&self) -> Result<String> {
-        let plain = !self.name.is_empty()
-            && self.name.len() <= 63
-            && self
-                .name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
-        if !plain {
-            bail!(
-                "Hetzner Cloud's server {} is named `{}`, not a host name",
-                self.id,
-                self.name.escape_debug()
-            );
-        }
-        Ok(format!("{}-{}", self.name, self.id))
+        let name = checked_name(
+            &format!("Hetzner Cloud's server {}'s name", self.id),
+            &self.name,
+        )?;
+        Ok(format!("{name}-{}", self.id))
     }
 
     /// Its labels under kOps' keys: the cluster's, and the control plane's role.
@@ -213,12 +204,19 @@ impl InstanceMetadata for Servers {
         }
     }
 
+    fn checks_its_names(&self) -> bool {
+        true
+    }
+
     async fn get(&self, item: MetadataItem) -> Result<Option<String>> {
         let me = self.me().await?;
         Ok(match item {
             MetadataItem::InstanceId => Some(me.gossip_name()?),
-            MetadataItem::Zone => Some(me.location.name.clone()),
-            MetadataItem::Region => Some(me.location.network_zone.clone()),
+            MetadataItem::Zone => Some(checked_name("the server's location", &me.location.name)?),
+            MetadataItem::Region => Some(checked_name(
+                "the server's network zone",
+                &me.location.network_zone,
+            )?),
             MetadataItem::InternalIpv4 => me
                 .private_net
                 .iter()

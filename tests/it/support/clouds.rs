@@ -12,8 +12,10 @@ use super::kube::Certs;
 use super::moto::python;
 use super::{Guard, Protokube};
 
-/// The token the world accepts.
+/// The token (OpenStack: the application credential's secret) the world accepts.
 pub(crate) const TOKEN: &str = "standin-token-1";
+/// The OpenStack project every server is in.
+const PROJECT: &str = "p-standin";
 
 /// One member-only cloud as the tests see it: its `--cloud` word, its token variable, its
 /// endpoint flags' variables and the API root under the stand-in.
@@ -27,6 +29,14 @@ pub(crate) struct CloudKind {
     metadata_root: &'static str,
     /// The state key its instances are under.
     instances: &'static str,
+    /// Variables the node has beside the secret (an OpenStack application credential's id).
+    extra_env: &'static [(&'static str, &'static str)],
+    /// What a run without the secret says.
+    pub(crate) missing_says: &'static str,
+    /// What a run with a rejected secret says.
+    pub(crate) rejected_says: &'static str,
+    /// The operation that lists the control plane.
+    pub(crate) list_operation: &'static str,
 }
 
 pub(crate) const HETZNER: CloudKind = CloudKind {
@@ -37,6 +47,10 @@ pub(crate) const HETZNER: CloudKind = CloudKind {
     metadata_variable: "PROTOKUBE_HETZNER_METADATA_ENDPOINT",
     metadata_root: "hetzner/v1/metadata/",
     instances: "servers",
+    extra_env: &[],
+    missing_says: "`HCLOUD_TOKEN` is not set",
+    rejected_says: "rejected the token in `HCLOUD_TOKEN`",
+    list_operation: "servers.list",
 };
 
 pub(crate) const DIGITALOCEAN: CloudKind = CloudKind {
@@ -47,6 +61,27 @@ pub(crate) const DIGITALOCEAN: CloudKind = CloudKind {
     metadata_variable: "PROTOKUBE_DIGITALOCEAN_METADATA_ENDPOINT",
     metadata_root: "metadata/v1/",
     instances: "droplets",
+    extra_env: &[],
+    missing_says: "`DIGITALOCEAN_ACCESS_TOKEN` is not set",
+    rejected_says: "rejected the token in `DIGITALOCEAN_ACCESS_TOKEN`",
+    list_operation: "droplets.list",
+};
+
+pub(crate) const OPENSTACK: CloudKind = CloudKind {
+    word: "openstack",
+    token_variable: "OS_APPLICATION_CREDENTIAL_SECRET",
+    api_variable: "OS_AUTH_URL",
+    api_root: "identity/v3",
+    metadata_variable: "PROTOKUBE_OPENSTACK_METADATA_ENDPOINT",
+    metadata_root: "",
+    instances: "servers",
+    extra_env: &[
+        ("OS_APPLICATION_CREDENTIAL_ID", "standin-credential"),
+        ("OS_REGION_NAME", "RegionOne"),
+    ],
+    missing_says: "set `OS_APPLICATION_CREDENTIAL_ID` and `OS_APPLICATION_CREDENTIAL_SECRET`",
+    rejected_says: "rejected the credentials in `OS_*`",
+    list_operation: "compute.servers.list",
 };
 
 /// An instance of a test world: id, name, cluster, role (`ControlPlane`, `Node`) and private
@@ -81,6 +116,23 @@ impl CloudKind {
                 "outgoing_traffic": 0, "ingoing_traffic": 0, "included_traffic": 21_990_232_555_520_u64,
                 "protection": {"delete": false, "rebuild": false}, "volumes": [], "load_balancers": [],
                 "primary_disk_size": 40, "placement_group": null,
+            }),
+            "openstack" => json!({
+                "id": instance.id.to_string(), "name": instance.name, "status": "ACTIVE",
+                "tenant_id": PROJECT, "user_id": "u1", "hostId": "h1", "progress": 0,
+                "metadata": {"KubernetesCluster": instance.cluster, "KopsRole": instance.role,
+                             "KopsInstanceGroup": format!("{}-nova", instance.role.to_lowercase()),
+                             "KopsNetwork": instance.cluster},
+                "addresses": instance.ip.map_or_else(|| json!({}), |ip| json!({instance.cluster: [
+                    {"addr": ip, "version": 4, "OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": "fa:16:3e:00:00:01"},
+                    {"addr": "203.0.113.9", "version": 4, "OS-EXT-IPS:type": "floating", "OS-EXT-IPS-MAC:mac_addr": "fa:16:3e:00:00:01"},
+                ]})),
+                "flavor": {"id": "f1", "links": []}, "image": {"id": "i1", "links": []},
+                "created": "2026-01-30T23:55:00Z", "updated": "2026-01-30T23:56:00Z",
+                "OS-EXT-AZ:availability_zone": "nova", "key_name": null, "links": [], "security_groups": [],
+                "accessIPv4": "", "accessIPv6": "", "config_drive": "", "OS-EXT-STS:power_state": 1,
+                "OS-EXT-STS:vm_state": "active", "OS-EXT-STS:task_state": null,
+                "os-extended-volumes:volumes_attached": [],
             }),
             _ => json!({
                 "id": instance.id, "name": instance.name, "memory": 2048, "vcpus": 2, "disk": 60, "locked": false,
@@ -125,7 +177,11 @@ impl CloudWorld {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("state.json"),
-            json!({"token": TOKEN, kind.instances: []}).to_string(),
+            json!({
+                "token": TOKEN, kind.instances: [], "project": PROJECT,
+                "credentials": {"application_credential_id": "standin-credential", "user": "kops"},
+            })
+            .to_string(),
         )
         .unwrap();
         let certs = Certs::new();
@@ -216,7 +272,11 @@ impl CloudWorld {
             "the metadata stand-in",
         );
         self.metadata.lock().unwrap().push(guard);
-        Protokube::new()
+        let mut protokube = Protokube::new();
+        for (name, value) in self.kind.extra_env {
+            protokube = protokube.env(name, value);
+        }
+        protokube
             .env("PROTOKUBE_CLOUD", self.kind.word)
             .env(self.kind.api_variable, self.api_url())
             .env(
