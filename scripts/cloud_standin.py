@@ -467,6 +467,126 @@ def openstack_metadata(path, instance, state):
     })
 
 
+# --- Azure (instance metadata service, Resource Manager) ------------------------------------
+
+AZURE_PAGE = 50
+
+
+def azure_error(status, message):
+    codes = {400: "InvalidParameter", 401: "InvalidAuthenticationToken", 403: "AuthorizationFailed",
+             404: "ResourceNotFound", 429: "TooManyRequests"}
+    return {"error": {"code": codes.get(status, "InternalServerError"), "message": message}}
+
+
+def azure_api(method, path, query, state):
+    parts = path.strip("/").split("/")
+    prefix = ["subscriptions", state["subscription"], "resourceGroups", state["resource_group"],
+              "providers", "Microsoft.Compute", "virtualMachineScaleSets"]
+    if method != "GET" or parts[:len(prefix)] != prefix:
+        return "unknown", 404, azure_error(404, "The resource was not found.")
+    rest = parts[len(prefix):]
+    allowed = {"api-version", "$skiptoken"}
+    if set(query) - allowed or "api-version" not in query:
+        return "arm", 400, {"error": {"code": "MissingApiVersionParameter" if "api-version" not in query else "InvalidQueryParameter", "message": "bad query %s" % sorted(query)}}
+    sets = state.get("scale_sets", [])
+    if not rest:
+        if query["api-version"][0] != "2024-07-01":
+            return "compute.virtualMachineScaleSets.list", 400, {"error": {"code": "NoRegisteredProviderFound", "message": "api-version"}}
+        skip = int(query.get("$skiptoken", ["0"])[0])
+        body = {"value": [azure_vmss(x, state) for x in sets[skip:skip + AZURE_PAGE]]}
+        if skip + AZURE_PAGE < len(sets):
+            body["nextLink"] = "%s/%s?api-version=2024-07-01&$skiptoken=%d" % (state["self_url"], "/".join(prefix), skip + AZURE_PAGE)
+        return "compute.virtualMachineScaleSets.list", 200, body
+    if len(rest) == 2 and rest[1] == "networkInterfaces":
+        operation = "network.networkInterfaces.listVirtualMachineScaleSetNetworkInterfaces"
+        found = next((x for x in sets if x["name"] == rest[0]), None)
+        if found is None:
+            return operation, 404, azure_error(404, "The Resource 'Microsoft.Compute/virtualMachineScaleSets/%s' was not found." % rest[0])
+        nics = []
+        if found.get("ip"):
+            nics.append({
+                "name": "nic-%s" % found["name"], "id": "/%s/%s/virtualMachines/0/networkInterfaces/nic" % ("/".join(prefix), found["name"]),
+                "location": "eastus",
+                "properties": {"provisioningState": "Succeeded", "primary": True, "ipConfigurations": [{
+                    "name": "ipconfig1", "id": "/ipconfig1",
+                    "properties": {"provisioningState": "Succeeded", "privateIPAddress": found["ip"],
+                                   "privateIPAllocationMethod": "Dynamic", "privateIPAddressVersion": "IPv4", "primary": True}}]}})
+        return operation, 200, {"value": nics}
+    return "unknown", 404, azure_error(404, "The resource was not found.")
+
+
+def azure_vmss(x, state):
+    tags = {"KubernetesCluster": x["cluster"], "k8s.io_role_" + ("control-plane" if x["role"] == "ControlPlane" else x["role"].lower()): "1"}
+    return {"name": x["name"], "id": "/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/virtualMachineScaleSets/%s" % (state["subscription"], state["resource_group"], x["name"]),
+            "type": "Microsoft.Compute/virtualMachineScaleSets", "location": "eastus", "tags": tags,
+            "sku": {"name": "Standard_D2s_v3", "tier": "Standard", "capacity": 1},
+            "properties": {"provisioningState": "Succeeded", "overprovision": False, "singlePlacementGroup": True,
+                           "upgradePolicy": {"mode": "Manual"}, "uniqueId": "u-%s" % x["name"]}}
+
+
+def azure_authorized(operation, headers, state):
+    return headers.get("Authorization") == "Bearer " + state["token"]
+
+
+def azure_check(operation, path, query, status, headers, body):
+    """Hands the answer to Azure's SDK models (azure-mgmt-compute, azure-mgmt-network,
+    azure-core's ARM error format); the violation, if any."""
+    from azure.core.exceptions import ODataV4Format
+    from azure.mgmt.compute.models import VirtualMachineScaleSet
+    from azure.mgmt.network.models import NetworkInterface
+
+    try:
+        if status >= 400:
+            error = ODataV4Format(body)
+            if error.code != body["error"]["code"] or error.message != body["error"]["message"]:
+                return "azure-core read another error: %s" % error
+            return None
+        if operation == "compute.virtualMachineScaleSets.list":
+            for raw in body["value"]:
+                vmss = VirtualMachineScaleSet(raw)
+                if vmss.name != raw["name"] or dict(vmss.tags) != raw["tags"]:
+                    return "azure-mgmt-compute read scale set %s otherwise" % raw["name"]
+        elif operation.startswith("network.networkInterfaces"):
+            for raw in body["value"]:
+                nic = NetworkInterface(raw)
+                read = [c.properties.private_ip_address for c in nic.properties.ip_configurations]
+                if read != [c["properties"]["privateIPAddress"] for c in raw["properties"]["ipConfigurations"]]:
+                    return "azure-mgmt-network read interface %s otherwise" % raw["name"]
+    except Exception as err:  # noqa: BLE001 - any failure to read is the violation
+        return "Azure's SDK could not read the answer: %s: %s" % (type(err).__name__, err)
+    return None
+
+
+def azure_metadata_answer(path, query, headers, instance, state):
+    if headers.get("Metadata") != "true":
+        return 400, json.dumps({"error": "Bad request. Required metadata header not specified"})
+    x = next((x for x in state.get("scale_sets", []) if x["id"] == instance), None)
+    if x is None:
+        return 404, json.dumps({"error": "Not found"})
+    if path == "/metadata/instance":
+        if query.get("api-version") != ["2020-06-01"] or query.get("format") != ["json"]:
+            return 400, json.dumps({"error": "Bad request. api-version was not specified in the request"})
+        tags = azure_vmss(x, state)["tags"]
+        return 200, json.dumps({
+            "compute": {"name": "%s_0" % x["name"], "vmScaleSetName": x["name"], "location": "eastus", "zone": "",
+                        "resourceGroupName": state["resource_group"], "subscriptionId": state["subscription"],
+                        "tags": ";".join("%s:%s" % item for item in tags.items()), "vmId": "vm-%s" % x["id"],
+                        "osType": "Linux", "vmSize": "Standard_D2s_v3"},
+            "network": {"interface": [{"ipv4": {"ipAddress": [{"privateIpAddress": x.get("ip") or "", "publicIpAddress": ""}],
+                                                "subnet": [{"address": "10.0.0.0", "prefix": "16"}]},
+                                       "ipv6": {"ipAddress": []}, "macAddress": "000D3A000001"}]},
+        })
+    if path == "/metadata/identity/oauth2/token":
+        identity = query.get("client_id", ["system"])[0]
+        if identity not in state.get("identities", []):
+            return 400, json.dumps({"error": "invalid_request", "error_description": "Identity not found"})
+        now = int(time.time())
+        return 200, json.dumps({"access_token": state["token"], "client_id": identity, "expires_in": "86399",
+                                "expires_on": str(now + 86399), "ext_expires_in": "86399", "not_before": str(now),
+                                "resource": query.get("resource", [""])[0], "token_type": "Bearer"})
+    return 404, json.dumps({"error": "Not found"})
+
+
 CLOUDS = {
     "hetzner": {
         "api": hetzner_api,
@@ -492,6 +612,14 @@ CLOUDS = {
         "check": openstack_check,
         "metadata": openstack_metadata,
         "authorized": openstack_authorized,
+    },
+    "azure": {
+        "api": azure_api,
+        "error": azure_error,
+        "rate_headers": lambda reset: {"Retry-After": "1"} if reset else {},
+        "check": azure_check,
+        "metadata": None,
+        "authorized": azure_authorized,
     },
 }
 
@@ -561,7 +689,12 @@ def metadata_handler(cloud, instance, state_path, log_path):
             pass
 
         def do_GET(self):
-            status, text = spec["metadata"](self.path, instance, load(state_path))
+            if cloud == "azure":
+                url = urllib.parse.urlsplit(self.path)
+                status, text = azure_metadata_answer(
+                    url.path, urllib.parse.parse_qs(url.query), self.headers, instance, load(state_path))
+            else:
+                status, text = spec["metadata"](self.path, instance, load(state_path))
             log(log_path, {"time": time.time(), "server": "metadata", "path": self.path, "status": status})
             data = text.encode()
             self.send_response(status)

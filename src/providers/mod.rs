@@ -4,6 +4,7 @@
 //! `--cloud`'s word: adding a cloud adds its folder and one line here.
 
 pub(crate) mod aws;
+pub(crate) mod azure;
 pub(crate) mod connected;
 pub(crate) mod digitalocean;
 pub(crate) mod gce;
@@ -30,7 +31,7 @@ pub(crate) struct Registered {
 }
 
 /// The registry: every provider, the first one `--cloud`'s default.
-static REGISTRY: [Registered; 5] = [
+static REGISTRY: [Registered; 6] = [
     Registered {
         provider: &aws::PROVIDER,
         connect: aws::connect,
@@ -50,6 +51,10 @@ static REGISTRY: [Registered; 5] = [
     Registered {
         provider: &openstack::PROVIDER,
         connect: openstack::connect,
+    },
+    Registered {
+        provider: &azure::PROVIDER,
+        connect: azure::connect,
     },
 ];
 

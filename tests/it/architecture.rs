@@ -397,7 +397,7 @@ fn only_the_composition_root_reaches_the_linux_host_from_outside_host() {
 
 /// Each provider: the folders its code lives in, and its words (lowercase), which appear
 /// nowhere else but where the command line names the providers.
-const PROVIDERS: [(&str, &[&str], &[&str]); 5] = [
+const PROVIDERS: [(&str, &[&str], &[&str]); 6] = [
     (
         "AWS",
         &["providers/aws/"],
@@ -431,6 +431,11 @@ const PROVIDERS: [(&str, &[&str], &[&str]); 5] = [
         "OpenStack",
         &["providers/openstack/"],
         &["openstack", "keystone", "nova", "gophercloud"],
+    ),
+    (
+        "Azure",
+        &["providers/azure/"],
+        &["azure", "resource manager", "scale set", "vmss"],
     ),
 ];
 

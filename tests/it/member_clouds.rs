@@ -10,7 +10,7 @@ use crate::support;
 
 use std::time::Duration;
 
-use support::clouds::{CloudKind, CloudWorld, Instance, DIGITALOCEAN, HETZNER, OPENSTACK};
+use support::clouds::{CloudKind, CloudWorld, Instance, AZURE, DIGITALOCEAN, HETZNER, OPENSTACK};
 use support::gossip::{at, flags, free_port, GoPeer, PeerSpec, WITHIN};
 
 const CLUSTER: &str = "c.k8s.local";
@@ -85,6 +85,7 @@ fn world(kind: CloudKind, worker_ip: &str, peer_ip: &str, others_ip: &str) -> Cl
 fn gossip_name(kind: CloudKind) -> &'static str {
     match kind.word {
         "hetzner" => "nodes-1-900",
+        "azure" => "nodes-1_0",
         _ => "nodes-1",
     }
 }
@@ -273,7 +274,7 @@ fn tokens_rate_limits_and_the_jobs_others_own(kind: CloudKind, base: u8) {
             .run()
     };
     let missing = once(world.protokube(WORKER).env_remove(kind.token_variable));
-    assert_eq!(missing.code, 64, "{}", missing.stderr);
+    assert_eq!(missing.code, kind.missing_code, "{}", missing.stderr);
     assert_eq!(missing.error_lines().len(), 1, "{}", missing.stderr);
     assert!(
         missing.error_lines()[0].contains(kind.missing_says),
@@ -284,7 +285,8 @@ fn tokens_rate_limits_and_the_jobs_others_own(kind: CloudKind, base: u8) {
     assert_eq!(wrong.code, 1, "{}", wrong.stderr);
     assert_eq!(wrong.error_lines().len(), 1, "{}", wrong.stderr);
     assert!(
-        wrong.error_lines()[0].contains(kind.rejected_says) && wrong.stderr.contains("HTTP 401"),
+        wrong.error_lines()[0].contains(kind.rejected_says)
+            && wrong.stderr.contains(kind.rejected_status),
         "{}",
         wrong.stderr
     );
@@ -360,4 +362,19 @@ fn openstack_the_old_daemons_unit_runs_the_member_alone() {
 #[test]
 fn openstack_tokens_rate_limits_and_the_jobs_others_own() {
     tokens_rate_limits_and_the_jobs_others_own(OPENSTACK, 69);
+}
+
+#[test]
+fn azure_a_worker_joins_with_its_identity_and_exactly_its_clusters_control_plane() {
+    joins_with_its_identity_and_exactly_its_clusters_control_plane(AZURE, 70);
+}
+
+#[test]
+fn azure_the_old_daemons_unit_runs_the_member_alone() {
+    the_old_daemons_unit_runs_the_member_alone(AZURE, 71);
+}
+
+#[test]
+fn azure_tokens_rate_limits_and_the_jobs_others_own() {
+    tokens_rate_limits_and_the_jobs_others_own(AZURE, 72);
 }

@@ -31,10 +31,12 @@ pub(crate) struct CloudKind {
     instances: &'static str,
     /// Variables the node has beside the secret (an OpenStack application credential's id).
     extra_env: &'static [(&'static str, &'static str)],
-    /// What a run without the secret says.
+    /// What a run without the secret says, and its exit code.
     pub(crate) missing_says: &'static str,
-    /// What a run with a rejected secret says.
+    pub(crate) missing_code: i32,
+    /// What a run with a rejected secret says, and the HTTP status it names.
     pub(crate) rejected_says: &'static str,
+    pub(crate) rejected_status: &'static str,
     /// The operation that lists the control plane.
     pub(crate) list_operation: &'static str,
 }
@@ -49,7 +51,9 @@ pub(crate) const HETZNER: CloudKind = CloudKind {
     instances: "servers",
     extra_env: &[],
     missing_says: "`HCLOUD_TOKEN` is not set",
+    missing_code: 64,
     rejected_says: "rejected the token in `HCLOUD_TOKEN`",
+    rejected_status: "HTTP 401",
     list_operation: "servers.list",
 };
 
@@ -63,7 +67,9 @@ pub(crate) const DIGITALOCEAN: CloudKind = CloudKind {
     instances: "droplets",
     extra_env: &[],
     missing_says: "`DIGITALOCEAN_ACCESS_TOKEN` is not set",
+    missing_code: 64,
     rejected_says: "rejected the token in `DIGITALOCEAN_ACCESS_TOKEN`",
+    rejected_status: "HTTP 401",
     list_operation: "droplets.list",
 };
 
@@ -80,8 +86,29 @@ pub(crate) const OPENSTACK: CloudKind = CloudKind {
         ("OS_REGION_NAME", "RegionOne"),
     ],
     missing_says: "set `OS_APPLICATION_CREDENTIAL_ID` and `OS_APPLICATION_CREDENTIAL_SECRET`",
+    missing_code: 64,
     rejected_says: "rejected the credentials in `OS_*`",
+    rejected_status: "HTTP 401",
     list_operation: "compute.servers.list",
+};
+
+/// Azure: the managed identity's token from the instance metadata service; the "secret" is the
+/// user-assigned identity `AZURE_CLIENT_ID` names (without it, the system-assigned one, which
+/// the world's VMs lack).
+pub(crate) const AZURE: CloudKind = CloudKind {
+    word: "azure",
+    token_variable: "AZURE_CLIENT_ID",
+    api_variable: "PROTOKUBE_AZURE_API_ENDPOINT",
+    api_root: "",
+    metadata_variable: "PROTOKUBE_AZURE_METADATA_ENDPOINT",
+    metadata_root: "",
+    instances: "scale_sets",
+    extra_env: &[],
+    missing_says: "the system-assigned identity (no `AZURE_CLIENT_ID`)",
+    missing_code: 1,
+    rejected_says: "the user-assigned identity `revoked` (`AZURE_CLIENT_ID`)",
+    rejected_status: "HTTP 400 invalid_request: Identity not found",
+    list_operation: "compute.virtualMachineScaleSets.list",
 };
 
 /// An instance of a test world: id, name, cluster, role (`ControlPlane`, `Node`) and private
@@ -116,6 +143,10 @@ impl CloudKind {
                 "outgoing_traffic": 0, "ingoing_traffic": 0, "included_traffic": 21_990_232_555_520_u64,
                 "protection": {"delete": false, "rebuild": false}, "volumes": [], "load_balancers": [],
                 "primary_disk_size": 40, "placement_group": null,
+            }),
+            "azure" => json!({
+                "id": instance.id.to_string(), "name": instance.name, "cluster": instance.cluster,
+                "role": instance.role, "ip": instance.ip,
             }),
             "openstack" => json!({
                 "id": instance.id.to_string(), "name": instance.name, "status": "ACTIVE",
@@ -179,6 +210,7 @@ impl CloudWorld {
             dir.path().join("state.json"),
             json!({
                 "token": TOKEN, kind.instances: [], "project": PROJECT,
+                "subscription": "sub-standin", "resource_group": "rg-c", "identities": [TOKEN],
                 "credentials": {"application_credential_id": "standin-credential", "user": "kops"},
             })
             .to_string(),
