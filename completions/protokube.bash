@@ -53,14 +53,14 @@ _protokube() {
 
     case "${cmd}" in
         protokube)
-            opts="-o -v -q -h -V --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help --version discover-volumes mount render-manifests publish-dns sync reset apply-channels label-node version gossip"
+            opts="-o -v -q -h -V --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --openstack-api-endpoint --openstack-metadata-endpoint --azure-api-endpoint --azure-metadata-endpoint --scaleway-api-endpoint --scaleway-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help --version discover-volumes mount render-manifests publish-dns sync reset apply-channels label-node version gossip"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner openstack azure scaleway" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -84,6 +84,30 @@ _protokube() {
                     return 0
                     ;;
                 --hetzner-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -307,14 +331,14 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__apply__subcmd__channels)
-            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --openstack-api-endpoint --openstack-metadata-endpoint --azure-api-endpoint --azure-metadata-endpoint --scaleway-api-endpoint --scaleway-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner openstack azure scaleway" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -338,6 +362,30 @@ _protokube() {
                     return 0
                     ;;
                 --hetzner-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -521,14 +569,14 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__discover__subcmd__volumes)
-            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --openstack-api-endpoint --openstack-metadata-endpoint --azure-api-endpoint --azure-metadata-endpoint --scaleway-api-endpoint --scaleway-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner openstack azure scaleway" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -552,6 +600,30 @@ _protokube() {
                     return 0
                     ;;
                 --hetzner-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -735,14 +807,14 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__gossip)
-            opts="-o -v -q -h --once --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --once --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --openstack-api-endpoint --openstack-metadata-endpoint --azure-api-endpoint --azure-metadata-endpoint --scaleway-api-endpoint --scaleway-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner openstack azure scaleway" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -766,6 +838,30 @@ _protokube() {
                     return 0
                     ;;
                 --hetzner-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -949,14 +1045,14 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__label__subcmd__node)
-            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --openstack-api-endpoint --openstack-metadata-endpoint --azure-api-endpoint --azure-metadata-endpoint --scaleway-api-endpoint --scaleway-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner openstack azure scaleway" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -980,6 +1076,30 @@ _protokube() {
                     return 0
                     ;;
                 --hetzner-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1163,14 +1283,14 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__mount)
-            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --openstack-api-endpoint --openstack-metadata-endpoint --azure-api-endpoint --azure-metadata-endpoint --scaleway-api-endpoint --scaleway-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner openstack azure scaleway" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -1194,6 +1314,30 @@ _protokube() {
                     return 0
                     ;;
                 --hetzner-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1377,14 +1521,14 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__publish__subcmd__dns)
-            opts="-o -v -q -h --wait --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --wait --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --openstack-api-endpoint --openstack-metadata-endpoint --azure-api-endpoint --azure-metadata-endpoint --scaleway-api-endpoint --scaleway-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner openstack azure scaleway" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -1408,6 +1552,30 @@ _protokube() {
                     return 0
                     ;;
                 --hetzner-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1591,7 +1759,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__render__subcmd__manifests)
-            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --openstack-api-endpoint --openstack-metadata-endpoint --azure-api-endpoint --azure-metadata-endpoint --scaleway-api-endpoint --scaleway-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1638,7 +1806,7 @@ _protokube() {
                     return 0
                     ;;
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner openstack azure scaleway" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -1662,6 +1830,30 @@ _protokube() {
                     return 0
                     ;;
                 --hetzner-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1845,14 +2037,14 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__reset)
-            opts="-o -v -q -h --detach --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --detach --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --openstack-api-endpoint --openstack-metadata-endpoint --azure-api-endpoint --azure-metadata-endpoint --scaleway-api-endpoint --scaleway-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner openstack azure scaleway" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -1876,6 +2068,30 @@ _protokube() {
                     return 0
                     ;;
                 --hetzner-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2059,7 +2275,7 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__sync)
-            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --wait --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --etcd-image --etcd-election-timeout --etcd-heartbeat-interval --tls-ca --tls-cert --tls-key --peer-ca --peer-cert --peer-key --tls-auth --wait --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --openstack-api-endpoint --openstack-metadata-endpoint --azure-api-endpoint --azure-metadata-endpoint --scaleway-api-endpoint --scaleway-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2106,7 +2322,7 @@ _protokube() {
                     return 0
                     ;;
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner openstack azure scaleway" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -2130,6 +2346,30 @@ _protokube() {
                     return 0
                     ;;
                 --hetzner-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2313,14 +2553,14 @@ _protokube() {
             return 0
             ;;
         protokube__subcmd__version)
-            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
+            opts="-o -v -q -h --cloud --gce-compute-endpoint --gce-dns-endpoint --digitalocean-api-endpoint --digitalocean-metadata-endpoint --hetzner-api-endpoint --hetzner-metadata-endpoint --openstack-api-endpoint --openstack-metadata-endpoint --azure-api-endpoint --azure-metadata-endpoint --scaleway-api-endpoint --scaleway-metadata-endpoint --cluster-spec --cluster-id --master --root --instance-id --availability-zone --region --internal-ip --external-ip --dns --zone --dns-internal-suffix --templates --dry-run --output --detailed-exitcode --timeout --verify-interval --log-format --metrics-file --verbose --quiet --blank-check --no-progress --channels --bootstrap-master-node-labels --node-name --adopt --gossip-protocol --gossip-listen --gossip-secret --gossip-protocol-secondary --gossip-listen-secondary --gossip-secret-secondary --gossip-seed --gossip-seed-secondary --gossip-conn-limit --v --gossip --containerized --initialize-rbac --manage-etcd --remove-dns-names --dns-update-interval --dns-server --apply-taints --etcd-backup-image --etcd-backup-store --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --cloud)
-                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "aws gce digitalocean hetzner openstack azure scaleway" -- "${cur}"))
                     return 0
                     ;;
                 --gce-compute-endpoint)
@@ -2344,6 +2584,30 @@ _protokube() {
                     return 0
                     ;;
                 --hetzner-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --openstack-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --azure-metadata-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-api-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scaleway-metadata-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

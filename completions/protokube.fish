@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_protokube_global_optspecs
-    string join \n cloud= gce-compute-endpoint= gce-dns-endpoint= digitalocean-api-endpoint= digitalocean-metadata-endpoint= hetzner-api-endpoint= hetzner-metadata-endpoint= cluster-spec= cluster-id= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= verify-interval= log-format= metrics-file= v/verbose q/quiet blank-check= no-progress channels= bootstrap-master-node-labels= node-name= adopt gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= gossip-seed= gossip-seed-secondary= gossip-conn-limit= etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth= v= gossip= containerized= initialize-rbac= manage-etcd= remove-dns-names= dns-update-interval= dns-server= apply-taints= etcd-backup-image= etcd-backup-store= h/help V/version
+    string join \n cloud= gce-compute-endpoint= gce-dns-endpoint= digitalocean-api-endpoint= digitalocean-metadata-endpoint= hetzner-api-endpoint= hetzner-metadata-endpoint= openstack-api-endpoint= openstack-metadata-endpoint= azure-api-endpoint= azure-metadata-endpoint= scaleway-api-endpoint= scaleway-metadata-endpoint= cluster-spec= cluster-id= master= root= instance-id= availability-zone= region= internal-ip= external-ip= dns= zone= dns-internal-suffix= templates= dry-run o/output= detailed-exitcode timeout= verify-interval= log-format= metrics-file= v/verbose q/quiet blank-check= no-progress channels= bootstrap-master-node-labels= node-name= adopt gossip-protocol= gossip-listen= gossip-secret= gossip-protocol-secondary= gossip-listen-secondary= gossip-secret-secondary= gossip-seed= gossip-seed-secondary= gossip-conn-limit= etcd-image= etcd-election-timeout= etcd-heartbeat-interval= tls-ca= tls-cert= tls-key= peer-ca= peer-cert= peer-key= tls-auth= v= gossip= containerized= initialize-rbac= manage-etcd= remove-dns-names= dns-update-interval= dns-server= apply-taints= etcd-backup-image= etcd-backup-store= h/help V/version
 end
 
 function __fish_protokube_needs_command
@@ -27,13 +27,22 @@ end
 complete -c protokube -n "__fish_protokube_needs_command" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
 digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
-hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'
+openstack\t'OpenStack: the gossip member (etcd-manager and dns-controller do the rest)'
+azure\t'Azure: the gossip member (etcd-manager and dns-controller do the rest)'
+scaleway\t'Scaleway: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_needs_command" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l openstack-api-endpoint -d 'Keystone\'s root, whose catalogue names Nova\'s (`OS_AUTH_URL` too, as nodeup writes it) (with `--cloud openstack`) [default: `https://keystone.invalid/v3/`]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l openstack-metadata-endpoint -d 'The OpenStack metadata service\'s root, for tests (with `--cloud openstack`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l azure-api-endpoint -d 'Azure Resource Manager\'s root, for tests and sovereign clouds (with `--cloud azure`) [default: `https://management.azure.com/`]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l azure-metadata-endpoint -d 'The Azure instance metadata service\'s root, for tests (with `--cloud azure`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l scaleway-api-endpoint -d 'Scaleway\'s API root, for tests and private endpoints (the SDK\'s `SCW_API_URL` too) (with `--cloud scaleway`) [default: `https://api.scaleway.com/`]' -r
+complete -c protokube -n "__fish_protokube_needs_command" -l scaleway-metadata-endpoint -d 'The Scaleway instance metadata API\'s root, for tests (with `--cloud scaleway`) [default: `http://169.254.42.42/`]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_needs_command" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_needs_command" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -119,13 +128,22 @@ complete -c protokube -n "__fish_protokube_needs_command" -f -a "gossip" -d 'Be 
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
 digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
-hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'
+openstack\t'OpenStack: the gossip member (etcd-manager and dns-controller do the rest)'
+azure\t'Azure: the gossip member (etcd-manager and dns-controller do the rest)'
+scaleway\t'Scaleway: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l openstack-api-endpoint -d 'Keystone\'s root, whose catalogue names Nova\'s (`OS_AUTH_URL` too, as nodeup writes it) (with `--cloud openstack`) [default: `https://keystone.invalid/v3/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l openstack-metadata-endpoint -d 'The OpenStack metadata service\'s root, for tests (with `--cloud openstack`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l azure-api-endpoint -d 'Azure Resource Manager\'s root, for tests and sovereign clouds (with `--cloud azure`) [default: `https://management.azure.com/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l azure-metadata-endpoint -d 'The Azure instance metadata service\'s root, for tests (with `--cloud azure`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l scaleway-api-endpoint -d 'Scaleway\'s API root, for tests and private endpoints (the SDK\'s `SCW_API_URL` too) (with `--cloud scaleway`) [default: `https://api.scaleway.com/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l scaleway-metadata-endpoint -d 'The Scaleway instance metadata API\'s root, for tests (with `--cloud scaleway`) [default: `http://169.254.42.42/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -189,13 +207,22 @@ complete -c protokube -n "__fish_protokube_using_subcommand discover-volumes" -s
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
 digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
-hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'
+openstack\t'OpenStack: the gossip member (etcd-manager and dns-controller do the rest)'
+azure\t'Azure: the gossip member (etcd-manager and dns-controller do the rest)'
+scaleway\t'Scaleway: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l openstack-api-endpoint -d 'Keystone\'s root, whose catalogue names Nova\'s (`OS_AUTH_URL` too, as nodeup writes it) (with `--cloud openstack`) [default: `https://keystone.invalid/v3/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l openstack-metadata-endpoint -d 'The OpenStack metadata service\'s root, for tests (with `--cloud openstack`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l azure-api-endpoint -d 'Azure Resource Manager\'s root, for tests and sovereign clouds (with `--cloud azure`) [default: `https://management.azure.com/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l azure-metadata-endpoint -d 'The Azure instance metadata service\'s root, for tests (with `--cloud azure`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l scaleway-api-endpoint -d 'Scaleway\'s API root, for tests and private endpoints (the SDK\'s `SCW_API_URL` too) (with `--cloud scaleway`) [default: `https://api.scaleway.com/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand mount" -l scaleway-metadata-endpoint -d 'The Scaleway instance metadata API\'s root, for tests (with `--cloud scaleway`) [default: `http://169.254.42.42/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand mount" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -270,13 +297,22 @@ false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
 digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
-hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'
+openstack\t'OpenStack: the gossip member (etcd-manager and dns-controller do the rest)'
+azure\t'Azure: the gossip member (etcd-manager and dns-controller do the rest)'
+scaleway\t'Scaleway: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l openstack-api-endpoint -d 'Keystone\'s root, whose catalogue names Nova\'s (`OS_AUTH_URL` too, as nodeup writes it) (with `--cloud openstack`) [default: `https://keystone.invalid/v3/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l openstack-metadata-endpoint -d 'The OpenStack metadata service\'s root, for tests (with `--cloud openstack`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l azure-api-endpoint -d 'Azure Resource Manager\'s root, for tests and sovereign clouds (with `--cloud azure`) [default: `https://management.azure.com/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l azure-metadata-endpoint -d 'The Azure instance metadata service\'s root, for tests (with `--cloud azure`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l scaleway-api-endpoint -d 'Scaleway\'s API root, for tests and private endpoints (the SDK\'s `SCW_API_URL` too) (with `--cloud scaleway`) [default: `https://api.scaleway.com/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l scaleway-metadata-endpoint -d 'The Scaleway instance metadata API\'s root, for tests (with `--cloud scaleway`) [default: `http://169.254.42.42/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -340,13 +376,22 @@ complete -c protokube -n "__fish_protokube_using_subcommand render-manifests" -s
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
 digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
-hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'
+openstack\t'OpenStack: the gossip member (etcd-manager and dns-controller do the rest)'
+azure\t'Azure: the gossip member (etcd-manager and dns-controller do the rest)'
+scaleway\t'Scaleway: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l openstack-api-endpoint -d 'Keystone\'s root, whose catalogue names Nova\'s (`OS_AUTH_URL` too, as nodeup writes it) (with `--cloud openstack`) [default: `https://keystone.invalid/v3/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l openstack-metadata-endpoint -d 'The OpenStack metadata service\'s root, for tests (with `--cloud openstack`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l azure-api-endpoint -d 'Azure Resource Manager\'s root, for tests and sovereign clouds (with `--cloud azure`) [default: `https://management.azure.com/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l azure-metadata-endpoint -d 'The Azure instance metadata service\'s root, for tests (with `--cloud azure`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l scaleway-api-endpoint -d 'Scaleway\'s API root, for tests and private endpoints (the SDK\'s `SCW_API_URL` too) (with `--cloud scaleway`) [default: `https://api.scaleway.com/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l scaleway-metadata-endpoint -d 'The Scaleway instance metadata API\'s root, for tests (with `--cloud scaleway`) [default: `http://169.254.42.42/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand publish-dns" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -422,13 +467,22 @@ false\t''"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
 digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
-hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'
+openstack\t'OpenStack: the gossip member (etcd-manager and dns-controller do the rest)'
+azure\t'Azure: the gossip member (etcd-manager and dns-controller do the rest)'
+scaleway\t'Scaleway: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l openstack-api-endpoint -d 'Keystone\'s root, whose catalogue names Nova\'s (`OS_AUTH_URL` too, as nodeup writes it) (with `--cloud openstack`) [default: `https://keystone.invalid/v3/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l openstack-metadata-endpoint -d 'The OpenStack metadata service\'s root, for tests (with `--cloud openstack`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l azure-api-endpoint -d 'Azure Resource Manager\'s root, for tests and sovereign clouds (with `--cloud azure`) [default: `https://management.azure.com/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l azure-metadata-endpoint -d 'The Azure instance metadata service\'s root, for tests (with `--cloud azure`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l scaleway-api-endpoint -d 'Scaleway\'s API root, for tests and private endpoints (the SDK\'s `SCW_API_URL` too) (with `--cloud scaleway`) [default: `https://api.scaleway.com/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand sync" -l scaleway-metadata-endpoint -d 'The Scaleway instance metadata API\'s root, for tests (with `--cloud scaleway`) [default: `http://169.254.42.42/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand sync" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -493,13 +547,22 @@ complete -c protokube -n "__fish_protokube_using_subcommand sync" -s h -l help -
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
 digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
-hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'
+openstack\t'OpenStack: the gossip member (etcd-manager and dns-controller do the rest)'
+azure\t'Azure: the gossip member (etcd-manager and dns-controller do the rest)'
+scaleway\t'Scaleway: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l openstack-api-endpoint -d 'Keystone\'s root, whose catalogue names Nova\'s (`OS_AUTH_URL` too, as nodeup writes it) (with `--cloud openstack`) [default: `https://keystone.invalid/v3/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l openstack-metadata-endpoint -d 'The OpenStack metadata service\'s root, for tests (with `--cloud openstack`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l azure-api-endpoint -d 'Azure Resource Manager\'s root, for tests and sovereign clouds (with `--cloud azure`) [default: `https://management.azure.com/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l azure-metadata-endpoint -d 'The Azure instance metadata service\'s root, for tests (with `--cloud azure`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l scaleway-api-endpoint -d 'Scaleway\'s API root, for tests and private endpoints (the SDK\'s `SCW_API_URL` too) (with `--cloud scaleway`) [default: `https://api.scaleway.com/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand reset" -l scaleway-metadata-endpoint -d 'The Scaleway instance metadata API\'s root, for tests (with `--cloud scaleway`) [default: `http://169.254.42.42/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand reset" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -564,13 +627,22 @@ complete -c protokube -n "__fish_protokube_using_subcommand reset" -s h -l help 
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
 digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
-hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'
+openstack\t'OpenStack: the gossip member (etcd-manager and dns-controller do the rest)'
+azure\t'Azure: the gossip member (etcd-manager and dns-controller do the rest)'
+scaleway\t'Scaleway: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l openstack-api-endpoint -d 'Keystone\'s root, whose catalogue names Nova\'s (`OS_AUTH_URL` too, as nodeup writes it) (with `--cloud openstack`) [default: `https://keystone.invalid/v3/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l openstack-metadata-endpoint -d 'The OpenStack metadata service\'s root, for tests (with `--cloud openstack`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l azure-api-endpoint -d 'Azure Resource Manager\'s root, for tests and sovereign clouds (with `--cloud azure`) [default: `https://management.azure.com/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l azure-metadata-endpoint -d 'The Azure instance metadata service\'s root, for tests (with `--cloud azure`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l scaleway-api-endpoint -d 'Scaleway\'s API root, for tests and private endpoints (the SDK\'s `SCW_API_URL` too) (with `--cloud scaleway`) [default: `https://api.scaleway.com/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l scaleway-metadata-endpoint -d 'The Scaleway instance metadata API\'s root, for tests (with `--cloud scaleway`) [default: `http://169.254.42.42/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -634,13 +706,22 @@ complete -c protokube -n "__fish_protokube_using_subcommand apply-channels" -s h
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
 digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
-hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'
+openstack\t'OpenStack: the gossip member (etcd-manager and dns-controller do the rest)'
+azure\t'Azure: the gossip member (etcd-manager and dns-controller do the rest)'
+scaleway\t'Scaleway: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l openstack-api-endpoint -d 'Keystone\'s root, whose catalogue names Nova\'s (`OS_AUTH_URL` too, as nodeup writes it) (with `--cloud openstack`) [default: `https://keystone.invalid/v3/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l openstack-metadata-endpoint -d 'The OpenStack metadata service\'s root, for tests (with `--cloud openstack`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l azure-api-endpoint -d 'Azure Resource Manager\'s root, for tests and sovereign clouds (with `--cloud azure`) [default: `https://management.azure.com/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l azure-metadata-endpoint -d 'The Azure instance metadata service\'s root, for tests (with `--cloud azure`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l scaleway-api-endpoint -d 'Scaleway\'s API root, for tests and private endpoints (the SDK\'s `SCW_API_URL` too) (with `--cloud scaleway`) [default: `https://api.scaleway.com/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l scaleway-metadata-endpoint -d 'The Scaleway instance metadata API\'s root, for tests (with `--cloud scaleway`) [default: `http://169.254.42.42/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand label-node" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -704,13 +785,22 @@ complete -c protokube -n "__fish_protokube_using_subcommand label-node" -s h -l 
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
 digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
-hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'
+openstack\t'OpenStack: the gossip member (etcd-manager and dns-controller do the rest)'
+azure\t'Azure: the gossip member (etcd-manager and dns-controller do the rest)'
+scaleway\t'Scaleway: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l openstack-api-endpoint -d 'Keystone\'s root, whose catalogue names Nova\'s (`OS_AUTH_URL` too, as nodeup writes it) (with `--cloud openstack`) [default: `https://keystone.invalid/v3/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l openstack-metadata-endpoint -d 'The OpenStack metadata service\'s root, for tests (with `--cloud openstack`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l azure-api-endpoint -d 'Azure Resource Manager\'s root, for tests and sovereign clouds (with `--cloud azure`) [default: `https://management.azure.com/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l azure-metadata-endpoint -d 'The Azure instance metadata service\'s root, for tests (with `--cloud azure`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l scaleway-api-endpoint -d 'Scaleway\'s API root, for tests and private endpoints (the SDK\'s `SCW_API_URL` too) (with `--cloud scaleway`) [default: `https://api.scaleway.com/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand version" -l scaleway-metadata-endpoint -d 'The Scaleway instance metadata API\'s root, for tests (with `--cloud scaleway`) [default: `http://169.254.42.42/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand version" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''
@@ -774,13 +864,22 @@ complete -c protokube -n "__fish_protokube_using_subcommand version" -s h -l hel
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l cloud -d 'The cloud this node runs on' -r -f -a "aws\t'Amazon Web Services: EC2 instances, EBS volumes, Route53'
 gce\t'Google Compute Engine: instances, persistent disks, Cloud DNS'
 digitalocean\t'DigitalOcean: the gossip member (etcd-manager and dns-controller do the rest)'
-hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'"
+hetzner\t'Hetzner Cloud: the gossip member (etcd-manager and dns-controller do the rest)'
+openstack\t'OpenStack: the gossip member (etcd-manager and dns-controller do the rest)'
+azure\t'Azure: the gossip member (etcd-manager and dns-controller do the rest)'
+scaleway\t'Scaleway: the gossip member (etcd-manager and dns-controller do the rest)'"
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l gce-compute-endpoint -d 'Compute Engine\'s API root, for tests and private endpoints (with `--cloud gce`) [default: `https://compute.googleapis.com/compute/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l gce-dns-endpoint -d 'Cloud DNS\' API root, for tests and private endpoints (with `--cloud gce`) [default: `https://dns.googleapis.com/dns/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l digitalocean-api-endpoint -d 'DigitalOcean\'s API root, for tests and private endpoints (with `--cloud digitalocean`) [default: `https://api.digitalocean.com/v2/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l digitalocean-metadata-endpoint -d 'The droplet metadata service\'s root, for tests (with `--cloud digitalocean`) [default: `http://169.254.169.254/metadata/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l hetzner-api-endpoint -d 'Hetzner Cloud\'s API root, for tests and private endpoints (hcloud\'s `HCLOUD_ENDPOINT` too) (with `--cloud hetzner`) [default: `https://api.hetzner.cloud/v1/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l hetzner-metadata-endpoint -d 'The Hetzner metadata service\'s root, for tests (with `--cloud hetzner`) [default: `http://169.254.169.254/hetzner/v1/metadata/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l openstack-api-endpoint -d 'Keystone\'s root, whose catalogue names Nova\'s (`OS_AUTH_URL` too, as nodeup writes it) (with `--cloud openstack`) [default: `https://keystone.invalid/v3/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l openstack-metadata-endpoint -d 'The OpenStack metadata service\'s root, for tests (with `--cloud openstack`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l azure-api-endpoint -d 'Azure Resource Manager\'s root, for tests and sovereign clouds (with `--cloud azure`) [default: `https://management.azure.com/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l azure-metadata-endpoint -d 'The Azure instance metadata service\'s root, for tests (with `--cloud azure`) [default: `http://169.254.169.254/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l scaleway-api-endpoint -d 'Scaleway\'s API root, for tests and private endpoints (the SDK\'s `SCW_API_URL` too) (with `--cloud scaleway`) [default: `https://api.scaleway.com/`]' -r
+complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l scaleway-metadata-endpoint -d 'The Scaleway instance metadata API\'s root, for tests (with `--cloud scaleway`) [default: `http://169.254.42.42/`]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l cluster-spec -d 'A kOps `Cluster` document (kops.k8s.io/v1alpha2), normally the completed spec kOps writes to its state store' -r -F
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l cluster-id -d 'Cluster name [default: metadata.name of the spec, else the instance\'s KubernetesCluster tag]' -r
 complete -c protokube -n "__fish_protokube_using_subcommand gossip" -l master -d 'This node is a control-plane node (volumes, etcd, control-plane manifests, API records)' -r -f -a "true\t''

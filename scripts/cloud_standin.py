@@ -587,6 +587,121 @@ def azure_metadata_answer(path, query, headers, instance, state):
     return 404, json.dumps({"error": "Not found"})
 
 
+# --- Scaleway (instance metadata API, Instance v1, IPAM v1) ---------------------------------
+
+
+def scaleway_error(status, message):
+    types = {400: "invalid_arguments", 401: "denied_authentication", 403: "permissions_denied",
+             404: "not_found", 429: "too_many_requests"}
+    return {"type": types.get(status, "internal_error"), "message": message}
+
+
+def scaleway_server(x):
+    return {
+        "id": x["id"], "name": x["name"], "organization": "org-1", "project": "proj-1",
+        "allowed_actions": ["poweroff", "terminate", "reboot"], "tags": x["tags"],
+        "commercial_type": "DEV1-M", "creation_date": "2026-01-30T23:55:00.000000+00:00",
+        "dynamic_ip_required": False, "routed_ip_enabled": True, "enable_ipv6": False,
+        "hostname": x["name"], "image": None, "protected": False, "private_ip": None, "public_ip": None,
+        "public_ips": [], "mac_address": "de:00:00:00:00:01", "modification_date": "2026-01-30T23:56:00.000000+00:00",
+        "state": "running", "location": {"cluster_id": "1", "hypervisor_id": "1", "node_id": "1", "platform_id": "14", "zone_id": x["zone"]},
+        "ipv6": None, "boot_type": "local", "volumes": {}, "security_group": {"id": "sg-1", "name": "default"},
+        "maintenances": [], "state_detail": "booted", "arch": "x86_64", "placement_group": None,
+        "private_nics": [], "zone": x["zone"], "admin_password_encryption_ssh_key_id": None,
+        "filesystems": [], "end_of_service": False,
+    }
+
+
+def scaleway_api(method, path, query, state):
+    parts = path.strip("/").split("/")
+    servers = state.get("servers", [])
+    if method == "GET" and parts[:3] == ["instance", "v1", "zones"] and len(parts) >= 5 and parts[4] == "servers":
+        zone = parts[3]
+        if len(parts) == 6:
+            if query:
+                return "instance.servers.get", 400, scaleway_error(400, "unknown parameters")
+            found = next((x for x in servers if x["id"] == parts[5] and x["zone"] == zone), None)
+            if found is None:
+                return "instance.servers.get", 404, {"message": "resource is not found", "resource": "instance_server", "resource_id": parts[5], "type": "not_found"}
+            return "instance.servers.get", 200, {"server": scaleway_server(found)}
+        allowed = {"tags", "per_page", "page", "name", "project", "organization"}
+        if set(query) - allowed:
+            return "instance.servers.list", 400, scaleway_error(400, "unknown parameters %s" % sorted(set(query) - allowed))
+        try:
+            per_page = int(query.get("per_page", ["50"])[0])
+            page = int(query.get("page", ["1"])[0])
+            if not 1 <= per_page <= 100 or page < 1:
+                raise ValueError
+        except ValueError:
+            return "instance.servers.list", 400, {"message": "Validation Error", "type": "invalid_arguments", "fields": {"per_page": ["out of range"]}}
+        wanted = [t for t in query.get("tags", [""])[0].split(",") if t]
+        found = [x for x in servers if x["zone"] == zone and all(t in x["tags"] for t in wanted)]
+        return "instance.servers.list", 200, {"servers": [scaleway_server(x) for x in found[(page - 1) * per_page:page * per_page]], "total_count": len(found)}
+    if method == "GET" and parts[:3] == ["ipam", "v1", "regions"] and len(parts) == 5 and parts[4] == "ips":
+        allowed = {"resource_id", "is_ipv6", "zonal", "page", "page_size", "order_by"}
+        if set(query) - allowed:
+            return "ipam.ips.list", 400, scaleway_error(400, "unknown parameters %s" % sorted(set(query) - allowed))
+        resource = query.get("resource_id", [None])[0]
+        found = [x for x in servers if x["id"] == resource and x.get("ip") and x["zone"].rsplit("-", 1)[0] == parts[3]
+                 and query.get("zonal", [x["zone"]])[0] == x["zone"]]
+        ips = [{"id": "ip-%s" % x["id"], "address": x["ip"] + "/32", "project_id": "proj-1", "is_ipv6": False,
+                "created_at": "2026-01-30T23:55:00Z", "updated_at": "2026-01-30T23:55:00Z",
+                "source": {"private_network_id": "pn-1"}, "resource": {"type": "instance_private_nic", "id": x["id"], "mac_address": "02:00:00:00:00:01", "name": x["name"]},
+                "tags": [], "reverses": [], "region": parts[3], "zone": x["zone"]} for x in found]
+        return "ipam.ips.list", 200, {"ips": ips, "total_count": len(ips)}
+    return "unknown", 404, {"message": "resource is not found", "type": "not_found"}
+
+
+def scaleway_authorized(operation, headers, state):
+    return headers.get("X-Auth-Token") == state["token"]
+
+
+def scaleway_check(operation, path, query, status, headers, body):
+    """Hands the answer to Scaleway's SDK (its unmarshalling, its exception); the violation."""
+    from scaleway.instance.v1.marshalling import unmarshal_GetServerResponse, unmarshal_ListServersResponse
+    from scaleway.ipam.v1.marshalling import unmarshal_ListIPsResponse
+    from scaleway_core.api import ScalewayException
+
+    try:
+        if status >= 400:
+            response = requests.Response()
+            response.status_code = status
+            response._content = json.dumps(body).encode()
+            error = ScalewayException(response)
+            if error.status_code != status:
+                return "scaleway read HTTP %d as %s" % (status, error.status_code)
+            return None
+        if operation == "instance.servers.get":
+            read = unmarshal_GetServerResponse(body)
+            if read.server.id != body["server"]["id"] or read.server.tags != body["server"]["tags"]:
+                return "scaleway read the server otherwise"
+        elif operation == "instance.servers.list":
+            read = unmarshal_ListServersResponse(body)
+            if [x.name for x in read.servers] != [x["name"] for x in body["servers"]]:
+                return "scaleway read other servers"
+        elif operation == "ipam.ips.list":
+            read = unmarshal_ListIPsResponse(body)
+            if [x.address for x in read.ips] != [x["address"] for x in body["ips"]]:
+                return "scaleway read other IPs"
+    except Exception as err:  # noqa: BLE001 - any failure to read is the violation
+        return "Scaleway's SDK could not read the answer: %s: %s" % (type(err).__name__, err)
+    return None
+
+
+def scaleway_metadata(path, instance, state):
+    if path != "/conf?format=json":
+        return 404, "not found"
+    x = next((x for x in state.get("servers", []) if x["id"] == instance), None)
+    if x is None:
+        return 404, "not found"
+    return 200, json.dumps({
+        "id": x["id"], "name": x["name"], "hostname": x["name"], "commercial_type": "DEV1-M",
+        "organization": "org-1", "project": "proj-1", "tags": x["tags"],
+        "location": {"zone_id": x["zone"], "platform_id": "14", "cluster_id": "1", "hypervisor_id": "1", "node_id": "1"},
+        "public_ip": None, "private_ip": None, "ipv6": None, "volumes": {}, "ssh_public_keys": [],
+    })
+
+
 CLOUDS = {
     "hetzner": {
         "api": hetzner_api,
@@ -621,6 +736,14 @@ CLOUDS = {
         "metadata": None,
         "authorized": azure_authorized,
     },
+    "scaleway": {
+        "api": scaleway_api,
+        "error": scaleway_error,
+        "rate_headers": lambda reset: {"Retry-After": "1", "X-RateLimit-Reset": "1"} if reset else {},
+        "check": scaleway_check,
+        "metadata": scaleway_metadata,
+        "authorized": scaleway_authorized,
+    },
 }
 
 
@@ -652,7 +775,8 @@ def api_handler(cloud, state_path, log_path):
             else:
                 operation, status, body = spec["api"](method, url.path, query, state)
                 extra = {}
-                authorized = self.headers.get("Authorization") == f"Bearer {state['token']}"
+                bearer = lambda operation, headers, state: headers.get("Authorization") == f"Bearer {state['token']}"
+                authorized = spec.get("authorized", bearer)(operation, self.headers, state)
             reset = None
             if not authorized:
                 status, body, extra = 401, spec["error"](401, "Unable to authenticate you"), {}

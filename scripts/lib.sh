@@ -11,26 +11,28 @@ MOTO_VERSION="5.2.5"
 PROMETHEUS_CLIENT_VERSION="0.21.1"
 # The official clients the member-only clouds' stand-in (scripts/cloud_standin.py) hands every
 # answer to: Hetzner's hcloud, DigitalOcean's pydo, OpenStack's openstacksdk (and its
-# keystoneauth1), Azure's SDK models for scale sets and network interfaces.
+# keystoneauth1), Azure's SDK models for scale sets and network interfaces, Scaleway's SDK.
 HCLOUD_VERSION="2.27.0"
 PYDO_VERSION="0.44.0"
 OPENSTACKSDK_VERSION="4.22.0"
 AZURE_MGMT_COMPUTE_VERSION="39.0.0"
 AZURE_MGMT_NETWORK_VERSION="33.1.0"
+SCALEWAY_VERSION="2.12.0"
 
 # ensure_moto: create .venv with moto[server] (and prometheus_client, and the clouds' official
 # clients) unless they are already there; sets MOTO_SERVER_BIN.
 ensure_moto() {
   local venv=.venv
   MOTO_SERVER_BIN="$PWD/$venv/bin/moto_server"
-  if [ -x "$MOTO_SERVER_BIN" ] && "$venv/bin/python" -c "import moto, prometheus_client, hcloud, pydo, importlib.metadata as m, sys; sys.exit(moto.__version__ != '$MOTO_VERSION' or hcloud.__version__ != '$HCLOUD_VERSION' or m.version('pydo') != '$PYDO_VERSION' or m.version('openstacksdk') != '$OPENSTACKSDK_VERSION' or m.version('azure-mgmt-compute') != '$AZURE_MGMT_COMPUTE_VERSION' or m.version('azure-mgmt-network') != '$AZURE_MGMT_NETWORK_VERSION')" 2>/dev/null; then
+  if [ -x "$MOTO_SERVER_BIN" ] && "$venv/bin/python" -c "import moto, prometheus_client, hcloud, pydo, importlib.metadata as m, sys; sys.exit(moto.__version__ != '$MOTO_VERSION' or hcloud.__version__ != '$HCLOUD_VERSION' or m.version('pydo') != '$PYDO_VERSION' or m.version('openstacksdk') != '$OPENSTACKSDK_VERSION' or m.version('azure-mgmt-compute') != '$AZURE_MGMT_COMPUTE_VERSION' or m.version('azure-mgmt-network') != '$AZURE_MGMT_NETWORK_VERSION' or m.version('scaleway') != '$SCALEWAY_VERSION')" 2>/dev/null; then
     return 0
   fi
   echo "setting up $venv with moto[server]==$MOTO_VERSION" >&2
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$MOTO_VERSION" \
     "prometheus_client==$PROMETHEUS_CLIENT_VERSION" "hcloud==$HCLOUD_VERSION" "pydo==$PYDO_VERSION" "openstacksdk==$OPENSTACKSDK_VERSION" \
-    "azure-mgmt-compute==$AZURE_MGMT_COMPUTE_VERSION" "azure-mgmt-network==$AZURE_MGMT_NETWORK_VERSION"
+    "azure-mgmt-compute==$AZURE_MGMT_COMPUTE_VERSION" "azure-mgmt-network==$AZURE_MGMT_NETWORK_VERSION" \
+    "scaleway==$SCALEWAY_VERSION"
 }
 
 # The build tools PyPI ships prebuilt (wheels: nothing to compile), pinned, in one virtualenv

@@ -63,15 +63,34 @@ pub(crate) struct Service {
     pub(crate) flag: &'static str,
 }
 
+/// A cloud's API token: the variable it is read from, and the header that carries it (`Bearer`
+/// in `authorization`, else the value alone).
+pub(crate) struct Token {
+    pub(crate) variable: &'static str,
+    pub(crate) header: &'static str,
+    pub(crate) bearer: bool,
+}
+
+impl Token {
+    /// A bearer token in `authorization`, read from `variable`.
+    pub(crate) const fn bearer(variable: &'static str) -> Self {
+        Self {
+            variable,
+            header: "authorization",
+            bearer: true,
+        }
+    }
+}
+
 impl Clients {
     /// The clients of `provider` for a run of `settings`: `metadata` and `api` at their
-    /// endpoint flags' roots, the token from `token_variable`.
+    /// endpoint flags' roots, the API's `token` from the environment.
     pub(crate) fn new(
         provider: &'static Provider,
         settings: &Settings,
         metadata: &Service,
         api: &Service,
-        token_variable: &'static str,
+        token: &Token,
     ) -> Result<Self> {
         let root = |flag: &str| {
             settings
@@ -89,14 +108,19 @@ impl Clients {
             calls.clone(),
             true,
         )?;
-        let token = std::env::var(token_variable).unwrap_or_default();
-        let api = if token.is_empty() {
+        let secret = std::env::var(token.variable).unwrap_or_default();
+        let api = if secret.trim().is_empty() {
             None
         } else {
+            let value = if token.bearer {
+                format!("Bearer {}", secret.trim())
+            } else {
+                secret.trim().to_owned()
+            };
             Some(Rest::new(
                 api.words,
                 &root(api.flag)?,
-                &[("authorization", format!("Bearer {}", token.trim()))],
+                &[(token.header, value)],
                 settings.deadline,
                 calls.clone(),
                 false,
@@ -105,7 +129,7 @@ impl Clients {
         Ok(Self {
             metadata,
             api,
-            token_variable,
+            token_variable: token.variable,
             cloud: provider.name,
             calls,
         })

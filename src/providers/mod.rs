@@ -13,6 +13,7 @@ pub(crate) mod http;
 pub(crate) mod member_only;
 pub(crate) mod openstack;
 pub(crate) mod rest;
+pub(crate) mod scaleway;
 
 use anyhow::Result;
 
@@ -31,7 +32,7 @@ pub(crate) struct Registered {
 }
 
 /// The registry: every provider, the first one `--cloud`'s default.
-static REGISTRY: [Registered; 6] = [
+static REGISTRY: [Registered; 7] = [
     Registered {
         provider: &aws::PROVIDER,
         connect: aws::connect,
@@ -55,6 +56,10 @@ static REGISTRY: [Registered; 6] = [
     Registered {
         provider: &azure::PROVIDER,
         connect: azure::connect,
+    },
+    Registered {
+        provider: &scaleway::PROVIDER,
+        connect: scaleway::connect,
     },
 ];
 

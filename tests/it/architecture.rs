@@ -397,7 +397,7 @@ fn only_the_composition_root_reaches_the_linux_host_from_outside_host() {
 
 /// Each provider: the folders its code lives in, and its words (lowercase), which appear
 /// nowhere else but where the command line names the providers.
-const PROVIDERS: [(&str, &[&str], &[&str]); 6] = [
+const PROVIDERS: [(&str, &[&str], &[&str]); 7] = [
     (
         "AWS",
         &["providers/aws/"],
@@ -436,6 +436,11 @@ const PROVIDERS: [(&str, &[&str], &[&str]); 6] = [
         "Azure",
         &["providers/azure/"],
         &["azure", "resource manager", "scale set", "vmss"],
+    ),
+    (
+        "Scaleway",
+        &["providers/scaleway/"],
+        &["scaleway", "scw_", "ipam"],
     ),
 ];
 

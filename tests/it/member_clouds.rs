@@ -10,7 +10,9 @@ use crate::support;
 
 use std::time::Duration;
 
-use support::clouds::{CloudKind, CloudWorld, Instance, AZURE, DIGITALOCEAN, HETZNER, OPENSTACK};
+use support::clouds::{
+    CloudKind, CloudWorld, Instance, AZURE, DIGITALOCEAN, HETZNER, OPENSTACK, SCALEWAY,
+};
 use support::gossip::{at, flags, free_port, GoPeer, PeerSpec, WITHIN};
 
 const CLUSTER: &str = "c.k8s.local";
@@ -86,6 +88,7 @@ fn gossip_name(kind: CloudKind) -> &'static str {
     match kind.word {
         "hetzner" => "nodes-1-900",
         "azure" => "nodes-1_0",
+        "scaleway" => "nodes-1-00000000-0000-4000-8000-000000000900",
         _ => "nodes-1",
     }
 }
@@ -377,4 +380,19 @@ fn azure_the_old_daemons_unit_runs_the_member_alone() {
 #[test]
 fn azure_tokens_rate_limits_and_the_jobs_others_own() {
     tokens_rate_limits_and_the_jobs_others_own(AZURE, 72);
+}
+
+#[test]
+fn scaleway_a_worker_joins_with_its_identity_and_exactly_its_clusters_control_plane() {
+    joins_with_its_identity_and_exactly_its_clusters_control_plane(SCALEWAY, 73);
+}
+
+#[test]
+fn scaleway_the_old_daemons_unit_runs_the_member_alone() {
+    the_old_daemons_unit_runs_the_member_alone(SCALEWAY, 74);
+}
+
+#[test]
+fn scaleway_tokens_rate_limits_and_the_jobs_others_own() {
+    tokens_rate_limits_and_the_jobs_others_own(SCALEWAY, 75);
 }

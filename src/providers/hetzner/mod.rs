@@ -12,7 +12,9 @@ use anyhow::Result;
 use crate::cloud::provider::{Endpoint, Provider};
 use crate::host::Files;
 use crate::providers::connected::Connected;
-use crate::providers::member_only::{Clients, MemberOnlyCloud, MemberWords, NoZones, Service};
+use crate::providers::member_only::{
+    Clients, MemberOnlyCloud, MemberWords, NoZones, Service, Token,
+};
 use crate::providers::rest::RestCloud;
 use crate::settings::Settings;
 use servers::Servers;
@@ -98,7 +100,7 @@ pub(crate) fn connect(settings: &Settings, _files: &dyn Files) -> Result<Connect
             words: &API,
             flag: API_ENDPOINT_FLAG,
         },
-        TOKEN_VARIABLE,
+        &Token::bearer(TOKEN_VARIABLE),
     )?;
     let calls = clients.calls.clone();
     let servers = Arc::new(Servers::new(clients));

@@ -92,6 +92,25 @@ pub(crate) const OPENSTACK: CloudKind = CloudKind {
     list_operation: "compute.servers.list",
 };
 
+pub(crate) const SCALEWAY: CloudKind = CloudKind {
+    word: "scaleway",
+    token_variable: "SCW_SECRET_KEY",
+    api_variable: "PROTOKUBE_SCALEWAY_API_ENDPOINT",
+    api_root: "",
+    metadata_variable: "PROTOKUBE_SCALEWAY_METADATA_ENDPOINT",
+    metadata_root: "",
+    instances: "servers",
+    extra_env: &[
+        ("SCW_ACCESS_KEY", "SCWSTANDIN0000000000"),
+        ("SCW_DEFAULT_PROJECT_ID", "proj-1"),
+    ],
+    missing_says: "`SCW_SECRET_KEY` is not set",
+    missing_code: 64,
+    rejected_says: "rejected the secret key in `SCW_SECRET_KEY`",
+    rejected_status: "HTTP 401",
+    list_operation: "instance.servers.list",
+};
+
 /// Azure: the managed identity's token from the instance metadata service; the "secret" is the
 /// user-assigned identity `AZURE_CLIENT_ID` names (without it, the system-assigned one, which
 /// the world's VMs lack).
@@ -123,6 +142,14 @@ pub(crate) struct Instance<'a> {
 }
 
 impl CloudKind {
+    /// Instance `id` as the cloud names it (Scaleway: a UUID).
+    fn instance_key(self, id: u64) -> String {
+        match self.word {
+            "scaleway" => format!("00000000-0000-4000-8000-{id:012}"),
+            _ => id.to_string(),
+        }
+    }
+
     /// `instance` in the cloud's own shape, as its API reference shows it (kOps' labels or
     /// tags for its cluster and role).
     fn shape(self, instance: &Instance<'_>) -> Value {
@@ -147,6 +174,13 @@ impl CloudKind {
             "azure" => json!({
                 "id": instance.id.to_string(), "name": instance.name, "cluster": instance.cluster,
                 "role": instance.role, "ip": instance.ip,
+            }),
+            "scaleway" => json!({
+                "id": self.instance_key(instance.id), "name": instance.name,
+                "zone": "fr-par-1", "ip": instance.ip,
+                "tags": [format!("noprefix=kops.k8s.io/cluster={}", instance.cluster),
+                         format!("noprefix=kops.k8s.io/role={}", instance.role),
+                         format!("noprefix=kops.k8s.io/instance-group={}-fr-par-1", instance.role.to_lowercase())],
             }),
             "openstack" => json!({
                 "id": instance.id.to_string(), "name": instance.name, "status": "ACTIVE",
@@ -297,7 +331,7 @@ impl CloudWorld {
             &[
                 "metadata".as_ref(),
                 self.kind.word.as_ref(),
-                id.to_string().as_ref(),
+                self.kind.instance_key(id).as_ref(),
                 self.state_path().as_os_str(),
                 self.dir.path().join("requests.log").as_os_str(),
             ],
