@@ -165,7 +165,7 @@ impl Clients {
     }
 }
 
-/// `value`, a name the cloud gave (`what`: ``the droplet's name``), if it is a host name or
+/// `value`, a name the cloud gave (`what`: ``the server's name``), if it is a host name or
 /// label as the cloud spells them (letters, digits, `-`, `.`, `_`; at most 255): it becomes a
 /// gossip name that reaches every peer and the hosts file's neighbours, or a log line.
 pub(crate) fn checked_name(what: &str, value: &str) -> Result<String> {

@@ -16,7 +16,7 @@ use crate::cloud::{tags, InstanceApi, InstanceInfo, InstanceMetadata, MetadataIt
 use crate::error::CredentialRejected;
 use crate::providers::http::escape;
 use crate::providers::member_only::checked_name;
-use crate::providers::rest::{Calls, Rest, RestError};
+use crate::providers::rest::{Calls, Rest, RestCloud, RestError};
 use crate::wait::Deadline;
 
 /// kOps' tag of the cluster (`cloudup/azure.TagClusterName`).
@@ -24,7 +24,7 @@ pub(crate) const CLUSTER_TAG: &str = "KubernetesCluster";
 /// The tag a control-plane scale set carries (`TagNameRolePrefix` + `control-plane`).
 const CONTROL_PLANE_TAG: &str = "k8s.io_role_control-plane";
 /// The instance metadata service's version kOps asks for.
-const IMDS_VERSION: &str = "2020-06-01";
+const METADATA_VERSION: &str = "2020-06-01";
 /// The scale sets' API version.
 const VMSS_VERSION: &str = "2024-07-01";
 /// The scale sets' network interfaces' API version (served by Microsoft.Compute).
@@ -112,7 +112,9 @@ struct IpConfigurationProperties {
 
 /// This VM and the cluster's, from the instance metadata service and Resource Manager.
 pub(crate) struct Arm {
-    imds: Rest,
+    metadata: Rest,
+    /// Resource Manager in messages.
+    words: &'static RestCloud,
     root: String,
     /// A user-assigned identity's client id (`AZURE_CLIENT_ID`), when the VM has several.
     client_id: Option<String>,
@@ -124,14 +126,16 @@ pub(crate) struct Arm {
 
 impl Arm {
     pub(crate) fn new(
-        imds: Rest,
+        metadata: Rest,
+        words: &'static RestCloud,
         root: String,
         client_id: Option<String>,
         deadline: Deadline,
         calls: Calls,
     ) -> Self {
         Self {
-            imds,
+            metadata,
+            words,
             root,
             client_id,
             deadline,
@@ -144,8 +148,8 @@ impl Arm {
     async fn me(&self) -> Result<&Compute> {
         self.me
             .get_or_try_init(|| async {
-                let path = format!("metadata/instance?format=json&api-version={IMDS_VERSION}");
-                let read: Instance = self.imds.get_json("metadata.instance", &path).await?;
+                let path = format!("metadata/instance?format=json&api-version={METADATA_VERSION}");
+                let read: Instance = self.metadata.get_json("metadata.instance", &path).await?;
                 checked_name("the VM's name", &read.compute.name)?;
                 checked_name("the VM's resource group", &read.compute.resource_group_name)?;
                 checked_name("the VM's subscription", &read.compute.subscription_id)?;
@@ -170,7 +174,7 @@ impl Arm {
                     None => "the system-assigned identity (no `AZURE_CLIENT_ID`)".to_owned(),
                 };
                 let token: Token = self
-                    .imds
+                    .metadata
                     .get_json("metadata.identity.token", &path)
                     .await
                     .map_err(|err| {
@@ -185,7 +189,7 @@ impl Arm {
                         }
                     })?;
                 Rest::new(
-                    &super::ARM,
+                    self.words,
                     &self.root,
                     &[("authorization", format!("Bearer {}", token.access_token))],
                     self.deadline,

@@ -105,7 +105,7 @@ pub(crate) fn connect(settings: &Settings, _files: &dyn Files) -> Result<Connect
             .ok_or_else(|| anyhow!("no API root for `{flag}`"))
     };
     let calls = Calls::default();
-    let imds = Rest::new(
+    let metadata = Rest::new(
         &METADATA,
         &root(METADATA_ENDPOINT_FLAG)?,
         &[("metadata", "true".to_owned())],
@@ -117,7 +117,8 @@ pub(crate) fn connect(settings: &Settings, _files: &dyn Files) -> Result<Connect
         .ok()
         .filter(|v| !v.is_empty());
     let arm = Arc::new(Arm::new(
-        imds,
+        metadata,
+        &ARM,
         root(API_ENDPOINT_FLAG)?,
         client_id,
         settings.deadline,

@@ -144,6 +144,7 @@ pub(crate) fn connect(settings: &Settings, _files: &dyn Files) -> Result<Connect
     let nova = Arc::new(Nova::new(
         metadata,
         keystone,
+        &COMPUTE,
         credential,
         region,
         settings.deadline,

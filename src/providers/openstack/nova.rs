@@ -15,7 +15,7 @@ use super::keystone::{self, Session};
 use crate::cloud::{tags, InstanceApi, InstanceInfo, InstanceMetadata, MetadataItem};
 use crate::providers::http::escape;
 use crate::providers::member_only::checked_name;
-use crate::providers::rest::{Calls, Rest};
+use crate::providers::rest::{Calls, Rest, RestCloud};
 use crate::wait::Deadline;
 
 /// kOps' metadata key of a server's cluster (`cloudup/openstack.TagClusterName`).
@@ -126,6 +126,8 @@ fn next_marker(links: &[Link]) -> Option<String> {
 pub(crate) struct Nova {
     metadata: Rest,
     keystone: Rest,
+    /// Nova in messages.
+    words: &'static RestCloud,
     /// What `POST /auth/tokens` is sent, or why there is nothing to send.
     credential: std::result::Result<serde_json::Value, String>,
     region: Option<String>,
@@ -139,6 +141,7 @@ impl Nova {
     pub(crate) fn new(
         metadata: Rest,
         keystone: Rest,
+        words: &'static RestCloud,
         credential: std::result::Result<serde_json::Value, String>,
         region: Option<String>,
         deadline: Deadline,
@@ -147,6 +150,7 @@ impl Nova {
         Self {
             metadata,
             keystone,
+            words,
             credential,
             region,
             deadline,
@@ -181,7 +185,7 @@ impl Nova {
                 let Session { token, compute } =
                     keystone::authenticate(&self.keystone, body, self.region.as_deref()).await?;
                 Rest::new(
-                    &super::COMPUTE,
+                    self.words,
                     &compute,
                     &[("x-auth-token", token)],
                     self.deadline,
