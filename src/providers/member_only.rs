@@ -17,6 +17,7 @@ use crate::cloud::{
 };
 use crate::dns::zoned::api::{ZoneApi, ZoneService};
 use crate::error::UsageError;
+use crate::providers::connected::Connected;
 use crate::providers::rest::{Calls, Rest, RestCloud};
 use crate::settings::Settings;
 
@@ -203,14 +204,34 @@ impl MetadataWords for MemberWords {
     }
 }
 
+/// The run's cloud and zone service of `provider`, a member-only cloud: `node` (its metadata
+/// service and its instances, one value of the provider's folder), `words`, `calls`.
+pub(crate) fn connected<T: InstanceMetadata + InstanceApi + 'static>(
+    provider: &'static Provider,
+    words: &'static MemberWords,
+    calls: Calls,
+    node: Arc<T>,
+) -> Connected {
+    Connected {
+        cloud: Box::new(MemberOnlyCloud {
+            provider,
+            metadata: node.clone(),
+            instances: node,
+            words,
+            calls,
+        }),
+        zones: Box::new(NoZones(provider)),
+    }
+}
+
 /// A member-only cloud: its metadata (the node's identity) and its instances (the cluster
 /// and its control plane), from the provider's folder.
-pub(crate) struct MemberOnlyCloud {
-    pub(crate) provider: &'static Provider,
-    pub(crate) metadata: Arc<dyn InstanceMetadata>,
-    pub(crate) instances: Arc<dyn InstanceApi>,
-    pub(crate) words: &'static MemberWords,
-    pub(crate) calls: Calls,
+struct MemberOnlyCloud {
+    provider: &'static Provider,
+    metadata: Arc<dyn InstanceMetadata>,
+    instances: Arc<dyn InstanceApi>,
+    words: &'static MemberWords,
+    calls: Calls,
 }
 
 #[async_trait]
@@ -308,7 +329,7 @@ impl DeviceNaming for NoDevices {
 }
 
 /// The DNS service of a member-only cloud: dns-controller's, never written.
-pub(crate) struct NoZones(pub(crate) &'static Provider);
+struct NoZones(&'static Provider);
 
 #[async_trait]
 impl ZoneService for NoZones {

@@ -46,6 +46,16 @@ pub(crate) struct RestCloud {
     pub(crate) read_error: fn(&serde_json::Value) -> Option<(String, String)>,
 }
 
+/// The error body most clouds give, `{"error": {"code", "message"}}` (Hetzner, Azure Resource
+/// Manager): its code and message.
+pub(crate) fn error_code_and_message(body: &serde_json::Value) -> Option<(String, String)> {
+    let error = body.get("error")?;
+    Some((
+        error.get("code")?.as_str()?.to_owned(),
+        error.get("message")?.as_str()?.to_owned(),
+    ))
+}
+
 /// The cloud's error answer, in its words.
 #[derive(Debug)]
 pub(crate) struct RestError {

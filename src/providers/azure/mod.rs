@@ -12,8 +12,8 @@ use anyhow::{anyhow, Result};
 use crate::cloud::provider::{Endpoint, Provider};
 use crate::host::Files;
 use crate::providers::connected::Connected;
-use crate::providers::member_only::{MemberOnlyCloud, MemberWords, NoZones};
-use crate::providers::rest::{Calls, Rest, RestCloud};
+use crate::providers::member_only::{connected, MemberWords};
+use crate::providers::rest::{error_code_and_message, Calls, Rest, RestCloud};
 use crate::settings::Settings;
 use arm::Arm;
 
@@ -65,13 +65,7 @@ pub(crate) static ARM: RestCloud = RestCloud {
     permission: "the managed identity's Reader role on the resource group \
                  (`Microsoft.Compute/virtualMachineScaleSets/read`, \
                  `…/virtualMachineScaleSets/networkInterfaces/read`)",
-    read_error: |body| {
-        let error = body.get("error")?;
-        Some((
-            error.get("code")?.as_str()?.to_owned(),
-            error.get("message")?.as_str()?.to_owned(),
-        ))
-    },
+    read_error: error_code_and_message,
 };
 
 /// The instance metadata service in messages (its errors: `{"error", "error_description"}`).
@@ -124,14 +118,5 @@ pub(crate) fn connect(settings: &Settings, _files: &dyn Files) -> Result<Connect
         settings.deadline,
         calls.clone(),
     ));
-    Ok(Connected {
-        cloud: Box::new(MemberOnlyCloud {
-            provider: &PROVIDER,
-            metadata: arm.clone(),
-            instances: arm,
-            words: &WORDS,
-            calls,
-        }),
-        zones: Box::new(NoZones(&PROVIDER)),
-    })
+    Ok(connected(&PROVIDER, &WORDS, calls, arm))
 }

@@ -12,9 +12,7 @@ use anyhow::Result;
 use crate::cloud::provider::{Endpoint, Provider};
 use crate::host::Files;
 use crate::providers::connected::Connected;
-use crate::providers::member_only::{
-    Clients, MemberOnlyCloud, MemberWords, NoZones, Service, Token,
-};
+use crate::providers::member_only::{connected, Clients, MemberWords, Service, Token};
 use crate::providers::rest::RestCloud;
 use crate::settings::Settings;
 use droplets::Droplets;
@@ -107,14 +105,5 @@ pub(crate) fn connect(settings: &Settings, _files: &dyn Files) -> Result<Connect
     )?;
     let calls = clients.calls.clone();
     let droplets = Arc::new(Droplets::new(clients));
-    Ok(Connected {
-        cloud: Box::new(MemberOnlyCloud {
-            provider: &PROVIDER,
-            metadata: droplets.clone(),
-            instances: droplets,
-            words: &WORDS,
-            calls,
-        }),
-        zones: Box::new(NoZones(&PROVIDER)),
-    })
+    Ok(connected(&PROVIDER, &WORDS, calls, droplets))
 }

@@ -12,10 +12,8 @@ use anyhow::Result;
 use crate::cloud::provider::{Endpoint, Provider};
 use crate::host::Files;
 use crate::providers::connected::Connected;
-use crate::providers::member_only::{
-    Clients, MemberOnlyCloud, MemberWords, NoZones, Service, Token,
-};
-use crate::providers::rest::RestCloud;
+use crate::providers::member_only::{connected, Clients, MemberWords, Service, Token};
+use crate::providers::rest::{error_code_and_message, RestCloud};
 use crate::settings::Settings;
 use servers::Servers;
 
@@ -62,13 +60,7 @@ pub(crate) static API: RestCloud = RestCloud {
     fix: "set `HCLOUD_TOKEN` (nodeup writes it to /etc/sysconfig/protokube) to an API token of \
           the cluster's project",
     permission: "a token of the cluster's project that may read servers",
-    read_error: |body| {
-        let error = body.get("error")?;
-        Some((
-            error.get("code")?.as_str()?.to_owned(),
-            error.get("message")?.as_str()?.to_owned(),
-        ))
-    },
+    read_error: error_code_and_message,
 };
 
 /// The metadata service in messages.
@@ -104,14 +96,5 @@ pub(crate) fn connect(settings: &Settings, _files: &dyn Files) -> Result<Connect
     )?;
     let calls = clients.calls.clone();
     let servers = Arc::new(Servers::new(clients));
-    Ok(Connected {
-        cloud: Box::new(MemberOnlyCloud {
-            provider: &PROVIDER,
-            metadata: servers.clone(),
-            instances: servers,
-            words: &WORDS,
-            calls,
-        }),
-        zones: Box::new(NoZones(&PROVIDER)),
-    })
+    Ok(connected(&PROVIDER, &WORDS, calls, servers))
 }

@@ -14,7 +14,7 @@ use anyhow::{anyhow, Result};
 use crate::cloud::provider::{Endpoint, Provider};
 use crate::host::Files;
 use crate::providers::connected::Connected;
-use crate::providers::member_only::{MemberOnlyCloud, MemberWords, NoZones};
+use crate::providers::member_only::{connected, MemberWords};
 use crate::providers::rest::{Calls, Rest, RestCloud};
 use crate::settings::Settings;
 use nova::Nova;
@@ -150,14 +150,5 @@ pub(crate) fn connect(settings: &Settings, _files: &dyn Files) -> Result<Connect
         settings.deadline,
         calls.clone(),
     ));
-    Ok(Connected {
-        cloud: Box::new(MemberOnlyCloud {
-            provider: &PROVIDER,
-            metadata: nova.clone(),
-            instances: nova,
-            words: &WORDS,
-            calls,
-        }),
-        zones: Box::new(NoZones(&PROVIDER)),
-    })
+    Ok(connected(&PROVIDER, &WORDS, calls, nova))
 }
