@@ -46,8 +46,7 @@ pub(crate) struct RestCloud {
     pub(crate) read_error: fn(&serde_json::Value) -> Option<(String, String)>,
 }
 
-/// The error body most clouds give, `{"error": {"code", "message"}}` (Hetzner, Azure Resource
-/// Manager): its code and message.
+/// The error body many clouds give, `{"error": {"code", "message"}}`: its code and message.
 pub(crate) fn error_code_and_message(body: &serde_json::Value) -> Option<(String, String)> {
     let error = body.get("error")?;
     Some((
