@@ -110,6 +110,16 @@ struct IpConfigurationProperties {
     private_ip_address: Option<IpAddr>,
 }
 
+/// Every IP configuration's private address of `interfaces`, as kOps collects them.
+fn private_addresses(interfaces: &[Interface]) -> Vec<IpAddr> {
+    interfaces
+        .iter()
+        .filter_map(|i| i.properties.as_ref())
+        .flat_map(|p| &p.ip_configurations)
+        .filter_map(|c| c.properties.as_ref()?.private_ip_address)
+        .collect()
+}
+
 /// This VM and the cluster's, from the instance metadata service and Resource Manager.
 pub(crate) struct Arm {
     metadata: Rest,
@@ -312,12 +322,7 @@ impl InstanceApi for Arm {
                     path,
                 )
                 .await?;
-            let addresses: Vec<IpAddr> = interfaces
-                .iter()
-                .filter_map(|i| i.properties.as_ref())
-                .flat_map(|p| &p.ip_configurations)
-                .filter_map(|c| c.properties.as_ref()?.private_ip_address)
-                .collect();
+            let addresses = private_addresses(&interfaces);
             found.extend(addresses.into_iter().map(|ip| InstanceInfo {
                 id: set.name.clone(),
                 private_ips: vec![ip],
@@ -348,5 +353,39 @@ mod tests {
             ..compute
         };
         assert!(bad.tags().is_err());
+    }
+
+    #[test]
+    fn an_interface_page_gives_every_configurations_private_address() {
+        let page: Page<Interface> = serde_json::from_value(serde_json::json!({
+            "value": [
+                {"name": "nic0", "properties": {"ipConfigurations": [
+                    {"name": "ipconfig1", "properties": {"privateIPAddress": "10.0.0.4", "primary": true}},
+                    {"name": "ipconfig2", "properties": {"privateIPAddress": "10.0.0.5"}},
+                ]}},
+                {"name": "nic1", "properties": {"ipConfigurations": [{"name": "x", "properties": {}}]}},
+                {"name": "nic2"},
+            ],
+            "nextLink": "https://management.azure.com/next",
+        }))
+        .unwrap();
+        let addresses = private_addresses(&page.value);
+        assert_eq!(
+            addresses,
+            [
+                "10.0.0.4".parse::<IpAddr>().unwrap(),
+                "10.0.0.5".parse().unwrap()
+            ]
+        );
+        assert_eq!(
+            page.next_link.as_deref(),
+            Some("https://management.azure.com/next")
+        );
+        let sets: Page<ScaleSet> = serde_json::from_value(serde_json::json!({
+            "value": [{"name": "cp", "tags": {"KubernetesCluster": "c.k8s.local", CONTROL_PLANE_TAG: "1"}}, {"name": "untagged"}],
+        }))
+        .unwrap();
+        assert!(sets.value[0].tags.contains_key(CONTROL_PLANE_TAG));
+        assert!(sets.value[1].tags.is_empty() && sets.next_link.is_none());
     }
 }

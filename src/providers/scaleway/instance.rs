@@ -76,6 +76,17 @@ fn region_of(zone: &str) -> Result<&str> {
     Ok(region)
 }
 
+/// The address of IPAM's `10.0.0.2/32`.
+fn address_of(cidr: &str) -> Result<IpAddr> {
+    let ip = cidr.split('/').next().unwrap_or_default();
+    ip.parse().map_err(|_| {
+        anyhow!(
+            "Scaleway's IPAM address `{}` is not an IP address",
+            cidr.escape_debug()
+        )
+    })
+}
+
 /// Tags under kOps' keys: the cluster's, and the control plane's role.
 fn kops_tags(found: &[String]) -> BTreeMap<String, String> {
     let mut kops = BTreeMap::new();
@@ -174,13 +185,7 @@ impl Servers {
         let Some(first) = answer.ips.first() else {
             return Ok(None);
         };
-        let ip = first.address.split('/').next().unwrap_or_default();
-        ip.parse().map(Some).map_err(|_| {
-            anyhow!(
-                "Scaleway's IPAM address `{}` is not an IP address",
-                first.address.escape_debug()
-            )
-        })
+        address_of(&first.address).map(Some)
     }
 }
 
@@ -272,5 +277,21 @@ mod tests {
         ]);
         assert_eq!(found[tags::CLUSTER], "c.k8s.local");
         assert!(found.contains_key(tags::CONTROL_PLANE_ROLE));
+        // Another cluster whose name begins with ours is not ours.
+        let other = kops_tags(&["noprefix=kops.k8s.io/cluster=c.k8s.local-2".to_owned()]);
+        assert_eq!(other[tags::CLUSTER], "c.k8s.local-2");
+    }
+
+    #[test]
+    fn an_ipam_address_is_its_cidr_s_address() {
+        assert_eq!(
+            address_of("172.16.4.2/22").unwrap(),
+            "172.16.4.2".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            address_of("10.0.0.9").unwrap(),
+            "10.0.0.9".parse::<IpAddr>().unwrap()
+        );
+        assert!(address_of("10.0.0.9\n/32").is_err());
     }
 }
