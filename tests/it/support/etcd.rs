@@ -61,8 +61,11 @@ impl EtcdPod {
              mount -t tmpfs tmpfs /usr/local/bin\n\
              ln -s /usr/bin/etcd /usr/local/bin/etcd\n\
              # This namespace copied every other test's mounts; on a real machine they are not\n\
-             # there, and holding them would keep those devices busy.\n\
-             for m in $(awk '$5 ~ \"^/tmp/\" {{print $5}}' /proc/self/mountinfo | sort -r); do umount -l \"$m\"; done\n\
+             # there, and holding them would keep those devices busy. A mount another test\n\
+             # mounted over is out of reach until the one above it is gone: a few passes.\n\
+             for pass in 1 2 3; do\n\
+               for m in $(awk '$5 ~ \"^/tmp/\" {{print $5}}' /proc/self/mountinfo | sort -r); do umount -l \"$m\" 2>/dev/null || true; done\n\
+             done\n\
              mount -t tmpfs tmpfs /tmp\n\
              exec \"$@\"\n",
             data = data_host.display(),
