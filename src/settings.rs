@@ -203,6 +203,15 @@ impl Settings {
         name.map(|name| self.cluster_named(name)).transpose()
     }
 
+    /// The API root endpoint flag `flag` of the run's provider gives (its default when not
+    /// given); every provider's flags are resolved with the settings.
+    pub(crate) fn api_root(&self, flag: &str) -> Result<String> {
+        self.endpoints
+            .get(flag)
+            .cloned()
+            .ok_or_else(|| anyhow!("no API root for `{flag}`"))
+    }
+
     /// The node `sync` gives kOps' control-plane labels: `--node-name`, when
     /// `--bootstrap-master-node-labels` asks for it.
     pub(crate) fn node_to_label(&self) -> Option<&str> {

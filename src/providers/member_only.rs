@@ -93,17 +93,10 @@ impl Clients {
         api: &Service,
         token: &Token,
     ) -> Result<Self> {
-        let root = |flag: &str| {
-            settings
-                .endpoints
-                .get(flag)
-                .cloned()
-                .ok_or_else(|| anyhow::anyhow!("no API root for `{flag}`"))
-        };
         let calls = Calls::default();
         let metadata = Rest::new(
             metadata.words,
-            &root(metadata.flag)?,
+            &settings.api_root(metadata.flag)?,
             &[],
             settings.deadline,
             calls.clone(),
@@ -120,7 +113,7 @@ impl Clients {
             };
             Some(Rest::new(
                 api.words,
-                &root(api.flag)?,
+                &settings.api_root(api.flag)?,
                 &[(token.header, value)],
                 settings.deadline,
                 calls.clone(),

@@ -93,13 +93,12 @@ impl Calls {
     }
 }
 
-/// One request: its operation (counted, named in messages), method, path under the root,
-/// headers beyond the client's and body.
+/// One request: its operation (counted, named in messages), method, path under the root and
+/// body.
 pub(crate) struct Call<'a> {
     pub(crate) operation: &'a str,
     pub(crate) method: Method,
     pub(crate) path: &'a str,
-    pub(crate) headers: Vec<(HeaderName, String)>,
     pub(crate) body: Option<serde_json::Value>,
 }
 
@@ -110,7 +109,6 @@ impl<'a> Call<'a> {
             operation,
             method: Method::GET,
             path,
-            headers: Vec::new(),
             body: None,
         }
     }
@@ -247,9 +245,6 @@ impl Rest {
                 concat!("protokube/", env!("CARGO_PKG_VERSION")),
             );
         for (name, value) in &self.headers {
-            request = request.header(name, value);
-        }
-        for (name, value) in &call.headers {
             request = request.header(name, value);
         }
         let body = match &call.body {

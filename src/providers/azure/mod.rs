@@ -7,7 +7,7 @@ pub(crate) mod arm;
 
 use std::sync::Arc;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 
 use crate::cloud::provider::{Endpoint, Provider};
 use crate::host::Files;
@@ -91,17 +91,10 @@ static WORDS: MemberWords = MemberWords {
 /// The run's Azure: the instance metadata service (`Metadata: true`), which also gives the
 /// managed identity's token, and Resource Manager.
 pub(crate) fn connect(settings: &Settings, _files: &dyn Files) -> Result<Connected> {
-    let root = |flag: &str| {
-        settings
-            .endpoints
-            .get(flag)
-            .cloned()
-            .ok_or_else(|| anyhow!("no API root for `{flag}`"))
-    };
     let calls = Calls::default();
     let metadata = Rest::new(
         &METADATA,
-        &root(METADATA_ENDPOINT_FLAG)?,
+        &settings.api_root(METADATA_ENDPOINT_FLAG)?,
         &[("metadata", "true".to_owned())],
         settings.deadline,
         calls.clone(),
@@ -113,7 +106,7 @@ pub(crate) fn connect(settings: &Settings, _files: &dyn Files) -> Result<Connect
     let arm = Arc::new(Arm::new(
         metadata,
         &ARM,
-        root(API_ENDPOINT_FLAG)?,
+        settings.api_root(API_ENDPOINT_FLAG)?,
         client_id,
         settings.deadline,
         calls.clone(),

@@ -77,16 +77,9 @@ pub(crate) const DNS_ENDPOINT_FLAG: &str = "--gce-dns-endpoint";
 /// GCE's cloud and zone service). The metadata server holds the credentials: no file of the
 /// node is read.
 pub(crate) fn connect(settings: &Settings, _files: &dyn Files) -> Result<Connected> {
-    let endpoint = |flag: &str| {
-        settings
-            .endpoints
-            .get(flag)
-            .cloned()
-            .ok_or_else(|| anyhow::anyhow!("no API root for `{flag}`"))
-    };
     let endpoints = GceEndpoints {
-        compute: endpoint(COMPUTE_ENDPOINT_FLAG)?,
-        dns: endpoint(DNS_ENDPOINT_FLAG)?,
+        compute: settings.api_root(COMPUTE_ENDPOINT_FLAG)?,
+        dns: settings.api_root(DNS_ENDPOINT_FLAG)?,
     };
     let metadata = Arc::new(MetadataServer::from_env()?);
     let api = GoogleApi::new(endpoints, metadata, settings.deadline)?;

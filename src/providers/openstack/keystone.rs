@@ -107,7 +107,6 @@ pub(crate) async fn authenticate(
         operation: "identity.tokens.create",
         method: Method::POST,
         path: "auth/tokens",
-        headers: Vec::new(),
         body: Some(body),
     };
     let answer = keystone.send(&call).await?;

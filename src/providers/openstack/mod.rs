@@ -9,7 +9,7 @@ pub(crate) mod nova;
 
 use std::sync::Arc;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 
 use crate::cloud::provider::{Endpoint, Provider};
 use crate::host::Files;
@@ -105,23 +105,16 @@ static WORDS: MemberWords = MemberWords {
 /// The run's OpenStack: the metadata service, Keystone at its root (the credential read from
 /// nodeup's `OS_*` variables), Nova where its catalogue says.
 pub(crate) fn connect(settings: &Settings, _files: &dyn Files) -> Result<Connected> {
-    let root = |flag: &str| {
-        settings
-            .endpoints
-            .get(flag)
-            .cloned()
-            .ok_or_else(|| anyhow!("no API root for `{flag}`"))
-    };
     let calls = Calls::default();
     let metadata = Rest::new(
         &METADATA,
-        &root(METADATA_ENDPOINT_FLAG)?,
+        &settings.api_root(METADATA_ENDPOINT_FLAG)?,
         &[],
         settings.deadline,
         calls.clone(),
         true,
     )?;
-    let keystone_root = root(API_ENDPOINT_FLAG)?;
+    let keystone_root = settings.api_root(API_ENDPOINT_FLAG)?;
     let keystone = Rest::new(
         &KEYSTONE,
         &keystone_root,
